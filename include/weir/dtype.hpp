@@ -1,0 +1,36 @@
+#pragma once
+/// \file Element types of tensors.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include <fmt/format.h>
+
+namespace weir {
+
+/// Element type of a tensor.
+enum class DType : std::uint8_t { kF32, kF64, kI32, kI64, kU8, kBool };
+
+/// Bytes per element.
+std::size_t SizeOf(DType dtype);
+/// Short lower-case name: "f32", "f64", "i32", "i64", "u8", "bool".
+std::string_view Name(DType dtype);
+/// True for kF32 and kF64.
+bool IsFloating(DType dtype);
+
+/// Maps a C++ element type to its DType.
+template <typename T> constexpr DType DTypeOf();
+template <> constexpr DType DTypeOf<float>() { return DType::kF32; }
+template <> constexpr DType DTypeOf<double>() { return DType::kF64; }
+template <> constexpr DType DTypeOf<std::int32_t>() { return DType::kI32; }
+template <> constexpr DType DTypeOf<std::int64_t>() { return DType::kI64; }
+template <> constexpr DType DTypeOf<std::uint8_t>() { return DType::kU8; }
+template <> constexpr DType DTypeOf<bool>() { return DType::kBool; }
+
+}  // namespace weir
+
+template <> struct fmt::formatter<weir::DType> : fmt::formatter<std::string_view> {
+  template <typename Context> auto format(weir::DType dtype, Context& ctx) const {
+    return fmt::formatter<std::string_view>::format(weir::Name(dtype), ctx);
+  }
+};

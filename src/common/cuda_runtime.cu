@@ -1,0 +1,71 @@
+// The CUDA backend's runtime layer, compiled by nvcc when -Dcuda is enabled. It stays free of fmt
+// and CAF (nvcc chokes on fmt's consteval strings in C++20) and exposes the plain API of
+// cuda_runtime.hpp.
+#include "common/cuda_check.cuh"
+#include "common/cuda_runtime.hpp"
+
+namespace weir::internal {
+
+namespace {
+
+__global__ void FillKernel(float* data, std::size_t count, float value) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < count) data[i] = value;
+}
+
+}  // namespace
+
+bool CudaBuilt() { return true; }
+
+int CudaDeviceCount() {
+  int count = 0;
+  // No driver or no GPU is a normal situation on CPU machines, not an error.
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+std::string CudaDescribe() {
+  if (CudaDeviceCount() == 0) return "CUDA built, but no usable device";
+  cudaDeviceProp prop{};
+  WEIR_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  return std::string(prop.name) + " (sm_" + std::to_string(prop.major * 10 + prop.minor) + ", " +
+         std::to_string(prop.totalGlobalMem >> 30) + " GiB), cuBLAS " + std::to_string(CUBLAS_VERSION) +
+         ", cuDNN " + std::to_string(cudnnGetVersion()) + ", NCCL " + std::to_string(NCCL_VERSION_CODE);
+}
+
+void* CudaAllocate(int device, std::size_t bytes) {
+  if (device < 0 || device >= CudaDeviceCount()) {
+    throw std::runtime_error("[cuda] device " + std::to_string(device) + " is not available (" +
+                             std::to_string(CudaDeviceCount()) + " visible)");
+  }
+  WEIR_CUDA_CHECK(cudaSetDevice(device));
+  void* memory = nullptr;
+  WEIR_CUDA_CHECK(cudaMalloc(&memory, bytes == 0 ? 1 : bytes));
+  WEIR_CUDA_CHECK(cudaMemset(memory, 0, bytes == 0 ? 1 : bytes));
+  return memory;
+}
+
+void CudaFree(int device, void* memory) noexcept {
+  cudaSetDevice(device);
+  cudaFree(memory);
+}
+
+void CudaCopy(void* dst, bool dst_on_device, const void* src, bool src_on_device, std::size_t bytes) {
+  const cudaMemcpyKind kind = dst_on_device ? (src_on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+                                            : (src_on_device ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
+  WEIR_CUDA_CHECK(cudaMemcpy(dst, src, bytes, kind));
+}
+
+void CudaFillForTest(int device, float* data, std::size_t count, float value) {
+  WEIR_CUDA_CHECK(cudaSetDevice(device));
+  constexpr unsigned kThreads = 256;
+  const unsigned blocks = static_cast<unsigned>((count + kThreads - 1) / kThreads);
+  FillKernel<<<blocks == 0 ? 1 : blocks, kThreads>>>(data, count, value);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+  WEIR_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+}  // namespace weir::internal

@@ -1,0 +1,24 @@
+#pragma once
+// The CUDA runtime as plain C++: no CUDA header leaks out of here. In a build without CUDA every
+// function reports "not available" (count 0, throwing allocators), so callers need no #ifdefs.
+#include <cstddef>
+#include <string>
+
+namespace weir::internal {
+
+/// True when this build compiled the CUDA backend.
+bool CudaBuilt();
+/// Visible CUDA devices; 0 without a driver, a GPU or a CUDA build.
+int CudaDeviceCount();
+/// "H100 (sm_90, 80 GiB)" etc., or why no device is usable.
+std::string CudaDescribe();
+
+void* CudaAllocate(int device, std::size_t bytes);
+void CudaFree(int device, void* memory) noexcept;
+void CudaCopy(void* dst, bool dst_on_device, const void* src, bool src_on_device, std::size_t bytes);
+
+/// Fills `count` floats at device memory `data` with `value` using a kernel on `device`, then
+/// waits for it: proves kernels compile, link and launch.
+void CudaFillForTest(int device, float* data, std::size_t count, float value);
+
+}  // namespace weir::internal

@@ -1,0 +1,31 @@
+#include "weir/dtype.hpp"
+
+namespace weir {
+
+std::size_t SizeOf(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return 4;
+    case DType::kF64: return 8;
+    case DType::kI32: return 4;
+    case DType::kI64: return 8;
+    case DType::kU8: return 1;
+    case DType::kBool: return 1;
+  }
+  return 0;
+}
+
+std::string_view Name(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return "f32";
+    case DType::kF64: return "f64";
+    case DType::kI32: return "i32";
+    case DType::kI64: return "i64";
+    case DType::kU8: return "u8";
+    case DType::kBool: return "bool";
+  }
+  return "?";
+}
+
+bool IsFloating(DType dtype) { return dtype == DType::kF32 || dtype == DType::kF64; }
+
+}  // namespace weir

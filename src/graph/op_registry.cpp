@@ -1,0 +1,56 @@
+#include "graph/op_registry.hpp"
+
+#include <mutex>
+#include <string>
+
+namespace weir::internal {
+
+namespace {
+
+std::vector<OpDef>& Defs() {
+  static std::vector<OpDef> defs;
+  return defs;
+}
+std::mutex& DefsMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+}  // namespace
+
+void RegisterOp(OpDef def) {
+  std::lock_guard lock(DefsMutex());
+  Defs().push_back(std::move(def));
+}
+
+const OpDef& FindOp(std::string_view type) {
+  std::lock_guard lock(DefsMutex());
+  for (const OpDef& def : Defs()) {
+    if (def.type == type) return def;
+  }
+  throw std::invalid_argument(fmt::format("[{}] unknown op type", type));
+}
+
+int ResolveAxis(std::string_view op_type, std::string_view what, int axis, int rank) {
+  const int resolved = axis < 0 ? axis + rank : axis;
+  if (resolved < 0 || resolved >= rank) {
+    throw OpError(op_type, "{} {} out of range for rank {}", what, axis, rank);
+  }
+  return resolved;
+}
+
+Shape BroadcastShapes(std::string_view op_type, const Shape& a, const Shape& b) {
+  const int rank = std::max(a.Rank(), b.Rank());
+  std::vector<std::int64_t> dims(static_cast<std::size_t>(rank));
+  for (int i = 0; i < rank; ++i) {
+    const int ia = a.Rank() - rank + i;
+    const int ib = b.Rank() - rank + i;
+    const std::int64_t da = ia >= 0 ? a.Dims()[static_cast<std::size_t>(ia)] : 1;
+    const std::int64_t db = ib >= 0 ? b.Dims()[static_cast<std::size_t>(ib)] : 1;
+    if (da != db && da != 1 && db != 1) throw OpError(op_type, "shapes do not broadcast: {} vs {}", a, b);
+    dims[static_cast<std::size_t>(i)] = da == 1 ? db : da;
+  }
+  return Shape(std::move(dims));
+}
+
+}  // namespace weir::internal

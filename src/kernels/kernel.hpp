@@ -1,0 +1,80 @@
+#pragma once
+// Kernels: the code that runs one op on one device for one dtype. A kernel object is created once
+// per compiled task, when a job is instantiated (so expensive set-up such as oneDNN primitive
+// creation never happens on the hot path), and Run is then called once per call of the job.
+#include <any>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "common/tensor_meta.hpp"
+#include "weir/tensor.hpp"
+
+namespace weir::internal {
+
+/// A kernel failed on the data of one call (e.g. a label out of range). It fails that call only.
+class KernelError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// What a kernel factory gets: the op's typed attributes and the compile-time metas.
+struct KernelSetup {
+  std::string_view op_type;
+  std::string_view op_name;
+  const std::any* attrs = nullptr;
+  std::span<const TensorMeta> inputs;
+  std::span<const TensorMeta> outputs;
+  Device device;
+
+  template <typename Attrs> const Attrs& Get() const { return std::any_cast<const Attrs&>(*attrs); }
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  /// Computes outputs from inputs. Throws KernelError for bad data; the runtime turns it into a
+  /// failed call.
+  virtual void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) = 0;
+};
+
+using KernelFactory = std::unique_ptr<Kernel> (*)(const KernelSetup& setup);
+
+/// Kernels are keyed by (op type, device kind, dtype); the dtype is the dtype of the op's first
+/// input, or of its first output for ops without inputs.
+struct KernelKey {
+  std::string op_type;
+  Device::Kind device = Device::Kind::kCpu;
+  DType dtype = DType::kF32;
+  friend bool operator==(const KernelKey&, const KernelKey&) = default;
+};
+
+/// Adds a kernel; called from static registrars (WEIR_REGISTER_KERNEL).
+void RegisterKernel(KernelKey key, KernelFactory factory);
+/// The factory for `key`, or nullptr.
+KernelFactory FindKernel(const KernelKey& key);
+/// "f32, f64" — the dtypes registered for (op, device); for error messages.
+std::string RegisteredDTypes(std::string_view op_type, Device::Kind device);
+
+/// A factory that constructs `KernelClass(setup)`.
+template <typename KernelClass> std::unique_ptr<Kernel> MakeKernel(const KernelSetup& setup) {
+  return std::make_unique<KernelClass>(setup);
+}
+
+/// Calls `fn` at static-initialisation time; the library is linked whole, so every registrar runs.
+struct KernelRegistrar {
+  template <typename Fn> explicit KernelRegistrar(Fn fn) { fn(); }
+};
+
+}  // namespace weir::internal
+
+#define WEIR_KERNEL_CONCAT_INNER(a, b) a##b
+#define WEIR_KERNEL_CONCAT(a, b) WEIR_KERNEL_CONCAT_INNER(a, b)
+/// Registers kernels in a block: WEIR_REGISTER_KERNELS { RegisterKernel({...}, &MakeKernel<K>); }
+#define WEIR_REGISTER_KERNELS                                                                         \
+  static void WEIR_KERNEL_CONCAT(WeirRegisterKernels, __LINE__)();                                    \
+  static const ::weir::internal::KernelRegistrar WEIR_KERNEL_CONCAT(weir_kernel_registrar_, __LINE__)( \
+      &WEIR_KERNEL_CONCAT(WeirRegisterKernels, __LINE__));                                            \
+  static void WEIR_KERNEL_CONCAT(WeirRegisterKernels, __LINE__)()

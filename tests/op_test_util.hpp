@@ -1,0 +1,34 @@
+#pragma once
+// Runs one op's CPU kernel directly on tensors, without a job or the runtime: shape inference from
+// the op registry, the kernel from the kernel registry, freshly allocated outputs.
+#include <any>
+#include <string_view>
+#include <vector>
+
+#include "graph/op_registry.hpp"
+#include "kernels/kernel.hpp"
+#include "weir/tensor.hpp"
+
+namespace weir::testing {
+
+inline std::vector<Tensor> RunOp(std::string_view type, std::any attrs, const std::vector<Tensor>& inputs) {
+  using namespace weir::internal;
+  std::vector<TensorMeta> input_metas;
+  for (const Tensor& t : inputs) input_metas.push_back({t.GetShape(), t.GetDType()});
+  const OpDef& def = FindOp(type);
+  const std::vector<TensorMeta> output_metas = def.infer(InferContext{type, type, &attrs, input_metas});
+  const DType key_dtype = input_metas.empty() ? output_metas.at(0).dtype : input_metas[0].dtype;
+  KernelFactory factory = FindKernel({std::string(type), Device::Kind::kCpu, key_dtype});
+  if (factory == nullptr) throw std::invalid_argument(fmt::format("no CPU kernel for {} {}", type, key_dtype));
+  auto kernel = factory(KernelSetup{type, type, &attrs, input_metas, output_metas, Device::Cpu()});
+  std::vector<Tensor> outputs;
+  std::vector<ConstTensorView> in_views;
+  std::vector<TensorView> out_views;
+  for (std::size_t i = 0; i < inputs.size(); ++i) in_views.push_back({inputs[i].RawData(), &input_metas[i]});
+  for (const TensorMeta& meta : output_metas) outputs.emplace_back(meta.shape, meta.dtype);
+  for (std::size_t i = 0; i < outputs.size(); ++i) out_views.push_back({outputs[i].RawData(), &output_metas[i]});
+  kernel->Run(in_views, out_views);
+  return outputs;
+}
+
+}  // namespace weir::testing
