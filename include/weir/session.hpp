@@ -1,0 +1,102 @@
+#pragma once
+/// \file Sessions run compiled jobs. A job is compiled on its first call in a session; every op
+/// becomes an actor exchanging registers, so consecutive calls pipeline.
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weir/job.hpp"
+#include "weir/tensor.hpp"
+
+namespace weir {
+
+namespace internal {
+class SessionImpl;
+}
+
+/// The outputs of one call, in the order the job declared them; also addressable by name.
+class Outputs {
+ public:
+  Outputs() = default;
+  Outputs(std::vector<std::string> names, std::vector<Tensor> tensors);
+  std::size_t Size() const { return tensors_.size(); }
+  const Tensor& operator[](std::size_t index) const;
+  /// Throws std::out_of_range naming the missing output and the ones that exist.
+  const Tensor& operator[](std::string_view name) const;
+  const std::vector<Tensor>& Tensors() const { return tensors_; }
+  const std::vector<std::string>& Names() const { return names_; }
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<Tensor> tensors_;
+};
+
+/// What an async callback receives: the outputs, or the error that failed the call.
+struct CallResult {
+  Outputs outputs;
+  std::exception_ptr error;
+
+  bool Ok() const { return error == nullptr; }
+  /// Rethrows the call's error, if any.
+  void ThrowIfError() const {
+    if (error) std::rethrow_exception(error);
+  }
+};
+
+/// How jobs map onto CAF actors (see docs/runtime.md). The default is what bench/actor_overhead
+/// found fastest.
+enum class ActorHosting : std::uint8_t { kActorPerStream, kActorPerOp };
+
+struct SessionOptions {
+  /// CAF scheduler threads; 0 means one per core.
+  int scheduler_threads = 0;
+  /// CPU compute streams that op-actors are spread over.
+  int cpu_compute_streams = 1;
+  ActorHosting hosting = ActorHosting::kActorPerStream;
+  /// Calls admitted but not yet completed; further calls block until one completes.
+  int max_calls_in_flight = 128;
+  /// How long shutdown waits for calls in flight before failing them.
+  std::chrono::milliseconds shutdown_timeout{30000};
+};
+
+/// Runs jobs. Thread-safe: several threads may call one session. Destroying a session completes
+/// the calls in flight (and their callbacks) and shuts its actors down.
+class Session {
+ public:
+  using Callback = std::function<void(CallResult)>;
+
+  explicit Session(SessionOptions options = {});
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  /// Runs `job` on `inputs` (one per placeholder, in order) and blocks until its final actor has
+  /// produced the outputs. Throws std::invalid_argument for a wrong input count, shape or dtype
+  /// (nothing runs), and rethrows a kernel's error if the call failed.
+  Outputs Call(const Job& job, std::vector<Tensor> inputs);
+  /// As Call, with inputs by placeholder name.
+  Outputs Call(const Job& job, const std::map<std::string, Tensor>& inputs);
+
+  /// Launches `job` and returns at once. `callback` runs later on the session's callback thread,
+  /// in call order with every other call of this session. Bad inputs throw here, as for Call.
+  void CallAsync(const Job& job, std::vector<Tensor> inputs, Callback callback);
+  void CallAsync(const Job& job, const std::map<std::string, Tensor>& inputs, Callback callback);
+
+  /// Waits for every call made before it and for its callback; rethrows the first exception a
+  /// callback threw since the last Sync.
+  void Sync();
+
+  /// Compiles `job` if needed and returns its plan as Graphviz dot (actors, registers, register_num).
+  std::string PlanDot(const Job& job);
+
+ private:
+  std::unique_ptr<internal::SessionImpl> impl_;
+};
+
+}  // namespace weir

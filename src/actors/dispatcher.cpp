@@ -1,0 +1,143 @@
+#include "actors/dispatcher.hpp"
+
+#include <stdexcept>
+#include <utility>
+
+namespace weir::internal {
+
+namespace {
+constexpr std::chrono::seconds kDrainTimeout{60};
+}
+
+Dispatcher::Dispatcher(int max_in_flight) : max_in_flight_(max_in_flight < 1 ? 1 : max_in_flight) {
+  callback_thread_ = std::thread([this] { CallbackLoop(); });
+}
+
+Dispatcher::~Dispatcher() {
+  Close();
+  if (!WaitAllCompleted(kDrainTimeout)) {
+    FailOutstanding(std::make_exception_ptr(std::runtime_error("[session] shut down before the call completed")));
+  }
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  callback_cv_.notify_all();
+  callback_thread_.join();
+}
+
+void Dispatcher::Admit(const std::shared_ptr<CallRecord>& record, const std::function<void()>& launch) {
+  std::unique_lock lock(mutex_);
+  // A callback that issues calls must not wait for room: room may only appear after it returns.
+  if (!OnCallbackThread()) {
+    admitted_cv_.wait(lock, [&] { return closed_ || static_cast<int>(pending_.size()) < max_in_flight_; });
+  }
+  if (closed_) throw std::runtime_error("[session] the session is shutting down; no new calls are accepted");
+  record->call_id = next_call_id_++;
+  pending_.push_back(record);
+  launch();
+}
+
+void Dispatcher::Complete(CallRecord* record) {
+  std::unique_lock lock(mutex_);
+  record->completed = true;
+  Release(lock);
+}
+
+void Dispatcher::FailOutstanding(const std::exception_ptr& error) {
+  std::unique_lock lock(mutex_);
+  for (const auto& record : pending_) {
+    if (record->completed) continue;
+    record->Fail(error);
+    record->completed = true;
+  }
+  Release(lock);
+}
+
+// Called with the lock held; releases the completed prefix of pending_ in call order.
+void Dispatcher::Release(std::unique_lock<std::mutex>& lock) {
+  std::vector<std::shared_ptr<CallRecord>> fulfil_now;
+  bool released = false;
+  while (!pending_.empty() && pending_.front()->completed) {
+    std::shared_ptr<CallRecord> record = std::move(pending_.front());
+    pending_.pop_front();
+    released = true;
+    // A sync call with no earlier callback outstanding completes at once; otherwise it queues
+    // behind those callbacks so that its caller observes them as done.
+    if (record->is_sync && (record->issued_from_callback || (callbacks_.empty() && running_call_id_ < 0))) {
+      fulfil_now.push_back(std::move(record));
+    } else {
+      callbacks_.push_back(std::move(record));
+    }
+  }
+  if (!released) return;
+  lock.unlock();
+  admitted_cv_.notify_all();
+  callback_cv_.notify_one();
+  finished_cv_.notify_all();
+  for (auto& record : fulfil_now) record->promise.set_value();
+  lock.lock();
+}
+
+void Dispatcher::CallbackLoop() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    callback_cv_.wait(lock, [&] { return stopping_ || !callbacks_.empty(); });
+    if (callbacks_.empty()) return;  // stopping and drained
+    std::shared_ptr<CallRecord> record = std::move(callbacks_.front());
+    callbacks_.pop_front();
+    running_call_id_ = record->call_id;
+    lock.unlock();
+    Finish(*record);
+    record.reset();
+    lock.lock();
+    running_call_id_ = -1;
+    finished_cv_.notify_all();
+  }
+}
+
+void Dispatcher::Finish(CallRecord& record) {
+  if (record.is_sync) {
+    record.promise.set_value();
+  } else {
+    try {
+      record.callback(record);
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      if (!callback_error_) callback_error_ = std::current_exception();
+    }
+  }
+}
+
+void Dispatcher::Sync() {
+  if (OnCallbackThread()) {
+    throw std::logic_error("[session] Sync() called from a callback would wait for that callback itself");
+  }
+  std::unique_lock lock(mutex_);
+  const std::int64_t target = next_call_id_ - 1;
+  // Done when no call <= target is still pending, queued for its callback, or in its callback.
+  finished_cv_.wait(lock, [&] {
+    return (pending_.empty() || pending_.front()->call_id > target) &&
+           (callbacks_.empty() || callbacks_.front()->call_id > target) &&
+           (running_call_id_ < 0 || running_call_id_ > target);
+  });
+  if (callback_error_) {
+    std::exception_ptr error = std::exchange(callback_error_, nullptr);
+    std::rethrow_exception(error);
+  }
+}
+
+void Dispatcher::Close() {
+  {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+  }
+  admitted_cv_.notify_all();
+}
+
+bool Dispatcher::WaitAllCompleted(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  return admitted_cv_.wait_for(lock, timeout, [&] { return pending_.empty(); });
+}
+
+}  // namespace weir::internal

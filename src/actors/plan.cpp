@@ -1,0 +1,59 @@
+#include "actors/plan.hpp"
+
+#include <fmt/format.h>
+
+namespace weir::internal {
+
+std::string_view Name(TaskKind kind) {
+  switch (kind) {
+    case TaskKind::kSourceTick: return "source_tick";
+    case TaskKind::kInput: return "input";
+    case TaskKind::kKernel: return "kernel";
+    case TaskKind::kSink: return "sink";
+  }
+  return "?";
+}
+
+std::size_t Plan::RegisterBytes() const {
+  std::size_t bytes = 0;
+  for (const RegisterDesc& reg : registers) bytes += reg.slot_bytes * static_cast<std::size_t>(reg.register_num);
+  return bytes;
+}
+
+namespace {
+
+// Graphviz needs quotes and backslashes escaped inside labels.
+std::string Escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string Plan::ToDot() const {
+  std::string dot = fmt::format("digraph \"{}\" {{\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n",
+                                Escape(job_name));
+  for (std::size_t s = 0; s < streams.size(); ++s) {
+    dot += fmt::format("  subgraph cluster_stream{} {{\n    label=\"{}\";\n", s, Escape(streams[s].ToString()));
+    for (const TaskDesc& task : tasks) {
+      if (task.stream != static_cast<int>(s)) continue;
+      const std::string detail = task.kind == TaskKind::kKernel ? task.op_type : std::string(Name(task.kind));
+      dot += fmt::format("    t{} [label=\"{}\\n{}\"{}];\n", task.id, Escape(task.name), Escape(detail),
+                         task.kind == TaskKind::kKernel ? "" : ", style=rounded");
+    }
+    dot += "  }\n";
+  }
+  for (const RegisterDesc& reg : registers) {
+    for (int consumer : reg.consumers) {
+      dot += fmt::format("  t{} -> t{} [label=\"{}\\nregister_num={}\\n{} B\"];\n", reg.producer, consumer,
+                         Escape(reg.name), reg.register_num, reg.slot_bytes);
+    }
+  }
+  return dot + "}\n";
+}
+
+}  // namespace weir::internal

@@ -1,0 +1,73 @@
+#pragma once
+// A compiled job as plain data: tasks (each becomes an actor), the registers between them, and the
+// streams (executors) that host the tasks. The graph layer writes it; the runtime executes it and
+// knows nothing else about the job.
+#include <any>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/stream.hpp"
+#include "common/tensor_meta.hpp"
+#include "kernels/kernel.hpp"
+
+namespace weir::internal {
+
+enum class TaskKind : std::uint8_t {
+  kSourceTick,  // fires once per launched call; its zero-byte tick starts inputs and constants
+  kInput,       // copies one call input into its register
+  kKernel,      // runs one op's kernel
+  kSink,        // the final actor: hands the outputs of a call to the dispatcher
+};
+
+std::string_view Name(TaskKind kind);
+
+struct RegisterDesc {
+  int id = 0;
+  std::string name;
+  int producer = -1;            // task id
+  std::vector<int> consumers;   // task ids, each once
+  int register_num = 1;         // slots: how many pieces may be in flight on this edge
+  TensorMeta meta;              // of one slot; a tick has an empty dtype-less meta and 0 bytes
+  std::size_t slot_bytes = 0;
+};
+
+struct TaskDesc {
+  int id = 0;
+  TaskKind kind = TaskKind::kKernel;
+  std::string name;
+  int stream = 0;                        // index into Plan::streams
+  std::vector<int> consumed;             // register ids, each once
+  std::vector<int> produced;             // register ids
+  // Kernel tasks: the op and its kernel; inputs map kernel input i to consumed[input_slots[i]].
+  std::string op_type;
+  const std::any* attrs = nullptr;       // owned by the job graph, which outlives the plan
+  std::vector<int> input_slots;
+  std::vector<TensorMeta> input_metas;
+  std::vector<TensorMeta> output_metas;
+  KernelFactory kernel_factory = nullptr;
+  // Input tasks: which call input to copy. Sink: output i is consumed[input_slots[i]].
+  int input_index = -1;
+};
+
+struct Plan {
+  std::string job_name;
+  std::vector<TaskDesc> tasks;
+  std::vector<RegisterDesc> registers;
+  std::vector<StreamId> streams;
+  int source_task = -1;
+  int sink_task = -1;
+  std::vector<std::string> output_names;
+  std::vector<TensorMeta> output_metas;
+  /// Whatever the tasks' attrs point into (the job graph); kept alive with the plan.
+  std::shared_ptr<const void> keep_alive;
+
+  /// Bytes of register memory the plan needs (every slot of every register).
+  std::size_t RegisterBytes() const;
+  /// Graphviz dot: one node per actor (grouped by stream), one edge per register and consumer,
+  /// labelled with the register's name, register_num and slot size.
+  std::string ToDot() const;
+};
+
+}  // namespace weir::internal

@@ -1,0 +1,36 @@
+#pragma once
+// Register memory of one instantiated plan: every slot of every register, carved out of one arena
+// allocated up front, so no call allocates register memory.
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "actors/call.hpp"
+#include "actors/plan.hpp"
+
+namespace weir::internal {
+
+/// One slot: its memory and the piece it currently holds. The producer writes the header before
+/// sending "readable"; consumers read it after receiving that message.
+struct RegisterSlot {
+  std::byte* data = nullptr;
+  CallRecord* call = nullptr;
+  bool failed = false;  // an upstream kernel failed on this piece: skip work, pass the failure on
+};
+
+class RegisterStore {
+ public:
+  explicit RegisterStore(const Plan& plan);
+  RegisterSlot& Slot(int register_id, int slot) {
+    return slots_[static_cast<std::size_t>(first_slot_[static_cast<std::size_t>(register_id)] + slot)];
+  }
+  std::size_t ArenaBytes() const { return arena_bytes_; }
+
+ private:
+  std::shared_ptr<std::byte[]> arena_;
+  std::size_t arena_bytes_ = 0;
+  std::vector<RegisterSlot> slots_;
+  std::vector<int> first_slot_;
+};
+
+}  // namespace weir::internal

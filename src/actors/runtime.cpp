@@ -1,0 +1,285 @@
+// CAF hosting of plans: executors are CAF event-based actors, each hosting one or more tasks.
+#include "actors/runtime.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include <caf/all.hpp>
+#include <fmt/format.h>
+
+#include "actors/registers.hpp"
+#include "actors/task.hpp"
+
+namespace weir::internal {
+
+struct MsgBatch {
+  std::vector<ActorMsg> msgs;
+};
+struct LaunchMsg {
+  CallRecord* record;
+};
+
+}  // namespace weir::internal
+
+// Local-only messages: they carry indices and a pointer to a call that the dispatcher keeps alive.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::internal::MsgBatch)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::internal::LaunchMsg)
+
+namespace weir::internal {
+
+namespace {
+
+using launch_atom = caf::atom_constant<caf::atom("launch")>;
+using close_atom = caf::atom_constant<caf::atom("close")>;
+
+}  // namespace
+
+/// State shared by the executors of one plan; outlives them.
+struct JobRuntime::Impl {
+  std::shared_ptr<const Plan> plan;
+  Dispatcher* dispatcher = nullptr;
+  RuntimeOptions options;
+  std::unique_ptr<RegisterStore> store;
+  std::vector<std::unique_ptr<Task>> tasks;
+  std::vector<int> task_executor;         // executor index of each task
+  std::vector<std::vector<int>> hosted;   // tasks of each executor
+  std::vector<caf::actor> executors;      // written before the first launch, then read-only
+
+  std::mutex mutex;
+  std::condition_variable finished_cv;
+  int executors_running = 0;
+  bool launched_close = false;
+  bool shut_down = false;
+  bool clean_shutdown = false;
+  std::exception_ptr fault;
+
+  void ExecutorFinished() {
+    std::lock_guard lock(mutex);
+    --executors_running;
+    finished_cv.notify_all();
+  }
+  // A runtime bug (protocol violation) broke this job: fail what is in flight, keep the process.
+  void Fault(std::exception_ptr error) {
+    {
+      std::lock_guard lock(mutex);
+      if (!fault) fault = error;
+    }
+    dispatcher->FailOutstanding(error);
+  }
+};
+
+namespace {
+
+class Executor final : public caf::event_based_actor, public MessageSink {
+ public:
+  // Executors share ownership of the job's state: after a forced shutdown an executor may still
+  // be inside a kernel, and the state must outlive it.
+  Executor(caf::actor_config& config, std::shared_ptr<JobRuntime::Impl> job, int index)
+      : caf::event_based_actor(config), job_(std::move(job)), index_(index),
+        outboxes_(job_->hosted.size()), finished_(job_->hosted[static_cast<std::size_t>(index)].size(), false) {}
+
+  caf::behavior make_behavior() override {
+    return {
+        [this](MsgBatch& batch) {
+          Guarded([&] {
+            for (const ActorMsg& msg : batch.msgs) local_.push_back(msg);
+            Pump();
+          });
+        },
+        [this](launch_atom, LaunchMsg launch) {
+          Guarded([&] {
+            Task& source = *job_->tasks[static_cast<std::size_t>(job_->plan->source_task)];
+            source.Launch(launch.record);
+            Run(source);
+            Pump();
+          });
+        },
+        [this](close_atom) {
+          Guarded([&] {
+            Task& source = *job_->tasks[static_cast<std::size_t>(job_->plan->source_task)];
+            source.Protocol().CloseExternal();
+            Run(source);
+            Pump();
+          });
+        },
+    };
+  }
+
+  void Send(const ActorMsg& msg) override {
+    const int target = job_->task_executor[static_cast<std::size_t>(msg.dst_task)];
+    if (target == index_) {
+      local_.push_back(msg);
+    } else {
+      outboxes_[static_cast<std::size_t>(target)].push_back(msg);
+    }
+  }
+
+ private:
+  template <typename Fn> void Guarded(Fn&& fn) {
+    try {
+      fn();
+    } catch (...) {
+      job_->Fault(std::current_exception());
+    }
+  }
+
+  // Delivers local messages until none is left (messages may add more), then flushes one batch
+  // per other executor.
+  void Pump() {
+    for (std::size_t i = 0; i < local_.size(); ++i) {
+      const ActorMsg msg = local_[i];
+      Task& task = *job_->tasks[static_cast<std::size_t>(msg.dst_task)];
+      task.Protocol().Receive(msg);
+      Run(task);
+    }
+    local_.clear();
+    for (std::size_t e = 0; e < outboxes_.size(); ++e) {
+      if (outboxes_[e].empty()) continue;
+      send(job_->executors[e], MsgBatch{std::move(outboxes_[e])});
+      outboxes_[e].clear();
+    }
+    if (finished_count_ == finished_.size() && !reported_) {
+      reported_ = true;
+      job_->ExecutorFinished();
+      quit();
+    }
+  }
+
+  void Run(Task& task) {
+    TaskProtocol& protocol = task.Protocol();
+    while (protocol.CanAct()) task.Act(*this);
+    if (protocol.ShouldEndStream()) protocol.EndStream(*this);
+    if (protocol.Finished()) MarkFinished(task);
+  }
+
+  void MarkFinished(Task& task) {
+    const auto& hosted = job_->hosted[static_cast<std::size_t>(index_)];
+    for (std::size_t i = 0; i < hosted.size(); ++i) {
+      if (hosted[i] == task.Desc().id && !finished_[i]) {
+        finished_[i] = true;
+        ++finished_count_;
+      }
+    }
+  }
+
+  std::shared_ptr<JobRuntime::Impl> job_;
+  int index_;
+  std::vector<ActorMsg> local_;
+  std::vector<std::vector<ActorMsg>> outboxes_;
+  std::vector<bool> finished_;
+  std::size_t finished_count_ = 0;
+  bool reported_ = false;
+};
+
+int DefaultThreads() {
+  const unsigned cores = std::thread::hardware_concurrency();
+  return cores == 0 ? 2 : static_cast<int>(cores);
+}
+
+}  // namespace
+
+struct Runtime::Impl {
+  explicit Impl(const RuntimeOptions& options) : config(MakeConfig(options)), system(*config) {}
+
+  static std::unique_ptr<caf::actor_system_config> MakeConfig(const RuntimeOptions& options) {
+    auto config = std::make_unique<caf::actor_system_config>();
+    // CAF's default (max(cores, 4) threads) oversubscribes small machines. Values need exact types:
+    // a mistyped one is only printed and ignored.
+    const int threads = options.scheduler_threads > 0 ? options.scheduler_threads : DefaultThreads();
+    config->set("scheduler.max-threads", static_cast<std::size_t>(threads));
+    config->set("scheduler.policy", caf::atom("stealing"));
+    return config;
+  }
+
+  std::unique_ptr<caf::actor_system_config> config;  // declared first: outlives the system
+  caf::actor_system system;
+};
+
+Runtime::Runtime(RuntimeOptions options) : options_(options), impl_(std::make_unique<Impl>(options_)) {}
+
+Runtime::~Runtime() = default;
+
+int Runtime::SchedulerThreads() const {
+  return options_.scheduler_threads > 0 ? options_.scheduler_threads : DefaultThreads();
+}
+
+std::unique_ptr<JobRuntime> Runtime::Instantiate(std::shared_ptr<const Plan> plan, Dispatcher& dispatcher) {
+  auto job = std::make_shared<JobRuntime::Impl>();
+  job->plan = std::move(plan);
+  job->dispatcher = &dispatcher;
+  job->options = options_;
+  job->store = std::make_unique<RegisterStore>(*job->plan);
+  const Plan& p = *job->plan;
+  for (const TaskDesc& desc : p.tasks) job->tasks.push_back(std::make_unique<Task>(p, desc, *job->store, dispatcher));
+
+  if (options_.hosting == Hosting::kActorPerStream) {
+    // One executor per stream that has tasks.
+    std::vector<int> stream_executor(p.streams.size(), -1);
+    for (const TaskDesc& desc : p.tasks) {
+      int& executor = stream_executor[static_cast<std::size_t>(desc.stream)];
+      if (executor < 0) {
+        executor = static_cast<int>(job->hosted.size());
+        job->hosted.emplace_back();
+      }
+      job->task_executor.push_back(executor);
+      job->hosted[static_cast<std::size_t>(executor)].push_back(desc.id);
+    }
+  } else {
+    for (const TaskDesc& desc : p.tasks) {
+      job->task_executor.push_back(static_cast<int>(job->hosted.size()));
+      job->hosted.push_back({desc.id});
+    }
+  }
+  job->executors_running = static_cast<int>(job->hosted.size());
+  for (std::size_t e = 0; e < job->hosted.size(); ++e) {
+    job->executors.push_back(impl_->system.spawn<Executor>(job, static_cast<int>(e)));
+  }
+  return std::make_unique<JobRuntime>(std::move(job));
+}
+
+JobRuntime::JobRuntime(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+JobRuntime::~JobRuntime() { Shutdown(); }
+
+void JobRuntime::Launch(CallRecord* record) {
+  const int executor = impl_->task_executor[static_cast<std::size_t>(impl_->plan->source_task)];
+  caf::anon_send(impl_->executors[static_cast<std::size_t>(executor)], launch_atom::value, LaunchMsg{record});
+}
+
+bool JobRuntime::Shutdown() {
+  std::unique_lock lock(impl_->mutex);
+  if (impl_->shut_down) return impl_->clean_shutdown;
+  if (!impl_->launched_close) {
+    impl_->launched_close = true;
+    const int executor = impl_->task_executor[static_cast<std::size_t>(impl_->plan->source_task)];
+    caf::anon_send(impl_->executors[static_cast<std::size_t>(executor)], close_atom::value);
+  }
+  const bool clean = impl_->finished_cv.wait_for(lock, impl_->options.shutdown_timeout,
+                                                 [&] { return impl_->executors_running == 0 || impl_->fault; });
+  if (!clean || impl_->fault) {
+    // The cascade stalled (a stuck kernel or a runtime fault): stop every executor by force.
+    for (const caf::actor& executor : impl_->executors) caf::anon_send_exit(executor, caf::exit_reason::user_shutdown);
+  }
+  // Executors hold no handles to themselves once they exit; dropping ours lets CAF reclaim them.
+  impl_->shut_down = true;
+  impl_->clean_shutdown = clean && !impl_->fault;
+  lock.unlock();
+  impl_->executors.clear();
+  return impl_->clean_shutdown;
+}
+
+const Plan& JobRuntime::GetPlan() const { return *impl_->plan; }
+
+std::size_t JobRuntime::RegisterBytes() const { return impl_->store->ArenaBytes(); }
+
+std::string JobRuntime::DescribeWaiting() const {
+  std::string out;
+  for (const auto& task : impl_->tasks) {
+    out += fmt::format("{} ({}): {}\n", task->Desc().name, Name(task->Desc().kind), task->Protocol().DescribeWaiting());
+  }
+  return out;
+}
+
+}  // namespace weir::internal

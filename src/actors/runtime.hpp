@@ -1,0 +1,71 @@
+#pragma once
+// Hosts compiled plans on CAF. No CAF header leaks out of here.
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "actors/dispatcher.hpp"
+#include "actors/plan.hpp"
+
+namespace weir::internal {
+
+/// How tasks map onto CAF actors. kActorPerStream multiplexes all tasks of a stream onto one CAF
+/// actor (messages between them are local queue pushes); kActorPerTask gives every task its own
+/// CAF actor (every message is a CAF message). bench/actor_overhead measures both.
+enum class Hosting : std::uint8_t { kActorPerStream, kActorPerTask };
+
+struct RuntimeOptions {
+  /// CAF scheduler threads; 0 means one per core.
+  int scheduler_threads = 0;
+  Hosting hosting = Hosting::kActorPerStream;
+  /// How long shutdown waits for the end-of-stream cascade before it stops actors by force.
+  std::chrono::milliseconds shutdown_timeout{30000};
+};
+
+class JobRuntime;
+
+/// Owns the CAF actor system; destroyed after every JobRuntime it instantiated.
+class Runtime {
+ public:
+  explicit Runtime(RuntimeOptions options);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  /// Allocates the plan's registers, creates its kernels and spawns its executors.
+  std::unique_ptr<JobRuntime> Instantiate(std::shared_ptr<const Plan> plan, Dispatcher& dispatcher);
+  const RuntimeOptions& Options() const { return options_; }
+  int SchedulerThreads() const;
+
+  struct Impl;
+
+ private:
+  RuntimeOptions options_;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// One instantiated plan. Calls enter through Launch; ~JobRuntime shuts it down (end-of-stream
+/// cascade, then the executors exit).
+class JobRuntime {
+ public:
+  ~JobRuntime();
+  /// Feeds one admitted call to the source actor. Calls must arrive in call-id order.
+  void Launch(CallRecord* record);
+  /// Ends the stream: the cascade runs through every actor after the calls already launched.
+  /// Returns false if the actors did not all finish within the runtime's shutdown timeout (they
+  /// are then stopped by force).
+  bool Shutdown();
+  const Plan& GetPlan() const;
+  /// Register memory allocated for this plan, in bytes.
+  std::size_t RegisterBytes() const;
+  /// One line per actor: what it waits for (the watchdog's dump).
+  std::string DescribeWaiting() const;
+
+  struct Impl;
+  explicit JobRuntime(std::shared_ptr<Impl> impl);
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace weir::internal

@@ -1,0 +1,106 @@
+#include "actors/task.hpp"
+
+#include <cstring>
+
+namespace weir::internal {
+
+TaskProtocol Task::MakeProtocol(const Plan& plan, const TaskDesc& desc) {
+  std::vector<ConsumedEdge> consumed;
+  for (int reg : desc.consumed) {
+    const RegisterDesc& r = plan.registers[static_cast<std::size_t>(reg)];
+    consumed.push_back({reg, r.producer, r.register_num});
+  }
+  std::vector<ProducedEdge> produced;
+  for (int reg : desc.produced) {
+    const RegisterDesc& r = plan.registers[static_cast<std::size_t>(reg)];
+    produced.push_back({reg, r.register_num, r.consumers});
+  }
+  return TaskProtocol(desc.id, std::move(consumed), std::move(produced), desc.kind == TaskKind::kSourceTick);
+}
+
+Task::Task(const Plan& plan, const TaskDesc& desc, RegisterStore& store, Dispatcher& dispatcher)
+    : desc_(desc), store_(store), dispatcher_(dispatcher), protocol_(MakeProtocol(plan, desc)) {
+  if (desc.kind != TaskKind::kKernel) return;
+  const KernelSetup setup{desc.op_type, desc.name, desc.attrs, desc.input_metas, desc.output_metas, Device::Cpu()};
+  kernel_ = desc.kernel_factory(setup);
+  input_views_.resize(desc.input_metas.size());
+  output_views_.resize(desc.output_metas.size());
+  for (std::size_t i = 0; i < desc.input_metas.size(); ++i) input_views_[i].meta = &desc.input_metas[i];
+  for (std::size_t i = 0; i < desc.output_metas.size(); ++i) output_views_[i].meta = &desc.output_metas[i];
+}
+
+void Task::Launch(CallRecord* record) {
+  launches_.push_back(record);
+  protocol_.AddExternalToken();
+}
+
+void Task::Act(MessageSink& sink) {
+  CallRecord* call = nullptr;
+  bool failed = false;
+  if (desc_.kind == TaskKind::kSourceTick) {
+    call = launches_.front();
+    launches_.pop_front();
+  }
+  for (std::size_t i = 0; i < desc_.consumed.size(); ++i) {
+    const RegisterSlot& slot = store_.Slot(desc_.consumed[i], protocol_.ConsumedSlot(i));
+    call = slot.call;  // pieces flow in order, so every consumed slot holds the same call
+    failed = failed || slot.failed;
+  }
+
+  switch (desc_.kind) {
+    case TaskKind::kSourceTick:
+      break;
+    case TaskKind::kInput:
+      if (!failed) {
+        const Tensor& input = call->inputs[static_cast<std::size_t>(desc_.input_index)];
+        RegisterSlot& out = store_.Slot(desc_.produced[0], protocol_.ProducedSlot(0));
+        std::memcpy(out.data, input.RawData(), input.NumBytes());
+      }
+      break;
+    case TaskKind::kKernel:
+      if (!failed) {
+        for (std::size_t i = 0; i < input_views_.size(); ++i) {
+          const std::size_t k = static_cast<std::size_t>(desc_.input_slots[i]);
+          input_views_[i].data = store_.Slot(desc_.consumed[k], protocol_.ConsumedSlot(k)).data;
+        }
+        for (std::size_t j = 0; j < output_views_.size(); ++j) {
+          output_views_[j].data = store_.Slot(desc_.produced[j], protocol_.ProducedSlot(j)).data;
+        }
+        try {
+          kernel_->Run(input_views_, output_views_);
+        } catch (...) {
+          call->Fail(std::current_exception());
+          failed = true;
+        }
+      }
+      break;
+    case TaskKind::kSink:
+      if (!failed) {
+        try {
+          call->outputs.reserve(desc_.input_slots.size());
+          for (std::size_t i = 0; i < desc_.input_slots.size(); ++i) {
+            const std::size_t k = static_cast<std::size_t>(desc_.input_slots[i]);
+            const TensorMeta& meta = desc_.input_metas[i];
+            Tensor output(meta.shape, meta.dtype);
+            std::memcpy(output.RawData(), store_.Slot(desc_.consumed[k], protocol_.ConsumedSlot(k)).data,
+                        meta.NumBytes());
+            call->outputs.push_back(std::move(output));
+          }
+        } catch (...) {  // out of memory for the results: fail this call only
+          call->outputs.clear();
+          call->Fail(std::current_exception());
+        }
+      }
+      break;
+  }
+
+  for (std::size_t j = 0; j < desc_.produced.size(); ++j) {
+    RegisterSlot& out = store_.Slot(desc_.produced[j], protocol_.ProducedSlot(j));
+    out.call = call;
+    out.failed = failed;
+  }
+  protocol_.CompleteAct(sink);
+  if (desc_.kind == TaskKind::kSink) dispatcher_.Complete(call);
+}
+
+}  // namespace weir::internal

@@ -1,0 +1,34 @@
+// bias_add: x + bias, with the 1-D bias running along one axis of x.
+#include "graph/job_graph.hpp"
+#include "graph/op_registry.hpp"
+#include "weir/ops.hpp"
+
+namespace weir {
+
+namespace internal {
+namespace {
+
+std::vector<TensorMeta> InferBiasAdd(const InferContext& ctx) {
+  const auto& attrs = ctx.Get<BiasAddAttrs>();
+  const TensorMeta& x = ctx.inputs[0];
+  const TensorMeta& bias = ctx.inputs[1];
+  if (x.dtype != bias.dtype) throw OpError(ctx.op_type, "dtypes differ: x {} vs bias {}", x.dtype, bias.dtype);
+  if (!IsFloating(x.dtype)) throw OpError(ctx.op_type, "expects floating inputs, got {}", x.dtype);
+  if (bias.shape.Rank() != 1) throw OpError(ctx.op_type, "expects a 1-D bias, got {}", bias.shape);
+  const int axis = ResolveAxis(ctx.op_type, "axis", attrs.axis, x.shape.Rank());
+  if (bias.shape[0] != x.shape[axis]) {
+    throw OpError(ctx.op_type, "bias {} does not match x {} on axis {}", bias.shape, x.shape, attrs.axis);
+  }
+  return {x};
+}
+
+WEIR_REGISTER_OP({.type = "bias_add", .num_inputs = 2, .input_names = {"x", "bias"}, .infer = InferBiasAdd});
+
+}  // namespace
+}  // namespace internal
+
+Blob BiasAdd(const Blob& x, const Blob& bias, BiasAddAttrs attrs, std::string_view name) {
+  return internal::AddOp1("bias_add", {x, bias}, attrs, name);
+}
+
+}  // namespace weir

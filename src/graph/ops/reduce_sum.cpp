@@ -1,0 +1,29 @@
+// reduce_sum: the sum over some axes (all when none are given), optionally keeping them as 1s.
+#include "graph/job_graph.hpp"
+#include "graph/op_registry.hpp"
+#include "graph/ops/reduce.hpp"
+#include "weir/ops.hpp"
+
+namespace weir {
+
+namespace internal {
+namespace {
+
+std::vector<TensorMeta> InferReduceSum(const InferContext& ctx) {
+  const TensorMeta& x = ctx.inputs[0];
+  if (x.dtype != DType::kF32 && x.dtype != DType::kF64 && x.dtype != DType::kI32 && x.dtype != DType::kI64) {
+    throw OpError(ctx.op_type, "expects an f32, f64, i32 or i64 input, got {}", x.dtype);
+  }
+  return {InferReduce(ctx, ctx.Get<ReduceAttrs>(), x)};
+}
+
+WEIR_REGISTER_OP({.type = "reduce_sum", .num_inputs = 1, .input_names = {"x"}, .infer = InferReduceSum});
+
+}  // namespace
+}  // namespace internal
+
+Blob ReduceSum(const Blob& x, ReduceAttrs attrs, std::string_view name) {
+  return internal::AddOp1("reduce_sum", {x}, std::move(attrs), name);
+}
+
+}  // namespace weir

@@ -1,0 +1,23 @@
+// sigmoid: 1 / (1 + exp(-x)), elementwise.
+#include "graph/job_graph.hpp"
+#include "graph/op_registry.hpp"
+#include "weir/ops.hpp"
+
+namespace weir {
+
+namespace internal {
+namespace {
+
+std::vector<TensorMeta> InferSigmoid(const InferContext& ctx) {
+  if (!IsFloating(ctx.inputs[0].dtype)) throw OpError(ctx.op_type, "expects a floating input, got {}", ctx.inputs[0].dtype);
+  return {ctx.inputs[0]};
+}
+
+WEIR_REGISTER_OP({.type = "sigmoid", .num_inputs = 1, .input_names = {"x"}, .infer = InferSigmoid});
+
+}  // namespace
+}  // namespace internal
+
+Blob Sigmoid(const Blob& x, std::string_view name) { return internal::AddOp1("sigmoid", {x}, std::any{}, name); }
+
+}  // namespace weir

@@ -1,0 +1,28 @@
+// softmax: exp(x) / sum(exp(x)) along one axis.
+#include "graph/job_graph.hpp"
+#include "graph/op_registry.hpp"
+#include "weir/ops.hpp"
+
+namespace weir {
+
+namespace internal {
+namespace {
+
+std::vector<TensorMeta> InferSoftmax(const InferContext& ctx) {
+  const auto& attrs = ctx.Get<SoftmaxAttrs>();
+  const TensorMeta& x = ctx.inputs[0];
+  if (!IsFloating(x.dtype)) throw OpError(ctx.op_type, "expects a floating input, got {}", x.dtype);
+  ResolveAxis(ctx.op_type, "axis", attrs.axis, x.shape.Rank());
+  return {x};
+}
+
+WEIR_REGISTER_OP({.type = "softmax", .num_inputs = 1, .input_names = {"x"}, .infer = InferSoftmax});
+
+}  // namespace
+}  // namespace internal
+
+Blob Softmax(const Blob& x, SoftmaxAttrs attrs, std::string_view name) {
+  return internal::AddOp1("softmax", {x}, attrs, name);
+}
+
+}  // namespace weir

@@ -1,0 +1,140 @@
+#include "graph/planner.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace weir::internal {
+
+namespace {
+
+// Nodes an output depends on; everything else is dead code and gets no actor.
+std::vector<bool> LiveNodes(const JobGraph& graph) {
+  std::vector<bool> live(graph.nodes.size(), false);
+  std::vector<int> stack;
+  for (const auto& [name, value] : graph.outputs) stack.push_back(graph.values[static_cast<std::size_t>(value)].producer);
+  while (!stack.empty()) {
+    const int node = stack.back();
+    stack.pop_back();
+    if (live[static_cast<std::size_t>(node)]) continue;
+    live[static_cast<std::size_t>(node)] = true;
+    for (int value : graph.nodes[static_cast<std::size_t>(node)].inputs) {
+      stack.push_back(graph.values[static_cast<std::size_t>(value)].producer);
+    }
+  }
+  return live;
+}
+
+int AddRegister(Plan& plan, std::string name, int producer, int register_num, TensorMeta meta) {
+  RegisterDesc reg;
+  reg.id = static_cast<int>(plan.registers.size());
+  reg.name = std::move(name);
+  reg.producer = producer;
+  reg.register_num = register_num;
+  reg.slot_bytes = meta.NumBytes();
+  reg.meta = std::move(meta);
+  plan.registers.push_back(std::move(reg));
+  plan.tasks[static_cast<std::size_t>(producer)].produced.push_back(plan.registers.back().id);
+  return plan.registers.back().id;
+}
+
+// Makes `task` consume `reg` (once, however often it reads it) and returns its consumed index.
+int Consume(Plan& plan, int task, int reg) {
+  TaskDesc& desc = plan.tasks[static_cast<std::size_t>(task)];
+  const auto it = std::find(desc.consumed.begin(), desc.consumed.end(), reg);
+  if (it != desc.consumed.end()) return static_cast<int>(it - desc.consumed.begin());
+  desc.consumed.push_back(reg);
+  plan.registers[static_cast<std::size_t>(reg)].consumers.push_back(task);
+  return static_cast<int>(desc.consumed.size()) - 1;
+}
+
+int AddTask(Plan& plan, TaskKind kind, std::string name, int stream) {
+  TaskDesc task;
+  task.id = static_cast<int>(plan.tasks.size());
+  task.kind = kind;
+  task.name = std::move(name);
+  task.stream = stream;
+  plan.tasks.push_back(std::move(task));
+  return plan.tasks.back().id;
+}
+
+}  // namespace
+
+std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& graph_ptr, const PlanOptions& options) {
+  const JobGraph& graph = *graph_ptr;
+  if (graph.type == JobType::kTrain) {
+    throw std::invalid_argument(fmt::format(
+        "[compile] job '{}' is a train job but has no optimizer: train jobs need one to minimize a loss", graph.name));
+  }
+  if (options.compute_streams < 1) {
+    throw std::invalid_argument(fmt::format("[compile] compute_streams must be at least 1, got {}", options.compute_streams));
+  }
+  auto plan = std::make_shared<Plan>();
+  plan->job_name = graph.name;
+  plan->keep_alive = graph_ptr;
+  plan->streams.push_back({Device::Cpu(), StreamKind::kControl, 0});
+  for (int s = 0; s < options.compute_streams; ++s) plan->streams.push_back({Device::Cpu(), StreamKind::kCompute, s});
+
+  const std::vector<bool> live = LiveNodes(graph);
+  std::vector<int> value_register(graph.values.size(), -1);
+
+  plan->source_task = AddTask(*plan, TaskKind::kSourceTick, "source_tick", 0);
+  const int tick = AddRegister(*plan, "tick", plan->source_task, options.source_register_num, {Shape{0}, DType::kU8});
+
+  int kernel_count = 0;
+  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+    if (!live[n]) continue;
+    const OpNode& node = graph.nodes[n];
+    if (node.type == kPlaceholderOp) {
+      const int task = AddTask(*plan, TaskKind::kInput, node.name, 0);
+      const auto placeholder = std::find(graph.placeholder_values.begin(), graph.placeholder_values.end(), node.outputs[0]);
+      plan->tasks[static_cast<std::size_t>(task)].input_index =
+          static_cast<int>(placeholder - graph.placeholder_values.begin());
+      Consume(*plan, task, tick);
+      const ValueInfo& value = graph.values[static_cast<std::size_t>(node.outputs[0])];
+      value_register[static_cast<std::size_t>(node.outputs[0])] =
+          AddRegister(*plan, value.name, task, options.source_register_num, value.meta);
+      continue;
+    }
+
+    const int stream = 1 + kernel_count++ % options.compute_streams;
+    const int task = AddTask(*plan, TaskKind::kKernel, node.name, stream);
+    TaskDesc& desc = plan->tasks[static_cast<std::size_t>(task)];
+    desc.op_type = node.type;
+    desc.attrs = &node.attrs;
+    for (int value : node.inputs) desc.input_metas.push_back(graph.values[static_cast<std::size_t>(value)].meta);
+    for (int value : node.outputs) desc.output_metas.push_back(graph.values[static_cast<std::size_t>(value)].meta);
+    const DType key_dtype = desc.input_metas.empty() ? desc.output_metas.at(0).dtype : desc.input_metas[0].dtype;
+    desc.kernel_factory = FindKernel({node.type, Device::Kind::kCpu, key_dtype});
+    if (desc.kernel_factory == nullptr) {
+      throw std::invalid_argument(fmt::format("[{}] op '{}' has no CPU kernel for {} (CPU kernels exist for: {})",
+                                              node.type, node.name, key_dtype,
+                                              RegisteredDTypes(node.type, Device::Kind::kCpu)));
+    }
+    if (node.inputs.empty()) {
+      Consume(*plan, task, tick);  // ops without inputs (constants) fire once per call
+    }
+    for (int value : node.inputs) {
+      const int slot = Consume(*plan, task, value_register[static_cast<std::size_t>(value)]);
+      plan->tasks[static_cast<std::size_t>(task)].input_slots.push_back(slot);
+    }
+    for (int value : node.outputs) {
+      const ValueInfo& info = graph.values[static_cast<std::size_t>(value)];
+      value_register[static_cast<std::size_t>(value)] = AddRegister(*plan, info.name, task, 1, info.meta);
+    }
+  }
+
+  plan->sink_task = AddTask(*plan, TaskKind::kSink, "sink", 0);
+  for (const auto& [name, value] : graph.outputs) {
+    const int slot = Consume(*plan, plan->sink_task, value_register[static_cast<std::size_t>(value)]);
+    TaskDesc& sink = plan->tasks[static_cast<std::size_t>(plan->sink_task)];
+    sink.input_slots.push_back(slot);
+    sink.input_metas.push_back(graph.values[static_cast<std::size_t>(value)].meta);
+    plan->output_names.push_back(name);
+    plan->output_metas.push_back(graph.values[static_cast<std::size_t>(value)].meta);
+  }
+  return plan;
+}
+
+}  // namespace weir::internal

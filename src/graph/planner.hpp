@@ -1,0 +1,23 @@
+#pragma once
+// Compiles a built job into a Plan: prunes ops no output needs, makes every remaining op an actor,
+// gives every value a register (2 slots on the source edges, 1 elsewhere), checks that a kernel
+// exists for every (op, device, dtype), and assigns actors to streams.
+#include <memory>
+
+#include "actors/plan.hpp"
+#include "graph/job_graph.hpp"
+
+namespace weir::internal {
+
+struct PlanOptions {
+  /// CPU compute streams; kernel actors are spread over them. Source, inputs and the sink live on
+  /// a separate control stream so the next call's inputs are staged while a call computes.
+  int compute_streams = 1;
+  /// Slots on the source edges (tick and inputs): how many calls can be fed ahead.
+  int source_register_num = 2;
+};
+
+/// Throws std::invalid_argument naming the op for anything that cannot run.
+std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& graph, const PlanOptions& options);
+
+}  // namespace weir::internal

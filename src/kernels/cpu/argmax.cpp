@@ -1,0 +1,66 @@
+// argmax on the CPU: x viewed as (outer, n, inner) with the axis in the middle. Only a strictly
+// larger value moves the index, so ties keep the first; a NaN counts as the largest, as in numpy.
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/kernel.hpp"
+#include "weir/ops.hpp"
+
+namespace weir::internal {
+namespace {
+
+template <typename T> bool Beats(T value, T best) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return value > best || (value != value && best == best);
+  } else {
+    return value > best;
+  }
+}
+
+template <typename T, typename Index> class ArgMaxCpu final : public Kernel {
+ public:
+  explicit ArgMaxCpu(const KernelSetup& setup) {
+    const Shape& x = setup.inputs[0].shape;
+    const int attr_axis = setup.Get<ArgMaxAttrs>().axis;
+    const int axis = attr_axis < 0 ? attr_axis + x.Rank() : attr_axis;
+    n_ = x[axis];
+    for (int i = 0; i < axis; ++i) outer_ *= x[i];
+    for (int i = axis + 1; i < x.Rank(); ++i) inner_ *= x[i];
+  }
+
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    const T* x = inputs[0].As<T>();
+    Index* y = outputs[0].As<Index>();
+    for (std::int64_t o = 0; o < outer_; ++o) {
+      for (std::int64_t i = 0; i < inner_; ++i) {
+        const T* in = x + o * n_ * inner_ + i;
+        std::int64_t best = 0;
+        for (std::int64_t j = 1; j < n_; ++j) {
+          if (Beats(in[j * inner_], in[best * inner_])) best = j;
+        }
+        y[o * inner_ + i] = static_cast<Index>(best);
+      }
+    }
+  }
+
+ private:
+  std::int64_t outer_ = 1;
+  std::int64_t n_ = 1;
+  std::int64_t inner_ = 1;
+};
+
+// The kernel key is the input dtype; the index dtype is chosen here from the attrs.
+template <typename T> std::unique_ptr<Kernel> MakeArgMax(const KernelSetup& setup) {
+  if (setup.Get<ArgMaxAttrs>().output_dtype == DType::kI64) return std::make_unique<ArgMaxCpu<T, std::int64_t>>(setup);
+  return std::make_unique<ArgMaxCpu<T, std::int32_t>>(setup);
+}
+
+WEIR_REGISTER_KERNELS {
+  RegisterKernel({"argmax", Device::Kind::kCpu, DType::kF32}, &MakeArgMax<float>);
+  RegisterKernel({"argmax", Device::Kind::kCpu, DType::kF64}, &MakeArgMax<double>);
+  RegisterKernel({"argmax", Device::Kind::kCpu, DType::kI32}, &MakeArgMax<std::int32_t>);
+  RegisterKernel({"argmax", Device::Kind::kCpu, DType::kI64}, &MakeArgMax<std::int64_t>);
+}
+
+}  // namespace
+}  // namespace weir::internal

@@ -1,0 +1,178 @@
+// add, sub, mul, div on the CPU with numpy broadcasting. The layout is classified once per task:
+// equal element counts run as a flat loop, a scalar or a trailing block (a bias row) broadcast
+// over a full operand as tight loops, and anything else as a strided walk over merged axes.
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/arithmetic.hpp"
+#include "kernels/kernel.hpp"
+
+namespace weir::internal {
+namespace {
+
+struct AddOp {
+  template <typename T> static T Apply(T a, T b) { return ArithAdd(a, b); }
+};
+struct SubOp {
+  template <typename T> static T Apply(T a, T b) { return ArithSub(a, b); }
+};
+struct MulOp {
+  template <typename T> static T Apply(T a, T b) { return ArithMul(a, b); }
+};
+struct DivOp {
+  template <typename T> static T Apply(T a, T b) { return ArithDiv(a, b, "div"); }
+};
+
+/// `dims` padded with leading 1s to `rank`.
+std::vector<std::int64_t> PadTo(const Shape& shape, int rank) {
+  std::vector<std::int64_t> dims(static_cast<std::size_t>(rank - shape.Rank()), 1);
+  dims.insert(dims.end(), shape.Dims().begin(), shape.Dims().end());
+  return dims;
+}
+
+/// True if `part`, without its leading 1s, equals the trailing dims of `out`: then it is one
+/// contiguous block repeated over the rows of `out`.
+bool IsTrailingBlock(const Shape& part, const Shape& out) {
+  int first = 0;
+  while (first < part.Rank() && part[first] == 1) ++first;
+  const int block_rank = part.Rank() - first;
+  for (int i = 0; i < block_rank; ++i) {
+    if (part[first + i] != out[out.Rank() - block_rank + i]) return false;
+  }
+  return true;
+}
+
+template <typename T, typename Op> class BroadcastBinaryCpu final : public Kernel {
+ public:
+  explicit BroadcastBinaryCpu(const KernelSetup& setup) : count_(setup.outputs[0].shape.NumElements()) {
+    const Shape& a = setup.inputs[0].shape;
+    const Shape& b = setup.inputs[1].shape;
+    const Shape& out = setup.outputs[0].shape;
+    const std::int64_t a_count = a.NumElements();
+    const std::int64_t b_count = b.NumElements();
+    // Broadcast dims are 1 or the output's, so an operand with the output's count has its dims.
+    if (a_count == count_ && b_count == count_) {
+      layout_ = Layout::kSame;
+    } else if (a_count == count_ && b_count == 1) {
+      layout_ = Layout::kScalarB;
+    } else if (b_count == count_ && a_count == 1) {
+      layout_ = Layout::kScalarA;
+    } else if (a_count == count_ && IsTrailingBlock(b, out)) {
+      layout_ = Layout::kRowB;
+      block_ = b_count;
+    } else if (b_count == count_ && IsTrailingBlock(a, out)) {
+      layout_ = Layout::kRowA;
+      block_ = a_count;
+    } else {
+      layout_ = Layout::kStrided;
+      PlanStrided(a, b, out);
+    }
+  }
+
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    const T* a = inputs[0].As<T>();
+    const T* b = inputs[1].As<T>();
+    T* y = outputs[0].As<T>();
+    if (count_ == 0) return;
+    switch (layout_) {
+      case Layout::kSame:
+        for (std::int64_t i = 0; i < count_; ++i) y[i] = Op::Apply(a[i], b[i]);
+        break;
+      case Layout::kScalarA: {
+        const T s = a[0];
+        for (std::int64_t i = 0; i < count_; ++i) y[i] = Op::Apply(s, b[i]);
+        break;
+      }
+      case Layout::kScalarB: {
+        const T s = b[0];
+        for (std::int64_t i = 0; i < count_; ++i) y[i] = Op::Apply(a[i], s);
+        break;
+      }
+      case Layout::kRowA:
+        for (std::int64_t row = 0; row < count_; row += block_) {
+          for (std::int64_t i = 0; i < block_; ++i) y[row + i] = Op::Apply(a[i], b[row + i]);
+        }
+        break;
+      case Layout::kRowB:
+        for (std::int64_t row = 0; row < count_; row += block_) {
+          for (std::int64_t i = 0; i < block_; ++i) y[row + i] = Op::Apply(a[row + i], b[i]);
+        }
+        break;
+      case Layout::kStrided: Strided(0, a, b, y); break;
+    }
+  }
+
+ private:
+  enum class Layout : std::uint8_t { kSame, kScalarA, kScalarB, kRowA, kRowB, kStrided };
+
+  // Per output axis, each operand's element stride (0 where it is broadcast). Size-1 output axes
+  // are dropped and neighbours that are contiguous in both operands merged.
+  void PlanStrided(const Shape& a, const Shape& b, const Shape& out) {
+    if (count_ == 0) return;
+    const int rank = out.Rank();
+    const std::vector<std::int64_t> a_dims = PadTo(a, rank);
+    const std::vector<std::int64_t> b_dims = PadTo(b, rank);
+    std::int64_t a_stride = 1;
+    std::int64_t b_stride = 1;
+    std::vector<std::int64_t> dims, a_strides, b_strides;
+    for (int i = rank - 1; i >= 0; --i) {
+      const auto axis = static_cast<std::size_t>(i);
+      const std::int64_t dim = out[i];
+      if (dim != 1) {
+        dims.push_back(dim);
+        a_strides.push_back(a_dims[axis] == 1 ? 0 : a_stride);
+        b_strides.push_back(b_dims[axis] == 1 ? 0 : b_stride);
+      }
+      a_stride *= a_dims[axis];
+      b_stride *= b_dims[axis];
+    }
+    // `dims` runs innermost first here; merge into the outer-first members.
+    for (std::size_t i = dims.size(); i-- > 0;) {
+      if (!dims_.empty() && a_strides_.back() == a_strides[i] * dims[i] && b_strides_.back() == b_strides[i] * dims[i]) {
+        dims_.back() *= dims[i];
+        a_strides_.back() = a_strides[i];
+        b_strides_.back() = b_strides[i];
+      } else {
+        dims_.push_back(dims[i]);
+        a_strides_.push_back(a_strides[i]);
+        b_strides_.push_back(b_strides[i]);
+      }
+    }
+    out_strides_.assign(dims_.size(), 1);
+    for (int i = static_cast<int>(dims_.size()) - 2; i >= 0; --i) out_strides_[i] = out_strides_[i + 1] * dims_[i + 1];
+  }
+
+  void Strided(std::size_t axis, const T* a, const T* b, T* y) const {
+    const std::int64_t dim = dims_[axis];
+    const std::int64_t a_stride = a_strides_[axis];
+    const std::int64_t b_stride = b_strides_[axis];
+    if (axis + 1 == dims_.size()) {
+      for (std::int64_t i = 0; i < dim; ++i) y[i] = Op::Apply(a[i * a_stride], b[i * b_stride]);
+      return;
+    }
+    const std::int64_t out_stride = out_strides_[axis];
+    for (std::int64_t i = 0; i < dim; ++i) Strided(axis + 1, a + i * a_stride, b + i * b_stride, y + i * out_stride);
+  }
+
+  std::int64_t count_;
+  Layout layout_ = Layout::kStrided;
+  std::int64_t block_ = 1;  // elements of the repeated operand in kRowA / kRowB
+  std::vector<std::int64_t> dims_, a_strides_, b_strides_, out_strides_;
+};
+
+template <typename Op> void RegisterBinary(const char* op_type) {
+  RegisterKernel({op_type, Device::Kind::kCpu, DType::kF32}, &MakeKernel<BroadcastBinaryCpu<float, Op>>);
+  RegisterKernel({op_type, Device::Kind::kCpu, DType::kF64}, &MakeKernel<BroadcastBinaryCpu<double, Op>>);
+  RegisterKernel({op_type, Device::Kind::kCpu, DType::kI32}, &MakeKernel<BroadcastBinaryCpu<std::int32_t, Op>>);
+  RegisterKernel({op_type, Device::Kind::kCpu, DType::kI64}, &MakeKernel<BroadcastBinaryCpu<std::int64_t, Op>>);
+}
+
+WEIR_REGISTER_KERNELS {
+  RegisterBinary<AddOp>("add");
+  RegisterBinary<SubOp>("sub");
+  RegisterBinary<MulOp>("mul");
+  RegisterBinary<DivOp>("div");
+}
+
+}  // namespace
+}  // namespace weir::internal

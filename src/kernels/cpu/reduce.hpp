@@ -1,0 +1,101 @@
+#pragma once
+// The reduction walk shared by reduce_sum and reduce_mean. Size-1 axes are dropped and adjacent
+// axes that are both reduced or both kept merged, so common cases become a row sum or a column sum.
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "common/tensor_meta.hpp"
+#include "weir/ops.hpp"
+
+namespace weir::internal {
+
+/// Floats accumulate in double; integers in uint64_t, which wraps instead of overflowing and
+/// converts back modulo 2^bits.
+template <typename T> using ReduceAcc = std::conditional_t<std::is_floating_point_v<T>, double, std::uint64_t>;
+
+template <typename T> class Reduction {
+ public:
+  using Acc = ReduceAcc<T>;
+
+  Reduction(const TensorMeta& input, const TensorMeta& output, const ReduceAttrs& attrs)
+      : in_count_(input.shape.NumElements()), out_count_(output.shape.NumElements()) {
+    const Shape& x = input.shape;
+    const int rank = x.Rank();
+    std::vector<bool> reduced(static_cast<std::size_t>(rank), attrs.axes.empty());
+    for (int axis : attrs.axes) reduced[static_cast<std::size_t>(axis < 0 ? axis + rank : axis)] = true;
+    for (int i = 0; i < rank; ++i) {
+      if (reduced[static_cast<std::size_t>(i)]) reduced_count_ *= x[i];
+    }
+    // Merged axes, outer first; each is reduced or kept as a whole.
+    std::vector<bool> merged_reduced;
+    for (int i = 0; i < rank; ++i) {
+      if (x[i] == 1) continue;
+      const bool r = reduced[static_cast<std::size_t>(i)];
+      if (!dims_.empty() && merged_reduced.back() == r) {
+        dims_.back() *= x[i];
+      } else {
+        dims_.push_back(x[i]);
+        merged_reduced.push_back(r);
+      }
+    }
+    if (dims_.empty()) {  // one element
+      dims_.push_back(1);
+      merged_reduced.push_back(true);
+    }
+    const std::size_t n = dims_.size();
+    in_strides_.assign(n, 1);
+    acc_strides_.assign(n, 0);
+    std::int64_t acc_stride = 1;
+    for (std::size_t i = n; i-- > 0;) {
+      if (i + 1 < n) in_strides_[i] = in_strides_[i + 1] * dims_[i + 1];
+      if (!merged_reduced[i]) {
+        acc_strides_[i] = acc_stride;
+        acc_stride *= dims_[i];
+      }
+    }
+    acc_.resize(static_cast<std::size_t>(out_count_));
+  }
+
+  /// Elements reduced into each output.
+  std::int64_t ReducedCount() const { return reduced_count_; }
+
+  /// Sums x into per-output accumulators and writes fn(accumulator) to each output. The
+  /// accumulators are members (no allocation here), so one Reduction runs one call at a time.
+  template <typename Finish> void Run(const T* x, T* out, Finish finish) {
+    std::fill(acc_.begin(), acc_.end(), Acc(0));
+    if (in_count_ != 0) Accumulate(0, x, acc_.data());
+    for (std::int64_t i = 0; i < out_count_; ++i) out[i] = finish(acc_[static_cast<std::size_t>(i)]);
+  }
+
+ private:
+  void Accumulate(std::size_t axis, const T* x, Acc* acc) {
+    const std::int64_t dim = dims_[axis];
+    const std::int64_t in_stride = in_strides_[axis];
+    const std::int64_t acc_stride = acc_strides_[axis];
+    if (axis + 1 == dims_.size()) {
+      // Innermost: a contiguous run summed into one accumulator, or added onto a row of them.
+      if (acc_stride == 0) {
+        Acc sum = 0;
+        for (std::int64_t i = 0; i < dim; ++i) sum += static_cast<Acc>(x[i]);
+        *acc += sum;
+      } else {
+        for (std::int64_t i = 0; i < dim; ++i) acc[i] += static_cast<Acc>(x[i]);
+      }
+      return;
+    }
+    for (std::int64_t i = 0; i < dim; ++i) Accumulate(axis + 1, x + i * in_stride, acc + i * acc_stride);
+  }
+
+  std::int64_t in_count_;
+  std::int64_t out_count_;
+  std::int64_t reduced_count_ = 1;
+  std::vector<std::int64_t> dims_;         // merged input dims
+  std::vector<std::int64_t> in_strides_;   // contiguous strides of the merged input
+  std::vector<std::int64_t> acc_strides_;  // output strides of kept axes, 0 for reduced ones
+  std::vector<Acc> acc_;
+};
+
+}  // namespace weir::internal

@@ -1,0 +1,59 @@
+// softmax on the CPU: x viewed as (outer, n, inner) with the softmax axis in the middle. The row
+// maximum is subtracted before exp so nothing overflows; the sum is accumulated in double.
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/kernel.hpp"
+#include "weir/ops.hpp"
+
+namespace weir::internal {
+namespace {
+
+template <typename T> class SoftmaxCpu final : public Kernel {
+ public:
+  explicit SoftmaxCpu(const KernelSetup& setup) {
+    const Shape& x = setup.inputs[0].shape;
+    const int attr_axis = setup.Get<SoftmaxAttrs>().axis;
+    const int axis = attr_axis < 0 ? attr_axis + x.Rank() : attr_axis;
+    n_ = x[axis];
+    for (int i = 0; i < axis; ++i) outer_ *= x[i];
+    for (int i = axis + 1; i < x.Rank(); ++i) inner_ *= x[i];
+  }
+
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    const T* x = inputs[0].As<T>();
+    T* y = outputs[0].As<T>();
+    if (n_ == 0) return;
+    const std::int64_t stride = inner_;
+    for (std::int64_t o = 0; o < outer_; ++o) {
+      for (std::int64_t i = 0; i < inner_; ++i) {
+        const std::int64_t base = o * n_ * inner_ + i;
+        const T* in = x + base;
+        T* out = y + base;
+        T max = in[0];
+        for (std::int64_t j = 1; j < n_; ++j) max = std::max(max, in[j * stride]);
+        double sum = 0;
+        for (std::int64_t j = 0; j < n_; ++j) {
+          const T e = std::exp(in[j * stride] - max);
+          out[j * stride] = e;
+          sum += e;
+        }
+        const T scale = static_cast<T>(1.0 / sum);
+        for (std::int64_t j = 0; j < n_; ++j) out[j * stride] *= scale;
+      }
+    }
+  }
+
+ private:
+  std::int64_t outer_ = 1;
+  std::int64_t n_ = 1;
+  std::int64_t inner_ = 1;
+};
+
+WEIR_REGISTER_KERNELS {
+  RegisterKernel({"softmax", Device::Kind::kCpu, DType::kF32}, &MakeKernel<SoftmaxCpu<float>>);
+  RegisterKernel({"softmax", Device::Kind::kCpu, DType::kF64}, &MakeKernel<SoftmaxCpu<double>>);
+}
+
+}  // namespace
+}  // namespace weir::internal
