@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include <doctest/doctest.h>
+
 #include "graph/op_registry.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/tensor.hpp"
@@ -29,6 +31,20 @@ inline std::vector<Tensor> RunOp(std::string_view type, std::any attrs, const st
   for (std::size_t i = 0; i < outputs.size(); ++i) out_views.push_back({outputs[i].RawData(), &output_metas[i]});
   kernel->Run(in_views, out_views);
   return outputs;
+}
+
+/// Checks that `tensor` has dtype T, `shape`, and elements close to `expected` (relative tolerance
+/// `epsilon`, absolute near 0).
+template <typename T>
+void CheckClose(const Tensor& tensor, const Shape& shape, const std::vector<double>& expected, double epsilon = 1e-6) {
+  CHECK(tensor.GetDType() == DTypeOf<T>());
+  CHECK(tensor.GetShape() == shape);
+  const std::vector<T> got = tensor.ToVector<T>();
+  REQUIRE(got.size() == expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO("element ", i);
+    CHECK(static_cast<double>(got[i]) == doctest::Approx(expected[i]).epsilon(epsilon));
+  }
 }
 
 }  // namespace weir::testing

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -80,12 +81,16 @@ class Session {
   /// produced the outputs. Throws std::invalid_argument for a wrong input count, shape or dtype
   /// (nothing runs), and rethrows a kernel's error if the call failed.
   Outputs Call(const Job& job, std::vector<Tensor> inputs);
+  Outputs Call(const Job& job, std::initializer_list<Tensor> inputs) { return Call(job, std::vector<Tensor>(inputs)); }
   /// As Call, with inputs by placeholder name.
   Outputs Call(const Job& job, const std::map<std::string, Tensor>& inputs);
 
   /// Launches `job` and returns at once. `callback` runs later on the session's callback thread,
   /// in call order with every other call of this session. Bad inputs throw here, as for Call.
   void CallAsync(const Job& job, std::vector<Tensor> inputs, Callback callback);
+  void CallAsync(const Job& job, std::initializer_list<Tensor> inputs, Callback callback) {
+    CallAsync(job, std::vector<Tensor>(inputs), std::move(callback));
+  }
   void CallAsync(const Job& job, const std::map<std::string, Tensor>& inputs, Callback callback);
 
   /// Waits for every call made before it and for its callback; rethrows the first exception a

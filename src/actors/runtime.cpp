@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <thread>
 
@@ -47,6 +48,11 @@ struct JobRuntime::Impl {
   std::vector<std::vector<int>> hosted;   // tasks of each executor
   std::vector<caf::actor> executors;      // written before the first launch, then read-only
 
+  // Calls launched and not yet through the sink. Slots point at these records, so the runtime
+  // keeps them alive itself: after a forced shutdown the dispatcher may have let go of them.
+  std::mutex calls_mutex;
+  std::deque<std::shared_ptr<CallRecord>> calls_in_flight;
+
   std::mutex mutex;
   std::condition_variable finished_cv;
   int executors_running = 0;
@@ -55,6 +61,11 @@ struct JobRuntime::Impl {
   bool clean_shutdown = false;
   std::exception_ptr fault;
 
+  void CallDone(CallRecord* call) {
+    dispatcher->Complete(call);
+    std::lock_guard lock(calls_mutex);
+    if (!calls_in_flight.empty() && calls_in_flight.front().get() == call) calls_in_flight.pop_front();
+  }
   void ExecutorFinished() {
     std::lock_guard lock(mutex);
     --executors_running;
@@ -212,7 +223,11 @@ std::unique_ptr<JobRuntime> Runtime::Instantiate(std::shared_ptr<const Plan> pla
   job->options = options_;
   job->store = std::make_unique<RegisterStore>(*job->plan);
   const Plan& p = *job->plan;
-  for (const TaskDesc& desc : p.tasks) job->tasks.push_back(std::make_unique<Task>(p, desc, *job->store, dispatcher));
+  JobRuntime::Impl* raw = job.get();  // tasks die with the Impl, so the raw pointer stays valid
+  for (const TaskDesc& desc : p.tasks) {
+    job->tasks.push_back(
+        std::make_unique<Task>(p, desc, *job->store, [raw](CallRecord* call) { raw->CallDone(call); }));
+  }
 
   if (options_.hosting == Hosting::kActorPerStream) {
     // One executor per stream that has tasks.
@@ -243,9 +258,13 @@ JobRuntime::JobRuntime(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 JobRuntime::~JobRuntime() { Shutdown(); }
 
-void JobRuntime::Launch(CallRecord* record) {
+void JobRuntime::Launch(const std::shared_ptr<CallRecord>& record) {
+  {
+    std::lock_guard lock(impl_->calls_mutex);
+    impl_->calls_in_flight.push_back(record);
+  }
   const int executor = impl_->task_executor[static_cast<std::size_t>(impl_->plan->source_task)];
-  caf::anon_send(impl_->executors[static_cast<std::size_t>(executor)], launch_atom::value, LaunchMsg{record});
+  caf::anon_send(impl_->executors[static_cast<std::size_t>(executor)], launch_atom::value, LaunchMsg{record.get()});
 }
 
 bool JobRuntime::Shutdown() {

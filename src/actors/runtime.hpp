@@ -50,7 +50,7 @@ class JobRuntime {
  public:
   ~JobRuntime();
   /// Feeds one admitted call to the source actor. Calls must arrive in call-id order.
-  void Launch(CallRecord* record);
+  void Launch(const std::shared_ptr<CallRecord>& record);
   /// Ends the stream: the cascade runs through every actor after the calls already launched.
   /// Returns false if the actors did not all finish within the runtime's shutdown timeout (they
   /// are then stopped by force).

@@ -18,8 +18,8 @@ TaskProtocol Task::MakeProtocol(const Plan& plan, const TaskDesc& desc) {
   return TaskProtocol(desc.id, std::move(consumed), std::move(produced), desc.kind == TaskKind::kSourceTick);
 }
 
-Task::Task(const Plan& plan, const TaskDesc& desc, RegisterStore& store, Dispatcher& dispatcher)
-    : desc_(desc), store_(store), dispatcher_(dispatcher), protocol_(MakeProtocol(plan, desc)) {
+Task::Task(const Plan& plan, const TaskDesc& desc, RegisterStore& store, std::function<void(CallRecord*)> on_call_done)
+    : desc_(desc), store_(store), on_call_done_(std::move(on_call_done)), protocol_(MakeProtocol(plan, desc)) {
   if (desc.kind != TaskKind::kKernel) return;
   const KernelSetup setup{desc.op_type, desc.name, desc.attrs, desc.input_metas, desc.output_metas, Device::Cpu()};
   kernel_ = desc.kernel_factory(setup);
@@ -100,7 +100,7 @@ void Task::Act(MessageSink& sink) {
     out.failed = failed;
   }
   protocol_.CompleteAct(sink);
-  if (desc_.kind == TaskKind::kSink) dispatcher_.Complete(call);
+  if (desc_.kind == TaskKind::kSink) on_call_done_(call);
 }
 
 }  // namespace weir::internal

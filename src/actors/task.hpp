@@ -5,7 +5,9 @@
 #include <memory>
 #include <vector>
 
-#include "actors/dispatcher.hpp"
+#include <functional>
+
+#include "actors/call.hpp"
 #include "actors/plan.hpp"
 #include "actors/registers.hpp"
 #include "actors/task_protocol.hpp"
@@ -16,7 +18,8 @@ namespace weir::internal {
 class Task {
  public:
   /// Creates the kernel of a kernel task (oneDNN primitives etc. are built here, once).
-  Task(const Plan& plan, const TaskDesc& desc, RegisterStore& store, Dispatcher& dispatcher);
+  /// `on_call_done` is the sink's way out: it receives each call once the outputs are in place.
+  Task(const Plan& plan, const TaskDesc& desc, RegisterStore& store, std::function<void(CallRecord*)> on_call_done);
 
   TaskProtocol& Protocol() { return protocol_; }
   const TaskDesc& Desc() const { return desc_; }
@@ -31,7 +34,7 @@ class Task {
 
   const TaskDesc& desc_;
   RegisterStore& store_;
-  Dispatcher& dispatcher_;
+  std::function<void(CallRecord*)> on_call_done_;
   TaskProtocol protocol_;
   std::unique_ptr<Kernel> kernel_;
   std::vector<ConstTensorView> input_views_;

@@ -146,7 +146,7 @@ class SessionImpl {
         callback(std::move(result));
       };
     }
-    dispatcher_->Admit(record, [&] { runtime.Launch(record.get()); });
+    dispatcher_->Admit(record, [&] { runtime.Launch(record); });
     return record;
   }
 

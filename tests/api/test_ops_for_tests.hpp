@@ -1,0 +1,64 @@
+#pragma once
+// Ops that exist only in the tests: an identity that spins for a given time or fails on demand,
+// counting its runs, so tests can control timing and faults inside real actors.
+#include <atomic>
+#include <chrono>
+#include <cstring>
+
+#include "graph/job_graph.hpp"
+#include "graph/op_registry.hpp"
+#include "kernels/kernel.hpp"
+
+namespace weir::testing {
+
+struct ProbeAttrs {
+  /// Busy-waits for input[0] * spin_scale_us microseconds (after clamping at 0).
+  double spin_scale_us = 0.0;
+  /// Fails the call with a KernelError when input[0] < 0.
+  bool fail_on_negative = false;
+};
+
+inline std::atomic<std::int64_t>& ProbeRuns() {
+  static std::atomic<std::int64_t> runs{0};
+  return runs;
+}
+
+class ProbeKernel final : public internal::Kernel {
+ public:
+  explicit ProbeKernel(const internal::KernelSetup& setup) : attrs_(setup.Get<ProbeAttrs>()) {}
+  void Run(std::span<const internal::ConstTensorView> inputs, std::span<const internal::TensorView> outputs) override {
+    ProbeRuns().fetch_add(1);
+    const float first = inputs[0].As<float>()[0];
+    if (attrs_.fail_on_negative && first < 0) {
+      throw internal::KernelError(fmt::format("[probe] negative input {}", first));
+    }
+    if (attrs_.spin_scale_us > 0 && first > 0) {
+      const auto until = std::chrono::steady_clock::now() +
+                         std::chrono::nanoseconds(static_cast<std::int64_t>(first * attrs_.spin_scale_us * 1000));
+      while (std::chrono::steady_clock::now() < until) {
+      }
+    }
+    std::memcpy(outputs[0].data, inputs[0].data, inputs[0].meta->NumBytes());
+  }
+
+ private:
+  ProbeAttrs attrs_;
+};
+
+inline Blob Probe(const Blob& x, ProbeAttrs attrs) { return internal::AddOp1("test_probe", {x}, attrs, {}); }
+
+inline void RegisterProbeOp() {
+  static const bool registered = [] {
+    internal::RegisterOp({.type = "test_probe",
+                          .num_inputs = 1,
+                          .input_names = {"x"},
+                          .infer = [](const internal::InferContext& ctx) {
+                            return std::vector<internal::TensorMeta>{ctx.inputs[0]};
+                          }});
+    internal::RegisterKernel({"test_probe", Device::Kind::kCpu, DType::kF32}, &internal::MakeKernel<ProbeKernel>);
+    return true;
+  }();
+  (void)registered;
+}
+
+}  // namespace weir::testing

@@ -1,0 +1,286 @@
+// Session end to end: sync and async calls, call order, threads, bad input, failing kernels,
+// callback errors and shutdown with calls in flight.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include "api/test_ops_for_tests.hpp"
+#include "kernels/kernel.hpp"
+#include "weir/weir.hpp"
+
+using namespace weir;
+using testing::Probe;
+using testing::ProbeAttrs;
+using testing::ProbeRuns;
+
+namespace {
+
+Tensor Filled(Shape shape, float value) {
+  Tensor t(std::move(shape), DType::kF32);
+  for (std::int64_t i = 0; i < t.NumElements(); ++i) t.Data<float>()[i] = value;
+  return t;
+}
+
+// y = probe(probe(x) * 2 + 1): a chain with optional spinning and failure.
+Job ProbeJob(const std::string& name, ProbeAttrs attrs) {
+  testing::RegisterProbeOp();
+  JobBuilder builder(name);
+  Blob x = builder.Placeholder("x", Shape{4});
+  Blob y = Probe(ScalarAdd(ScalarMul(Probe(x, attrs), 2.0), 1.0), attrs);
+  builder.Output("y", y);
+  return builder.Build();
+}
+
+std::vector<SessionOptions> AllHostings() {
+  SessionOptions per_stream;
+  SessionOptions two_streams;
+  two_streams.cpu_compute_streams = 2;
+  SessionOptions per_op;
+  per_op.hosting = ActorHosting::kActorPerOp;
+  return {per_stream, two_streams, per_op};
+}
+
+}  // namespace
+
+TEST_CASE("a sync call returns hand-computed outputs; inputs by position and by name") {
+  JobBuilder builder("affine");
+  Blob x = builder.Placeholder("x", Shape{2, 3});
+  Blob w = builder.Constant(Tensor::FromVector<float>({3, 2}, {1, 2, 3, 4, 5, 6}));
+  Blob b = builder.Constant(Tensor::FromVector<float>({2}, {0.5f, -100.f}));
+  Blob y = BiasAdd(MatMul(x, w), b);
+  builder.Output("y", y);
+  builder.Output("relu_y", Relu(y));
+  const Job job = builder.Build();
+  CHECK(job.OutputNames() == std::vector<std::string>{"y", "relu_y"});
+
+  Session session;
+  const Tensor input = Tensor::FromVector<float>({2, 3}, {1, 0, 0, 0, 1, 1});
+  Outputs out = session.Call(job, {input});
+  CHECK(out[0].ToVector<float>() == std::vector<float>{1.5f, -98.f, 8.5f, -90.f});
+  CHECK(out["relu_y"].ToVector<float>() == std::vector<float>{1.5f, 0.f, 8.5f, 0.f});
+  CHECK_THROWS_AS(out["nope"], std::out_of_range);
+
+  out = session.Call(job, std::map<std::string, Tensor>{{"x", input}});
+  CHECK(out["y"].ToVector<float>() == std::vector<float>{1.5f, -98.f, 8.5f, -90.f});
+  CHECK(session.PlanDot(job).find("register_num=2") != std::string::npos);
+}
+
+TEST_CASE("10,000 async calls with random kernel delays call back strictly in call order") {
+  for (const SessionOptions& options : AllHostings()) {
+    CAPTURE(static_cast<int>(options.hosting));
+    CAPTURE(options.cpu_compute_streams);
+    // Two jobs with different speeds share the session's one ordered stream of calls.
+    const Job slow = ProbeJob("slow", {.spin_scale_us = 1.0});
+    const Job fast = ProbeJob("fast", {});
+    Session session(options);
+    constexpr int kCalls = 10'000;
+    std::vector<int> order;
+    order.reserve(kCalls);
+    std::atomic<int> wrong_values{0};
+    std::atomic<bool> on_caller_thread{false};
+    const auto caller = std::this_thread::get_id();
+    std::mt19937 random(42);
+    for (int i = 0; i < kCalls; ++i) {
+      const float delay = static_cast<float>(random() % 30);  // 0..29 µs per probe
+      Tensor x = Filled({4}, delay);
+      x.Data<float>()[1] = static_cast<float>(i);
+      session.CallAsync(i % 3 == 0 ? fast : slow, {x}, [&, i, delay](CallResult result) {
+        if (std::this_thread::get_id() == caller) on_caller_thread = true;
+        result.ThrowIfError();
+        const Tensor& y = result.outputs[0];
+        if (y.Data<float>()[0] != delay * 2 + 1 || y.Data<float>()[1] != static_cast<float>(i) * 2 + 1) ++wrong_values;
+        order.push_back(i);
+      });
+    }
+    session.Sync();
+    REQUIRE(order.size() == kCalls);
+    for (int i = 0; i < kCalls; ++i) REQUIRE(order[static_cast<std::size_t>(i)] == i);
+    CHECK(wrong_values == 0);
+    CHECK_FALSE(on_caller_thread);
+  }
+}
+
+TEST_CASE("a sync call completes after the callbacks of earlier async calls have run") {
+  const Job job = ProbeJob("mixed", {.spin_scale_us = 5.0});
+  Session session;
+  std::atomic<int> callbacks{0};
+  for (int round = 0; round < 50; ++round) {
+    for (int i = 0; i < 4; ++i) session.CallAsync(job, {Filled({4}, 3)}, [&](CallResult) { ++callbacks; });
+    session.Call(job, {Filled({4}, 1)});
+    CHECK(callbacks == 4 * (round + 1));
+  }
+}
+
+TEST_CASE("several threads may call one session") {
+  const Job job = ProbeJob("threads", {.spin_scale_us = 0.5});
+  Session session;
+  std::atomic<int> wrong{0};
+  std::atomic<int> async_done{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 300; ++i) {
+        const float value = static_cast<float>(t * 1000 + i);
+        if (i % 2 == 0) {
+          const Outputs out = session.Call(job, {Filled({4}, value)});
+          if (out[0].Data<float>()[3] != value * 2 + 1) ++wrong;
+        } else {
+          session.CallAsync(job, {Filled({4}, value)}, [&, value](CallResult result) {
+            if (!result.Ok() || result.outputs[0].Data<float>()[3] != value * 2 + 1) ++wrong;
+            ++async_done;
+          });
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  session.Sync();
+  CHECK(wrong == 0);
+  CHECK(async_done == 4 * 150);
+}
+
+TEST_CASE("bad inputs throw std::invalid_argument naming the placeholder, and nothing runs") {
+  const Job job = ProbeJob("strict", {});
+  Session session;
+  session.Call(job, {Filled({4}, 1)});
+  const std::int64_t runs = ProbeRuns();
+
+  CHECK_THROWS_WITH_AS(session.Call(job, std::vector<Tensor>{}), "[job 'strict'] expects 1 inputs (x: f32(4)), got 0",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(session.Call(job, {Filled({4}, 1), Filled({4}, 1)}),
+                       "[job 'strict'] expects 1 inputs (x: f32(4)), got 2", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(session.Call(job, {Filled({5}, 1)}), "[job 'strict'] input 'x': expected shape (4), got (5)",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(session.Call(job, {Tensor(Shape{4}, DType::kF64)}),
+                       "[job 'strict'] input 'x': expected dtype f32, got f64", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(session.Call(job, {Tensor()}),
+                       "[job 'strict'] input 'x': expected a f32(4) tensor, got an undefined tensor", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(session.Call(job, std::map<std::string, Tensor>{{"y", Filled({4}, 1)}}),
+                       "[job 'strict'] no placeholder named 'y'; placeholders are: x: f32(4)", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(session.Call(job, std::map<std::string, Tensor>{}),
+                       "[job 'strict'] input 'x' (f32(4)) is missing", std::invalid_argument);
+  CHECK_THROWS_AS(session.CallAsync(job, {Filled({3}, 1)}, [](CallResult) {}), std::invalid_argument);
+  CHECK_THROWS_AS(session.CallAsync(job, {Filled({4}, 1)}, nullptr), std::invalid_argument);
+  CHECK_THROWS_AS(session.Call(Job(), {Filled({4}, 1)}), std::invalid_argument);
+  session.Sync();
+  CHECK(ProbeRuns() == runs);  // nothing ran
+  CHECK(session.Call(job, {Filled({4}, 2)})[0].Data<float>()[0] == 5.f);  // still usable
+}
+
+TEST_CASE("a failing kernel fails that call only; the session stays usable") {
+  const Job job = ProbeJob("faulty", {.fail_on_negative = true});
+  Session session;
+  CHECK_THROWS_WITH_AS(session.Call(job, {Filled({4}, -1)}), "[probe] negative input -1", internal::KernelError);
+  CHECK(session.Call(job, {Filled({4}, 3)})[0].Data<float>()[0] == 7.f);
+
+  // Async: failures and successes interleaved, each delivered to its own callback in order.
+  std::vector<std::string> seen;
+  for (int i = 0; i < 20; ++i) {
+    session.CallAsync(job, {Filled({4}, i % 4 == 0 ? -1.f : 1.f)}, [&](CallResult result) {
+      if (result.Ok()) {
+        seen.push_back("ok");
+      } else {
+        try {
+          result.ThrowIfError();
+        } catch (const internal::KernelError& error) {
+          seen.push_back(error.what());
+        }
+      }
+    });
+  }
+  session.Sync();
+  REQUIRE(seen.size() == 20);
+  for (int i = 0; i < 20; ++i) CHECK(seen[static_cast<std::size_t>(i)] == (i % 4 == 0 ? "[probe] negative input -1" : "ok"));
+}
+
+TEST_CASE("an exception thrown by a callback is rethrown at the next Sync, once") {
+  const Job job = ProbeJob("throwing", {});
+  Session session;
+  std::atomic<int> after{0};
+  session.CallAsync(job, {Filled({4}, 1)}, [](CallResult) { throw std::runtime_error("callback broke"); });
+  session.CallAsync(job, {Filled({4}, 1)}, [&](CallResult) { ++after; });  // later callbacks still run
+  CHECK_THROWS_WITH_AS(session.Sync(), "callback broke", std::runtime_error);
+  CHECK(after == 1);
+  session.Sync();  // reported once
+  CHECK(session.Call(job, {Filled({4}, 1)})[0].Data<float>()[0] == 3.f);
+}
+
+TEST_CASE("callbacks may call the session; Sync from a callback is refused") {
+  const Job job = ProbeJob("reentrant", {});
+  Session session;
+  std::atomic<float> nested{0};
+  std::atomic<bool> sync_refused{false};
+  session.CallAsync(job, {Filled({4}, 1)}, [&](CallResult) {
+    nested = session.Call(job, {Filled({4}, 10)})[0].Data<float>()[0];
+    try {
+      session.Sync();
+    } catch (const std::logic_error&) {
+      sync_refused = true;
+    }
+  });
+  session.Sync();
+  CHECK(nested == 21.f);
+  CHECK(sync_refused);
+}
+
+TEST_CASE("destroying a session with calls in flight completes them and does not hang") {
+  for (const SessionOptions& options : AllHostings()) {
+    const Job job = ProbeJob("shutdown", {.spin_scale_us = 20.0});
+    std::atomic<int> callbacks{0};
+    {
+      Session session(options);
+      for (int i = 0; i < 200; ++i) {
+        session.CallAsync(job, {Filled({4}, 5)}, [&](CallResult result) {
+          if (result.Ok()) ++callbacks;
+        });
+      }
+    }
+    CHECK(callbacks == 200);
+  }
+  // A session that never ran a job, and one whose job was compiled but never called.
+  { Session idle; }
+  {
+    Session compiled;
+    compiled.PlanDot(ProbeJob("never_called", {}));
+  }
+}
+
+TEST_CASE("several jobs per session; one job in several sessions; dead ops do not run") {
+  testing::RegisterProbeOp();
+  JobBuilder builder("pruned");
+  Blob x = builder.Placeholder("x", Shape{4});
+  Probe(x, {});  // feeds no output
+  builder.Output("y", ScalarMul(x, 3.0));
+  const Job pruned = builder.Build();
+  const Job other = ProbeJob("other", {});
+
+  Session first;
+  Session second;
+  const std::int64_t runs = ProbeRuns();
+  CHECK(first.Call(pruned, {Filled({4}, 2)})[0].Data<float>()[0] == 6.f);
+  CHECK(ProbeRuns() == runs);
+  CHECK(first.Call(other, {Filled({4}, 2)})[0].Data<float>()[0] == 5.f);
+  CHECK(second.Call(other, {Filled({4}, 4)})[0].Data<float>()[0] == 9.f);
+  CHECK(first.PlanDot(pruned).find("test_probe") == std::string::npos);
+}
+
+TEST_CASE("shutdown never hangs, even behind a kernel slower than the shutdown timeout") {
+  const Job job = ProbeJob("stuck", {.spin_scale_us = 1000.0});  // 1 ms per unit of input
+  SessionOptions options;
+  options.shutdown_timeout = std::chrono::milliseconds(100);
+  std::atomic<int> ok{0};
+  std::atomic<int> failed{0};
+  const auto start = std::chrono::steady_clock::now();
+  {
+    Session session(options);
+    for (int i = 0; i < 3; ++i) {
+      session.CallAsync(job, {Filled({4}, 400)}, [&](CallResult result) { ++(result.Ok() ? ok : failed); });
+    }
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(ok + failed == 3);  // every callback ran: completed, or failed by the shutdown
+  CHECK(failed >= 1);
+  CHECK(seconds < 10.0);
+}

@@ -1,0 +1,185 @@
+// Starter ops that work along axes: softmax, reduce_sum, reduce_mean, argmax, and
+// sparse_softmax_cross_entropy.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include <doctest/doctest.h>
+
+#include "op_test_util.hpp"
+#include "weir/ops.hpp"
+
+using weir::DType;
+using weir::Shape;
+using weir::Tensor;
+using weir::internal::KernelError;
+using weir::testing::CheckClose;
+using weir::testing::RunOp;
+
+namespace {
+
+std::vector<double> Iota(int count) {
+  std::vector<double> values(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) values[static_cast<std::size_t>(i)] = i;
+  return values;
+}
+
+}  // namespace
+
+TEST_CASE("softmax along the last axis is shift-invariant") {
+  // e^-2, e^-1, 1 over their sum 1.5032147243080551.
+  const std::vector<double> expected{0.09003057317038046, 0.24472847105479764, 0.6652409557748219};
+  CheckClose<float>(RunOp("softmax", weir::SoftmaxAttrs{}, {Tensor::FromVector<float>({3}, {1, 2, 3})})[0], {3}, expected);
+  // Large logits would overflow exp without the max subtracted.
+  CheckClose<float>(RunOp("softmax", weir::SoftmaxAttrs{}, {Tensor::FromVector<float>({3}, {1000, 1001, 1002})})[0], {3},
+                    expected);
+  CheckClose<double>(
+      RunOp("softmax", weir::SoftmaxAttrs{.axis = 1}, {Tensor::FromVector<double>({2, 3}, {1, 2, 3, -1, -1, -1})})[0],
+      {2, 3}, {expected[0], expected[1], expected[2], 1.0 / 3, 1.0 / 3, 1.0 / 3}, 1e-12);
+}
+
+TEST_CASE("softmax along outer and middle axes") {
+  // Columns [1,1] -> [1/2,1/2] and [5, 5+ln3] -> [1/4,3/4].
+  const Tensor x = Tensor::FromVector<float>({2, 2}, {1, 5, 1, static_cast<float>(5 + std::log(3.0))});
+  CheckClose<float>(RunOp("softmax", weir::SoftmaxAttrs{.axis = -2}, {x})[0], {2, 2}, {0.5, 0.25, 0.5, 0.75});
+  // (1,2,2) along axis 1: [0, ln3] -> [1/4,3/4] and [0, ln4] -> [1/5,4/5], interleaved.
+  const Tensor x3 = Tensor::FromVector<double>({1, 2, 2}, {0, 0, std::log(3.0), std::log(4.0)});
+  CheckClose<double>(RunOp("softmax", weir::SoftmaxAttrs{.axis = 1}, {x3})[0], {1, 2, 2}, {0.25, 0.2, 0.75, 0.8}, 1e-12);
+}
+
+TEST_CASE("softmax rejects bad axes and integer inputs") {
+  CHECK_THROWS_WITH_AS(RunOp("softmax", weir::SoftmaxAttrs{.axis = 2}, {Tensor(Shape{2, 3}, DType::kF32)}),
+                       "[softmax] axis 2 out of range for rank 2", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("softmax", weir::SoftmaxAttrs{}, {Tensor(Shape{}, DType::kF32)}),
+                       "[softmax] axis -1 out of range for rank 0", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("softmax", weir::SoftmaxAttrs{}, {Tensor(Shape{3}, DType::kI32)}),
+                       "[softmax] expects a floating input, got i32", std::invalid_argument);
+}
+
+TEST_CASE("reduce_sum over chosen axes with and without keep_dims") {
+  const Tensor x = Tensor::FromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  CheckClose<float>(RunOp("reduce_sum", weir::ReduceAttrs{}, {x})[0], {}, {21});
+  CheckClose<float>(RunOp("reduce_sum", weir::ReduceAttrs{.axes = {0}}, {x})[0], {3}, {5, 7, 9});
+  CheckClose<float>(RunOp("reduce_sum", weir::ReduceAttrs{.axes = {1}}, {x})[0], {2}, {6, 15});
+  CheckClose<float>(RunOp("reduce_sum", weir::ReduceAttrs{.axes = {-1}, .keep_dims = true}, {x})[0], {2, 1}, {6, 15});
+  CheckClose<float>(RunOp("reduce_sum", weir::ReduceAttrs{.axes = {0, 1}, .keep_dims = true}, {x})[0], {1, 1}, {21});
+
+  // x[i][j][k] = 6i + 2j + k over (2,3,2).
+  const Tensor x3 = Tensor::FromVector<double>({2, 3, 2}, Iota(12));
+  CheckClose<double>(RunOp("reduce_sum", weir::ReduceAttrs{.axes = {0, 2}}, {x3})[0], {3}, {14, 22, 30});
+  CheckClose<double>(RunOp("reduce_sum", weir::ReduceAttrs{.axes = {1}}, {x3})[0], {2, 2}, {6, 9, 24, 27});
+  CheckClose<double>(RunOp("reduce_sum", weir::ReduceAttrs{.axes = {-3}, .keep_dims = true}, {x3})[0], {1, 3, 2},
+                     {6, 8, 10, 12, 14, 16});
+  // A size-1 reduced axis is a copy.
+  CheckClose<double>(RunOp("reduce_sum", weir::ReduceAttrs{.axes = {1}}, {Tensor::FromVector<double>({2, 1}, {3, 4})})[0],
+                     {2}, {3, 4});
+}
+
+TEST_CASE("reduce_sum accumulates f32 in double and integers with wraparound") {
+  // In float, 1e8 + 1 rounds back to 1e8.
+  CheckClose<float>(RunOp("reduce_sum", weir::ReduceAttrs{}, {Tensor::FromVector<float>({3}, {1e8, 1, -1e8})})[0], {},
+                    {1});
+  const Tensor xi = Tensor::FromVector<std::int32_t>({2, 2}, {1, 2, 3, std::numeric_limits<std::int32_t>::max()});
+  CHECK(RunOp("reduce_sum", weir::ReduceAttrs{.axes = {0}}, {xi})[0].ToVector<std::int32_t>() ==
+        std::vector<std::int32_t>{4, std::numeric_limits<std::int32_t>::min() + 1});
+  CHECK(RunOp("reduce_sum", weir::ReduceAttrs{.axes = {1}, .keep_dims = true},
+              {Tensor::FromVector<std::int64_t>({2, 2}, {1LL << 40, 1, -5, -6})})[0]
+            .ToVector<std::int64_t>() == std::vector<std::int64_t>{(1LL << 40) + 1, -11});
+  // Summing no elements gives 0.
+  CheckClose<float>(RunOp("reduce_sum", weir::ReduceAttrs{.axes = {0}}, {Tensor(Shape{0, 2}, DType::kF32)})[0], {2}, {0, 0});
+}
+
+TEST_CASE("reduce_sum rejects bad axes and dtypes") {
+  const Tensor x(Shape{2, 3}, DType::kF32);
+  CHECK_THROWS_WITH_AS(RunOp("reduce_sum", weir::ReduceAttrs{.axes = {1, -1}}, {x}),
+                       "[reduce_sum] axes [1,-1] name axis 1 twice for x (2,3)", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("reduce_sum", weir::ReduceAttrs{.axes = {2}}, {x}),
+                       "[reduce_sum] axis 2 out of range for rank 2", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("reduce_sum", weir::ReduceAttrs{}, {Tensor(Shape{2}, DType::kBool)}),
+                       "[reduce_sum] expects an f32, f64, i32 or i64 input, got bool", std::invalid_argument);
+}
+
+TEST_CASE("reduce_mean") {
+  const Tensor x = Tensor::FromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  CheckClose<float>(RunOp("reduce_mean", weir::ReduceAttrs{}, {x})[0], {}, {3.5});
+  CheckClose<float>(RunOp("reduce_mean", weir::ReduceAttrs{.axes = {1}}, {x})[0], {2}, {2, 5});
+  CheckClose<float>(RunOp("reduce_mean", weir::ReduceAttrs{.axes = {-2}, .keep_dims = true}, {x})[0], {1, 3},
+                    {2.5, 3.5, 4.5});
+  // x[i][j][k] = 6i + 2j + k; over i and k: (14 + 8j) / 4.
+  CheckClose<double>(RunOp("reduce_mean", weir::ReduceAttrs{.axes = {2, 0}}, {Tensor::FromVector<double>({2, 3, 2}, Iota(12))})[0],
+                     {3}, {3.5, 5.5, 7.5});
+  // The mean of nothing is NaN, as in numpy.
+  CHECK(std::isnan(RunOp("reduce_mean", weir::ReduceAttrs{}, {Tensor(Shape{0}, DType::kF64)})[0].ToVector<double>()[0]));
+  CHECK_THROWS_WITH_AS(RunOp("reduce_mean", weir::ReduceAttrs{}, {Tensor(Shape{2}, DType::kI32)}),
+                       "[reduce_mean] expects a floating input, got i32", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("reduce_mean", weir::ReduceAttrs{.axes = {0, 0}}, {Tensor(Shape{2}, DType::kF32)}),
+                       "[reduce_mean] axes [0,0] name axis 0 twice for x (2)", std::invalid_argument);
+}
+
+TEST_CASE("argmax picks the first maximum") {
+  const Tensor x = Tensor::FromVector<float>({2, 3}, {1, 3, 3, 7, 2, 7});
+  auto out = RunOp("argmax", weir::ArgMaxAttrs{}, {x});
+  CHECK(out[0].GetShape() == Shape{2});
+  CHECK(out[0].ToVector<std::int32_t>() == std::vector<std::int32_t>{1, 0});
+  out = RunOp("argmax", weir::ArgMaxAttrs{.axis = 0, .output_dtype = DType::kI64}, {x});
+  CHECK(out[0].GetShape() == Shape{3});
+  CHECK(out[0].ToVector<std::int64_t>() == std::vector<std::int64_t>{1, 0, 1});
+  // (2,2,2) along the middle axis: [0,1] [5,4] [9,9] [9,8].
+  const Tensor x3 = Tensor::FromVector<std::int32_t>({2, 2, 2}, {0, 5, 1, 4, 9, 9, 9, 8});
+  out = RunOp("argmax", weir::ArgMaxAttrs{.axis = 1}, {x3});
+  CHECK(out[0].GetShape() == Shape{2, 2});
+  CHECK(out[0].ToVector<std::int32_t>() == std::vector<std::int32_t>{1, 0, 0, 0});
+  CHECK(RunOp("argmax", weir::ArgMaxAttrs{}, {Tensor::FromVector<std::int64_t>({3}, {-5, -1, -3})})[0]
+            .ToVector<std::int32_t>() == std::vector<std::int32_t>{1});
+  // NaN counts as the largest, as in numpy.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  CHECK(RunOp("argmax", weir::ArgMaxAttrs{}, {Tensor::FromVector<double>({4}, {1, nan, 5, nan})})[0]
+            .ToVector<std::int32_t>() == std::vector<std::int32_t>{1});
+}
+
+TEST_CASE("argmax rejects bad attrs and inputs") {
+  CHECK_THROWS_WITH_AS(RunOp("argmax", weir::ArgMaxAttrs{.output_dtype = DType::kF32}, {Tensor(Shape{2}, DType::kF32)}),
+                       "[argmax] output_dtype must be i32 or i64, got f32", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("argmax", weir::ArgMaxAttrs{.axis = 1}, {Tensor(Shape{2, 0}, DType::kF32)}),
+                       "[argmax] axis 1 of x (2,0) is empty", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("argmax", weir::ArgMaxAttrs{.axis = -3}, {Tensor(Shape{2, 2}, DType::kF32)}),
+                       "[argmax] axis -3 out of range for rank 2", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("argmax", weir::ArgMaxAttrs{}, {Tensor(Shape{2}, DType::kU8)}),
+                       "[argmax] expects an f32, f64, i32 or i64 input, got u8", std::invalid_argument);
+}
+
+TEST_CASE("sparse_softmax_cross_entropy matches logsumexp - logit[label]") {
+  // logsumexp(1,2,3) = 3 + ln(1 + e^-1 + e^-2) = 3.4076059644443806.
+  const Tensor logits = Tensor::FromVector<float>({2, 3}, {1, 2, 3, 1, 2, 3});
+  const Tensor labels = Tensor::FromVector<std::int32_t>({2}, {0, 2});
+  CheckClose<float>(RunOp("sparse_softmax_cross_entropy", {}, {labels, logits})[0], {2},
+                    {2.4076059644443806, 0.4076059644443806});
+  // i64 labels, f64 logits; a 1000-logit gap stays finite.
+  const Tensor logits64 = Tensor::FromVector<double>({2, 2}, {1000, 0, 0, 0});
+  const Tensor labels64 = Tensor::FromVector<std::int64_t>({2}, {1, 0});
+  CheckClose<double>(RunOp("sparse_softmax_cross_entropy", {}, {labels64, logits64})[0], {2}, {1000, std::log(2.0)},
+                     1e-12);
+}
+
+TEST_CASE("sparse_softmax_cross_entropy fails the call on an out-of-range label") {
+  const Tensor logits(Shape{4, 10}, DType::kF32);
+  CHECK_THROWS_WITH_AS(
+      RunOp("sparse_softmax_cross_entropy", {}, {Tensor::FromVector<std::int32_t>({4}, {0, 9, 1, 12}), logits}),
+      "[sparse_softmax_cross_entropy] label 12 at row 3 is outside [0, 10)", KernelError);
+  CHECK_THROWS_WITH_AS(
+      RunOp("sparse_softmax_cross_entropy", {}, {Tensor::FromVector<std::int64_t>({4}, {0, -1, 1, 2}), logits}),
+      "[sparse_softmax_cross_entropy] label -1 at row 1 is outside [0, 10)", KernelError);
+}
+
+TEST_CASE("sparse_softmax_cross_entropy rejects bad shapes and dtypes") {
+  const Tensor logits(Shape{2, 3}, DType::kF32);
+  CHECK_THROWS_WITH_AS(RunOp("sparse_softmax_cross_entropy", {}, {Tensor(Shape{3}, DType::kI32), logits}),
+                       "[sparse_softmax_cross_entropy] expects labels (N) and logits (N,C), got labels (3) and logits (2,3)",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("sparse_softmax_cross_entropy", {}, {Tensor(Shape{2}, DType::kF32), logits}),
+                       "[sparse_softmax_cross_entropy] expects i32 or i64 labels, got f32", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("sparse_softmax_cross_entropy", {}, {Tensor(Shape{2}, DType::kI32), Tensor(Shape{2, 3}, DType::kI32)}),
+                       "[sparse_softmax_cross_entropy] expects floating logits, got i32", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("sparse_softmax_cross_entropy", {}, {Tensor(Shape{2}, DType::kI32), Tensor(Shape{2, 0}, DType::kF32)}),
+                       "[sparse_softmax_cross_entropy] logits (2,0) have no classes", std::invalid_argument);
+}
