@@ -26,15 +26,17 @@ class Outputs {
  public:
   Outputs() = default;
   Outputs(std::vector<std::string> names, std::vector<Tensor> tensors);
+  /// Shares the name list (one per compiled job) instead of copying it per call.
+  Outputs(std::shared_ptr<const std::vector<std::string>> names, std::vector<Tensor> tensors);
   std::size_t Size() const { return tensors_.size(); }
   const Tensor& operator[](std::size_t index) const;
   /// Throws std::out_of_range naming the missing output and the ones that exist.
   const Tensor& operator[](std::string_view name) const;
   const std::vector<Tensor>& Tensors() const { return tensors_; }
-  const std::vector<std::string>& Names() const { return names_; }
+  const std::vector<std::string>& Names() const;
 
  private:
-  std::vector<std::string> names_;
+  std::shared_ptr<const std::vector<std::string>> names_;
   std::vector<Tensor> tensors_;
 };
 

@@ -7,7 +7,8 @@ namespace weir::internal {
 
 namespace {
 constexpr std::chrono::seconds kDrainTimeout{60};
-}
+constexpr std::chrono::microseconds kCallbackSpin{50};
+}  // namespace
 
 Dispatcher::Dispatcher(int max_in_flight) : max_in_flight_(max_in_flight < 1 ? 1 : max_in_flight) {
   callback_thread_ = std::thread([this] { CallbackLoop(); });
@@ -29,12 +30,18 @@ Dispatcher::~Dispatcher() {
 void Dispatcher::Admit(const std::shared_ptr<CallRecord>& record, const std::function<void()>& launch) {
   std::unique_lock lock(mutex_);
   // A callback that issues calls must not wait for room: room may only appear after it returns.
-  if (!OnCallbackThread()) {
+  if (!OnCallbackThread() && static_cast<int>(pending_.size()) >= max_in_flight_) {
+    ++admission_waiters_;
     admitted_cv_.wait(lock, [&] { return closed_ || static_cast<int>(pending_.size()) < max_in_flight_; });
+    --admission_waiters_;
   }
   if (closed_) throw std::runtime_error("[session] the session is shutting down; no new calls are accepted");
   record->call_id = next_call_id_++;
   pending_.push_back(record);
+  // Hand over hand: launches keep call-id order, but run outside the dispatcher's lock, which
+  // the actors need to complete calls.
+  std::lock_guard launch_lock(launch_mutex_);
+  lock.unlock();
   launch();
 }
 
@@ -68,13 +75,19 @@ void Dispatcher::Release(std::unique_lock<std::mutex>& lock) {
       fulfil_now.push_back(std::move(record));
     } else {
       callbacks_.push_back(std::move(record));
+      callbacks_queued_.fetch_add(1, std::memory_order_relaxed);
     }
   }
   if (!released) return;
+  // Blocked callers are woken once half the window is free, not per call: each wake-up costs a
+  // futex round trip of tens of microseconds on small machines.
+  const bool wake_admission = admission_waiters_ > 0 && static_cast<int>(pending_.size()) <= max_in_flight_ / 2;
+  const bool wake_callbacks = !callbacks_.empty() && callback_waiting_;
+  const bool wake_sync = sync_waiters_ > 0;
   lock.unlock();
-  admitted_cv_.notify_all();
-  callback_cv_.notify_one();
-  finished_cv_.notify_all();
+  if (wake_admission) admitted_cv_.notify_all();
+  if (wake_callbacks) callback_cv_.notify_one();
+  if (wake_sync) finished_cv_.notify_all();
   for (auto& record : fulfil_now) record->promise.set_value();
   lock.lock();
 }
@@ -82,17 +95,29 @@ void Dispatcher::Release(std::unique_lock<std::mutex>& lock) {
 void Dispatcher::CallbackLoop() {
   std::unique_lock lock(mutex_);
   while (true) {
+    if (callbacks_.empty() && !stopping_) {
+      // Calls complete in bursts: spin briefly before paying for a sleep and a wake-up.
+      lock.unlock();
+      const auto until = std::chrono::steady_clock::now() + kCallbackSpin;
+      while (callbacks_queued_.load(std::memory_order_relaxed) == 0 && std::chrono::steady_clock::now() < until) {
+        std::this_thread::yield();
+      }
+      lock.lock();
+    }
+    callback_waiting_ = true;
     callback_cv_.wait(lock, [&] { return stopping_ || !callbacks_.empty(); });
+    callback_waiting_ = false;
     if (callbacks_.empty()) return;  // stopping and drained
     std::shared_ptr<CallRecord> record = std::move(callbacks_.front());
     callbacks_.pop_front();
+    callbacks_queued_.fetch_sub(1, std::memory_order_relaxed);
     running_call_id_ = record->call_id;
     lock.unlock();
     Finish(*record);
     record.reset();
     lock.lock();
     running_call_id_ = -1;
-    finished_cv_.notify_all();
+    if (sync_waiters_ > 0) finished_cv_.notify_all();
   }
 }
 
@@ -115,12 +140,14 @@ void Dispatcher::Sync() {
   }
   std::unique_lock lock(mutex_);
   const std::int64_t target = next_call_id_ - 1;
+  ++sync_waiters_;
   // Done when no call <= target is still pending, queued for its callback, or in its callback.
   finished_cv_.wait(lock, [&] {
     return (pending_.empty() || pending_.front()->call_id > target) &&
            (callbacks_.empty() || callbacks_.front()->call_id > target) &&
            (running_call_id_ < 0 || running_call_id_ > target);
   });
+  --sync_waiters_;
   if (callback_error_) {
     std::exception_ptr error = std::exchange(callback_error_, nullptr);
     std::rethrow_exception(error);
@@ -137,7 +164,10 @@ void Dispatcher::Close() {
 
 bool Dispatcher::WaitAllCompleted(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
-  return admitted_cv_.wait_for(lock, timeout, [&] { return pending_.empty(); });
+  ++admission_waiters_;
+  const bool drained = admitted_cv_.wait_for(lock, timeout, [&] { return pending_.empty(); });
+  --admission_waiters_;
+  return drained;
 }
 
 }  // namespace weir::internal

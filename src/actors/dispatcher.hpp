@@ -3,6 +3,7 @@
 // stream: a call is released only after every earlier call, and callbacks run one at a time, in
 // order, on a dedicated callback thread (never on an actor thread). A sync call's promise is
 // fulfilled only once every earlier callback has run.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -51,6 +52,7 @@ class Dispatcher {
 
   const int max_in_flight_;
   mutable std::mutex mutex_;
+  std::mutex launch_mutex_;  // orders launches without holding mutex_
   std::condition_variable admitted_cv_;  // room for another call; calls completed
   std::condition_variable callback_cv_;  // callback queue non-empty or stopping
   std::condition_variable finished_cv_;  // a call was released or a callback finished
@@ -59,6 +61,10 @@ class Dispatcher {
   std::int64_t running_call_id_ = -1;  // the call whose callback runs now, or -1
   std::int64_t next_call_id_ = 0;
   std::exception_ptr callback_error_;
+  int admission_waiters_ = 0;  // threads waiting for room (or for the drain)
+  int sync_waiters_ = 0;
+  bool callback_waiting_ = false;
+  std::atomic<int> callbacks_queued_{0};  // size of callbacks_, readable without the lock  // the callback thread sleeps on callback_cv_
   bool closed_ = false;
   bool stopping_ = false;
   std::thread callback_thread_;

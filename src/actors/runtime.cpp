@@ -291,6 +291,10 @@ bool JobRuntime::Shutdown() {
 
 const Plan& JobRuntime::GetPlan() const { return *impl_->plan; }
 
+std::shared_ptr<const std::vector<std::string>> JobRuntime::OutputNames() const {
+  return {impl_->plan, &impl_->plan->output_names};
+}
+
 std::size_t JobRuntime::RegisterBytes() const { return impl_->store->ArenaBytes(); }
 
 std::string JobRuntime::DescribeWaiting() const {

@@ -56,6 +56,8 @@ class JobRuntime {
   /// are then stopped by force).
   bool Shutdown();
   const Plan& GetPlan() const;
+  /// The plan's output names, shared (results reference them instead of copying).
+  std::shared_ptr<const std::vector<std::string>> OutputNames() const;
   /// Register memory allocated for this plan, in bytes.
   std::size_t RegisterBytes() const;
   /// One line per actor: what it waits for (the watchdog's dump).

@@ -16,7 +16,15 @@
 namespace weir {
 
 Outputs::Outputs(std::vector<std::string> names, std::vector<Tensor> tensors)
+    : names_(std::make_shared<const std::vector<std::string>>(std::move(names))), tensors_(std::move(tensors)) {}
+
+Outputs::Outputs(std::shared_ptr<const std::vector<std::string>> names, std::vector<Tensor> tensors)
     : names_(std::move(names)), tensors_(std::move(tensors)) {}
+
+const std::vector<std::string>& Outputs::Names() const {
+  static const std::vector<std::string> kNone;
+  return names_ ? *names_ : kNone;
+}
 
 const Tensor& Outputs::operator[](std::size_t index) const {
   if (index >= tensors_.size()) {
@@ -26,10 +34,11 @@ const Tensor& Outputs::operator[](std::size_t index) const {
 }
 
 const Tensor& Outputs::operator[](std::string_view name) const {
-  for (std::size_t i = 0; i < names_.size(); ++i) {
-    if (names_[i] == name) return tensors_[i];
+  const std::vector<std::string>& names = Names();
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return tensors_[i];
   }
-  throw std::out_of_range(fmt::format("[Outputs] no output named '{}'; outputs are: {}", name, fmt::join(names_, ", ")));
+  throw std::out_of_range(fmt::format("[Outputs] no output named '{}'; outputs are: {}", name, fmt::join(names, ", ")));
 }
 
 namespace internal {
@@ -130,7 +139,12 @@ class SessionImpl {
     dispatcher_.reset();  // runs the remaining callbacks, joins the callback thread
   }
 
-  std::shared_ptr<CallRecord> Launch(const Job& job, std::vector<Tensor> inputs, Session::Callback callback) {
+  struct Launched {
+    std::shared_ptr<CallRecord> record;
+    JobRuntime* runtime;
+  };
+
+  Launched Launch(const Job& job, std::vector<Tensor> inputs, Session::Callback callback) {
     CheckJob(job);
     ValidateInputs(job, inputs);
     JobRuntime& runtime = Compiled(job);
@@ -139,21 +153,21 @@ class SessionImpl {
     record->is_sync = !callback;
     record->issued_from_callback = dispatcher_->OnCallbackThread();
     if (callback) {
-      record->callback = [callback = std::move(callback), names = runtime.GetPlan().output_names](CallRecord& done) {
+      record->callback = [callback = std::move(callback), &runtime](CallRecord& done) {
         CallResult result;
         result.error = done.Error();
-        if (!result.error) result.outputs = Outputs(names, std::move(done.outputs));
+        if (!result.error) result.outputs = Outputs(runtime.OutputNames(), std::move(done.outputs));
         callback(std::move(result));
       };
     }
     dispatcher_->Admit(record, [&] { runtime.Launch(record); });
-    return record;
+    return {std::move(record), &runtime};
   }
 
-  Outputs Wait(const std::shared_ptr<CallRecord>& record, const Job& job) {
-    record->promise.get_future().get();
-    if (std::exception_ptr error = record->Error()) std::rethrow_exception(error);
-    return Outputs(job.OutputNames(), std::move(record->outputs));
+  static Outputs Wait(const Launched& launched) {
+    launched.record->promise.get_future().get();
+    if (std::exception_ptr error = launched.record->Error()) std::rethrow_exception(error);
+    return Outputs(launched.runtime->OutputNames(), std::move(launched.record->outputs));
   }
 
   JobRuntime& Compiled(const Job& job) {
@@ -190,8 +204,7 @@ Session::Session(SessionOptions options) : impl_(std::make_unique<internal::Sess
 Session::~Session() = default;
 
 Outputs Session::Call(const Job& job, std::vector<Tensor> inputs) {
-  auto record = impl_->Launch(job, std::move(inputs), nullptr);
-  return impl_->Wait(record, job);
+  return internal::SessionImpl::Wait(impl_->Launch(job, std::move(inputs), nullptr));
 }
 
 Outputs Session::Call(const Job& job, const std::map<std::string, Tensor>& inputs) {

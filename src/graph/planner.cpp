@@ -73,7 +73,6 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   auto plan = std::make_shared<Plan>();
   plan->job_name = graph.name;
   plan->keep_alive = graph_ptr;
-  plan->streams.push_back({Device::Cpu(), StreamKind::kControl, 0});
   for (int s = 0; s < options.compute_streams; ++s) plan->streams.push_back({Device::Cpu(), StreamKind::kCompute, s});
 
   const std::vector<bool> live = LiveNodes(graph);
@@ -98,7 +97,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
       continue;
     }
 
-    const int stream = 1 + kernel_count++ % options.compute_streams;
+    const int stream = kernel_count++ % options.compute_streams;
     const int task = AddTask(*plan, TaskKind::kKernel, node.name, stream);
     TaskDesc& desc = plan->tasks[static_cast<std::size_t>(task)];
     desc.op_type = node.type;
