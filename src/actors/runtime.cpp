@@ -21,12 +21,24 @@ struct MsgBatch {
 struct LaunchMsg {
   CallRecord* record;
 };
+/// The watchdog asks each executor to describe its tasks; executors answer from their own thread,
+/// so reading task state never races with the actors.
+struct DescribeRequest {
+  std::mutex mutex;
+  std::condition_variable answered;
+  std::vector<std::string> answers;  // per executor; empty until it answers
+  int pending = 0;
+};
+struct DescribeMsg {
+  std::shared_ptr<DescribeRequest> request;
+};
 
 }  // namespace weir::internal
 
 // Local-only messages: they carry indices and a pointer to a call that the dispatcher keeps alive.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::internal::MsgBatch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::internal::LaunchMsg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::internal::DescribeMsg)
 
 namespace weir::internal {
 
@@ -34,6 +46,7 @@ namespace {
 
 using launch_atom = caf::atom_constant<caf::atom("launch")>;
 using close_atom = caf::atom_constant<caf::atom("close")>;
+using describe_atom = caf::atom_constant<caf::atom("describe")>;
 
 }  // namespace
 
@@ -46,7 +59,9 @@ struct JobRuntime::Impl {
   std::vector<std::unique_ptr<Task>> tasks;
   std::vector<int> task_executor;         // executor index of each task
   std::vector<std::vector<int>> hosted;   // tasks of each executor
-  std::vector<caf::actor> executors;      // written before the first launch, then read-only
+  // Weak handles (strong ones would form a cycle with the executors' ownership of this state);
+  // written before the first launch, then read-only.
+  std::vector<caf::actor_addr> executors;
 
   // Calls launched and not yet through the sink. Slots point at these records, so the runtime
   // keeps them alive itself: after a forced shutdown the dispatcher may have let go of them.
@@ -81,6 +96,10 @@ struct JobRuntime::Impl {
   }
 };
 
+struct JobRuntime::Executors {
+  std::vector<caf::actor> handles;
+};
+
 namespace {
 
 class Executor final : public caf::event_based_actor, public MessageSink {
@@ -106,6 +125,18 @@ class Executor final : public caf::event_based_actor, public MessageSink {
             Run(source);
             Pump();
           });
+        },
+        [this](describe_atom, DescribeMsg msg) {
+          std::string text;
+          for (int id : job_->hosted[static_cast<std::size_t>(index_)]) {
+            Task& task = *job_->tasks[static_cast<std::size_t>(id)];
+            text += fmt::format("  {} ({}): {}\n", task.Desc().name, Name(task.Desc().kind),
+                                task.Protocol().DescribeWaiting());
+          }
+          std::lock_guard lock(msg.request->mutex);
+          msg.request->answers[static_cast<std::size_t>(index_)] = std::move(text);
+          --msg.request->pending;
+          msg.request->answered.notify_all();
         },
         [this](close_atom) {
           Guarded([&] {
@@ -148,7 +179,7 @@ class Executor final : public caf::event_based_actor, public MessageSink {
     local_.clear();
     for (std::size_t e = 0; e < outboxes_.size(); ++e) {
       if (outboxes_[e].empty()) continue;
-      send(job_->executors[e], MsgBatch{std::move(outboxes_[e])});
+      if (auto peer = caf::actor_cast<caf::actor>(job_->executors[e])) send(peer, MsgBatch{std::move(outboxes_[e])});
       outboxes_[e].clear();
     }
     if (finished_count_ == finished_.size() && !reported_) {
@@ -248,13 +279,17 @@ std::unique_ptr<JobRuntime> Runtime::Instantiate(std::shared_ptr<const Plan> pla
     }
   }
   job->executors_running = static_cast<int>(job->hosted.size());
+  std::vector<caf::actor> executors;
   for (std::size_t e = 0; e < job->hosted.size(); ++e) {
-    job->executors.push_back(impl_->system.spawn<Executor>(job, static_cast<int>(e)));
+    executors.push_back(impl_->system.spawn<Executor>(job, static_cast<int>(e)));
+    job->executors.push_back(executors.back().address());
   }
-  return std::make_unique<JobRuntime>(std::move(job));
+  auto runtime = std::make_unique<JobRuntime>(std::move(job));
+  runtime->executors_->handles = std::move(executors);
+  return runtime;
 }
 
-JobRuntime::JobRuntime(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+JobRuntime::JobRuntime(std::shared_ptr<Impl> impl) : impl_(std::move(impl)), executors_(std::make_unique<Executors>()) {}
 
 JobRuntime::~JobRuntime() { Shutdown(); }
 
@@ -264,7 +299,7 @@ void JobRuntime::Launch(const std::shared_ptr<CallRecord>& record) {
     impl_->calls_in_flight.push_back(record);
   }
   const int executor = impl_->task_executor[static_cast<std::size_t>(impl_->plan->source_task)];
-  caf::anon_send(impl_->executors[static_cast<std::size_t>(executor)], launch_atom::value, LaunchMsg{record.get()});
+  caf::anon_send(executors_->handles[static_cast<std::size_t>(executor)], launch_atom::value, LaunchMsg{record.get()});
 }
 
 bool JobRuntime::Shutdown() {
@@ -273,19 +308,19 @@ bool JobRuntime::Shutdown() {
   if (!impl_->launched_close) {
     impl_->launched_close = true;
     const int executor = impl_->task_executor[static_cast<std::size_t>(impl_->plan->source_task)];
-    caf::anon_send(impl_->executors[static_cast<std::size_t>(executor)], close_atom::value);
+    caf::anon_send(executors_->handles[static_cast<std::size_t>(executor)], close_atom::value);
   }
   const bool clean = impl_->finished_cv.wait_for(lock, impl_->options.shutdown_timeout,
                                                  [&] { return impl_->executors_running == 0 || impl_->fault; });
   if (!clean || impl_->fault) {
     // The cascade stalled (a stuck kernel or a runtime fault): stop every executor by force.
-    for (const caf::actor& executor : impl_->executors) caf::anon_send_exit(executor, caf::exit_reason::user_shutdown);
+    for (const caf::actor& executor : executors_->handles) caf::anon_send_exit(executor, caf::exit_reason::user_shutdown);
   }
   // Executors hold no handles to themselves once they exit; dropping ours lets CAF reclaim them.
   impl_->shut_down = true;
   impl_->clean_shutdown = clean && !impl_->fault;
   lock.unlock();
-  impl_->executors.clear();
+  executors_->handles.clear();
   return impl_->clean_shutdown;
 }
 
@@ -298,9 +333,17 @@ std::shared_ptr<const std::vector<std::string>> JobRuntime::OutputNames() const 
 std::size_t JobRuntime::RegisterBytes() const { return impl_->store->ArenaBytes(); }
 
 std::string JobRuntime::DescribeWaiting() const {
-  std::string out;
-  for (const auto& task : impl_->tasks) {
-    out += fmt::format("{} ({}): {}\n", task->Desc().name, Name(task->Desc().kind), task->Protocol().DescribeWaiting());
+  auto request = std::make_shared<DescribeRequest>();
+  const std::vector<caf::actor>& executors = executors_->handles;
+  request->answers.resize(executors.size());
+  request->pending = static_cast<int>(executors.size());
+  for (const caf::actor& executor : executors) caf::anon_send(executor, describe_atom::value, DescribeMsg{request});
+  std::unique_lock lock(request->mutex);
+  request->answered.wait_for(lock, std::chrono::seconds(1), [&] { return request->pending == 0; });
+  std::string out = fmt::format("job '{}':\n", impl_->plan->job_name);
+  for (std::size_t e = 0; e < request->answers.size(); ++e) {
+    out += request->answers[e].empty() ? fmt::format("  executor {}: busy (inside a kernel) or finished\n", e)
+                                       : request->answers[e];
   }
   return out;
 }

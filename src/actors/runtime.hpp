@@ -67,7 +67,10 @@ class JobRuntime {
   explicit JobRuntime(std::shared_ptr<Impl> impl);
 
  private:
+  friend class Runtime;
   std::shared_ptr<Impl> impl_;
+  struct Executors;                      // strong CAF handles; released by Shutdown
+  std::unique_ptr<Executors> executors_;
 };
 
 }  // namespace weir::internal

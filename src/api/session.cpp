@@ -153,10 +153,11 @@ class SessionImpl {
     record->is_sync = !callback;
     record->issued_from_callback = dispatcher_->OnCallbackThread();
     if (callback) {
-      record->callback = [callback = std::move(callback), &runtime](CallRecord& done) {
+      // Callbacks may run after the job's runtime is gone (session shutdown): capture the names.
+      record->callback = [callback = std::move(callback), names = runtime.OutputNames()](CallRecord& done) {
         CallResult result;
         result.error = done.Error();
-        if (!result.error) result.outputs = Outputs(runtime.OutputNames(), std::move(done.outputs));
+        if (!result.error) result.outputs = Outputs(names, std::move(done.outputs));
         callback(std::move(result));
       };
     }

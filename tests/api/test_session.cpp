@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cmath>
 #include <random>
 #include <thread>
 
@@ -283,4 +284,28 @@ TEST_CASE("shutdown never hangs, even behind a kernel slower than the shutdown t
   CHECK(ok + failed == 3);  // every callback ran: completed, or failed by the shutdown
   CHECK(failed >= 1);
   CHECK(seconds < 10.0);
+}
+
+TEST_CASE("a label out of range in the cross entropy fails that call, sync and async") {
+  JobBuilder builder("loss");
+  Blob labels = builder.Placeholder("labels", Shape{2}, DType::kI32);
+  Blob logits = builder.Placeholder("logits", Shape{2, 3});
+  builder.Output("loss", ReduceMean(SparseSoftmaxCrossEntropy(labels, logits)));
+  const Job job = builder.Build();
+  Session session;
+  const Tensor logits_value = Tensor::FromVector<float>({2, 3}, {0, 0, 0, 1, 2, 3});
+  const Tensor good = Tensor::FromVector<std::int32_t>({2}, {0, 2});
+  const Tensor bad = Tensor::FromVector<std::int32_t>({2}, {0, 3});
+  // mean of ln 3 and ln(e^-2 + e^-1 + 1)
+  const float expected = static_cast<float>((std::log(3.0) + std::log(std::exp(-2.0) + std::exp(-1.0) + 1.0)) / 2);
+  CHECK(session.Call(job, {good, logits_value})[0].Data<float>()[0] == doctest::Approx(expected));
+  CHECK_THROWS_WITH_AS(session.Call(job, {bad, logits_value}),
+                       "[sparse_softmax_cross_entropy] label 3 at row 1 is outside [0, 3)", internal::KernelError);
+  std::vector<bool> ok;
+  for (const Tensor& labels_value : {good, bad, good}) {
+    session.CallAsync(job, {labels_value, logits_value}, [&](CallResult result) { ok.push_back(result.Ok()); });
+  }
+  session.Sync();
+  CHECK(ok == std::vector<bool>{true, false, true});
+  CHECK(session.Call(job, {good, logits_value})[0].Data<float>()[0] == doctest::Approx(expected));
 }
