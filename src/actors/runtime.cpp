@@ -44,6 +44,18 @@ namespace weir::internal {
 
 namespace {
 
+// Debian's CAF is not built with ThreadSanitizer, so TSan cannot see that a CAF message send
+// happens before its handler runs. In TSan builds every send and every handler touch one atomic
+// (release / acquire), which tells TSan about exactly that ordering and nothing more.
+#if defined(__SANITIZE_THREAD__)
+std::atomic<std::uint64_t> tsan_handoff{0};
+void BeforeSend() { tsan_handoff.fetch_add(1, std::memory_order_release); }
+void OnReceive() { (void)tsan_handoff.load(std::memory_order_acquire); }
+#else
+void BeforeSend() {}
+void OnReceive() {}
+#endif
+
 using launch_atom = caf::atom_constant<caf::atom("launch")>;
 using close_atom = caf::atom_constant<caf::atom("close")>;
 using describe_atom = caf::atom_constant<caf::atom("describe")>;
@@ -110,6 +122,8 @@ class Executor final : public caf::event_based_actor, public MessageSink {
       : caf::event_based_actor(config), job_(std::move(job)), index_(index),
         outboxes_(job_->hosted.size()), finished_(job_->hosted[static_cast<std::size_t>(index)].size(), false) {}
 
+  ~Executor() override { OnReceive(); }
+
   caf::behavior make_behavior() override {
     return {
         [this](MsgBatch& batch) {
@@ -127,6 +141,7 @@ class Executor final : public caf::event_based_actor, public MessageSink {
           });
         },
         [this](describe_atom, DescribeMsg msg) {
+          OnReceive();
           std::string text;
           for (int id : job_->hosted[static_cast<std::size_t>(index_)]) {
             Task& task = *job_->tasks[static_cast<std::size_t>(id)];
@@ -160,11 +175,13 @@ class Executor final : public caf::event_based_actor, public MessageSink {
 
  private:
   template <typename Fn> void Guarded(Fn&& fn) {
+    OnReceive();
     try {
       fn();
     } catch (...) {
       job_->Fault(std::current_exception());
     }
+    BeforeSend();  // publishes this handler's writes to whoever destroys the shared state
   }
 
   // Delivers local messages until none is left (messages may add more), then flushes one batch
@@ -179,7 +196,10 @@ class Executor final : public caf::event_based_actor, public MessageSink {
     local_.clear();
     for (std::size_t e = 0; e < outboxes_.size(); ++e) {
       if (outboxes_[e].empty()) continue;
-      if (auto peer = caf::actor_cast<caf::actor>(job_->executors[e])) send(peer, MsgBatch{std::move(outboxes_[e])});
+      if (auto peer = caf::actor_cast<caf::actor>(job_->executors[e])) {
+        BeforeSend();
+        send(peer, MsgBatch{std::move(outboxes_[e])});
+      }
       outboxes_[e].clear();
     }
     if (finished_count_ == finished_.size() && !reported_) {
@@ -291,7 +311,10 @@ std::unique_ptr<JobRuntime> Runtime::Instantiate(std::shared_ptr<const Plan> pla
 
 JobRuntime::JobRuntime(std::shared_ptr<Impl> impl) : impl_(std::move(impl)), executors_(std::make_unique<Executors>()) {}
 
-JobRuntime::~JobRuntime() { Shutdown(); }
+JobRuntime::~JobRuntime() {
+  Shutdown();
+  OnReceive();
+}
 
 void JobRuntime::Launch(const std::shared_ptr<CallRecord>& record) {
   {
@@ -299,6 +322,7 @@ void JobRuntime::Launch(const std::shared_ptr<CallRecord>& record) {
     impl_->calls_in_flight.push_back(record);
   }
   const int executor = impl_->task_executor[static_cast<std::size_t>(impl_->plan->source_task)];
+  BeforeSend();
   caf::anon_send(executors_->handles[static_cast<std::size_t>(executor)], launch_atom::value, LaunchMsg{record.get()});
 }
 
@@ -308,13 +332,17 @@ bool JobRuntime::Shutdown() {
   if (!impl_->launched_close) {
     impl_->launched_close = true;
     const int executor = impl_->task_executor[static_cast<std::size_t>(impl_->plan->source_task)];
+    BeforeSend();
     caf::anon_send(executors_->handles[static_cast<std::size_t>(executor)], close_atom::value);
   }
   const bool clean = impl_->finished_cv.wait_for(lock, impl_->options.shutdown_timeout,
                                                  [&] { return impl_->executors_running == 0 || impl_->fault; });
   if (!clean || impl_->fault) {
     // The cascade stalled (a stuck kernel or a runtime fault): stop every executor by force.
-    for (const caf::actor& executor : executors_->handles) caf::anon_send_exit(executor, caf::exit_reason::user_shutdown);
+    for (const caf::actor& executor : executors_->handles) {
+      BeforeSend();
+      caf::anon_send_exit(executor, caf::exit_reason::user_shutdown);
+    }
   }
   // Executors hold no handles to themselves once they exit; dropping ours lets CAF reclaim them.
   impl_->shut_down = true;
@@ -337,7 +365,10 @@ std::string JobRuntime::DescribeWaiting() const {
   const std::vector<caf::actor>& executors = executors_->handles;
   request->answers.resize(executors.size());
   request->pending = static_cast<int>(executors.size());
-  for (const caf::actor& executor : executors) caf::anon_send(executor, describe_atom::value, DescribeMsg{request});
+  for (const caf::actor& executor : executors) {
+    BeforeSend();
+    caf::anon_send(executor, describe_atom::value, DescribeMsg{request});
+  }
   std::unique_lock lock(request->mutex);
   request->answered.wait_for(lock, std::chrono::seconds(1), [&] { return request->pending == 0; });
   std::string out = fmt::format("job '{}':\n", impl_->plan->job_name);
