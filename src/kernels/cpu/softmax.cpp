@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cpu/byte_copy.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/ops.hpp"
 
@@ -11,14 +12,9 @@ namespace {
 
 template <typename T> class SoftmaxCpu final : public Kernel {
  public:
-  explicit SoftmaxCpu(const KernelSetup& setup) {
-    const Shape& x = setup.inputs[0].shape;
-    const int attr_axis = setup.Get<SoftmaxAttrs>().axis;
-    const int axis = attr_axis < 0 ? attr_axis + x.Rank() : attr_axis;
-    n_ = x[axis];
-    for (int i = 0; i < axis; ++i) outer_ *= x[i];
-    for (int i = axis + 1; i < x.Rank(); ++i) inner_ *= x[i];
-  }
+  explicit SoftmaxCpu(const KernelSetup& setup)
+      : split_(setup.inputs[0].shape, setup.Get<SoftmaxAttrs>().axis), outer_(split_.outer), n_(split_.n),
+        inner_(split_.inner) {}
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     const T* x = inputs[0].As<T>();
@@ -45,9 +41,10 @@ template <typename T> class SoftmaxCpu final : public Kernel {
   }
 
  private:
-  std::int64_t outer_ = 1;
-  std::int64_t n_ = 1;
-  std::int64_t inner_ = 1;
+  AxisSplit split_;
+  std::int64_t outer_;
+  std::int64_t n_;
+  std::int64_t inner_;
 };
 
 WEIR_REGISTER_KERNELS {

@@ -1,0 +1,43 @@
+#pragma once
+// A kernel that copies its input's bytes unchanged: identity, and reshape (row-major order is the
+// same before and after).
+#include <cstring>
+
+#include "kernels/kernel.hpp"
+
+namespace weir::internal {
+
+class ByteCopyCpu final : public Kernel {
+ public:
+  explicit ByteCopyCpu(const KernelSetup& setup) : num_bytes_(setup.inputs[0].NumBytes()) {}
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    // The planner may hand the output the input's own slot; memcpy onto itself is undefined.
+    if (num_bytes_ != 0 && outputs[0].data != inputs[0].data) std::memcpy(outputs[0].data, inputs[0].data, num_bytes_);
+  }
+
+ private:
+  std::size_t num_bytes_;
+};
+
+/// Registers ByteCopyCpu for `op_type` and every dtype.
+inline void RegisterByteCopy(const char* op_type) {
+  for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kU8, DType::kBool}) {
+    RegisterKernel({op_type, Device::Kind::kCpu, dtype}, &MakeKernel<ByteCopyCpu>);
+  }
+}
+
+/// A shape seen as (outer, n, inner) around one axis, for kernels that work along an axis.
+struct AxisSplit {
+  std::int64_t outer = 1;
+  std::int64_t n = 1;
+  std::int64_t inner = 1;
+
+  AxisSplit(const Shape& shape, int axis) {
+    const int resolved = axis < 0 ? axis + shape.Rank() : axis;
+    n = shape[resolved];
+    for (int i = 0; i < resolved; ++i) outer *= shape[i];
+    for (int i = resolved + 1; i < shape.Rank(); ++i) inner *= shape[i];
+  }
+};
+
+}  // namespace weir::internal
