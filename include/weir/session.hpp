@@ -89,6 +89,7 @@ class Session {
 
   /// Launches `job` and returns at once. `callback` runs later on the session's callback thread,
   /// in call order with every other call of this session. Bad inputs throw here, as for Call.
+  /// The call shares the inputs' storage (no copy here): do not modify them until it completes.
   void CallAsync(const Job& job, std::vector<Tensor> inputs, Callback callback);
   void CallAsync(const Job& job, std::initializer_list<Tensor> inputs, Callback callback) {
     CallAsync(job, std::vector<Tensor>(inputs), std::move(callback));
