@@ -1,6 +1,7 @@
 #pragma once
 /// \file Defining jobs: placeholders, ops and outputs. No data flows while a job is built;
 /// shapes and dtypes are inferred as each op is added.
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "weir/dtype.hpp"
+#include "weir/initializers.hpp"
 #include "weir/shape.hpp"
 #include "weir/tensor.hpp"
 
@@ -30,10 +32,11 @@ struct JobConfig {
 class Blob {
  public:
   Blob() = default;
-  const Shape& GetShape() const;
+  /// By value: adding ops to the job may move the job's internal tables.
+  Shape GetShape() const;
   DType GetDType() const;
   /// "<op name>/out" or the placeholder's name.
-  const std::string& Name() const;
+  std::string Name() const;
   bool Defined() const { return graph_ != nullptr; }
 
   // Implementation access; not part of the stable API.
@@ -52,6 +55,39 @@ struct PlaceholderInfo {
   Shape shape;
   DType dtype;
 };
+
+/// L1 and L2 penalties on a variable, added to its gradient by the optimizer:
+/// g + l1·sign(p) + l2·p (OneFlow's flow.regularizers).
+struct Regularizer {
+  double l1 = 0.0;
+  double l2 = 0.0;
+  friend bool operator==(const Regularizer&, const Regularizer&) = default;
+};
+inline Regularizer L1(double l = 0.01) { return {l, 0.0}; }
+inline Regularizer L2(double l = 0.01) { return {0.0, l}; }
+inline Regularizer L1L2(double l1 = 0.01, double l2 = 0.01) { return {l1, l2}; }
+
+/// A variable: state owned by the session, global by name (jobs naming the same variable share
+/// it), kept across calls, saved in checkpoints.
+struct VariableSpec {
+  Shape shape;
+  /// Defaults to the job's default dtype.
+  std::optional<DType> dtype;
+  Initializer initializer = ZerosInitializer();
+  Regularizer regularizer;
+  /// Trainable variables are updated by the optimizer of a train job.
+  bool trainable = true;
+};
+
+struct Optimizer;
+
+/// Calls `handler` with `blob`'s value on every call of the job (OneFlow's flow.watch). Handlers
+/// run in call order, off the actor threads: on the caller's thread before a sync call returns, on
+/// the callback thread before an async call's callback.
+void Watch(const Blob& blob, std::function<void(const Tensor&)> handler);
+/// Calls `handler` with the gradient of the loss with respect to `blob` on every call of a train
+/// job (OneFlow's flow.watch_diff).
+void WatchDiff(const Blob& blob, std::function<void(const Tensor&)> handler);
 
 /// A built, immutable job. Cheap to copy; copies refer to the same job.
 class Job {
@@ -82,6 +118,13 @@ class JobBuilder {
   Blob Placeholder(std::string name, Shape shape, std::optional<DType> dtype = std::nullopt);
   /// A value fixed at build time (a CPU tensor; it is copied).
   Blob Constant(const Tensor& value, std::string name = {});
+  /// The variable `name` (OneFlow's get_variable). Asking twice for one name in a job returns the
+  /// same blob; the spec must then match.
+  Blob Variable(const std::string& name, const VariableSpec& spec);
+  /// Train jobs only, once: the backward pass from `loss` and `optimizer`'s update of every
+  /// trainable variable run in each call. A per-example loss trains on its mean: gradients are
+  /// divided by the number of elements of the loss (OneFlow's semantics).
+  void Minimize(const Optimizer& optimizer, const Blob& loss);
   /// Marks `blob` as an output; results come back in the order outputs were added.
   void Output(std::string name, const Blob& blob);
   /// Finishes the job; the builder cannot be used afterwards.

@@ -99,4 +99,9 @@ Blob Cast(const Blob& x, CastAttrs attrs, std::string_view name = {});
 /// [0, C) fails the call.
 Blob SparseSoftmaxCrossEntropy(const Blob& labels, const Blob& logits, std::string_view name = {});
 
+/// Reverse-mode gradients: d(sum(y))/d(x) for every x in `xs`, as blobs of the same job (an
+/// undefined Blob where x does not reach y). Throws std::invalid_argument naming the op when a
+/// path from x to y crosses an op without a gradient.
+std::vector<Blob> Gradients(const Blob& y, const std::vector<Blob>& xs);
+
 }  // namespace weir

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "weir/checkpoint.hpp"
 #include "weir/job.hpp"
 #include "weir/tensor.hpp"
 
@@ -66,6 +67,8 @@ struct SessionOptions {
   int max_calls_in_flight = 128;
   /// How long shutdown waits for calls in flight before failing them.
   std::chrono::milliseconds shutdown_timeout{30000};
+  /// Mixed into every variable's initializer seed (with a hash of its name).
+  std::uint64_t seed = 0;
 };
 
 /// Runs jobs. Thread-safe: several threads may call one session. Destroying a session completes
@@ -102,6 +105,24 @@ class Session {
 
   /// Compiles `job` if needed and returns its plan as Graphviz dot (actors, registers, register_num).
   std::string PlanDot(const Job& job);
+  /// Compiles `job` now rather than at its first call; creates and initialises its variables.
+  void Compile(const Job& job);
+
+  /// Variables live in the session, shared by name across its jobs. The accessors below wait until
+  /// no call is in flight, so they see (and change) values between calls, never during one.
+  /// A copy of the variable `name`; throws std::invalid_argument if there is none.
+  Tensor GetVariable(const std::string& name);
+  /// Copies of every variable of the jobs compiled so far.
+  std::map<std::string, Tensor> GetVariables();
+  /// Assigns values to variables by name (OneFlow's load_variables). Unknown names are ignored
+  /// unless `ignore_unknown` is false (then std::invalid_argument, and nothing is assigned).
+  void SetVariables(const std::map<std::string, Tensor>& values, bool ignore_unknown = true);
+  /// Writes every variable (or those in `names`) as a checkpoint in OneFlow's layout, atomically.
+  void SaveCheckpoint(const std::string& path, SaveOptions options = {}, const std::vector<std::string>& names = {});
+  /// Loads the checkpoint at `path` into the variables of the jobs compiled so far. Variables it
+  /// lacks keep their values (a warning names them); names it has that no variable matches are
+  /// reported as unexpected.
+  LoadReport LoadCheckpoint(const std::string& path);
 
  private:
   std::unique_ptr<internal::SessionImpl> impl_;

@@ -10,6 +10,7 @@ std::string_view Name(TaskKind kind) {
     case TaskKind::kInput: return "input";
     case TaskKind::kKernel: return "kernel";
     case TaskKind::kSink: return "sink";
+    case TaskKind::kVariable: return "variable";
   }
   return "?";
 }

@@ -19,6 +19,7 @@ enum class TaskKind : std::uint8_t {
   kInput,       // copies one call input into its register
   kKernel,      // runs one op's kernel
   kSink,        // the final actor: hands the outputs of a call to the dispatcher
+  kVariable,    // presents a session variable (its register's memory is the variable) once per call
 };
 
 std::string_view Name(TaskKind kind);
@@ -29,8 +30,10 @@ struct RegisterDesc {
   int producer = -1;            // task id
   std::vector<int> consumers;   // task ids, each once
   int register_num = 1;         // slots: how many pieces may be in flight on this edge
-  TensorMeta meta;              // of one slot; a tick has an empty dtype-less meta and 0 bytes
+  TensorMeta meta;              // of one slot; ticks and control registers have 0 bytes
   std::size_t slot_bytes = 0;
+  /// Non-empty: the one slot is this session variable's storage, not planned memory.
+  std::string variable;
 };
 
 struct TaskDesc {
@@ -59,6 +62,9 @@ struct Plan {
   int source_task = -1;
   int sink_task = -1;
   std::vector<std::string> output_names;
+  /// Variables this plan reads (and the subset it writes), for the session's cross-job ordering.
+  std::vector<std::string> variables_read;
+  std::vector<std::string> variables_written;
   std::vector<TensorMeta> output_metas;
   /// Whatever the tasks' attrs point into (the job graph); kept alive with the plan.
   std::shared_ptr<const void> keep_alive;

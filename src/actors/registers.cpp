@@ -1,5 +1,9 @@
 #include "actors/registers.hpp"
 
+#include <stdexcept>
+
+#include <fmt/format.h>
+
 #include "common/allocator.hpp"
 
 namespace weir::internal {
@@ -8,14 +12,25 @@ namespace {
 std::size_t AlignUp(std::size_t bytes) { return (bytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment; }
 }  // namespace
 
-RegisterStore::RegisterStore(const Plan& plan) {
+RegisterStore::RegisterStore(const Plan& plan, const VariableResolver& variables) {
   for (const RegisterDesc& reg : plan.registers) {
+    if (!reg.variable.empty()) continue;
     arena_bytes_ += AlignUp(reg.slot_bytes) * static_cast<std::size_t>(reg.register_num);
   }
   arena_ = Allocate(Device::Cpu(), arena_bytes_);
   std::size_t offset = 0;
   for (const RegisterDesc& reg : plan.registers) {
     first_slot_.push_back(static_cast<int>(slots_.size()));
+    if (!reg.variable.empty()) {
+      Tensor variable = variables(reg.variable);
+      if (variable.NumBytes() != reg.slot_bytes || reg.register_num != 1) {
+        throw std::logic_error(fmt::format("[runtime] variable '{}' has {} bytes, its register {}", reg.variable,
+                                           variable.NumBytes(), reg.slot_bytes));
+      }
+      slots_.push_back({static_cast<std::byte*>(variable.RawData()), nullptr, false});
+      variables_.push_back(std::move(variable));
+      continue;
+    }
     for (int i = 0; i < reg.register_num; ++i) {
       slots_.push_back({arena_.get() + offset, nullptr, false});
       offset += AlignUp(reg.slot_bytes);

@@ -2,6 +2,8 @@
 // Register memory of one instantiated plan: every slot of every register, carved out of one arena
 // allocated up front, so no call allocates register memory.
 #include <cstddef>
+#include <functional>
+#include <string>
 #include <memory>
 #include <vector>
 
@@ -18,9 +20,13 @@ struct RegisterSlot {
   bool failed = false;  // an upstream kernel failed on this piece: skip work, pass the failure on
 };
 
+/// The storage of a session variable, by name.
+using VariableResolver = std::function<Tensor(const std::string& name)>;
+
 class RegisterStore {
  public:
-  explicit RegisterStore(const Plan& plan);
+  /// Registers of variables use the variables' own storage (from `variables`), kept alive here.
+  RegisterStore(const Plan& plan, const VariableResolver& variables);
   RegisterSlot& Slot(int register_id, int slot) {
     return slots_[static_cast<std::size_t>(first_slot_[static_cast<std::size_t>(register_id)] + slot)];
   }
@@ -28,6 +34,7 @@ class RegisterStore {
 
  private:
   std::shared_ptr<std::byte[]> arena_;
+  std::vector<Tensor> variables_;
   std::size_t arena_bytes_ = 0;
   std::vector<RegisterSlot> slots_;
   std::vector<int> first_slot_;

@@ -79,6 +79,7 @@ struct JobRuntime::Impl {
   // keeps them alive itself: after a forced shutdown the dispatcher may have let go of them.
   std::mutex calls_mutex;
   std::deque<std::shared_ptr<CallRecord>> calls_in_flight;
+  std::function<void()> call_done_hook;  // set before the first launch
 
   std::mutex mutex;
   std::condition_variable finished_cv;
@@ -89,9 +90,16 @@ struct JobRuntime::Impl {
   std::exception_ptr fault;
 
   void CallDone(CallRecord* call) {
+    std::shared_ptr<CallRecord> keep;
+    {
+      std::lock_guard lock(calls_mutex);
+      if (!calls_in_flight.empty() && calls_in_flight.front().get() == call) {
+        keep = std::move(calls_in_flight.front());
+        calls_in_flight.pop_front();
+      }
+    }
+    if (call_done_hook) call_done_hook();  // before the caller can see the result
     dispatcher->Complete(call);
-    std::lock_guard lock(calls_mutex);
-    if (!calls_in_flight.empty() && calls_in_flight.front().get() == call) calls_in_flight.pop_front();
   }
   void ExecutorFinished() {
     std::lock_guard lock(mutex);
@@ -267,12 +275,13 @@ int Runtime::SchedulerThreads() const {
   return options_.scheduler_threads > 0 ? options_.scheduler_threads : DefaultThreads();
 }
 
-std::unique_ptr<JobRuntime> Runtime::Instantiate(std::shared_ptr<const Plan> plan, Dispatcher& dispatcher) {
+std::unique_ptr<JobRuntime> Runtime::Instantiate(std::shared_ptr<const Plan> plan, Dispatcher& dispatcher,
+                                                 const VariableResolver& variables) {
   auto job = std::make_shared<JobRuntime::Impl>();
   job->plan = std::move(plan);
   job->dispatcher = &dispatcher;
   job->options = options_;
-  job->store = std::make_unique<RegisterStore>(*job->plan);
+  job->store = std::make_unique<RegisterStore>(*job->plan, variables);
   const Plan& p = *job->plan;
   JobRuntime::Impl* raw = job.get();  // tasks die with the Impl, so the raw pointer stays valid
   for (const TaskDesc& desc : p.tasks) {
@@ -353,6 +362,13 @@ bool JobRuntime::Shutdown() {
 }
 
 const Plan& JobRuntime::GetPlan() const { return *impl_->plan; }
+
+int JobRuntime::CallsInFlight() const {
+  std::lock_guard lock(impl_->calls_mutex);
+  return static_cast<int>(impl_->calls_in_flight.size());
+}
+
+void JobRuntime::SetCallDoneHook(std::function<void()> hook) { impl_->call_done_hook = std::move(hook); }
 
 std::shared_ptr<const std::vector<std::string>> JobRuntime::OutputNames() const {
   return {impl_->plan, &impl_->plan->output_names};

@@ -6,6 +6,7 @@
 
 #include "actors/dispatcher.hpp"
 #include "actors/plan.hpp"
+#include "actors/registers.hpp"
 
 namespace weir::internal {
 
@@ -33,7 +34,9 @@ class Runtime {
   Runtime& operator=(const Runtime&) = delete;
 
   /// Allocates the plan's registers, creates its kernels and spawns its executors.
-  std::unique_ptr<JobRuntime> Instantiate(std::shared_ptr<const Plan> plan, Dispatcher& dispatcher);
+  /// `variables` gives the storage of the session variables the plan uses.
+  std::unique_ptr<JobRuntime> Instantiate(std::shared_ptr<const Plan> plan, Dispatcher& dispatcher,
+                                          const VariableResolver& variables);
   const RuntimeOptions& Options() const { return options_; }
   int SchedulerThreads() const;
 
@@ -60,6 +63,10 @@ class JobRuntime {
   std::shared_ptr<const std::vector<std::string>> OutputNames() const;
   /// Register memory allocated for this plan, in bytes.
   std::size_t RegisterBytes() const;
+  /// Calls launched and not yet through the final actor.
+  int CallsInFlight() const;
+  /// Runs `hook` on the actor thread each time a call leaves the final actor.
+  void SetCallDoneHook(std::function<void()> hook);
   /// One line per actor: what it waits for (the watchdog's dump).
   std::string DescribeWaiting() const;
 

@@ -49,6 +49,7 @@ void Task::Act(MessageSink& sink) {
 
   switch (desc_.kind) {
     case TaskKind::kSourceTick:
+    case TaskKind::kVariable:  // the register's memory is the variable: nothing to copy
       break;
     case TaskKind::kInput:
       if (!failed) {

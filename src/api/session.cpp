@@ -9,8 +9,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <condition_variable>
+#include <iterator>
+#include <set>
+
 #include "actors/dispatcher.hpp"
 #include "actors/runtime.hpp"
+#include "api/variable_store.hpp"
 #include "graph/planner.hpp"
 
 namespace weir {
@@ -110,6 +116,7 @@ class SessionImpl {
  public:
   explicit SessionImpl(const SessionOptions& options)
       : options_(options),
+        variables_(options.seed),
         dispatcher_(std::make_unique<Dispatcher>(options.max_calls_in_flight)),
         runtime_(std::make_unique<Runtime>(RuntimeOptions{
             options.scheduler_threads,
@@ -139,59 +146,178 @@ class SessionImpl {
     dispatcher_.reset();  // runs the remaining callbacks, joins the callback thread
   }
 
+  /// What turns a finished call's outputs into the caller's: the user-visible names, and the
+  /// watch handlers fed by the hidden outputs that follow them.
+  struct OutputShape {
+    std::shared_ptr<const std::vector<std::string>> names;
+    std::vector<std::function<void(const Tensor&)>> watch_handlers;  // by hidden output, in order
+
+    Outputs Deliver(std::vector<Tensor> all) const {
+      const std::size_t visible = names->size();
+      for (std::size_t i = visible; i < all.size(); ++i) watch_handlers[i - visible](all[i]);
+      all.resize(visible);
+      return Outputs(names, std::move(all));
+    }
+  };
+
   struct Launched {
     std::shared_ptr<CallRecord> record;
-    JobRuntime* runtime;
+    std::shared_ptr<const OutputShape> output_shape;
   };
 
   Launched Launch(const Job& job, std::vector<Tensor> inputs, Session::Callback callback) {
     CheckJob(job);
     ValidateInputs(job, inputs);
-    JobRuntime& runtime = Compiled(job);
+    Entry& entry = CompiledEntry(job);
+    JobRuntime& runtime = *entry.runtime;
+    GateGuard gate(*this, entry);
     auto record = std::make_shared<CallRecord>();
     record->inputs = std::move(inputs);
     record->is_sync = !callback;
     record->issued_from_callback = dispatcher_->OnCallbackThread();
     if (callback) {
-      // Callbacks may run after the job's runtime is gone (session shutdown): capture the names.
-      record->callback = [callback = std::move(callback), names = runtime.OutputNames()](CallRecord& done) {
+      // Callbacks may run after the job's runtime is gone (session shutdown): capture by value.
+      record->callback = [callback = std::move(callback), shape = entry.output_shape](CallRecord& done) {
         CallResult result;
         result.error = done.Error();
-        if (!result.error) result.outputs = Outputs(names, std::move(done.outputs));
+        if (!result.error) result.outputs = shape->Deliver(std::move(done.outputs));
         callback(std::move(result));
       };
     }
     dispatcher_->Admit(record, [&] { runtime.Launch(record); });
-    return {std::move(record), &runtime};
+    return {std::move(record), entry.output_shape};
   }
 
   static Outputs Wait(const Launched& launched) {
     launched.record->promise.get_future().get();
     if (std::exception_ptr error = launched.record->Error()) std::rethrow_exception(error);
-    return Outputs(launched.runtime->OutputNames(), std::move(launched.record->outputs));
+    return launched.output_shape->Deliver(std::move(launched.record->outputs));
   }
 
-  JobRuntime& Compiled(const Job& job) {
-    std::lock_guard lock(jobs_mutex_);
-    auto it = jobs_.find(job.Graph().get());
-    if (it == jobs_.end()) {
-      PlanOptions plan_options;
-      plan_options.compute_streams = options_.cpu_compute_streams;
-      std::shared_ptr<const Plan> plan = CompilePlan(job.Graph(), plan_options);
-      it = jobs_.emplace(job.Graph().get(), Entry{job, runtime_->Instantiate(std::move(plan), *dispatcher_)}).first;
-    }
-    return *it->second.runtime;
-  }
+  JobRuntime& Compiled(const Job& job) { return *CompiledEntry(job).runtime; }
 
   Dispatcher& GetDispatcher() { return *dispatcher_; }
+  VariableStore& Variables() { return variables_; }
+
+  /// Runs `fn` while no call is in flight and none can start (variables are then safe to read and
+  /// write). Calls already admitted finish first.
+  template <typename Fn> auto Exclusive(Fn&& fn) {
+    std::unique_lock lock(gate_mutex_);
+    gate_cv_.wait(lock, [&] { return !exclusive_; });
+    exclusive_ = true;
+    lock.unlock();
+    struct Release {
+      SessionImpl& session;
+      ~Release() {
+        {
+          std::lock_guard lock(session.gate_mutex_);
+          session.exclusive_ = false;
+        }
+        session.gate_cv_.notify_all();
+      }
+    } release{*this};
+    dispatcher_->WaitAllCompleted(std::chrono::hours(24 * 365));
+    return fn();
+  }
+
+  std::vector<std::string> VariableNamesInUse() {
+    std::lock_guard lock(jobs_mutex_);
+    std::set<std::string> names;
+    for (const auto& [graph, entry] : jobs_) names.insert(entry.reads.begin(), entry.reads.end());
+    return {names.begin(), names.end()};
+  }
 
  private:
   struct Entry {
     Job job;  // keeps the graph (and so the map key) alive
     std::unique_ptr<JobRuntime> runtime;
+    std::set<std::string> reads;   // variables
+    std::set<std::string> writes;
+    std::vector<Entry*> conflicts;  // other jobs that write what this one touches, or touch what it writes
+    int launching = 0;              // passed the gate, not yet launched; guarded by gate_mutex_
+    std::shared_ptr<const OutputShape> output_shape;
   };
 
+  // Calls of one job pipeline freely; calls of two jobs that share a variable one of them writes
+  // (a train and an eval job) never overlap: a call waits until the other job's calls are done.
+  class GateGuard {
+   public:
+    GateGuard(SessionImpl& session, Entry& entry) : session_(session), entry_(entry) {
+      std::unique_lock lock(session.gate_mutex_);
+      ++session.gate_waiters_;
+      session.gate_cv_.wait(lock, [&] { return !session.exclusive_ && !session.ConflictBusy(entry); });
+      --session.gate_waiters_;
+      ++entry.launching;
+    }
+    ~GateGuard() {
+      {
+        std::lock_guard lock(session_.gate_mutex_);
+        --entry_.launching;
+      }
+      session_.gate_cv_.notify_all();
+    }
+
+   private:
+    SessionImpl& session_;
+    Entry& entry_;
+  };
+
+  bool ConflictBusy(const Entry& entry) const {
+    for (const Entry* other : entry.conflicts) {
+      if (other->launching > 0 || other->runtime->CallsInFlight() > 0) return true;
+    }
+    return false;
+  }
+
+  Entry& CompiledEntry(const Job& job) {
+    std::lock_guard lock(jobs_mutex_);
+    auto it = jobs_.find(job.Graph().get());
+    if (it != jobs_.end()) return it->second;
+    PlanOptions plan_options;
+    plan_options.compute_streams = options_.cpu_compute_streams;
+    std::shared_ptr<const Plan> plan = CompilePlan(job.Graph(), plan_options);
+    for (const OpNode& node : job.Graph()->nodes) {
+      if (node.type == kVariableOp) variables_.GetOrCreate(std::any_cast<const VariableAttrs&>(node.attrs), job.Name());
+    }
+    auto output_shape = std::make_shared<OutputShape>();
+    output_shape->names = std::make_shared<const std::vector<std::string>>(job.OutputNames());
+    for (const std::string& name : plan->output_names) {
+      if (!name.starts_with(kWatchOutputPrefix)) continue;
+      const std::size_t watch = std::stoul(name.substr(kWatchOutputPrefix.size()));
+      output_shape->watch_handlers.push_back(job.Graph()->watches[watch].handler);
+    }
+    Entry entry{job, nullptr, {plan->variables_read.begin(), plan->variables_read.end()},
+                {plan->variables_written.begin(), plan->variables_written.end()}, {}, 0, std::move(output_shape)};
+    entry.runtime = runtime_->Instantiate(std::move(plan), *dispatcher_,
+                                          [this](const std::string& name) { return variables_.Find(name); });
+    entry.runtime->SetCallDoneHook([this] {
+      if (gate_waiters_.load() > 0) {
+        { std::lock_guard lock(gate_mutex_); }  // a waiter is either asleep or has not checked yet
+        gate_cv_.notify_all();
+      }
+    });
+    Entry& added = jobs_.emplace(job.Graph().get(), std::move(entry)).first->second;
+    std::lock_guard gate(gate_mutex_);
+    for (auto& [graph, other] : jobs_) {
+      if (&other == &added) continue;
+      if (Overlaps(added.writes, other.reads) || Overlaps(other.writes, added.reads)) {
+        added.conflicts.push_back(&other);
+        other.conflicts.push_back(&added);
+      }
+    }
+    return added;
+  }
+
+  static bool Overlaps(const std::set<std::string>& a, const std::set<std::string>& b) {
+    return std::any_of(a.begin(), a.end(), [&](const std::string& name) { return b.count(name) > 0; });
+  }
+
   SessionOptions options_;
+  VariableStore variables_;
+  std::mutex gate_mutex_;
+  std::condition_variable gate_cv_;
+  std::atomic<int> gate_waiters_{0};
+  bool exclusive_ = false;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<Runtime> runtime_;
   std::mutex jobs_mutex_;
@@ -228,6 +354,79 @@ void Session::Sync() { impl_->GetDispatcher().Sync(); }
 std::string Session::PlanDot(const Job& job) {
   internal::CheckJob(job);
   return impl_->Compiled(job).GetPlan().ToDot();
+}
+
+void Session::Compile(const Job& job) {
+  internal::CheckJob(job);
+  impl_->Compiled(job);
+}
+
+Tensor Session::GetVariable(const std::string& name) {
+  return impl_->Exclusive([&] {
+    const Tensor value = impl_->Variables().Find(name);
+    if (!value.Defined()) {
+      throw std::invalid_argument(fmt::format("[session] no variable named '{}' (variables are created when a job "
+                                              "naming them is compiled)", name));
+    }
+    return value.Clone();
+  });
+}
+
+std::map<std::string, Tensor> Session::GetVariables() {
+  return impl_->Exclusive([&] { return impl_->Variables().Snapshot(); });
+}
+
+void Session::SetVariables(const std::map<std::string, Tensor>& values, bool ignore_unknown) {
+  impl_->Exclusive([&] {
+    internal::VariableStore& store = impl_->Variables();
+    // Check everything first: nothing is assigned if anything is wrong.
+    for (const auto& [name, value] : values) {
+      const Tensor target = store.Find(name);
+      if (!target.Defined()) {
+        if (ignore_unknown) continue;
+        throw std::invalid_argument(fmt::format("[session] SetVariables: no variable named '{}'", name));
+      }
+      if (!value.Defined() || value.GetShape() != target.GetShape() || value.GetDType() != target.GetDType()) {
+        throw std::invalid_argument(fmt::format("[session] SetVariables: '{}' is {}{}, the value given is {}", name,
+                                                target.GetDType(), target.GetShape(),
+                                                value.Defined() ? fmt::format("{}{}", value.GetDType(), value.GetShape())
+                                                                : std::string("undefined")));
+      }
+    }
+    for (const auto& [name, value] : values) {
+      if (store.Find(name).Defined()) store.Assign(name, value);
+    }
+  });
+}
+
+void Session::SaveCheckpoint(const std::string& path, SaveOptions options, const std::vector<std::string>& names) {
+  std::map<std::string, Tensor> values = GetVariables();
+  if (!names.empty()) {
+    std::map<std::string, Tensor> selected;
+    for (const std::string& name : names) {
+      const auto it = values.find(name);
+      if (it == values.end()) throw std::invalid_argument(fmt::format("[session] SaveCheckpoint: no variable named '{}'", name));
+      selected.emplace(name, it->second);
+    }
+    values = std::move(selected);
+  }
+  weir::SaveCheckpoint(path, values, options);
+}
+
+LoadReport Session::LoadCheckpoint(const std::string& path) {
+  const std::map<std::string, Tensor> loaded = weir::LoadCheckpoint(path);
+  const std::vector<std::string> wanted = impl_->VariableNamesInUse();
+  LoadReport report = CompareCheckpoint(loaded, wanted);
+  std::map<std::string, Tensor> known;
+  for (const auto& [name, value] : loaded) {
+    if (std::find(wanted.begin(), wanted.end(), name) != wanted.end()) known.emplace(name, value);
+  }
+  SetVariables(known, /*ignore_unknown=*/false);
+  for (const std::string& name : report.missing) {
+    std::fprintf(stderr, "[weir] warning: checkpoint %s has no variable '%s'; it keeps its current value\n",
+                 path.c_str(), name.c_str());
+  }
+  return report;
 }
 
 }  // namespace weir

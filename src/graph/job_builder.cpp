@@ -3,7 +3,9 @@
 
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
+#include "graph/train_lowering.hpp"
 #include "weir/job.hpp"
+#include "weir/optimizers.hpp"
 
 namespace weir {
 
@@ -48,9 +50,9 @@ int AddValue(internal::JobGraph& graph, internal::TensorMeta meta, int producer,
 
 }  // namespace
 
-const Shape& Blob::GetShape() const { return Value(graph_, value_).meta.shape; }
+Shape Blob::GetShape() const { return Value(graph_, value_).meta.shape; }
 DType Blob::GetDType() const { return Value(graph_, value_).meta.dtype; }
-const std::string& Blob::Name() const { return Value(graph_, value_).name; }
+std::string Blob::Name() const { return Value(graph_, value_).name; }
 
 const std::string& Job::Name() const { return graph_->name; }
 JobType Job::Type() const { return graph_->type; }
@@ -58,8 +60,32 @@ const JobConfig& Job::Config() const { return graph_->config; }
 const std::vector<PlaceholderInfo>& Job::Placeholders() const { return graph_->placeholders; }
 std::vector<std::string> Job::OutputNames() const {
   std::vector<std::string> names;
-  for (const auto& [name, value] : graph_->outputs) names.push_back(name);
+  for (const auto& [name, value] : graph_->outputs) {
+    if (!name.starts_with(internal::kWatchOutputPrefix)) names.push_back(name);
+  }
   return names;
+}
+
+void Watch(const Blob& blob, std::function<void(const Tensor&)> handler) {
+  if (!blob.Defined()) throw std::invalid_argument("[watch] argument 'blob' is an undefined blob");
+  if (!handler) throw std::invalid_argument("[watch] argument 'handler' is empty");
+  CheckBuilding(*blob.Graph(), "watch");
+  blob.Graph()->watches.push_back({blob.ValueId(), false, std::move(handler)});
+}
+
+void WatchDiff(const Blob& blob, std::function<void(const Tensor&)> handler) {
+  if (!blob.Defined()) throw std::invalid_argument("[watch_diff] argument 'blob' is an undefined blob");
+  if (!handler) throw std::invalid_argument("[watch_diff] argument 'handler' is empty");
+  CheckBuilding(*blob.Graph(), "watch_diff");
+  if (blob.Graph()->type != JobType::kTrain) {
+    throw std::invalid_argument(fmt::format("[watch_diff] job '{}' is a predict job: only train jobs have gradients",
+                                            blob.Graph()->name));
+  }
+  if (!IsFloating(blob.GetDType())) {
+    throw std::invalid_argument(fmt::format("[watch_diff] blob '{}' is {}: only floating blobs have gradients",
+                                            blob.Name(), blob.GetDType()));
+  }
+  blob.Graph()->watches.push_back({blob.ValueId(), true, std::move(handler)});
 }
 
 JobBuilder::JobBuilder(std::string name, JobType type, JobConfig config)
@@ -84,13 +110,7 @@ Blob JobBuilder::Placeholder(std::string name, Shape shape, std::optional<DType>
 }
 
 Blob JobBuilder::Constant(const Tensor& value, std::string name) {
-  CheckBuilding(*graph_, "constant");
-  if (!value.Defined()) throw std::invalid_argument("[constant] argument 'value' is an undefined tensor");
-  const std::string node_name = UniqueName(*graph_, "constant", name);
-  const int node = static_cast<int>(graph_->nodes.size());
-  const int out = AddValue(*graph_, {value.GetShape(), value.GetDType()}, node, 0, node_name + "/out");
-  graph_->nodes.push_back({"constant", node_name, {}, {out}, value.Clone()});
-  return Blob(graph_, out);
+  return internal::AddConstant(graph_, value, name);
 }
 
 void JobBuilder::Output(std::string name, const Blob& blob) {
@@ -104,10 +124,45 @@ void JobBuilder::Output(std::string name, const Blob& blob) {
   graph_->outputs.emplace_back(std::move(name), blob.ValueId());
 }
 
+Blob JobBuilder::Variable(const std::string& name, const VariableSpec& spec) {
+  CheckBuilding(*graph_, "variable");
+  if (name.empty()) throw std::invalid_argument("[variable] argument 'name' must not be empty");
+  return internal::AddVariable(graph_, name, spec);
+}
+
+void JobBuilder::Minimize(const Optimizer& optimizer, const Blob& loss) {
+  CheckBuilding(*graph_, "minimize");
+  if (graph_->type != JobType::kTrain) {
+    throw std::invalid_argument(fmt::format(
+        "[minimize] job '{}' is a predict job; only train jobs may have an optimizer", graph_->name));
+  }
+  if (graph_->optimizer) throw std::invalid_argument(fmt::format("[minimize] job '{}' already has an optimizer", graph_->name));
+  if (!loss.Defined() || loss.Graph() != graph_) {
+    throw std::invalid_argument(fmt::format("[minimize] argument 'loss' must be a blob of job '{}'", graph_->name));
+  }
+  if (!IsFloating(loss.GetDType())) {
+    throw std::invalid_argument(fmt::format("[minimize] argument 'loss' must be floating, got {}", loss.GetDType()));
+  }
+  internal::ValidateOptimizer(optimizer);
+  graph_->optimizer = std::make_shared<const Optimizer>(optimizer);
+  graph_->loss_value = loss.ValueId();
+}
+
 Job JobBuilder::Build() {
   CheckBuilding(*graph_, "build");
-  if (graph_->outputs.empty()) {
+  if (graph_->outputs.empty() && !graph_->optimizer) {
     throw std::invalid_argument(fmt::format("[build] job '{}' has no outputs", graph_->name));
+  }
+  if (graph_->type == JobType::kTrain) {
+    if (!graph_->optimizer) {
+      throw std::invalid_argument(fmt::format(
+          "[build] job '{}' is a train job but has no optimizer: call Minimize(optimizer, loss)", graph_->name));
+    }
+    internal::LowerTraining(graph_);
+  }
+  for (std::size_t i = 0; i < graph_->watches.size(); ++i) {
+    const internal::WatchSpec& watch = graph_->watches[i];
+    if (!watch.diff) graph_->outputs.emplace_back(fmt::format("{}{}", internal::kWatchOutputPrefix, i), watch.value);
   }
   graph_->built = true;
   return Job(graph_);
@@ -146,6 +201,45 @@ std::vector<Blob> AddOp(std::string_view type, const std::vector<Blob>& inputs, 
   }
   graph->nodes.push_back({std::string(type), node_name, std::move(input_values), std::move(outputs), std::move(attrs)});
   return blobs;
+}
+
+std::string TrainStepVariableName(std::string_view job_name) {
+  return fmt::format("System-Train-TrainStep-{}", job_name);
+}
+
+Blob AddVariable(const std::shared_ptr<JobGraph>& graph, const std::string& name, VariableSpec spec) {
+  if (!spec.dtype) spec.dtype = graph->config.default_dtype;
+  Validate(spec.initializer, *spec.dtype);
+  for (const OpNode& node : graph->nodes) {
+    if (node.type != kVariableOp) continue;
+    const auto& attrs = std::any_cast<const VariableAttrs&>(node.attrs);
+    if (attrs.name != name) continue;
+    if (attrs.spec.shape != spec.shape || attrs.spec.dtype != spec.dtype || !(attrs.spec.initializer == spec.initializer) ||
+        !(attrs.spec.regularizer == spec.regularizer) || attrs.spec.trainable != spec.trainable) {
+      throw std::invalid_argument(fmt::format("[variable] '{}' is already defined in job '{}' as {}{} with another spec",
+                                              name, graph->name, *attrs.spec.dtype, attrs.spec.shape));
+    }
+    return Blob(graph, node.outputs[0]);
+  }
+  const std::string node_name = UniqueName(*graph, kVariableOp, name);
+  const int node = static_cast<int>(graph->nodes.size());
+  const int out = AddValue(*graph, {spec.shape, *spec.dtype}, node, 0, name);
+  graph->nodes.push_back({std::string(kVariableOp), node_name, {}, {out}, VariableAttrs{name, std::move(spec)}});
+  return Blob(graph, out);
+}
+
+Blob AddConstant(const std::shared_ptr<JobGraph>& graph, const Tensor& value, std::string_view name) {
+  CheckBuilding(*graph, "constant");
+  if (!value.Defined()) throw std::invalid_argument("[constant] argument 'value' is an undefined tensor");
+  if (value.GetDevice().kind != Device::Kind::kCpu) {
+    throw std::invalid_argument(fmt::format("[constant] argument 'value' must be a cpu tensor, got one on {}",
+                                            value.GetDevice().ToString()));
+  }
+  const std::string node_name = UniqueName(*graph, "constant", name);
+  const int node = static_cast<int>(graph->nodes.size());
+  const int out = AddValue(*graph, {value.GetShape(), value.GetDType()}, node, 0, node_name + "/out");
+  graph->nodes.push_back({"constant", node_name, {}, {out}, value.Clone()});
+  return Blob(graph, out);
 }
 
 Blob AddOp1(std::string_view type, const std::vector<Blob>& inputs, std::any attrs, std::string_view name) {

@@ -1,12 +1,14 @@
 #pragma once
 // The job IR: values (typed edges) and op nodes, built by JobBuilder and the op functions.
 #include <any>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "common/tensor_meta.hpp"
 #include "weir/job.hpp"
+#include "weir/optimizers.hpp"
 
 namespace weir::internal {
 
@@ -27,6 +29,26 @@ struct OpNode {
 
 /// Node type of placeholders; their attrs are a PlaceholderInfo.
 inline constexpr std::string_view kPlaceholderOp = "placeholder";
+/// Node type of variables; their attrs are a VariableAttrs.
+inline constexpr std::string_view kVariableOp = "variable";
+
+struct VariableAttrs {
+  std::string name;   // the session-wide variable name
+  VariableSpec spec;  // dtype resolved
+};
+
+/// The train-step counter every train job gets (OneFlow's name), an i64 (1) variable.
+std::string TrainStepVariableName(std::string_view job_name);
+
+/// A watch: its value (or gradient) leaves the job as a hidden output handed to `handler`.
+struct WatchSpec {
+  int value = -1;
+  bool diff = false;
+  std::function<void(const Tensor&)> handler;
+};
+
+/// Outputs named with this prefix carry watched values; callers never see them.
+inline constexpr std::string_view kWatchOutputPrefix = "__watch/";
 
 struct JobGraph {
   std::string name;
@@ -37,6 +59,9 @@ struct JobGraph {
   std::vector<PlaceholderInfo> placeholders;
   std::vector<int> placeholder_values;                        // value id per placeholder
   std::vector<std::pair<std::string, int>> outputs;           // (name, value id)
+  std::vector<WatchSpec> watches;
+  std::shared_ptr<const Optimizer> optimizer;  // set by Minimize
+  int loss_value = -1;
   bool built = false;
   int next_auto_name = 0;
 };
@@ -45,6 +70,10 @@ struct JobGraph {
 /// outputs with the registered OpDef, and returns them. Throws std::invalid_argument.
 std::vector<Blob> AddOp(std::string_view type, const std::vector<Blob>& inputs, std::any attrs,
                         std::string_view name);
+/// The variable node `name` (one per name and job), its dtype defaulting to the job's.
+Blob AddVariable(const std::shared_ptr<JobGraph>& graph, const std::string& name, VariableSpec spec);
+/// A constant node holding a copy of `value` (a CPU tensor).
+Blob AddConstant(const std::shared_ptr<JobGraph>& graph, const Tensor& value, std::string_view name);
 /// AddOp for single-output ops.
 Blob AddOp1(std::string_view type, const std::vector<Blob>& inputs, std::any attrs, std::string_view name);
 

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "common/tensor_meta.hpp"
+#include "weir/job.hpp"
 
 namespace weir::internal {
 
@@ -23,6 +24,23 @@ struct InferContext {
   template <typename Attrs> const Attrs& Get() const { return std::any_cast<const Attrs&>(*attrs); }
 };
 
+/// What an op's gradient rule sees: the forward op's inputs and outputs (as blobs of the job
+/// being built), the gradients flowing into its outputs, and which inputs need a gradient.
+struct GradContext {
+  std::string_view op_type;
+  const std::any* attrs = nullptr;
+  std::vector<Blob> inputs;
+  std::vector<Blob> outputs;
+  std::vector<Blob> output_grads;  // an undefined Blob where no gradient flows into an output
+  std::vector<bool> needs_grad;    // per input
+
+  template <typename Attrs> const Attrs& Get() const { return std::any_cast<const Attrs&>(*attrs); }
+};
+
+/// Builds the gradient of each input from ops of the same job; an undefined Blob for inputs that
+/// need none (or have none, like integer labels).
+using GradientFn = std::function<std::vector<Blob>(const GradContext&)>;
+
 struct OpDef {
   std::string_view type;
   /// Number of inputs; -1 for variadic.
@@ -31,6 +49,11 @@ struct OpDef {
   std::vector<std::string_view> input_names;
   /// Checks the inputs and attrs, returns the output metas. Throws via OpError.
   std::function<std::vector<TensorMeta>(const InferContext&)> infer;
+  /// The gradient rule; empty for ops no gradient can flow through (argmax, cast to integers).
+  GradientFn gradient;
+  /// Inputs the kernel writes in place (variables an optimizer updates). The planner orders every
+  /// other reader of such an input before the writer, within each call.
+  std::vector<int> mutates_inputs;
 };
 
 void RegisterOp(OpDef def);

@@ -1,5 +1,7 @@
 #include "graph/planner.hpp"
 
+#include "graph/op_registry.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -14,6 +16,10 @@ std::vector<bool> LiveNodes(const JobGraph& graph) {
   std::vector<bool> live(graph.nodes.size(), false);
   std::vector<int> stack;
   for (const auto& [name, value] : graph.outputs) stack.push_back(graph.values[static_cast<std::size_t>(value)].producer);
+  // Ops without outputs exist for their side effect (optimizer updates): they are roots too.
+  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+    if (graph.nodes[n].outputs.empty()) stack.push_back(static_cast<int>(n));
+  }
   while (!stack.empty()) {
     const int node = stack.back();
     stack.pop_back();
@@ -59,13 +65,52 @@ int AddTask(Plan& plan, TaskKind kind, std::string name, int stream) {
   return plan.tasks.back().id;
 }
 
+// A zero-byte register from `from` to `to`: `to` acts on a piece only after `from` has.
+void AddControlEdge(Plan& plan, int from, int to) {
+  const int reg = AddRegister(plan, fmt::format("ctrl:{}->{}", plan.tasks[static_cast<std::size_t>(from)].name,
+                                                plan.tasks[static_cast<std::size_t>(to)].name),
+                              from, 1, {Shape{0}, DType::kU8});
+  Consume(plan, to, reg);
+}
+
+// Ops that write an input in place (optimizer updates) act after every other reader of that input
+// in the same call; and a call completes only once its writes are done, so that the next call, a
+// checkpoint or another job sees the updated values.
+void OrderWriters(const JobGraph& graph, const std::vector<bool>& live, const std::vector<int>& value_register,
+                  const std::vector<int>& node_task, Plan& plan) {
+  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+    if (!live[n]) continue;
+    const OpNode& node = graph.nodes[n];
+    const int writer = node_task[n];
+    if (node.outputs.empty()) AddControlEdge(plan, writer, plan.sink_task);
+    if (node.type == kPlaceholderOp || node.type == kVariableOp || node.type == "constant") continue;
+    for (int input : FindOp(node.type).mutates_inputs) {
+      const int value = node.inputs[static_cast<std::size_t>(input)];
+      const int reg = value_register[static_cast<std::size_t>(value)];
+      const RegisterDesc& desc = plan.registers[static_cast<std::size_t>(reg)];
+      if (desc.variable.empty()) {
+        throw std::invalid_argument(fmt::format("[{}] op '{}' writes input {} in place, which must be a variable",
+                                                node.type, node.name, input));
+      }
+      plan.variables_written.push_back(desc.variable);
+      const std::vector<int> readers = desc.consumers;  // copy: control edges add registers
+      for (int reader : readers) {
+        if (reader != writer) AddControlEdge(plan, reader, writer);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& graph_ptr, const PlanOptions& options) {
   const JobGraph& graph = *graph_ptr;
-  if (graph.type == JobType::kTrain) {
+  if (graph.type == JobType::kTrain && !graph.optimizer) {
     throw std::invalid_argument(fmt::format(
         "[compile] job '{}' is a train job but has no optimizer: train jobs need one to minimize a loss", graph.name));
+  }
+  if (graph.type == JobType::kPredict && graph.optimizer) {
+    throw std::invalid_argument(fmt::format("[compile] job '{}' is a predict job but has an optimizer", graph.name));
   }
   if (options.compute_streams < 1) {
     throw std::invalid_argument(fmt::format("[compile] compute_streams must be at least 1, got {}", options.compute_streams));
@@ -77,6 +122,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
 
   const std::vector<bool> live = LiveNodes(graph);
   std::vector<int> value_register(graph.values.size(), -1);
+  std::vector<int> node_task(graph.nodes.size(), -1);
 
   plan->source_task = AddTask(*plan, TaskKind::kSourceTick, "source_tick", 0);
   const int tick = AddRegister(*plan, "tick", plan->source_task, options.source_register_num, {Shape{0}, DType::kU8});
@@ -87,6 +133,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     const OpNode& node = graph.nodes[n];
     if (node.type == kPlaceholderOp) {
       const int task = AddTask(*plan, TaskKind::kInput, node.name, 0);
+      node_task[n] = task;
       const auto placeholder = std::find(graph.placeholder_values.begin(), graph.placeholder_values.end(), node.outputs[0]);
       plan->tasks[static_cast<std::size_t>(task)].input_index =
           static_cast<int>(placeholder - graph.placeholder_values.begin());
@@ -97,8 +144,22 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
       continue;
     }
 
+    if (node.type == kVariableOp) {
+      const auto& attrs = std::any_cast<const VariableAttrs&>(node.attrs);
+      const int task = AddTask(*plan, TaskKind::kVariable, node.name, 0);
+      node_task[n] = task;
+      Consume(*plan, task, tick);
+      const ValueInfo& value = graph.values[static_cast<std::size_t>(node.outputs[0])];
+      const int reg = AddRegister(*plan, value.name, task, 1, value.meta);
+      plan->registers[static_cast<std::size_t>(reg)].variable = attrs.name;
+      value_register[static_cast<std::size_t>(node.outputs[0])] = reg;
+      plan->variables_read.push_back(attrs.name);
+      continue;
+    }
+
     const int stream = kernel_count++ % options.compute_streams;
     const int task = AddTask(*plan, TaskKind::kKernel, node.name, stream);
+    node_task[n] = task;
     TaskDesc& desc = plan->tasks[static_cast<std::size_t>(task)];
     desc.op_type = node.type;
     desc.attrs = &node.attrs;
@@ -125,6 +186,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   }
 
   plan->sink_task = AddTask(*plan, TaskKind::kSink, "sink", 0);
+  OrderWriters(graph, live, value_register, node_task, *plan);
   for (const auto& [name, value] : graph.outputs) {
     const int slot = Consume(*plan, plan->sink_task, value_register[static_cast<std::size_t>(value)]);
     TaskDesc& sink = plan->tasks[static_cast<std::size_t>(plan->sink_task)];

@@ -88,8 +88,7 @@ TEST_CASE("the planner gives every live op an actor, 2 slots on source edges, an
 TEST_CASE("compiling refuses jobs that cannot run") {
   JobBuilder train("train", JobType::kTrain);
   train.Output("x", Relu(train.Placeholder("x", Shape{2})));
-  CHECK_THROWS_WITH_AS(internal::CompilePlan(train.Build().Graph(), {}),
-                       "[compile] job 'train' is a train job but has no optimizer: train jobs need one to minimize a loss",
+  CHECK_THROWS_WITH_AS(train.Build(), "[build] job 'train' is a train job but has no optimizer: call Minimize(optimizer, loss)",
                        std::invalid_argument);
 
   JobBuilder f64("f64_matmul_ok");

@@ -22,7 +22,28 @@ std::vector<TensorMeta> InferBiasAdd(const InferContext& ctx) {
   return {x};
 }
 
-WEIR_REGISTER_OP({.type = "bias_add", .num_inputs = 2, .input_names = {"x", "bias"}, .infer = InferBiasAdd});
+// dx = dy; dbias = dy summed over every axis but the bias axis.
+std::vector<Blob> BiasAddGradient(const GradContext& ctx) {
+  const Blob& dy = ctx.output_grads[0];
+  Blob dbias;
+  if (ctx.needs_grad[1]) {
+    const int rank = dy.GetShape().Rank();
+    const int axis = ResolveAxis(ctx.op_type, "axis", ctx.Get<BiasAddAttrs>().axis, rank);
+    ReduceAttrs reduce;
+    for (int i = 0; i < rank; ++i) {
+      if (i != axis) reduce.axes.push_back(i);
+    }
+    // No other axis (a 1-D x): the gradient is dy itself; empty axes would mean "all" to reduce_sum.
+    dbias = reduce.axes.empty() ? dy : ReduceSum(dy, std::move(reduce));
+  }
+  return {ctx.needs_grad[0] ? dy : Blob(), dbias};
+}
+
+WEIR_REGISTER_OP({.type = "bias_add",
+                  .num_inputs = 2,
+                  .input_names = {"x", "bias"},
+                  .infer = InferBiasAdd,
+                  .gradient = BiasAddGradient});
 
 }  // namespace
 }  // namespace internal

@@ -1,6 +1,7 @@
 // add, sub, mul, div: elementwise with numpy broadcasting; both inputs share one numeric dtype.
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
+#include "graph/ops/gradient_ops.hpp"
 #include "weir/ops.hpp"
 
 namespace weir {
@@ -18,10 +19,63 @@ std::vector<TensorMeta> InferBroadcastBinary(const InferContext& ctx) {
   return {{BroadcastShapes(ctx.op_type, a.shape, b.shape), a.dtype}};
 }
 
-WEIR_REGISTER_OP({.type = "add", .num_inputs = 2, .input_names = {"a", "b"}, .infer = InferBroadcastBinary});
-WEIR_REGISTER_OP({.type = "sub", .num_inputs = 2, .input_names = {"a", "b"}, .infer = InferBroadcastBinary});
-WEIR_REGISTER_OP({.type = "mul", .num_inputs = 2, .input_names = {"a", "b"}, .infer = InferBroadcastBinary});
-WEIR_REGISTER_OP({.type = "div", .num_inputs = 2, .input_names = {"a", "b"}, .infer = InferBroadcastBinary});
+// Each rule computes the gradient at the output's shape and sums it back over the axes the
+// operand was broadcast along (ReduceSumTo). Negations are applied after that sum, on the smaller
+// operand-shaped tensor. Shapes are copied before ops are added: adding an op may move the shapes
+// Blob::GetShape() refers to.
+
+std::vector<Blob> AddGradient(const GradContext& ctx) {
+  const Blob& dy = ctx.output_grads[0];
+  return {ctx.needs_grad[0] ? ReduceSumTo(dy, ctx.inputs[0].GetShape()) : Blob(),
+          ctx.needs_grad[1] ? ReduceSumTo(dy, ctx.inputs[1].GetShape()) : Blob()};
+}
+
+std::vector<Blob> SubGradient(const GradContext& ctx) {
+  const Blob& dy = ctx.output_grads[0];
+  return {ctx.needs_grad[0] ? ReduceSumTo(dy, ctx.inputs[0].GetShape()) : Blob(),
+          ctx.needs_grad[1] ? ScalarMul(ReduceSumTo(dy, ctx.inputs[1].GetShape()), -1.0) : Blob()};
+}
+
+std::vector<Blob> MulGradient(const GradContext& ctx) {
+  const Blob& a = ctx.inputs[0];
+  const Blob& b = ctx.inputs[1];
+  const Shape a_shape = a.GetShape();
+  const Shape b_shape = b.GetShape();
+  const Blob& dy = ctx.output_grads[0];
+  return {ctx.needs_grad[0] ? ReduceSumTo(Mul(dy, b), a_shape) : Blob(),
+          ctx.needs_grad[1] ? ReduceSumTo(Mul(dy, a), b_shape) : Blob()};
+}
+
+// y = a / b: da = dy / b; db = -dy·a / b² = -(dy·y) / b.
+std::vector<Blob> DivGradient(const GradContext& ctx) {
+  const Blob& b = ctx.inputs[1];
+  const Shape a_shape = ctx.inputs[0].GetShape();
+  const Shape b_shape = b.GetShape();
+  const Blob& dy = ctx.output_grads[0];
+  return {ctx.needs_grad[0] ? ReduceSumTo(Div(dy, b), a_shape) : Blob(),
+          ctx.needs_grad[1] ? ScalarMul(ReduceSumTo(Div(Mul(dy, ctx.outputs[0]), b), b_shape), -1.0) : Blob()};
+}
+
+WEIR_REGISTER_OP({.type = "add",
+                  .num_inputs = 2,
+                  .input_names = {"a", "b"},
+                  .infer = InferBroadcastBinary,
+                  .gradient = AddGradient});
+WEIR_REGISTER_OP({.type = "sub",
+                  .num_inputs = 2,
+                  .input_names = {"a", "b"},
+                  .infer = InferBroadcastBinary,
+                  .gradient = SubGradient});
+WEIR_REGISTER_OP({.type = "mul",
+                  .num_inputs = 2,
+                  .input_names = {"a", "b"},
+                  .infer = InferBroadcastBinary,
+                  .gradient = MulGradient});
+WEIR_REGISTER_OP({.type = "div",
+                  .num_inputs = 2,
+                  .input_names = {"a", "b"},
+                  .infer = InferBroadcastBinary,
+                  .gradient = DivGradient});
 
 }  // namespace
 }  // namespace internal

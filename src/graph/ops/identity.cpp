@@ -10,7 +10,13 @@ namespace {
 
 std::vector<TensorMeta> InferIdentity(const InferContext& ctx) { return {ctx.inputs[0]}; }
 
-WEIR_REGISTER_OP({.type = "identity", .num_inputs = 1, .input_names = {"x"}, .infer = InferIdentity});
+std::vector<Blob> IdentityGradient(const GradContext& ctx) { return {ctx.output_grads[0]}; }
+
+WEIR_REGISTER_OP({.type = "identity",
+                  .num_inputs = 1,
+                  .input_names = {"x"},
+                  .infer = InferIdentity,
+                  .gradient = IdentityGradient});
 
 }  // namespace
 }  // namespace internal

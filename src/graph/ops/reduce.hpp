@@ -1,8 +1,10 @@
 #pragma once
-// Shape inference shared by reduce_sum and reduce_mean.
+// Shape inference and the gradient rule shared by reduce_sum and reduce_mean.
+#include <algorithm>
 #include <vector>
 
 #include "graph/op_registry.hpp"
+#include "graph/ops/gradient_ops.hpp"
 #include "weir/ops.hpp"
 
 namespace weir::internal {
@@ -28,6 +30,22 @@ inline TensorMeta InferReduce(const InferContext& ctx, const ReduceAttrs& attrs,
     }
   }
   return {Shape(std::move(dims)), x.dtype};
+}
+
+/// The gradient of reducing x over attrs.axes: dy · scale, with the reduced axes put back as 1s
+/// and broadcast to x's shape. Scaling first touches only the (smaller) reduced tensor. x_shape is
+/// a copy: adding ops may move the shapes Blob::GetShape() refers to.
+inline Blob ReduceGradient(const Blob& dy, Shape x_shape, const ReduceAttrs& attrs, double scale) {
+  std::vector<std::int64_t> kept = x_shape.Dims();
+  const int rank = x_shape.Rank();
+  if (attrs.axes.empty()) {
+    std::fill(kept.begin(), kept.end(), 1);
+  } else {
+    for (int axis : attrs.axes) kept[static_cast<std::size_t>(axis < 0 ? axis + rank : axis)] = 1;
+  }
+  Blob grad = scale == 1.0 ? dy : ScalarMul(dy, scale);
+  if (grad.GetShape().Dims() != kept) grad = Reshape(grad, {.shape = kept});
+  return BroadcastTo(grad, std::move(x_shape));
 }
 
 }  // namespace weir::internal

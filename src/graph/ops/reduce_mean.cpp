@@ -15,7 +15,21 @@ std::vector<TensorMeta> InferReduceMean(const InferContext& ctx) {
   return {InferReduce(ctx, ctx.Get<ReduceAttrs>(), x)};
 }
 
-WEIR_REGISTER_OP({.type = "reduce_mean", .num_inputs = 1, .input_names = {"x"}, .infer = InferReduceMean});
+// Each input element contributes 1/count of the mean it falls in.
+std::vector<Blob> ReduceMeanGradient(const GradContext& ctx) {
+  const auto& attrs = ctx.Get<ReduceAttrs>();
+  const Shape x = ctx.inputs[0].GetShape();
+  std::int64_t count = attrs.axes.empty() ? x.NumElements() : 1;
+  for (int axis : attrs.axes) count *= x[axis];
+  // An empty reduction has no elements to send a gradient to; any scale will do.
+  return {ReduceGradient(ctx.output_grads[0], x, attrs, count == 0 ? 1.0 : 1.0 / static_cast<double>(count))};
+}
+
+WEIR_REGISTER_OP({.type = "reduce_mean",
+                  .num_inputs = 1,
+                  .input_names = {"x"},
+                  .infer = InferReduceMean,
+                  .gradient = ReduceMeanGradient});
 
 }  // namespace
 }  // namespace internal

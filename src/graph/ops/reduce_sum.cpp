@@ -17,7 +17,15 @@ std::vector<TensorMeta> InferReduceSum(const InferContext& ctx) {
   return {InferReduce(ctx, ctx.Get<ReduceAttrs>(), x)};
 }
 
-WEIR_REGISTER_OP({.type = "reduce_sum", .num_inputs = 1, .input_names = {"x"}, .infer = InferReduceSum});
+std::vector<Blob> ReduceSumGradient(const GradContext& ctx) {
+  return {ReduceGradient(ctx.output_grads[0], ctx.inputs[0].GetShape(), ctx.Get<ReduceAttrs>(), 1.0)};
+}
+
+WEIR_REGISTER_OP({.type = "reduce_sum",
+                  .num_inputs = 1,
+                  .input_names = {"x"},
+                  .infer = InferReduceSum,
+                  .gradient = ReduceSumGradient});
 
 }  // namespace
 }  // namespace internal

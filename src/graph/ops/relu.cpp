@@ -1,6 +1,7 @@
 // relu: max(x, 0), elementwise.
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
+#include "graph/ops/gradient_ops.hpp"
 #include "weir/ops.hpp"
 
 namespace weir {
@@ -13,7 +14,14 @@ std::vector<TensorMeta> InferRelu(const InferContext& ctx) {
   return {ctx.inputs[0]};
 }
 
-WEIR_REGISTER_OP({.type = "relu", .num_inputs = 1, .input_names = {"x"}, .infer = InferRelu});
+// Computed from the output y, so the input need not be kept.
+std::vector<Blob> ReluGradient(const GradContext& ctx) { return {ReluGrad(ctx.output_grads[0], ctx.outputs[0])}; }
+
+WEIR_REGISTER_OP({.type = "relu",
+                  .num_inputs = 1,
+                  .input_names = {"x"},
+                  .infer = InferRelu,
+                  .gradient = ReluGradient});
 
 }  // namespace
 }  // namespace internal

@@ -42,7 +42,15 @@ std::vector<TensorMeta> InferReshape(const InferContext& ctx) {
   return {{Shape(std::move(dims)), x.dtype}};
 }
 
-WEIR_REGISTER_OP({.type = "reshape", .num_inputs = 1, .input_names = {"x"}, .infer = InferReshape});
+std::vector<Blob> ReshapeGradient(const GradContext& ctx) {
+  return {Reshape(ctx.output_grads[0], {.shape = ctx.inputs[0].GetShape().Dims()})};
+}
+
+WEIR_REGISTER_OP({.type = "reshape",
+                  .num_inputs = 1,
+                  .input_names = {"x"},
+                  .infer = InferReshape,
+                  .gradient = ReshapeGradient});
 
 }  // namespace
 }  // namespace internal

@@ -4,6 +4,7 @@
 
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
+#include "graph/ops/gradient_ops.hpp"
 #include "weir/ops.hpp"
 
 namespace weir {
@@ -42,7 +43,27 @@ std::vector<TensorMeta> InferScalar(const InferContext& ctx) {
   return {x};
 }
 
-WEIR_REGISTER_OP({.type = "scalar", .num_inputs = 1, .input_names = {"x"}, .infer = InferScalar});
+// Kinds linear in x scale dy by a constant; rdiv and pow need x, so they run scalar_grad.
+std::vector<Blob> ScalarGradient(const GradContext& ctx) {
+  const auto& attrs = ctx.Get<ScalarAttrs>();
+  const Blob& dy = ctx.output_grads[0];
+  switch (attrs.kind) {
+    case ScalarOpKind::kAdd:
+    case ScalarOpKind::kSub: return {dy};
+    case ScalarOpKind::kRSub: return {ScalarMul(dy, -1.0)};
+    case ScalarOpKind::kMul: return {ScalarMul(dy, attrs.value)};
+    case ScalarOpKind::kDiv: return {Scalar(dy, {.kind = ScalarOpKind::kDiv, .value = attrs.value})};
+    case ScalarOpKind::kRDiv:
+    case ScalarOpKind::kPow: return {ScalarGrad(dy, ctx.inputs[0], attrs)};
+  }
+  throw OpError(ctx.op_type, "unknown kind {}", static_cast<int>(attrs.kind));
+}
+
+WEIR_REGISTER_OP({.type = "scalar",
+                  .num_inputs = 1,
+                  .input_names = {"x"},
+                  .infer = InferScalar,
+                  .gradient = ScalarGradient});
 
 }  // namespace
 }  // namespace internal

@@ -1,6 +1,7 @@
 // sigmoid: 1 / (1 + exp(-x)), elementwise.
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
+#include "graph/ops/gradient_ops.hpp"
 #include "weir/ops.hpp"
 
 namespace weir {
@@ -13,7 +14,14 @@ std::vector<TensorMeta> InferSigmoid(const InferContext& ctx) {
   return {ctx.inputs[0]};
 }
 
-WEIR_REGISTER_OP({.type = "sigmoid", .num_inputs = 1, .input_names = {"x"}, .infer = InferSigmoid});
+// Computed from the output y, so the input need not be kept.
+std::vector<Blob> SigmoidGradient(const GradContext& ctx) { return {SigmoidGrad(ctx.output_grads[0], ctx.outputs[0])}; }
+
+WEIR_REGISTER_OP({.type = "sigmoid",
+                  .num_inputs = 1,
+                  .input_names = {"x"},
+                  .infer = InferSigmoid,
+                  .gradient = SigmoidGradient});
 
 }  // namespace
 }  // namespace internal

@@ -1,6 +1,7 @@
 // softmax: exp(x) / sum(exp(x)) along one axis.
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
+#include "graph/ops/gradient_ops.hpp"
 #include "weir/ops.hpp"
 
 namespace weir {
@@ -16,7 +17,15 @@ std::vector<TensorMeta> InferSoftmax(const InferContext& ctx) {
   return {x};
 }
 
-WEIR_REGISTER_OP({.type = "softmax", .num_inputs = 1, .input_names = {"x"}, .infer = InferSoftmax});
+std::vector<Blob> SoftmaxGradient(const GradContext& ctx) {
+  return {SoftmaxGrad(ctx.output_grads[0], ctx.outputs[0], ctx.Get<SoftmaxAttrs>().axis)};
+}
+
+WEIR_REGISTER_OP({.type = "softmax",
+                  .num_inputs = 1,
+                  .input_names = {"x"},
+                  .infer = InferSoftmax,
+                  .gradient = SoftmaxGradient});
 
 }  // namespace
 }  // namespace internal

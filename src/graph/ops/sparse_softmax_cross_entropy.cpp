@@ -1,6 +1,7 @@
 // sparse_softmax_cross_entropy: per-row -log(softmax(logits)[label]) for integer class labels.
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
+#include "graph/ops/gradient_ops.hpp"
 #include "weir/ops.hpp"
 
 namespace weir {
@@ -23,10 +24,17 @@ std::vector<TensorMeta> InferSparseSoftmaxCrossEntropy(const InferContext& ctx) 
   return {{Shape{labels.shape[0]}, logits.dtype}};
 }
 
+// Only the logits have a gradient; integer labels get none.
+std::vector<Blob> SparseSoftmaxCrossEntropyGradient(const GradContext& ctx) {
+  if (!ctx.needs_grad[1]) return {Blob(), Blob()};
+  return {Blob(), SparseSoftmaxCrossEntropyGrad(ctx.inputs[0], ctx.inputs[1], ctx.output_grads[0])};
+}
+
 WEIR_REGISTER_OP({.type = "sparse_softmax_cross_entropy",
                   .num_inputs = 2,
                   .input_names = {"labels", "logits"},
-                  .infer = InferSparseSoftmaxCrossEntropy});
+                  .infer = InferSparseSoftmaxCrossEntropy,
+                  .gradient = SparseSoftmaxCrossEntropyGradient});
 
 }  // namespace
 }  // namespace internal

@@ -1,6 +1,7 @@
 // tanh: the hyperbolic tangent, elementwise.
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
+#include "graph/ops/gradient_ops.hpp"
 #include "weir/ops.hpp"
 
 namespace weir {
@@ -13,7 +14,14 @@ std::vector<TensorMeta> InferTanh(const InferContext& ctx) {
   return {ctx.inputs[0]};
 }
 
-WEIR_REGISTER_OP({.type = "tanh", .num_inputs = 1, .input_names = {"x"}, .infer = InferTanh});
+// Computed from the output y, so the input need not be kept.
+std::vector<Blob> TanhGradient(const GradContext& ctx) { return {TanhGrad(ctx.output_grads[0], ctx.outputs[0])}; }
+
+WEIR_REGISTER_OP({.type = "tanh",
+                  .num_inputs = 1,
+                  .input_names = {"x"},
+                  .infer = InferTanh,
+                  .gradient = TanhGradient});
 
 }  // namespace
 }  // namespace internal

@@ -27,7 +27,19 @@ std::vector<TensorMeta> InferTranspose(const InferContext& ctx) {
   return {{Shape(std::move(dims)), x.dtype}};
 }
 
-WEIR_REGISTER_OP({.type = "transpose", .num_inputs = 1, .input_names = {"x"}, .infer = InferTranspose});
+// Output axis i is input axis perm[i], so the gradient moves axis i back to perm[i].
+std::vector<Blob> TransposeGradient(const GradContext& ctx) {
+  const std::vector<int>& perm = ctx.Get<TransposeAttrs>().perm;
+  std::vector<int> inverse(perm.size());
+  for (std::size_t i = 0; i < perm.size(); ++i) inverse[static_cast<std::size_t>(perm[i])] = static_cast<int>(i);
+  return {Transpose(ctx.output_grads[0], {.perm = std::move(inverse)})};
+}
+
+WEIR_REGISTER_OP({.type = "transpose",
+                  .num_inputs = 1,
+                  .input_names = {"x"},
+                  .infer = InferTranspose,
+                  .gradient = TransposeGradient});
 
 }  // namespace
 }  // namespace internal

@@ -1,0 +1,230 @@
+// MLP train step: steps per second of the seeds' MNIST MLP (784 -> 512 relu -> 10, truncated_normal(0.1)
+// kernels, sparse softmax cross entropy, SGD lr 0.1 momentum 0, batch 100) on random data, with sync
+// train calls (1 in flight), async train calls (up to 8 in flight, then Sync) and sync inference calls
+// (logits -> argmax). The PyTorch peer is bench/pytorch_mlp.py; bench/compare_mlp_train.py runs both.
+//
+// Usage: mlp_train_step [--steps N] [--repeats R] [--warmup W] [--scheduler-threads T] (0 = default)
+// Each repeat times N calls of each kind; the figures are medians over the repeats. Last line: JSON.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "weir/weir.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kBatch = 100;
+// Distinct random batches, cycled, so consecutive steps do not see the same data.
+constexpr int kPoolBatches = 8;
+constexpr int kMaxCallsInFlight = 8;
+
+struct Args {
+  int steps = 200;
+  int repeats = 5;
+  int warmup = -1;  // -1: max(20, steps / 5)
+  int scheduler_threads = 0;
+};
+
+Args Parse(int argc, char** argv) {
+  Args args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) throw std::invalid_argument(fmt::format("flag {} needs a value", flag));
+    const int value = std::stoi(argv[++i]);
+    if (flag == "--steps") args.steps = value;
+    else if (flag == "--repeats") args.repeats = value;
+    else if (flag == "--warmup") args.warmup = value;
+    else if (flag == "--scheduler-threads") args.scheduler_threads = value;
+    else throw std::invalid_argument(fmt::format("unknown flag {}", flag));
+  }
+  if (args.steps < 1 || args.repeats < 1 || args.scheduler_threads < 0) {
+    throw std::invalid_argument(fmt::format("--steps, --repeats must be >= 1, --scheduler-threads >= 0; got {}, {}, {}",
+                                            args.steps, args.repeats, args.scheduler_threads));
+  }
+  if (args.warmup < 0) args.warmup = std::max(20, args.steps / 5);
+  return args;
+}
+
+// The model as in examples/cpp/train_mnist_mlp.cpp, shared by both jobs through its variable names.
+weir::Blob Logits(const weir::Blob& images) {
+  const weir::Blob flat = weir::Reshape(images, {{kBatch, -1}});
+  const weir::Initializer init = weir::TruncatedNormalInitializer(0.0, 0.1);
+  const weir::Blob hidden = weir::Dense(
+      flat, 512, {.activation = weir::Activation::kRelu, .kernel_initializer = init, .name = "hidden"});
+  return weir::Dense(hidden, 10, {.kernel_initializer = init, .name = "output"});
+}
+
+weir::Job TrainJob() {
+  weir::JobBuilder builder("train_job", weir::JobType::kTrain);
+  const weir::Blob images = builder.Placeholder("images", weir::Shape{kBatch, 1, 28, 28});
+  const weir::Blob labels = builder.Placeholder("labels", weir::Shape{kBatch}, weir::DType::kI32);
+  const weir::Blob loss = weir::SparseSoftmaxCrossEntropy(labels, Logits(images), "softmax_loss");
+  builder.Minimize(weir::Sgd(weir::PiecewiseConstantScheduler({}, {0.1}), /*momentum=*/0.0), loss);
+  builder.Output("loss", loss);
+  return builder.Build();
+}
+
+weir::Job InferJob() {
+  weir::JobBuilder builder("infer_job");
+  const weir::Blob images = builder.Placeholder("images", weir::Shape{kBatch, 1, 28, 28});
+  builder.Output("predictions", weir::ArgMax(Logits(images)));
+  return builder.Build();
+}
+
+struct Batch {
+  weir::Tensor images;
+  weir::Tensor labels;
+};
+
+// Images uniform in [0, 1), labels uniform in [0, 10).
+std::vector<Batch> RandomBatches() {
+  std::mt19937 random(1234);
+  std::uniform_real_distribution<float> pixel(0.f, 1.f);
+  std::uniform_int_distribution<std::int32_t> label(0, 9);
+  std::vector<Batch> batches;
+  for (int b = 0; b < kPoolBatches; ++b) {
+    Batch batch{weir::Tensor(weir::Shape{kBatch, 1, 28, 28}, weir::DType::kF32),
+                weir::Tensor(weir::Shape{kBatch}, weir::DType::kI32)};
+    float* images = batch.images.Data<float>();
+    for (std::int64_t i = 0; i < batch.images.NumElements(); ++i) images[i] = pixel(random);
+    std::int32_t* labels = batch.labels.Data<std::int32_t>();
+    for (int i = 0; i < kBatch; ++i) labels[i] = label(random);
+    batches.push_back(std::move(batch));
+  }
+  return batches;
+}
+
+double MeanLoss(const weir::Outputs& outputs) {
+  const float* loss = outputs["loss"].Data<float>();
+  double sum = 0;
+  for (int i = 0; i < kBatch; ++i) sum += loss[i];
+  return sum / kBatch;
+}
+
+// The three timed loops; each returns seconds for `calls` calls.
+class Runner {
+ public:
+  Runner(weir::Session& session, const weir::Job& train, const weir::Job& infer)
+      : session_(session), train_(train), infer_(infer), batches_(RandomBatches()) {}
+
+  double TrainSync(int calls) {
+    const auto start = Clock::now();
+    for (int i = 0; i < calls; ++i) {
+      const Batch& batch = batches_[static_cast<std::size_t>(i % kPoolBatches)];
+      last_loss_ = MeanLoss(session_.Call(train_, {batch.images, batch.labels}));
+    }
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  }
+
+  // The session admits at most kMaxCallsInFlight calls; CallAsync blocks while that many are pending.
+  double TrainAsync(int calls) {
+    int done = 0;
+    const auto start = Clock::now();
+    for (int i = 0; i < calls; ++i) {
+      const Batch& batch = batches_[static_cast<std::size_t>(i % kPoolBatches)];
+      session_.CallAsync(train_, {batch.images, batch.labels}, [this, &done](weir::CallResult result) {
+        result.ThrowIfError();
+        last_loss_ = MeanLoss(result.outputs);  // callbacks run one at a time, in call order
+        ++done;
+      });
+    }
+    session_.Sync();
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (done != calls) throw std::runtime_error(fmt::format("{} async train calls, {} callbacks", calls, done));
+    return seconds;
+  }
+
+  double Infer(int calls) {
+    const auto start = Clock::now();
+    for (int i = 0; i < calls; ++i) {
+      const Batch& batch = batches_[static_cast<std::size_t>(i % kPoolBatches)];
+      const weir::Outputs out = session_.Call(infer_, {batch.images});
+      if (out["predictions"].NumElements() != kBatch) throw std::runtime_error("inference: wrong output size");
+    }
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  }
+
+  double LastLoss() const { return last_loss_; }
+
+ private:
+  weir::Session& session_;
+  const weir::Job& train_;
+  const weir::Job& infer_;
+  std::vector<Batch> batches_;
+  double last_loss_ = 0;
+};
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+double PeakRssMb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const Args args = Parse(argc, argv);
+  const weir::Job train = TrainJob();
+  const weir::Job infer = InferJob();
+  weir::SessionOptions options;
+  options.scheduler_threads = args.scheduler_threads;
+  options.max_calls_in_flight = kMaxCallsInFlight;
+  weir::Session session(options);
+  session.Compile(train);
+  session.Compile(infer);
+  Runner runner(session, train, infer);
+
+  runner.TrainSync(args.warmup);
+  runner.TrainAsync(args.warmup);
+  runner.Infer(args.warmup);
+
+  // Seconds per repeat for sync train, async train, inference; the kinds alternate within a repeat.
+  std::vector<double> train_sync, train_async, inference;
+  for (int r = 0; r < args.repeats; ++r) {
+    train_sync.push_back(runner.TrainSync(args.steps));
+    train_async.push_back(runner.TrainAsync(args.steps));
+    inference.push_back(runner.Infer(args.steps));
+  }
+  if (!std::isfinite(runner.LastLoss())) throw std::runtime_error(fmt::format("loss is {}", runner.LastLoss()));
+
+  const double steps = args.steps;
+  const double sync_s = Median(train_sync);
+  const double async_s = Median(train_async);
+  const double infer_s = Median(inference);
+  const std::string threads = args.scheduler_threads == 0 ? "default" : std::to_string(args.scheduler_threads);
+  fmt::print("weir mlp_train_step: batch {}, {} steps per run, median of {} runs, scheduler threads {}\n", kBatch,
+             args.steps, args.repeats, threads);
+  fmt::print("{:<28} {:>10} {:>10}\n", "", "per s", "ms");
+  fmt::print("{:<28} {:>10.1f} {:>10.3f}\n", "train step, sync", steps / sync_s, 1e3 * sync_s / steps);
+  fmt::print("{:<28} {:>10.1f} {:>10.3f}\n", "train step, async (8)", steps / async_s, 1e3 * async_s / steps);
+  fmt::print("{:<28} {:>10.1f} {:>10.3f}\n", "inference, sync", steps / infer_s, 1e3 * infer_s / steps);
+  fmt::print(
+      "{{\"bench\": \"mlp_train_step\", \"impl\": \"weir\", \"batch\": {}, \"steps\": {}, \"repeats\": {}, "
+      "\"scheduler_threads\": {}, \"train_steps_per_s\": {:.2f}, \"train_ms_per_step\": {:.4f}, "
+      "\"train_async_steps_per_s\": {:.2f}, \"train_async_ms_per_step\": {:.4f}, \"infer_calls_per_s\": {:.2f}, "
+      "\"infer_ms_per_call\": {:.4f}, \"final_loss\": {:.4f}, \"peak_rss_mb\": {:.1f}}}\n",
+      kBatch, args.steps, args.repeats, args.scheduler_threads, steps / sync_s, 1e3 * sync_s / steps,
+      steps / async_s, 1e3 * async_s / steps, steps / infer_s, 1e3 * infer_s / steps, runner.LastLoss(),
+      PeakRssMb());
+  return 0;
+} catch (const std::exception& error) {
+  std::fprintf(stderr, "mlp_train_step: %s\n", error.what());
+  return 1;
+}

@@ -1,0 +1,125 @@
+#!/usr/bin/python3
+"""PyTorch peer of bench/mlp_train_step: the seeds' MNIST MLP on random data, on the CPU.
+
+784 -> 512 ReLU -> 10 (nn.Linear), CrossEntropyLoss (mean), SGD lr 0.1 momentum 0, batch 100.
+Times train steps (zero_grad / forward / loss / backward / step) and inference batches
+(torch.no_grad, logits -> argmax); each repeat times --steps of each, the figures are medians
+over --repeats. Run with Debian's /usr/bin/python3 (python3-torch). Last line: one JSON object.
+
+Thread settings must be fixed before torch (and its OpenMP and OpenBLAS pools) load, so they are
+flags here, exported to the environment before the import:
+  --torch-threads T   torch.set_num_threads(T) and OMP_NUM_THREADS=T (GNU OpenMP intra-op pool)
+  --blas-threads B    OPENBLAS_NUM_THREADS=B (PyTorch's GEMMs run in OpenBLAS's own pthread pool)
+  --omp-wait-policy   PASSIVE or ACTIVE (default: leave OMP_WAIT_POLICY unset)
+shared/reference/pytorch_cpu_anchors.md (4.2) found torch 1 + OpenBLAS 2 best for this MLP on the
+2-core VM, and torch 2 + OpenBLAS 2 with spinning pools 4.5x slower.
+"""
+import argparse
+import json
+import os
+import resource
+import statistics
+import sys
+import time
+
+BATCH = 100
+POOL_BATCHES = 8  # distinct random batches, cycled, as in mlp_train_step
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=200, help="timed steps per repeat")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=-1, help="default: max(20, steps / 5)")
+    parser.add_argument("--torch-threads", type=int, default=1)
+    parser.add_argument("--blas-threads", type=int, default=1)
+    parser.add_argument("--omp-wait-policy", choices=["PASSIVE", "ACTIVE"], default=None)
+    args = parser.parse_args()
+    if args.steps < 1 or args.repeats < 1 or args.torch_threads < 1 or args.blas_threads < 1:
+        parser.error("--steps, --repeats, --torch-threads and --blas-threads must be >= 1")
+    if args.warmup < 0:
+        args.warmup = max(20, args.steps // 5)
+    return args
+
+
+def set_thread_environment(args):
+    os.environ["OMP_NUM_THREADS"] = str(args.torch_threads)
+    os.environ["OPENBLAS_NUM_THREADS"] = str(args.blas_threads)
+    os.environ["MKL_NUM_THREADS"] = str(args.blas_threads)
+    if args.omp_wait_policy:
+        os.environ["OMP_WAIT_POLICY"] = args.omp_wait_policy
+    else:
+        os.environ.pop("OMP_WAIT_POLICY", None)
+
+
+def main():
+    args = parse_args()
+    set_thread_environment(args)
+    import torch  # after the environment is set
+    from torch import nn
+
+    torch.set_num_threads(args.torch_threads)
+    torch.manual_seed(1234)
+
+    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 10))
+    loss_fn = nn.CrossEntropyLoss(reduction="mean")
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.0)
+    batches = [(torch.rand(BATCH, 1, 28, 28), torch.randint(0, 10, (BATCH,)))
+               for _ in range(POOL_BATCHES)]
+
+    last_loss = [0.0]
+
+    def train(steps):
+        start = time.perf_counter()
+        for i in range(steps):
+            images, labels = batches[i % POOL_BATCHES]
+            optimizer.zero_grad(set_to_none=True)
+            loss = loss_fn(model(images), labels)
+            loss.backward()
+            optimizer.step()
+        seconds = time.perf_counter() - start
+        last_loss[0] = loss.item()
+        return seconds
+
+    def infer(steps):
+        start = time.perf_counter()
+        with torch.no_grad():
+            for i in range(steps):
+                predictions = model(batches[i % POOL_BATCHES][0]).argmax(dim=1)
+        seconds = time.perf_counter() - start
+        assert predictions.numel() == BATCH
+        return seconds
+
+    train(args.warmup)
+    infer(args.warmup)
+    train_s, infer_s = [], []
+    for _ in range(args.repeats):
+        train_s.append(train(args.steps))
+        infer_s.append(infer(args.steps))
+    if last_loss[0] != last_loss[0]:
+        sys.exit("pytorch_mlp: the loss is NaN")
+
+    train_med = statistics.median(train_s)
+    infer_med = statistics.median(infer_s)
+    print(f"pytorch mlp: batch {BATCH}, {args.steps} steps per run, median of {args.repeats} runs, "
+          f"torch threads {torch.get_num_threads()}, OpenBLAS threads {args.blas_threads}, "
+          f"OMP_WAIT_POLICY {args.omp_wait_policy or 'unset'}")
+    print(f"{'':<28} {'per s':>10} {'ms':>10}")
+    print(f"{'train step':<28} {args.steps / train_med:>10.1f} {1e3 * train_med / args.steps:>10.3f}")
+    print(f"{'inference':<28} {args.steps / infer_med:>10.1f} {1e3 * infer_med / args.steps:>10.3f}")
+    print(json.dumps({
+        "bench": "mlp_train_step", "impl": "pytorch", "torch_version": torch.__version__,
+        "batch": BATCH, "steps": args.steps, "repeats": args.repeats,
+        "torch_threads": torch.get_num_threads(), "blas_threads": args.blas_threads,
+        "omp_wait_policy": args.omp_wait_policy,
+        "train_steps_per_s": round(args.steps / train_med, 2),
+        "train_ms_per_step": round(1e3 * train_med / args.steps, 4),
+        "infer_calls_per_s": round(args.steps / infer_med, 2),
+        "infer_ms_per_call": round(1e3 * infer_med / args.steps, 4),
+        "final_loss": round(last_loss[0], 4),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
+    }))
+
+
+if __name__ == "__main__":
+    main()

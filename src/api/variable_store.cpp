@@ -1,0 +1,73 @@
+#include "api/variable_store.hpp"
+
+#include <cstring>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace weir::internal {
+
+// FNV-1a: a stable hash, so a variable's initial value depends only on its name and the seed.
+std::uint64_t VariableStore::SeedFor(const std::string& name) const {
+  std::uint64_t hash = 1469598103934665603ULL;
+  for (unsigned char c : name) {
+    hash ^= c;
+    hash *= 1099511628211ULL;
+  }
+  return hash ^ seed_;
+}
+
+Tensor VariableStore::GetOrCreate(const VariableAttrs& attrs, std::string_view job_name) {
+  std::lock_guard lock(mutex_);
+  const auto it = variables_.find(attrs.name);
+  if (it != variables_.end()) {
+    const Entry& entry = it->second;
+    if (entry.spec.shape != attrs.spec.shape || entry.spec.dtype != attrs.spec.dtype) {
+      throw std::invalid_argument(fmt::format(
+          "[variable] '{}' is {}{} in job '{}' but {}{} in job '{}': variables are shared by name", attrs.name,
+          *entry.spec.dtype, entry.spec.shape, entry.defined_by, *attrs.spec.dtype, attrs.spec.shape, job_name));
+    }
+    return entry.value;
+  }
+  Tensor value = Initialize(attrs.spec.initializer, attrs.spec.shape, *attrs.spec.dtype, SeedFor(attrs.name));
+  variables_.emplace(attrs.name, Entry{value, attrs.spec, std::string(job_name)});
+  return value;
+}
+
+Tensor VariableStore::Find(const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  const auto it = variables_.find(name);
+  return it == variables_.end() ? Tensor() : it->second.value;
+}
+
+std::map<std::string, Tensor> VariableStore::Snapshot() const {
+  std::lock_guard lock(mutex_);
+  std::map<std::string, Tensor> copies;
+  for (const auto& [name, entry] : variables_) copies.emplace(name, entry.value.Clone());
+  return copies;
+}
+
+void VariableStore::Assign(const std::string& name, const Tensor& value) {
+  std::lock_guard lock(mutex_);
+  const auto it = variables_.find(name);
+  if (it == variables_.end()) throw std::invalid_argument(fmt::format("[variables] no variable named '{}'", name));
+  Tensor& target = it->second.value;
+  if (!value.Defined() || value.GetShape() != target.GetShape() || value.GetDType() != target.GetDType()) {
+    throw std::invalid_argument(fmt::format("[variables] '{}' is {}{}, the value given is {}", name,
+                                            target.GetDType(), target.GetShape(),
+                                            value.Defined() ? fmt::format("{}{}", value.GetDType(), value.GetShape())
+                                                            : std::string("undefined")));
+  }
+  std::memcpy(target.RawData(), value.RawData(), target.NumBytes());
+}
+
+void VariableStore::Reinitialize(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  const auto it = variables_.find(name);
+  if (it == variables_.end()) return;
+  Entry& entry = it->second;
+  const Tensor fresh = Initialize(entry.spec.initializer, entry.spec.shape, *entry.spec.dtype, SeedFor(name));
+  std::memcpy(entry.value.RawData(), fresh.RawData(), fresh.NumBytes());
+}
+
+}  // namespace weir::internal

@@ -1,0 +1,44 @@
+#pragma once
+// The session's variables: global by name, created (and initialised) when the first job naming
+// them is compiled, shared by every job of the session, kept across calls.
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "graph/job_graph.hpp"
+#include "weir/tensor.hpp"
+
+namespace weir::internal {
+
+class VariableStore {
+ public:
+  explicit VariableStore(std::uint64_t seed) : seed_(seed) {}
+
+  /// The variable `attrs.name`, created from its initializer if new. Throws std::invalid_argument
+  /// when a variable of that name exists with another shape or dtype.
+  Tensor GetOrCreate(const VariableAttrs& attrs, std::string_view job_name);
+  /// The variable's storage; an undefined tensor if there is none.
+  Tensor Find(const std::string& name) const;
+  /// Deep copies of every variable.
+  std::map<std::string, Tensor> Snapshot() const;
+  /// Copies `value` into the variable `name`; throws std::invalid_argument on a shape or dtype
+  /// mismatch (nothing is written then).
+  void Assign(const std::string& name, const Tensor& value);
+  /// Re-draws `name` from its initializer.
+  void Reinitialize(const std::string& name);
+
+ private:
+  struct Entry {
+    Tensor value;
+    VariableSpec spec;
+    std::string defined_by;  // the job that first named it, for error messages
+  };
+  std::uint64_t SeedFor(const std::string& name) const;
+
+  std::uint64_t seed_;
+  mutable std::mutex mutex_;
+  std::map<std::string, Entry> variables_;
+};
+
+}  // namespace weir::internal

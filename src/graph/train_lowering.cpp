@@ -1,0 +1,186 @@
+#include "graph/train_lowering.hpp"
+
+#include <fmt/format.h>
+
+#include "graph/autodiff.hpp"
+#include "graph/op_registry.hpp"
+#include "weir/ops.hpp"
+
+namespace weir {
+
+Optimizer Sgd(LrSchedule learning_rate, double momentum) {
+  Optimizer optimizer;
+  optimizer.kind = Optimizer::Kind::kSgd;
+  optimizer.learning_rate = std::move(learning_rate);
+  optimizer.momentum = momentum;
+  return optimizer;
+}
+
+Optimizer Adam(LrSchedule learning_rate, double beta1, double beta2, double epsilon, bool do_bias_correction) {
+  Optimizer optimizer;
+  optimizer.kind = Optimizer::Kind::kAdam;
+  optimizer.learning_rate = std::move(learning_rate);
+  optimizer.beta1 = beta1;
+  optimizer.beta2 = beta2;
+  optimizer.epsilon = epsilon;
+  optimizer.do_bias_correction = do_bias_correction;
+  return optimizer;
+}
+
+Optimizer AdamW(LrSchedule learning_rate, double weight_decay, double beta1, double beta2, double epsilon,
+                bool do_bias_correction) {
+  Optimizer optimizer = Adam(std::move(learning_rate), beta1, beta2, epsilon, do_bias_correction);
+  optimizer.kind = Optimizer::Kind::kAdamW;
+  optimizer.weight_decay = weight_decay;
+  return optimizer;
+}
+
+Optimizer RmsProp(LrSchedule learning_rate, double decay_rate, double epsilon, bool centered) {
+  Optimizer optimizer;
+  optimizer.kind = Optimizer::Kind::kRmsProp;
+  optimizer.learning_rate = std::move(learning_rate);
+  optimizer.decay_rate = decay_rate;
+  optimizer.epsilon = epsilon;
+  optimizer.centered = centered;
+  return optimizer;
+}
+
+Optimizer Lamb(LrSchedule learning_rate, double beta1, double beta2, double epsilon, double weight_decay) {
+  Optimizer optimizer = Adam(std::move(learning_rate), beta1, beta2, epsilon, false);
+  optimizer.kind = Optimizer::Kind::kLamb;
+  optimizer.weight_decay = weight_decay;
+  return optimizer;
+}
+
+Optimizer ClipByGlobalNorm(Optimizer optimizer, double clip_norm) {
+  optimizer.clip_norm = clip_norm;
+  return optimizer;
+}
+
+namespace internal {
+
+namespace {
+
+std::string_view KindName(Optimizer::Kind kind) {
+  switch (kind) {
+    case Optimizer::Kind::kSgd: return "sgd";
+    case Optimizer::Kind::kAdam: return "adam";
+    case Optimizer::Kind::kAdamW: return "adamw";
+    case Optimizer::Kind::kRmsProp: return "rmsprop";
+    case Optimizer::Kind::kLamb: return "lamb";
+  }
+  return "?";
+}
+
+void Require(bool ok, const Optimizer& optimizer, std::string_view parameter, std::string_view expected, double got) {
+  if (!ok) {
+    throw std::invalid_argument(fmt::format("[optimizer {}] '{}' must be {}, got {}", KindName(optimizer.kind),
+                                            parameter, expected, got));
+  }
+}
+
+// The slot variable `<variable>-<suffix>` an optimizer keeps per variable, zero-initialised.
+Blob Slot(const std::shared_ptr<JobGraph>& graph, const VariableAttrs& variable, std::string_view suffix) {
+  VariableSpec spec;
+  spec.shape = variable.spec.shape;
+  spec.dtype = variable.spec.dtype;
+  spec.trainable = false;
+  return AddVariable(graph, fmt::format("{}-{}", variable.name, suffix), spec);
+}
+
+}  // namespace
+
+void ValidateOptimizer(const Optimizer& optimizer) {
+  Validate(optimizer.learning_rate);
+  Require(optimizer.momentum >= 0 && optimizer.momentum < 1, optimizer, "momentum", "in [0, 1)", optimizer.momentum);
+  Require(optimizer.beta1 >= 0 && optimizer.beta1 < 1, optimizer, "beta1", "in [0, 1)", optimizer.beta1);
+  Require(optimizer.beta2 >= 0 && optimizer.beta2 < 1, optimizer, "beta2", "in [0, 1)", optimizer.beta2);
+  Require(optimizer.epsilon > 0, optimizer, "epsilon", "positive", optimizer.epsilon);
+  Require(optimizer.weight_decay >= 0, optimizer, "weight_decay", "non-negative", optimizer.weight_decay);
+  Require(optimizer.decay_rate >= 0 && optimizer.decay_rate < 1, optimizer, "decay_rate", "in [0, 1)",
+          optimizer.decay_rate);
+  Require(optimizer.loss_scale_factor > 0, optimizer, "loss_scale_factor", "positive", optimizer.loss_scale_factor);
+  if (optimizer.clip_norm) Require(*optimizer.clip_norm > 0, optimizer, "clip_norm", "positive", *optimizer.clip_norm);
+}
+
+void LowerTraining(const std::shared_ptr<JobGraph>& graph) {
+  const Optimizer& optimizer = *graph->optimizer;
+  if (optimizer.clip_norm) {
+    throw std::invalid_argument(fmt::format("[optimizer {}] clipping by global norm is not implemented yet",
+                                            KindName(optimizer.kind)));
+  }
+  const Blob loss(graph, graph->loss_value);
+
+  // A train job returns a variable's value from before the step's update: copy it first.
+  for (auto& [name, value] : graph->outputs) {
+    if (graph->nodes[static_cast<std::size_t>(graph->values[static_cast<std::size_t>(value)].producer)].type == kVariableOp) {
+      value = Identity(Blob(graph, value)).ValueId();
+    }
+  }
+
+  std::vector<Blob> variables;
+  std::vector<VariableAttrs> variable_attrs;
+  for (const OpNode& node : graph->nodes) {
+    if (node.type != kVariableOp) continue;
+    const auto& attrs = std::any_cast<const VariableAttrs&>(node.attrs);
+    if (!attrs.spec.trainable || !IsFloating(*attrs.spec.dtype)) continue;
+    variables.emplace_back(graph, node.outputs[0]);
+    variable_attrs.push_back(attrs);
+  }
+
+  Blob seed;
+  if (optimizer.loss_scale_factor != 1.0) {
+    Tensor scale(loss.GetShape(), loss.GetDType());
+    for (std::int64_t i = 0; i < scale.NumElements(); ++i) {
+      if (loss.GetDType() == DType::kF32) scale.Data<float>()[i] = static_cast<float>(optimizer.loss_scale_factor);
+      else scale.Data<double>()[i] = optimizer.loss_scale_factor;
+    }
+    seed = AddConstant(graph, scale, "loss_scale");
+  }
+  std::vector<Blob> wrt = variables;
+  for (const WatchSpec& watch : graph->watches) {
+    if (watch.diff) wrt.emplace_back(graph, watch.value);
+  }
+  std::vector<Blob> grads = BuildGradients(loss, wrt, seed);
+  for (std::size_t w = 0, g = variables.size(); w < graph->watches.size(); ++w) {
+    if (!graph->watches[w].diff) continue;
+    Blob grad = grads[g++];
+    if (!grad.Defined()) {  // the loss does not depend on it: its gradient is zero
+      grad = ScalarMul(Blob(graph, graph->watches[w].value), 0.0);
+    }
+    graph->outputs.emplace_back(fmt::format("{}{}", kWatchOutputPrefix, w), grad.ValueId());
+  }
+  grads.resize(variables.size());
+  const double gradient_scale = 1.0 / (static_cast<double>(loss.GetShape().NumElements()) * optimizer.loss_scale_factor);
+
+  VariableSpec step_spec;
+  step_spec.shape = Shape{1};
+  step_spec.dtype = DType::kI64;
+  step_spec.trainable = false;
+  const Blob step = AddVariable(graph, TrainStepVariableName(graph->name), step_spec);
+  const Blob learning_rate = AddOp1("learning_rate", {step}, LearningRateAttrs{optimizer.learning_rate}, "learning_rate");
+
+  for (std::size_t i = 0; i < variables.size(); ++i) {
+    if (!grads[i].Defined()) continue;  // the loss does not depend on this variable
+    const VariableAttrs& attrs = variable_attrs[i];
+    const UpdateAttrs update{optimizer, attrs.spec.regularizer, gradient_scale};
+    Blob grad = grads[i];
+    const std::string name = attrs.name + "-update";
+    switch (optimizer.kind) {
+      case Optimizer::Kind::kSgd:
+        if (optimizer.momentum == 0.0) {
+          AddOp("sgd_update", {variables[i], grad, learning_rate}, update, name);
+        } else {
+          AddOp("momentum_update", {variables[i], grad, learning_rate, Slot(graph, attrs, "momentum")}, update, name);
+        }
+        break;
+      default:
+        throw std::invalid_argument(fmt::format("[optimizer {}] is not implemented yet; use Sgd",
+                                                KindName(optimizer.kind)));
+    }
+  }
+  AddOp("increment", {step}, std::any{}, "train_step_increment");
+}
+
+}  // namespace internal
+}  // namespace weir

@@ -1,0 +1,52 @@
+// sgd_update and momentum_update on the CPU. The variable (and momentum slot) inputs are written in
+// place: the planner made every other reader of this call act first.
+#include <cmath>
+
+#include "kernels/kernel.hpp"
+#include "kernels/update_attrs.hpp"
+
+namespace weir::internal {
+namespace {
+
+template <typename T> T Sign(T x) { return static_cast<T>((x > 0) - (x < 0)); }
+
+template <typename T> class SgdUpdateCpu final : public Kernel {
+ public:
+  explicit SgdUpdateCpu(const KernelSetup& setup)
+      : attrs_(setup.Get<UpdateAttrs>()), count_(setup.inputs[0].shape.NumElements()),
+        momentum_(setup.op_type == "momentum_update") {}
+
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView>) override {
+    T* p = const_cast<T*>(inputs[0].As<T>());
+    const T* g = inputs[1].As<T>();
+    const T lr = static_cast<T>(inputs[2].As<float>()[0]);
+    const T scale = static_cast<T>(attrs_.gradient_scale);
+    const T l1 = static_cast<T>(attrs_.regularizer.l1);
+    const T l2 = static_cast<T>(attrs_.regularizer.l2);
+    if (!momentum_) {
+      for (std::int64_t i = 0; i < count_; ++i) p[i] -= lr * (g[i] * scale + l1 * Sign(p[i]) + l2 * p[i]);
+      return;
+    }
+    T* v = const_cast<T*>(inputs[3].As<T>());
+    const T beta = static_cast<T>(attrs_.optimizer.momentum);
+    for (std::int64_t i = 0; i < count_; ++i) {
+      v[i] = beta * v[i] - lr * (g[i] * scale + l1 * Sign(p[i]) + l2 * p[i]);
+      p[i] += v[i];
+    }
+  }
+
+ private:
+  UpdateAttrs attrs_;
+  std::int64_t count_;
+  bool momentum_;
+};
+
+WEIR_REGISTER_KERNELS {
+  for (const char* op : {"sgd_update", "momentum_update"}) {
+    RegisterKernel({op, Device::Kind::kCpu, DType::kF32}, &MakeKernel<SgdUpdateCpu<float>>);
+    RegisterKernel({op, Device::Kind::kCpu, DType::kF64}, &MakeKernel<SgdUpdateCpu<double>>);
+  }
+}
+
+}  // namespace
+}  // namespace weir::internal

@@ -1,0 +1,68 @@
+// sparse_softmax_cross_entropy_grad on the CPU: per row, dlogits = (softmax(row) − onehot(label))
+// · dy. The softmax is recomputed in the output row (max, exp with the sum in double, scale), so
+// nothing is stored between the forward and backward passes. The kernel key is the labels' dtype;
+// the logits' dtype is picked when the task is created.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "kernels/kernel.hpp"
+
+namespace weir::internal {
+namespace {
+
+template <typename Label, typename T> class SparseSoftmaxCrossEntropyGradCpu final : public Kernel {
+ public:
+  explicit SparseSoftmaxCrossEntropyGradCpu(const KernelSetup& setup)
+      : rows_(setup.inputs[1].shape[0]), classes_(setup.inputs[1].shape[1]) {}
+
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    const Label* labels = inputs[0].As<Label>();
+    const T* logits = inputs[1].As<T>();
+    const T* dy = inputs[2].As<T>();
+    T* dlogits = outputs[0].As<T>();
+    for (std::int64_t r = 0; r < rows_; ++r) {
+      const std::int64_t label = labels[r];
+      if (label < 0 || label >= classes_) {
+        throw KernelError(fmt::format("[sparse_softmax_cross_entropy_grad] label {} at row {} is outside [0, {})",
+                                      label, r, classes_));
+      }
+      const T* row = logits + r * classes_;
+      T* out = dlogits + r * classes_;
+      const T max = *std::max_element(row, row + classes_);
+      double sum = 0;
+      for (std::int64_t c = 0; c < classes_; ++c) {
+        const T e = std::exp(row[c] - max);
+        out[c] = e;
+        sum += e;
+      }
+      const T scale = static_cast<T>(static_cast<double>(dy[r]) / sum);
+      for (std::int64_t c = 0; c < classes_; ++c) out[c] *= scale;
+      out[label] -= dy[r];
+    }
+  }
+
+ private:
+  std::int64_t rows_;
+  std::int64_t classes_;
+};
+
+template <typename Label> std::unique_ptr<Kernel> MakeSparseSoftmaxCrossEntropyGrad(const KernelSetup& setup) {
+  if (setup.inputs[1].dtype == DType::kF64) {
+    return std::make_unique<SparseSoftmaxCrossEntropyGradCpu<Label, double>>(setup);
+  }
+  return std::make_unique<SparseSoftmaxCrossEntropyGradCpu<Label, float>>(setup);
+}
+
+WEIR_REGISTER_KERNELS {
+  RegisterKernel({"sparse_softmax_cross_entropy_grad", Device::Kind::kCpu, DType::kI32},
+                 &MakeSparseSoftmaxCrossEntropyGrad<std::int32_t>);
+  RegisterKernel({"sparse_softmax_cross_entropy_grad", Device::Kind::kCpu, DType::kI64},
+                 &MakeSparseSoftmaxCrossEntropyGrad<std::int64_t>);
+}
+
+}  // namespace
+}  // namespace weir::internal

@@ -1,0 +1,195 @@
+// Train jobs end to end: variables owned by the session, the backward pass and optimizer updates
+// inside each call, OneFlow's loss semantics, train/predict jobs sharing variables, checkpoints.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "weir/optimizers.hpp"
+#include "weir/weir.hpp"
+
+using namespace weir;
+
+namespace {
+
+Tensor Full(Shape shape, float value) {
+  Tensor t(std::move(shape), DType::kF32);
+  for (std::int64_t i = 0; i < t.NumElements(); ++i) t.Data<float>()[i] = value;
+  return t;
+}
+
+// loss = var + x over a (2,5) variable, as OneFlow's test_get_variable.py.
+Job AddTrainJob(const std::string& name, const Optimizer& optimizer, Initializer init = ZerosInitializer()) {
+  JobBuilder builder(name, JobType::kTrain);
+  Blob x = builder.Placeholder("x", Shape{2, 5});
+  Blob var = builder.Variable("var", {.shape = Shape{2, 5}, .initializer = init});
+  Blob loss = Add(var, x);
+  builder.Minimize(optimizer, loss);
+  builder.Output("var", var);
+  builder.Output("loss", loss);
+  return builder.Build();
+}
+
+Job ReadVarJob(const std::string& name) {
+  JobBuilder builder(name);
+  Blob var = builder.Variable("var", {.shape = Shape{2, 5}});
+  builder.Output("var", ScalarMul(var, 1.0));
+  return builder.Build();
+}
+
+std::filesystem::path TempDir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("weir_test_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("SGD on loss = var + x moves every element by exactly lr / 10 per step, returning the old value") {
+  const Job job = AddTrainJob("sgd", Sgd(PiecewiseConstantScheduler({}, {0.1}), /*momentum=*/0.0));
+  Session session;
+  for (int step = 0; step < 5; ++step) {
+    const Outputs out = session.Call(job, {Full({2, 5}, 3.f)});
+    // The returned variable is its value from before this step's update.
+    for (float v : out["var"].ToVector<float>()) CHECK(v == doctest::Approx(-0.01 * step).epsilon(1e-6));
+    for (float v : out["loss"].ToVector<float>()) CHECK(v == doctest::Approx(3 - 0.01 * step).epsilon(1e-6));
+  }
+  for (float v : session.GetVariable("var").ToVector<float>()) CHECK(v == doctest::Approx(-0.05).epsilon(1e-6));
+  CHECK(session.GetVariable("System-Train-TrainStep-sgd").ToVector<std::int64_t>() == std::vector<std::int64_t>{5});
+}
+
+TEST_CASE("SGD with momentum follows v = beta v - lr g, p += v") {
+  const Job job = AddTrainJob("momentum", Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.9));
+  Session session;
+  double v = 0;
+  double p = 0;
+  for (int step = 0; step < 4; ++step) {
+    session.Call(job, {Full({2, 5}, 1.f)});
+    v = 0.9 * v - 0.1 * 0.1;
+    p += v;
+  }
+  for (float value : session.GetVariable("var").ToVector<float>()) CHECK(value == doctest::Approx(p).epsilon(1e-6));
+  for (float value : session.GetVariable("var-momentum").ToVector<float>()) {
+    CHECK(value == doctest::Approx(v).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("the learning-rate schedule follows the train step; regularizers add to the gradient") {
+  JobBuilder builder("schedule", JobType::kTrain);
+  Blob x = builder.Placeholder("x", Shape{2, 5});
+  Blob var = builder.Variable("reg", {.shape = Shape{2, 5}, .initializer = ConstantInitializer(1.0),
+                                      .regularizer = L2(0.5)});
+  builder.Minimize(Sgd(PiecewiseConstantScheduler({1}, {0.1, 0.01}), 0.0), Add(var, x));
+  builder.Output("var", var);
+  const Job job = builder.Build();
+  Session session;
+  double p = 1.0;
+  for (int step = 0; step < 4; ++step) {
+    session.Call(job, {Full({2, 5}, 0.f)});
+    const double lr = step <= 1 ? 0.1 : 0.01;  // a step equal to a boundary belongs to the interval before
+    p -= lr * (0.1 + 0.5 * p);
+  }
+  for (float value : session.GetVariable("reg").ToVector<float>()) CHECK(value == doctest::Approx(p).epsilon(1e-6));
+}
+
+TEST_CASE("a train job and a predict job share variables; their calls never overlap") {
+  const Job train = AddTrainJob("shared_train", Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.0));
+  const Job predict = ReadVarJob("shared_predict");
+  Session session;
+  std::vector<float> seen;
+  for (int i = 0; i < 50; ++i) {
+    session.CallAsync(train, {Full({2, 5}, 1.f)}, [](CallResult r) { r.ThrowIfError(); });
+    session.CallAsync(predict, {}, [&](CallResult r) { seen.push_back(r.outputs[0].Data<float>()[0]); });
+  }
+  session.Sync();
+  REQUIRE(seen.size() == 50);
+  for (int i = 0; i < 50; ++i) CHECK(seen[static_cast<std::size_t>(i)] == doctest::Approx(-0.01 * (i + 1)).epsilon(1e-5));
+}
+
+TEST_CASE("job definition errors: optimizers only in train jobs, once; shared variables must agree") {
+  JobBuilder no_optimizer("no_optimizer", JobType::kTrain);
+  no_optimizer.Output("x", no_optimizer.Placeholder("x", Shape{1}));
+  CHECK_THROWS_WITH_AS(no_optimizer.Build(),
+                       "[build] job 'no_optimizer' is a train job but has no optimizer: call Minimize(optimizer, loss)",
+                       std::invalid_argument);
+
+  JobBuilder predict("predict_with_optimizer");
+  Blob x = predict.Placeholder("x", Shape{1});
+  CHECK_THROWS_WITH_AS(predict.Minimize(Sgd(PiecewiseConstantScheduler({}, {0.1})), x),
+                       "[minimize] job 'predict_with_optimizer' is a predict job; only train jobs may have an optimizer",
+                       std::invalid_argument);
+
+  JobBuilder twice("twice", JobType::kTrain);
+  Blob v = twice.Variable("v", {.shape = Shape{1}});
+  twice.Minimize(Sgd(PiecewiseConstantScheduler({}, {0.1})), v);
+  CHECK_THROWS_AS(twice.Minimize(Sgd(PiecewiseConstantScheduler({}, {0.1})), v), std::invalid_argument);
+  JobBuilder bad_momentum("bad_momentum", JobType::kTrain);
+  CHECK_THROWS_WITH_AS(bad_momentum.Minimize(Sgd(PiecewiseConstantScheduler({}, {0.1}), 1.5),
+                                             bad_momentum.Variable("m", {.shape = Shape{1}})),
+                       "[optimizer sgd] 'momentum' must be in [0, 1), got 1.5", std::invalid_argument);
+  CHECK_THROWS_AS(twice.Variable("v", {.shape = Shape{2}}), std::invalid_argument);
+
+  JobBuilder a("a");
+  a.Output("v", ScalarMul(a.Variable("clash", {.shape = Shape{3}}), 1.0));
+  JobBuilder b("b");
+  b.Output("v", ScalarMul(b.Variable("clash", {.shape = Shape{4}}), 1.0));
+  Session session;
+  session.Compile(a.Build());
+  CHECK_THROWS_WITH_AS(session.Compile(b.Build()),
+                       "[variable] 'clash' is f32(3) in job 'a' but f32(4) in job 'b': variables are shared by name",
+                       std::invalid_argument);
+}
+
+TEST_CASE("variables are initialised deterministically, can be read and assigned") {
+  const Job job = ReadVarJob("init_read");
+  Session first;
+  Session second;
+  JobBuilder builder("random");
+  builder.Output("w", ScalarMul(builder.Variable("w", {.shape = Shape{100}, .initializer = RandomNormalInitializer()}), 1.0));
+  const Job random = builder.Build();
+  first.Compile(random);
+  second.Compile(random);
+  CHECK(first.GetVariable("w").ToVector<float>() == second.GetVariable("w").ToVector<float>());
+  SessionOptions other_seed;
+  other_seed.seed = 7;
+  Session third(other_seed);
+  third.Compile(random);
+  CHECK(first.GetVariable("w").ToVector<float>() != third.GetVariable("w").ToVector<float>());
+
+  first.Compile(job);
+  first.SetVariables({{"var", Full({2, 5}, 4.f)}, {"unknown", Full({1}, 0.f)}});
+  CHECK(first.Call(job, std::vector<Tensor>{})[0].ToVector<float>() == std::vector<float>(10, 4.f));
+  CHECK_THROWS_AS(first.SetVariables({{"unknown", Full({1}, 0.f)}}, /*ignore_unknown=*/false), std::invalid_argument);
+  CHECK_THROWS_AS(first.SetVariables({{"var", Full({5, 2}, 0.f)}}), std::invalid_argument);
+  CHECK(first.GetVariable("var").ToVector<float>() == std::vector<float>(10, 4.f));  // nothing assigned
+  CHECK_THROWS_AS(first.GetVariable("nope"), std::invalid_argument);
+}
+
+TEST_CASE("checkpoints round-trip through a session, and partial loads report what is missing") {
+  const auto dir = TempDir("session_ckpt");
+  const Job train = AddTrainJob("ckpt_train", Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.9));
+  {
+    Session session;
+    for (int i = 0; i < 3; ++i) session.Call(train, {Full({2, 5}, 1.f)});
+    session.SaveCheckpoint(dir.string());
+    CHECK(std::filesystem::exists(dir / "snapshot_done"));
+    CHECK(std::filesystem::exists(dir / "var" / "out"));
+    CHECK(std::filesystem::exists(dir / "var-momentum" / "out"));
+    CHECK(std::filesystem::exists(dir / "System-Train-TrainStep-ckpt_train" / "out"));
+    CHECK_THROWS(session.SaveCheckpoint(dir.string()));  // refuses to overwrite
+  }
+  Session restored;
+  restored.Compile(train);
+  const LoadReport report = restored.LoadCheckpoint(dir.string());
+  CHECK(report.missing.empty());
+  CHECK(report.unexpected.empty());
+  CHECK(restored.GetVariable("System-Train-TrainStep-ckpt_train").ToVector<std::int64_t>()[0] == 3);
+
+  // A predict job alone wants only "var": the optimizer's variables are unexpected.
+  Session eval;
+  eval.Compile(ReadVarJob("ckpt_eval"));
+  const LoadReport partial = eval.LoadCheckpoint(dir.string());
+  CHECK(partial.missing.empty());
+  CHECK(partial.unexpected == std::vector<std::string>{"System-Train-TrainStep-ckpt_train", "var-momentum"});
+  CHECK(eval.GetVariable("var").ToVector<float>() == restored.GetVariable("var").ToVector<float>());
+  std::filesystem::remove_all(dir);
+}
