@@ -119,10 +119,10 @@ class Session {
   void SetVariables(const std::map<std::string, Tensor>& values, bool ignore_unknown = true);
   /// Writes every variable (or those in `names`) as a checkpoint in OneFlow's layout, atomically.
   void SaveCheckpoint(const std::string& path, SaveOptions options = {}, const std::vector<std::string>& names = {});
-  /// Loads the checkpoint at `path` into the variables of the jobs compiled so far. Variables it
-  /// lacks keep their values (a warning names them); names it has that no variable matches are
-  /// reported as unexpected.
-  LoadReport LoadCheckpoint(const std::string& path);
+  /// Loads the checkpoint at `path` into the variables of the jobs compiled so far (or only those
+  /// in `names`). Variables it lacks keep their values (a warning names them); names it has that no
+  /// variable matches are reported as unexpected.
+  LoadReport LoadCheckpoint(const std::string& path, const std::vector<std::string>& names = {});
 
  private:
   std::unique_ptr<internal::SessionImpl> impl_;

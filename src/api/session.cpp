@@ -413,9 +413,15 @@ void Session::SaveCheckpoint(const std::string& path, SaveOptions options, const
   weir::SaveCheckpoint(path, values, options);
 }
 
-LoadReport Session::LoadCheckpoint(const std::string& path) {
+LoadReport Session::LoadCheckpoint(const std::string& path, const std::vector<std::string>& names) {
   const std::map<std::string, Tensor> loaded = weir::LoadCheckpoint(path);
-  const std::vector<std::string> wanted = impl_->VariableNamesInUse();
+  const std::vector<std::string> in_use = impl_->VariableNamesInUse();
+  for (const std::string& name : names) {
+    if (std::find(in_use.begin(), in_use.end(), name) == in_use.end()) {
+      throw std::invalid_argument(fmt::format("[session] LoadCheckpoint: no variable named '{}'", name));
+    }
+  }
+  const std::vector<std::string>& wanted = names.empty() ? in_use : names;
   LoadReport report = CompareCheckpoint(loaded, wanted);
   std::map<std::string, Tensor> known;
   for (const auto& [name, value] : loaded) {

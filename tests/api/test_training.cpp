@@ -191,5 +191,21 @@ TEST_CASE("checkpoints round-trip through a session, and partial loads report wh
   CHECK(partial.missing.empty());
   CHECK(partial.unexpected == std::vector<std::string>{"System-Train-TrainStep-ckpt_train", "var-momentum"});
   CHECK(eval.GetVariable("var").ToVector<float>() == restored.GetVariable("var").ToVector<float>());
+
+  // Selected variables only: save one, load one.
+  const auto one = TempDir("session_ckpt_one");
+  restored.SaveCheckpoint(one.string(), {}, {"var"});
+  CHECK(std::filesystem::exists(one / "var" / "out"));
+  CHECK_FALSE(std::filesystem::exists(one / "var-momentum"));
+  Session fresh;
+  fresh.Compile(train);
+  const LoadReport some = fresh.LoadCheckpoint(dir.string(), {"var-momentum"});
+  CHECK(some.unexpected.size() == 2);
+  CHECK(fresh.GetVariable("var").ToVector<float>() == std::vector<float>(10, 0.f));  // not loaded
+  CHECK(fresh.GetVariable("var-momentum").ToVector<float>() == restored.GetVariable("var-momentum").ToVector<float>());
+  const LoadReport missing = fresh.LoadCheckpoint(one.string());
+  CHECK(missing.missing == std::vector<std::string>{"System-Train-TrainStep-ckpt_train", "var-momentum"});
+  CHECK_THROWS_AS(fresh.LoadCheckpoint(one.string(), {"nope"}), std::invalid_argument);
+  std::filesystem::remove_all(one);
   std::filesystem::remove_all(dir);
 }
