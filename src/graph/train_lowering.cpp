@@ -105,10 +105,6 @@ void ValidateOptimizer(const Optimizer& optimizer) {
 
 void LowerTraining(const std::shared_ptr<JobGraph>& graph) {
   const Optimizer& optimizer = *graph->optimizer;
-  if (optimizer.clip_norm) {
-    throw std::invalid_argument(fmt::format("[optimizer {}] clipping by global norm is not implemented yet",
-                                            KindName(optimizer.kind)));
-  }
   const Blob loss(graph, graph->loss_value);
 
   // A train job returns a variable's value from before the step's update: copy it first.
@@ -152,6 +148,21 @@ void LowerTraining(const std::shared_ptr<JobGraph>& graph) {
   }
   grads.resize(variables.size());
   const double gradient_scale = 1.0 / (static_cast<double>(loss.GetShape().NumElements()) * optimizer.loss_scale_factor);
+  if (optimizer.clip_norm) {
+    // One op over every gradient, so that the norm is global; the updates then see clipped gradients.
+    std::vector<Blob> defined;
+    for (const Blob& grad : grads) {
+      if (grad.Defined()) defined.push_back(grad);
+    }
+    if (!defined.empty()) {
+      const std::vector<Blob> clipped = AddOp("clip_by_global_norm", defined,
+                                              ClipByGlobalNormAttrs{*optimizer.clip_norm, gradient_scale},
+                                              "clip_by_global_norm");
+      for (std::size_t i = 0, c = 0; i < grads.size(); ++i) {
+        if (grads[i].Defined()) grads[i] = clipped[c++];
+      }
+    }
+  }
 
   VariableSpec step_spec;
   step_spec.shape = Shape{1};
@@ -174,9 +185,28 @@ void LowerTraining(const std::shared_ptr<JobGraph>& graph) {
           AddOp("momentum_update", {variables[i], grad, learning_rate, Slot(graph, attrs, "momentum")}, update, name);
         }
         break;
-      default:
-        throw std::invalid_argument(fmt::format("[optimizer {}] is not implemented yet; use Sgd",
-                                                KindName(optimizer.kind)));
+      case Optimizer::Kind::kAdam:
+      case Optimizer::Kind::kAdamW: {
+        std::vector<Blob> inputs{variables[i], grad, learning_rate, Slot(graph, attrs, "m"), Slot(graph, attrs, "v")};
+        if (optimizer.do_bias_correction) inputs.push_back(step);
+        AddOp("adam_update", inputs, update, name);
+        break;
+      }
+      case Optimizer::Kind::kRmsProp:
+        if (!optimizer.centered) {
+          AddOp("rmsprop_update", {variables[i], grad, learning_rate, Slot(graph, attrs, "mean_square")}, update, name);
+        } else {
+          AddOp("centered_rmsprop_update",
+                {variables[i], grad, learning_rate, Slot(graph, attrs, "mean_square"),
+                 Slot(graph, attrs, "mean_gradient")},
+                update, name);
+        }
+        break;
+      case Optimizer::Kind::kLamb:  // always bias-corrected, as OneFlow's LAMB
+        AddOp("lamb_update",
+              {variables[i], grad, learning_rate, Slot(graph, attrs, "m"), Slot(graph, attrs, "v"), step}, update,
+              name);
+        break;
     }
   }
   AddOp("increment", {step}, std::any{}, "train_step_increment");

@@ -14,6 +14,13 @@ struct UpdateAttrs {
   double gradient_scale = 1.0;
 };
 
+/// Attributes of clip_by_global_norm: every gradient times clip_norm / max(global_norm, clip_norm),
+/// the global norm taken over the gradients times `gradient_scale` (the scale the updates apply).
+struct ClipByGlobalNormAttrs {
+  double clip_norm = 1.0;
+  double gradient_scale = 1.0;
+};
+
 /// Attributes of learning_rate: the schedule evaluated at the train step.
 struct LearningRateAttrs {
   LrSchedule schedule;

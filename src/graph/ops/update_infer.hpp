@@ -22,4 +22,22 @@ inline std::vector<TensorMeta> InferUpdate(const InferContext& ctx) {
   return {};
 }
 
+/// InferUpdate for ops with optional inputs: (variable, gradient, learning rate) and `num_slots`
+/// slots, then the train step as i64(1) when `with_train_step`. `signature` names them all for the
+/// error message.
+inline std::vector<TensorMeta> InferUpdateWithSlots(const InferContext& ctx, std::size_t num_slots,
+                                                    bool with_train_step, std::string_view signature) {
+  const std::size_t expected = 3 + num_slots + (with_train_step ? 1 : 0);
+  if (ctx.inputs.size() != expected) {
+    throw OpError(ctx.op_type, "expects {} inputs ({}), got {}", expected, signature, ctx.inputs.size());
+  }
+  InferContext update = ctx;
+  update.inputs = ctx.inputs.first(3 + num_slots);
+  InferUpdate(update);
+  if (with_train_step && ctx.inputs.back() != TensorMeta{Shape{1}, DType::kI64}) {
+    throw OpError(ctx.op_type, "expects the train step as i64(1), got {}", ctx.inputs.back().ToString());
+  }
+  return {};
+}
+
 }  // namespace weir::internal
