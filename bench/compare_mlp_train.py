@@ -21,8 +21,10 @@ Thread variables inherited from the shell (OMP_*, OPENBLAS_NUM_THREADS, ...) are
 every process sees only its configuration's settings.
 
 Per process the driver also records its CPU use (cores = CPU time / wall time) and the CPU that other
-processes used meanwhile ("foreign" cores, from /proc/stat): this machine is shared, and a foreign
-load above ~0.1 core makes the figures noisy.
+processes used meanwhile ("foreign" cores, from /proc/stat). This machine is shared, so, as in
+pytorch_cpu_anchors.md, the driver waits for a quiet machine before each process and re-runs a
+process whose foreign load exceeded --max-foreign (keeping the quietest try), within --quiet-budget
+seconds in all; the table shows the largest foreign load among the kept runs.
 """
 import argparse
 import json
@@ -47,6 +49,7 @@ TORCH_CONFIGS = {
     "t2b2": (2, 2, None),
 }
 DEFAULT_TORCH_CONFIGS = "t1b1,t1b2,t1b2p,t2b1,t2b2p"
+QUIET_WAIT_MAX_S = 60  # the longest wait for a quiet machine before one process
 
 
 def parse_args():
@@ -59,6 +62,11 @@ def parse_args():
     parser.add_argument("--torch-configs", default=DEFAULT_TORCH_CONFIGS,
                         help=f"comma-separated subset of {','.join(TORCH_CONFIGS)}; must include t1b1")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per process")
+    parser.add_argument("--max-foreign", type=float, default=0.15,
+                        help="re-run a process when other processes used more cores than this meanwhile")
+    parser.add_argument("--retries", type=int, default=2, help="re-runs per process at most")
+    parser.add_argument("--quiet-budget", type=float, default=600,
+                        help="seconds in all to wait for a quiet machine and to re-run; then runs are kept as they are")
     args = parser.parse_args()
     names = [name for name in args.torch_configs.split(",") if name]
     unknown = [name for name in names if name not in TORCH_CONFIGS]
@@ -66,8 +74,8 @@ def parse_args():
         parser.error(f"--torch-configs: expected names from {','.join(TORCH_CONFIGS)} including t1b1, "
                      f"got {args.torch_configs!r}")
     args.torch_configs = names
-    if args.reps < 1 or args.steps < 1 or args.repeats < 1:
-        parser.error("--reps, --steps and --repeats must be >= 1")
+    if args.reps < 1 or args.steps < 1 or args.repeats < 1 or args.retries < 0:
+        parser.error("--reps, --steps and --repeats must be >= 1, --retries >= 0")
     return args
 
 
@@ -110,6 +118,16 @@ def busy_seconds():
     idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
     guest = sum(fields[8:10]) if len(fields) > 9 else 0  # already counted in user and nice
     return (sum(fields) - idle - guest) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_for_quiet(max_foreign, deadline):
+    """Waits until 2 s pass with less than `max_foreign` cores busy, or until `deadline`."""
+    while time.monotonic() < deadline:
+        before = busy_seconds()
+        time.sleep(2)
+        after = busy_seconds()
+        if before is None or after is None or (after - before) / 2 < max_foreign:
+            return
 
 
 def run_one(argv, extra_env, timeout):
@@ -158,11 +176,21 @@ def main():
     samples = {key: [] for key, *_ in configs}
     print(f"mlp train/inference, batch 100: {len(configs)} configurations x {args.reps} processes, "
           f"{args.steps} steps x {args.repeats} runs per process, in alternating order", flush=True)
+    quiet_deadline = time.monotonic() + args.quiet_budget
+    retried = 0
     for rep in range(args.reps):
         # Rotate the order each round so that slow drifts of the machine hit every configuration.
         order = configs[rep % len(configs):] + configs[:rep % len(configs)]
         for key, label, _, argv, extra_env in order:
-            figures = run_one(argv, extra_env, args.timeout)
+            figures = None
+            for _ in range(args.retries + 1):
+                wait_for_quiet(args.max_foreign, min(quiet_deadline, time.monotonic() + QUIET_WAIT_MAX_S))
+                tried = run_one(argv, extra_env, args.timeout)
+                if figures is None or tried.get("foreign_cores", 0) < figures.get("foreign_cores", 0):
+                    figures = tried
+                if figures.get("foreign_cores", 0) <= args.max_foreign or time.monotonic() >= quiet_deadline:
+                    break
+                retried += 1
             samples[key].append(figures)
             print(f"  round {rep + 1}/{args.reps}  {label:<34} train {figures['train_steps_per_s']:8.1f}/s  "
                   f"infer {figures['infer_calls_per_s']:8.1f}/s  foreign {figures.get('foreign_cores', 0):.2f} cores",
@@ -217,6 +245,7 @@ def main():
         "weir_peak_rss_mb": median("weir", "peak_rss_mb"),
         "torch_best_peak_rss_mb": median(best_train, "peak_rss_mb"),
         "max_foreign_cores": max((f.get("foreign_cores", 0.0) for s in samples.values() for f in s), default=0.0),
+        "retried_processes": retried,
         "reps": args.reps, "steps": args.steps, "repeats": args.repeats,
     }
     print()
@@ -226,9 +255,9 @@ def main():
           f"--scheduler-threads 1 {result['mlp_train_ratio_sched1']:.3f}), inference {result['mlp_infer_ratio']:.3f}")
     print(f"Weir 1 core / PyTorch 1 thread: train {result['mlp_train_ratio_1thread']:.3f}, "
           f"inference {result['mlp_infer_ratio_1thread']:.3f}")
-    if result["max_foreign_cores"] > 0.1:
-        print(f"note: other processes used up to {result['max_foreign_cores']:.2f} cores during these runs; "
-              "the figures are noisy")
+    if result["max_foreign_cores"] > args.max_foreign:
+        print(f"note: other processes used up to {result['max_foreign_cores']:.2f} cores during kept runs "
+              f"(re-runs: {retried}); the figures are noisy")
     print(json.dumps({key: round(value, 4) if isinstance(value, float) else value for key, value in result.items()}))
 
 

@@ -11,7 +11,7 @@ build=${1:-build-tsan}
 ninja -C "$build" tests/test_actors tests/test_session tests/test_training
 for suite in actors session training; do
   log="$build/tsan-$suite.log"
-  TSAN_OPTIONS=halt_on_error=0 "$build/tests/test_$suite" >"$log" 2>&1 || { tail -20 "$log"; exit 1; }
+  TSAN_OPTIONS="halt_on_error=0 exitcode=0" "$build/tests/test_$suite" >"$log" 2>&1 || { tail -20 "$log"; exit 1; }
   /usr/bin/python3 - "$log" <<'PY'
 import re, sys
 blocks = open(sys.argv[1]).read().split('WARNING: ThreadSanitizer:')[1:]

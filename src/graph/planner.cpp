@@ -85,6 +85,7 @@ void OrderWriters(const JobGraph& graph, const std::vector<bool>& live, const st
     if (node.outputs.empty()) AddControlEdge(plan, writer, plan.sink_task);
     if (node.type == kPlaceholderOp || node.type == kVariableOp || node.type == "constant") continue;
     for (int input : FindOp(node.type).mutates_inputs) {
+      if (input >= static_cast<int>(node.inputs.size())) continue;  // an optional input left out
       const int value = node.inputs[static_cast<std::size_t>(input)];
       const int reg = value_register[static_cast<std::size_t>(value)];
       const RegisterDesc& desc = plan.registers[static_cast<std::size_t>(reg)];
