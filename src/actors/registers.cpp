@@ -13,11 +13,12 @@ std::size_t AlignUp(std::size_t bytes) { return (bytes + kCpuAlignment - 1) / kC
 }  // namespace
 
 RegisterStore::RegisterStore(const Plan& plan, const VariableResolver& variables) {
+  std::size_t arena_bytes = 0;
   for (const RegisterDesc& reg : plan.registers) {
     if (!reg.variable.empty()) continue;
-    arena_bytes_ += AlignUp(reg.slot_bytes) * static_cast<std::size_t>(reg.register_num);
+    arena_bytes += AlignUp(reg.slot_bytes) * static_cast<std::size_t>(reg.register_num);
   }
-  arena_ = Allocate(Device::Cpu(), arena_bytes_);
+  arena_ = Allocate(Device::Cpu(), arena_bytes);
   std::size_t offset = 0;
   for (const RegisterDesc& reg : plan.registers) {
     first_slot_.push_back(static_cast<int>(slots_.size()));

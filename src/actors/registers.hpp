@@ -30,12 +30,10 @@ class RegisterStore {
   RegisterSlot& Slot(int register_id, int slot) {
     return slots_[static_cast<std::size_t>(first_slot_[static_cast<std::size_t>(register_id)] + slot)];
   }
-  std::size_t ArenaBytes() const { return arena_bytes_; }
 
  private:
   std::shared_ptr<std::byte[]> arena_;
   std::vector<Tensor> variables_;
-  std::size_t arena_bytes_ = 0;
   std::vector<RegisterSlot> slots_;
   std::vector<int> first_slot_;
 };

@@ -370,11 +370,7 @@ int JobRuntime::CallsInFlight() const {
 
 void JobRuntime::SetCallDoneHook(std::function<void()> hook) { impl_->call_done_hook = std::move(hook); }
 
-std::shared_ptr<const std::vector<std::string>> JobRuntime::OutputNames() const {
-  return {impl_->plan, &impl_->plan->output_names};
-}
 
-std::size_t JobRuntime::RegisterBytes() const { return impl_->store->ArenaBytes(); }
 
 std::string JobRuntime::DescribeWaiting() const {
   auto request = std::make_shared<DescribeRequest>();

@@ -59,10 +59,6 @@ class JobRuntime {
   /// are then stopped by force).
   bool Shutdown();
   const Plan& GetPlan() const;
-  /// The plan's output names, shared (results reference them instead of copying).
-  std::shared_ptr<const std::vector<std::string>> OutputNames() const;
-  /// Register memory allocated for this plan, in bytes.
-  std::size_t RegisterBytes() const;
   /// Calls launched and not yet through the final actor.
   int CallsInFlight() const;
   /// Runs `hook` on the actor thread each time a call leaves the final actor.

@@ -254,7 +254,7 @@ class SessionImpl {
         std::lock_guard lock(session_.gate_mutex_);
         --entry_.launching;
       }
-      session_.gate_cv_.notify_all();
+      if (session_.gate_waiters_.load() > 0) session_.gate_cv_.notify_all();
     }
 
    private:
@@ -400,16 +400,17 @@ void Session::SetVariables(const std::map<std::string, Tensor>& values, bool ign
 }
 
 void Session::SaveCheckpoint(const std::string& path, SaveOptions options, const std::vector<std::string>& names) {
-  std::map<std::string, Tensor> values = GetVariables();
-  if (!names.empty()) {
+  // One consistent snapshot between calls, copying only the variables that are saved.
+  const std::map<std::string, Tensor> values = impl_->Exclusive([&] {
+    if (names.empty()) return impl_->Variables().Snapshot();
     std::map<std::string, Tensor> selected;
     for (const std::string& name : names) {
-      const auto it = values.find(name);
-      if (it == values.end()) throw std::invalid_argument(fmt::format("[session] SaveCheckpoint: no variable named '{}'", name));
-      selected.emplace(name, it->second);
+      const Tensor value = impl_->Variables().Find(name);
+      if (!value.Defined()) throw std::invalid_argument(fmt::format("[session] SaveCheckpoint: no variable named '{}'", name));
+      selected.emplace(name, value.Clone());
     }
-    values = std::move(selected);
-  }
+    return selected;
+  });
   weir::SaveCheckpoint(path, values, options);
 }
 

@@ -196,7 +196,7 @@ void LowerTraining(const std::shared_ptr<JobGraph>& graph) {
         if (!optimizer.centered) {
           AddOp("rmsprop_update", {variables[i], grad, learning_rate, Slot(graph, attrs, "mean_square")}, update, name);
         } else {
-          AddOp("centered_rmsprop_update",
+          AddOp("rmsprop_update",
                 {variables[i], grad, learning_rate, Slot(graph, attrs, "mean_square"),
                  Slot(graph, attrs, "mean_gradient")},
                 update, name);

@@ -1,17 +1,25 @@
-// rmsprop_update (OneFlow's rmsprop_update, centered=False): with g' = g·scale + l1·sign(p) + l2·p,
-//   r = decay·r + (1−decay)·g'²,  p −= lr·g' / sqrt(r + ε),
-// ε inside the square root, as in OneFlow's kernel. In place on the variable and its "-mean_square"
-// slot. The centered form is centered_rmsprop_update.
+// rmsprop_update (OneFlow's rmsprop_update): with g' = g·scale + l1·sign(p) + l2·p,
+//   r = decay·r + (1−decay)·g'²,  p −= lr·g' / sqrt(r + ε);
+// centered (a fifth input, the "-mean_gradient" slot mg): also mg = decay·mg + (1−decay)·g', and
+//   p −= lr·g' / sqrt(r − mg² + ε).
+// ε inside the square root, as in OneFlow's kernel. In place on the variable and its slots.
 #include "graph/ops/update_infer.hpp"
 
 namespace weir::internal {
 namespace {
 
+std::vector<TensorMeta> InferRmsPropUpdate(const InferContext& ctx) {
+  if (ctx.inputs.size() != 4 && ctx.inputs.size() != 5) {
+    throw OpError(ctx.op_type, "expects 4 inputs (5 when centered), got {}", ctx.inputs.size());
+  }
+  return InferUpdate(ctx);
+}
+
 WEIR_REGISTER_OP({.type = "rmsprop_update",
-                  .num_inputs = 4,
-                  .input_names = {"variable", "gradient", "learning_rate", "mean_square"},
-                  .infer = InferUpdate,
-                  .mutates_inputs = {0, 3}});
+                  .num_inputs = -1,
+                  .input_names = {"variable", "gradient", "learning_rate", "mean_square", "mean_gradient"},
+                  .infer = InferRmsPropUpdate,
+                  .mutates_inputs = {0, 3, 4}});  // the planner skips the mean_gradient slot when absent
 
 }  // namespace
 }  // namespace weir::internal

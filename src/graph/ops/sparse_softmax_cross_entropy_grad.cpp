@@ -8,22 +8,12 @@ namespace weir::internal {
 namespace {
 
 std::vector<TensorMeta> InferSparseSoftmaxCrossEntropyGrad(const InferContext& ctx) {
-  const TensorMeta& labels = ctx.inputs[0];
-  const TensorMeta& logits = ctx.inputs[1];
+  // labels and logits obey the forward op's rules; dy must be shaped like its loss.
+  const InferContext forward{ctx.op_type, ctx.op_name, ctx.attrs, ctx.inputs.first(2)};
+  const TensorMeta loss = FindOp("sparse_softmax_cross_entropy").infer(forward).front();
   const TensorMeta& dy = ctx.inputs[2];
-  if (labels.dtype != DType::kI32 && labels.dtype != DType::kI64) {
-    throw OpError(ctx.op_type, "expects i32 or i64 labels, got {}", labels.dtype);
-  }
-  if (!IsFloating(logits.dtype)) throw OpError(ctx.op_type, "expects floating logits, got {}", logits.dtype);
-  if (labels.shape.Rank() != 1 || logits.shape.Rank() != 2 || labels.shape[0] != logits.shape[0]) {
-    throw OpError(ctx.op_type, "expects labels (N) and logits (N,C), got labels {} and logits {}", labels.shape,
-                  logits.shape);
-  }
-  if (dy != TensorMeta{labels.shape, logits.dtype}) {
-    throw OpError(ctx.op_type, "dy {} does not match the loss {}", dy.ToString(),
-                  TensorMeta{labels.shape, logits.dtype}.ToString());
-  }
-  return {logits};
+  if (dy != loss) throw OpError(ctx.op_type, "dy {} does not match the loss {}", dy.ToString(), loss.ToString());
+  return {ctx.inputs[1]};
 }
 
 WEIR_REGISTER_OP({.type = "sparse_softmax_cross_entropy_grad",

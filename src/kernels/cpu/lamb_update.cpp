@@ -6,12 +6,11 @@
 #include <vector>
 
 #include "kernels/kernel.hpp"
+#include "kernels/cpu/regularized_gradient.hpp"
 #include "kernels/update_attrs.hpp"
 
 namespace weir::internal {
 namespace {
-
-template <typename T> T Sign(T x) { return static_cast<T>((x > 0) - (x < 0)); }
 
 template <typename T> class LambUpdateCpu final : public Kernel {
  public:
@@ -29,9 +28,7 @@ template <typename T> class LambUpdateCpu final : public Kernel {
     const double t = static_cast<double>(inputs[5].As<std::int64_t>()[0] + 1);
     const T correction1 = static_cast<T>(1 - std::pow(optimizer.beta1, t));
     const T correction2 = static_cast<T>(1 - std::pow(optimizer.beta2, t));
-    const T scale = static_cast<T>(attrs_.gradient_scale);
-    const T l1 = static_cast<T>(attrs_.regularizer.l1);
-    const T l2 = static_cast<T>(attrs_.regularizer.l2);
+    const RegularizedGradient<T> regularized(attrs_);
     const T beta1 = static_cast<T>(optimizer.beta1);
     const T beta2 = static_cast<T>(optimizer.beta2);
     // 1 − β in double first: 1 − 0.999f is 4.7e-5 away from 0.001 in relative terms.
@@ -42,7 +39,7 @@ template <typename T> class LambUpdateCpu final : public Kernel {
     double p_square_sum = 0;
     double u_square_sum = 0;
     for (std::int64_t i = 0; i < count_; ++i) {
-      const T grad = g[i] * scale + l1 * Sign(p[i]) + l2 * p[i];
+      const T grad = regularized(g[i], p[i]);
       m[i] = beta1 * m[i] + one_minus_beta1 * grad;
       v[i] = beta2 * v[i] + one_minus_beta2 * grad * grad;
       u[i] = (m[i] / correction1) / std::sqrt(v[i] / correction2 + epsilon);

@@ -1,37 +1,34 @@
-// rmsprop_update and centered_rmsprop_update on the CPU (the formulas are in graph/ops/ under those
-// names). The variable and its slots are written in place: the planner made every other reader of this
+// rmsprop_update on the CPU, centered when given the mean-gradient slot (the formulas are in
+// graph/ops/rmsprop_update.cpp). The variable and its slots are written in place: the planner made every other reader of this
 // call act first.
 #include <cmath>
 
 #include "kernels/kernel.hpp"
+#include "kernels/cpu/regularized_gradient.hpp"
 #include "kernels/update_attrs.hpp"
 
 namespace weir::internal {
 namespace {
-
-template <typename T> T Sign(T x) { return static_cast<T>((x > 0) - (x < 0)); }
 
 template <typename T> class RmsPropUpdateCpu final : public Kernel {
  public:
   explicit RmsPropUpdateCpu(const KernelSetup& setup)
       : attrs_(setup.Get<UpdateAttrs>()),
         count_(setup.inputs[0].shape.NumElements()),
-        centered_(setup.op_type == "centered_rmsprop_update") {}
+        centered_(setup.inputs.size() == 5) {}
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView>) override {
     T* p = const_cast<T*>(inputs[0].As<T>());
     const T* g = inputs[1].As<T>();
     const T lr = static_cast<T>(inputs[2].As<float>()[0]);
     T* mean_square = const_cast<T*>(inputs[3].As<T>());
-    const T scale = static_cast<T>(attrs_.gradient_scale);
-    const T l1 = static_cast<T>(attrs_.regularizer.l1);
-    const T l2 = static_cast<T>(attrs_.regularizer.l2);
+    const RegularizedGradient<T> regularized(attrs_);
     const T decay = static_cast<T>(attrs_.optimizer.decay_rate);
     const T one_minus_decay = static_cast<T>(1 - attrs_.optimizer.decay_rate);
     const T epsilon = static_cast<T>(attrs_.optimizer.epsilon);
     if (!centered_) {
       for (std::int64_t i = 0; i < count_; ++i) {
-        const T grad = g[i] * scale + l1 * Sign(p[i]) + l2 * p[i];
+        const T grad = regularized(g[i], p[i]);
         mean_square[i] = decay * mean_square[i] + one_minus_decay * grad * grad;
         p[i] -= lr * grad / std::sqrt(mean_square[i] + epsilon);
       }
@@ -39,7 +36,7 @@ template <typename T> class RmsPropUpdateCpu final : public Kernel {
     }
     T* mean_gradient = const_cast<T*>(inputs[4].As<T>());
     for (std::int64_t i = 0; i < count_; ++i) {
-      const T grad = g[i] * scale + l1 * Sign(p[i]) + l2 * p[i];
+      const T grad = regularized(g[i], p[i]);
       mean_square[i] = decay * mean_square[i] + one_minus_decay * grad * grad;
       mean_gradient[i] = decay * mean_gradient[i] + one_minus_decay * grad;
       p[i] -= lr * grad / std::sqrt(mean_square[i] - mean_gradient[i] * mean_gradient[i] + epsilon);
@@ -53,10 +50,8 @@ template <typename T> class RmsPropUpdateCpu final : public Kernel {
 };
 
 WEIR_REGISTER_KERNELS {
-  for (const char* op : {"rmsprop_update", "centered_rmsprop_update"}) {
-    RegisterKernel({op, Device::Kind::kCpu, DType::kF32}, &MakeKernel<RmsPropUpdateCpu<float>>);
-    RegisterKernel({op, Device::Kind::kCpu, DType::kF64}, &MakeKernel<RmsPropUpdateCpu<double>>);
-  }
+  RegisterKernel({"rmsprop_update", Device::Kind::kCpu, DType::kF32}, &MakeKernel<RmsPropUpdateCpu<float>>);
+  RegisterKernel({"rmsprop_update", Device::Kind::kCpu, DType::kF64}, &MakeKernel<RmsPropUpdateCpu<double>>);
 }
 
 }  // namespace

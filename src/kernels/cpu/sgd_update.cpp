@@ -3,12 +3,11 @@
 #include <cmath>
 
 #include "kernels/kernel.hpp"
+#include "kernels/cpu/regularized_gradient.hpp"
 #include "kernels/update_attrs.hpp"
 
 namespace weir::internal {
 namespace {
-
-template <typename T> T Sign(T x) { return static_cast<T>((x > 0) - (x < 0)); }
 
 template <typename T> class SgdUpdateCpu final : public Kernel {
  public:
@@ -20,17 +19,15 @@ template <typename T> class SgdUpdateCpu final : public Kernel {
     T* p = const_cast<T*>(inputs[0].As<T>());
     const T* g = inputs[1].As<T>();
     const T lr = static_cast<T>(inputs[2].As<float>()[0]);
-    const T scale = static_cast<T>(attrs_.gradient_scale);
-    const T l1 = static_cast<T>(attrs_.regularizer.l1);
-    const T l2 = static_cast<T>(attrs_.regularizer.l2);
+    const RegularizedGradient<T> regularized(attrs_);
     if (!momentum_) {
-      for (std::int64_t i = 0; i < count_; ++i) p[i] -= lr * (g[i] * scale + l1 * Sign(p[i]) + l2 * p[i]);
+      for (std::int64_t i = 0; i < count_; ++i) p[i] -= lr * regularized(g[i], p[i]);
       return;
     }
     T* v = const_cast<T*>(inputs[3].As<T>());
     const T beta = static_cast<T>(attrs_.optimizer.momentum);
     for (std::int64_t i = 0; i < count_; ++i) {
-      v[i] = beta * v[i] - lr * (g[i] * scale + l1 * Sign(p[i]) + l2 * p[i]);
+      v[i] = beta * v[i] - lr * regularized(g[i], p[i]);
       p[i] += v[i];
     }
   }
