@@ -2,6 +2,7 @@
 /// \file The ops a job is built from. Each takes Blobs of one job, checks shapes and dtypes at
 /// once (throwing std::invalid_argument that names the op and shows the shapes), and returns the
 /// output Blob. `name` is optional; ops are named "<type>_<n>" otherwise.
+#include <array>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -98,6 +99,26 @@ Blob Cast(const Blob& x, CastAttrs attrs, std::string_view name = {});
 /// labels (N) i32/i64, logits (N, C) float -> (N) with the logits' dtype. A label outside
 /// [0, C) fails the call.
 Blob SparseSoftmaxCrossEntropy(const Blob& labels, const Blob& logits, std::string_view name = {});
+
+// --- images (conv2d, pooling, batch normalization) -------------------------------------------
+
+/// Image layouts: channels first (OneFlow's default) or channels last.
+enum class DataFormat : std::uint8_t { kNCHW, kNHWC };
+
+/// How a spatial window is padded. kSame pads so that out = ceil(in / stride), the odd pixel at the
+/// end (TensorFlow's and OneFlow's "SAME"); kValid does not pad; kExplicit uses `pads`.
+enum class PaddingKind : std::uint8_t { kValid, kSame, kExplicit };
+struct Padding {
+  PaddingKind kind = PaddingKind::kValid;
+  /// kExplicit only: {top, bottom, left, right}, each >= 0.
+  std::array<std::int64_t, 4> pads{};
+  friend bool operator==(const Padding&, const Padding&) = default;
+};
+inline Padding ValidPadding() { return {}; }
+inline Padding SamePadding() { return {.kind = PaddingKind::kSame}; }
+inline Padding ExplicitPadding(std::int64_t top, std::int64_t bottom, std::int64_t left, std::int64_t right) {
+  return {.kind = PaddingKind::kExplicit, .pads = {top, bottom, left, right}};
+}
 
 /// Reverse-mode gradients: d(sum(y))/d(x) for every x in `xs`, as blobs of the same job (an
 /// undefined Blob where x does not reach y). Throws std::invalid_argument naming the op when a

@@ -1,0 +1,2 @@
+// batch_norm: kernels against a CPU reference, bad inputs, and finite-difference gradients.
+#include <doctest/doctest.h>
