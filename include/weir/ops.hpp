@@ -100,6 +100,101 @@ Blob Cast(const Blob& x, CastAttrs attrs, std::string_view name = {});
 /// [0, C) fails the call.
 Blob SparseSoftmaxCrossEntropy(const Blob& labels, const Blob& logits, std::string_view name = {});
 
+// --- more math (concat, unary, losses, reductions, clipping, one_hot) ------------------------
+
+struct ConcatAttrs {
+  /// The axis the inputs are joined along; negative counts from the end.
+  int axis = 0;
+};
+/// Joins `inputs` (at least one, one dtype, equal shapes but along `axis`) along `axis`.
+Blob Concat(const std::vector<Blob>& inputs, ConcatAttrs attrs = {}, std::string_view name = {});
+
+/// Elementwise functions of one argument. Outside a function's domain the result is what the C
+/// library returns (NaN or ±inf). kRound rounds half to even (OneFlow's rint). kSign, kFloor,
+/// kCeil and kRound have a zero gradient, as in OneFlow; kAbs has gradient sign(x) (0 at 0).
+enum class UnaryOpKind : std::uint8_t {
+  kExp,         // e^x
+  kLog,         // ln x
+  kSqrt,        // √x
+  kRsqrt,       // 1/√x
+  kSquare,      // x²       (also i32, i64)
+  kAbs,         // |x|      (also i32, i64)
+  kNegative,    // -x       (also i32, i64)
+  kReciprocal,  // 1/x
+  kLog1p,       // ln(1 + x)
+  kExpm1,       // e^x - 1
+  kSoftplus,    // ln(1 + e^x)
+  kSign,        // -1, 0 or 1 (also i32, i64)
+  kFloor,
+  kCeil,
+  kRound,       // half to even
+  kSin,
+  kCos,
+};
+struct UnaryAttrs {
+  UnaryOpKind kind = UnaryOpKind::kExp;
+};
+/// f(x) elementwise; f32 and f64 (integers too where the kind says so). The output has x's meta.
+Blob Unary(const Blob& x, UnaryAttrs attrs, std::string_view name = {});
+Blob Exp(const Blob& x, std::string_view name = {});
+Blob Log(const Blob& x, std::string_view name = {});
+Blob Sqrt(const Blob& x, std::string_view name = {});
+Blob Rsqrt(const Blob& x, std::string_view name = {});
+Blob Square(const Blob& x, std::string_view name = {});
+Blob Abs(const Blob& x, std::string_view name = {});
+Blob Negative(const Blob& x, std::string_view name = {});
+Blob Reciprocal(const Blob& x, std::string_view name = {});
+Blob Log1p(const Blob& x, std::string_view name = {});
+Blob Expm1(const Blob& x, std::string_view name = {});
+Blob Softplus(const Blob& x, std::string_view name = {});
+Blob Sign(const Blob& x, std::string_view name = {});
+Blob Floor(const Blob& x, std::string_view name = {});
+Blob Ceil(const Blob& x, std::string_view name = {});
+Blob Round(const Blob& x, std::string_view name = {});
+Blob Sin(const Blob& x, std::string_view name = {});
+Blob Cos(const Blob& x, std::string_view name = {});
+
+/// Cross entropy of softmax(logits) against dense label distributions along the last axis
+/// (OneFlow's nn.softmax_cross_entropy_with_logits): labels and logits (..., C) of one floating
+/// dtype -> (...): -sum_c labels·log_softmax(logits). Both inputs get gradients; the logits'
+/// is (softmax · sum_c labels − labels) · dy, i.e. (softmax − labels) · dy for rows summing to 1.
+Blob SoftmaxCrossEntropy(const Blob& labels, const Blob& logits, std::string_view name = {});
+/// Elementwise logistic loss (OneFlow's nn.sigmoid_cross_entropy_with_logits), in the stable form
+/// max(x, 0) − x·z + log(1 + e^−|x|) for logits x and labels z of one shape and floating dtype.
+Blob SigmoidCrossEntropy(const Blob& labels, const Blob& logits, std::string_view name = {});
+
+/// The largest / smallest element over some axes (f32, f64, i32, i64); a NaN wins. An empty
+/// reduction gives the identity (-inf / +inf, or the integer type's lowest / largest). The gradient
+/// is shared evenly among the elements equal to the result (OneFlow's rule for ties).
+Blob ReduceMax(const Blob& x, ReduceAttrs attrs = {}, std::string_view name = {});
+Blob ReduceMin(const Blob& x, ReduceAttrs attrs = {}, std::string_view name = {});
+
+/// Elementwise max / min with numpy broadcasting (f32, f64, i32, i64). On ties the gradient goes
+/// to `a` (OneFlow's rule: a gets it where a >= b for maximum, a <= b for minimum).
+Blob Maximum(const Blob& a, const Blob& b, std::string_view name = {});
+Blob Minimum(const Blob& a, const Blob& b, std::string_view name = {});
+
+struct ClipAttrs {
+  /// At least one bound; min <= max when both are given.
+  std::optional<double> min;
+  std::optional<double> max;
+};
+/// x clamped to [min, max] elementwise (f32, f64, i32, i64; for integers the bounds are rounded
+/// inward). NaN stays NaN. The gradient passes where min <= x <= max (inclusive, as in OneFlow), else 0.
+Blob ClipByValue(const Blob& x, ClipAttrs attrs, std::string_view name = {});
+
+struct OneHotAttrs {
+  /// Number of classes; >= 0.
+  std::int64_t depth = 0;
+  double on_value = 1.0;
+  double off_value = 0.0;
+  /// f32, f64, i32 or i64.
+  DType dtype = DType::kF32;
+};
+/// indices (...) i32/i64 -> (..., depth): on_value at each index, off_value elsewhere. An index
+/// outside [0, depth) fails the call (as OneFlow's kernel). No gradient.
+Blob OneHot(const Blob& indices, OneHotAttrs attrs, std::string_view name = {});
+
 // --- images (conv2d, pooling, batch normalization) -------------------------------------------
 
 /// Image layouts: channels first (OneFlow's default) or channels last.
@@ -119,6 +214,67 @@ inline Padding SamePadding() { return {.kind = PaddingKind::kSame}; }
 inline Padding ExplicitPadding(std::int64_t top, std::int64_t bottom, std::int64_t left, std::int64_t right) {
   return {.kind = PaddingKind::kExplicit, .pads = {top, bottom, left, right}};
 }
+
+struct Conv2DAttrs {
+  /// {height, width}.
+  std::array<std::int64_t, 2> strides{1, 1};
+  /// {height, width}; 1 is an ordinary (undilated) kernel.
+  std::array<std::int64_t, 2> dilations{1, 1};
+  Padding padding;  // VALID
+  DataFormat data_format = DataFormat::kNCHW;
+  /// Input and output channels split into `groups` independent convolutions (NCHW only, as in OneFlow).
+  std::int64_t groups = 1;
+};
+/// 2-D cross-correlation (no bias; OneFlow's flow.nn.conv2d). x (N,C,H,W) or (N,H,W,C); weight
+/// (out, C/groups, kh, kw) for NCHW, (out, kh, kw, C) for NHWC (groups must be 1 there, as in OneFlow).
+Blob Conv2D(const Blob& x, const Blob& weight, Conv2DAttrs attrs = {}, std::string_view name = {});
+
+struct Pool2DAttrs {
+  /// Window {height, width}.
+  std::array<std::int64_t, 2> ksize{2, 2};
+  /// {height, width}.
+  std::array<std::int64_t, 2> strides{2, 2};
+  /// VALID by default. Explicit pads must each be smaller than the window, so that every window
+  /// holds at least one pixel of x.
+  Padding padding;
+  DataFormat data_format = DataFormat::kNCHW;
+  /// Output size rounded up rather than down (PyTorch's rule: a last window that would start in the
+  /// bottom/right padding is dropped). No effect with SAME, whose output is already ceil(in / stride).
+  bool ceil_mode = false;
+};
+/// The largest element of each window; padded positions never win. Its gradient goes to a single
+/// element per window: on ties, the first largest in row-major window order (f64 reference kernel;
+/// the f32 oneDNN kernel also picks a single one, which is oneDNN's choice).
+Blob MaxPool2D(const Blob& x, Pool2DAttrs attrs = {}, std::string_view name = {});
+/// The mean of each window over the pixels of x it covers (padding is excluded from the divisor, as
+/// in TensorFlow and OneFlow).
+Blob AvgPool2D(const Blob& x, Pool2DAttrs attrs = {}, std::string_view name = {});
+
+struct BatchNormAttrs {
+  /// The channel axis: statistics are per index of this axis, over every other axis.
+  int axis = 1;
+  double epsilon = 1e-3;
+  /// moving = momentum · moving + (1 − momentum) · batch statistic.
+  double momentum = 0.99;
+  /// Batch statistics (and an update of the moving ones) when true; the moving statistics otherwise.
+  bool training = true;
+};
+/// Batch normalization (OneFlow's "normalization" op): y = gamma · (x − mean) / sqrt(var + epsilon) +
+/// beta, per channel. gamma, beta, moving_mean and moving_variance are (C) with x's dtype. Training
+/// normalizes with the batch mean and biased variance and also updates moving_mean and
+/// moving_variance in place (each call; they must be variables of the job, updated by no other op),
+/// using the unbiased batch variance for the moving variance (as cuDNN and OneFlow's GPU op).
+/// Inference normalizes with the moving statistics. Gradients flow to x, gamma and beta.
+Blob BatchNorm(const Blob& x, const Blob& gamma, const Blob& beta, const Blob& moving_mean,
+               const Blob& moving_variance, BatchNormAttrs attrs = {}, std::string_view name = {});
+
+struct FlattenAttrs {
+  /// Axes start_dim..end_dim (inclusive, negative from the end) become one.
+  int start_dim = 1;
+  int end_dim = -1;
+};
+/// OneFlow's flow.flatten: a reshape merging axes start_dim..end_dim; a 0-D x counts as (1).
+Blob Flatten(const Blob& x, FlattenAttrs attrs = {}, std::string_view name = {});
 
 /// Reverse-mode gradients: d(sum(y))/d(x) for every x in `xs`, as blobs of the same job (an
 /// undefined Blob where x does not reach y). Throws std::invalid_argument naming the op when a

@@ -58,7 +58,8 @@ struct CallResult {
 enum class ActorHosting : std::uint8_t { kActorPerStream, kActorPerOp };
 
 struct SessionOptions {
-  /// CAF scheduler threads; 0 means one per core.
+  /// CAF scheduler threads (actor work and the kernels they run); 0 means one per four cores, at
+  /// least one. Large kernels also use every core through Weir's intra-op pool.
   int scheduler_threads = 0;
   /// CPU compute streams that op-actors are spread over.
   int cpu_compute_streams = 1;

@@ -34,6 +34,9 @@ class Tensor {
   Tensor() = default;
   /// Allocates zero-filled storage on `device`.
   Tensor(Shape shape, DType dtype, Device device = Device::Cpu());
+  /// Adopts `storage` (at least shape × dtype bytes on `device`) without copying; its deleter decides
+  /// what releasing the tensor does (the Python binding lends numpy buffers this way).
+  Tensor(Shape shape, DType dtype, Device device, std::shared_ptr<std::byte[]> storage);
 
   /// A CPU tensor holding `values`, which must have shape.NumElements() entries.
   template <typename T> static Tensor FromVector(Shape shape, const std::vector<T>& values);

@@ -1,6 +1,8 @@
 // CAF hosting of plans: executors are CAF event-based actors, each hosting one or more tasks.
 #include "actors/runtime.hpp"
 
+#include <algorithm>
+
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -243,9 +245,12 @@ class Executor final : public caf::event_based_actor, public MessageSink {
   bool reported_ = false;
 };
 
+// Kernels use the cores through the intra-op pool (common/intra_op_pool.hpp); actor threads beyond
+// that only add inter-op parallelism, which is worth a thread per four cores. On two cores: one
+// actor thread, one pool worker, nothing spinning against the callback or caller threads.
 int DefaultThreads() {
   const unsigned cores = std::thread::hardware_concurrency();
-  return cores == 0 ? 2 : static_cast<int>(cores);
+  return std::max(1, static_cast<int>(cores) / 4);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "common/intra_op_pool.hpp"
+
 namespace weir::internal {
 
 TaskProtocol Task::MakeProtocol(const Plan& plan, const TaskDesc& desc) {
@@ -68,6 +70,7 @@ void Task::Act(MessageSink& sink) {
           output_views_[j].data = store_.Slot(desc_.produced[j], protocol_.ProducedSlot(j)).data;
         }
         try {
+          SingleThreadedMath();  // kernels split their own work over the intra-op pool
           kernel_->Run(input_views_, output_views_);
         } catch (...) {
           call->Fail(std::current_exception());

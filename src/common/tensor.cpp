@@ -17,6 +17,13 @@ Tensor::Tensor(Shape shape, DType dtype, Device device)
       device_(device),
       storage_(internal::Allocate(device, static_cast<std::size_t>(shape_.NumElements()) * SizeOf(dtype))) {}
 
+Tensor::Tensor(Shape shape, DType dtype, Device device, std::shared_ptr<std::byte[]> storage)
+    : shape_(std::move(shape)), dtype_(dtype), device_(device), storage_(std::move(storage)) {
+  if (storage_ == nullptr && shape_.NumElements() > 0) {
+    throw std::invalid_argument(fmt::format("[Tensor] adopting null storage for a {} {} tensor", dtype_, shape_));
+  }
+}
+
 void Tensor::CheckDType(DType requested) const {
   if (!Defined()) throw std::invalid_argument("[Tensor] access to an undefined tensor");
   if (requested != dtype_) {

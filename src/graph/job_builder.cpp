@@ -150,8 +150,8 @@ void JobBuilder::Minimize(const Optimizer& optimizer, const Blob& loss) {
 
 Job JobBuilder::Build() {
   CheckBuilding(*graph_, "build");
-  if (graph_->outputs.empty() && !graph_->optimizer) {
-    throw std::invalid_argument(fmt::format("[build] job '{}' has no outputs", graph_->name));
+  if (graph_->outputs.empty() && !graph_->optimizer && graph_->watches.empty()) {
+    throw std::invalid_argument(fmt::format("[build] job '{}' has no outputs and watches nothing", graph_->name));
   }
   if (graph_->type == JobType::kTrain) {
     if (!graph_->optimizer) {

@@ -1,4 +1,5 @@
-// add, sub, mul, div: elementwise with numpy broadcasting; both inputs share one numeric dtype.
+// add, sub, mul, div, maximum, minimum: elementwise with numpy broadcasting; both inputs share
+// one numeric dtype.
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
 #include "graph/ops/gradient_ops.hpp"
@@ -56,6 +57,20 @@ std::vector<Blob> DivGradient(const GradContext& ctx) {
           ctx.needs_grad[1] ? ScalarMul(ReduceSumTo(Div(Mul(dy, ctx.outputs[0]), b), b_shape), -1.0) : Blob()};
 }
 
+// maximum / minimum: dy goes to whichever operand was picked, a on ties (OneFlow's rule), via
+// maximum_grad / minimum_grad on operands broadcast to the output's shape, then summed back.
+std::vector<Blob> ExtremumGradient(const GradContext& ctx) {
+  const Shape a_shape = ctx.inputs[0].GetShape();
+  const Shape b_shape = ctx.inputs[1].GetShape();
+  const Shape out_shape = ctx.outputs[0].GetShape();
+  const Blob a = BroadcastTo(ctx.inputs[0], out_shape);
+  const Blob b = BroadcastTo(ctx.inputs[1], out_shape);
+  const std::string_view grad_type = ctx.op_type == "maximum" ? "maximum_grad" : "minimum_grad";
+  const std::vector<Blob> grads = AddOp(grad_type, {ctx.output_grads[0], a, b}, std::any{}, {});
+  return {ctx.needs_grad[0] ? ReduceSumTo(grads[0], a_shape) : Blob(),
+          ctx.needs_grad[1] ? ReduceSumTo(grads[1], b_shape) : Blob()};
+}
+
 WEIR_REGISTER_OP({.type = "add",
                   .num_inputs = 2,
                   .input_names = {"a", "b"},
@@ -76,6 +91,16 @@ WEIR_REGISTER_OP({.type = "div",
                   .input_names = {"a", "b"},
                   .infer = InferBroadcastBinary,
                   .gradient = DivGradient});
+WEIR_REGISTER_OP({.type = "maximum",
+                  .num_inputs = 2,
+                  .input_names = {"a", "b"},
+                  .infer = InferBroadcastBinary,
+                  .gradient = ExtremumGradient});
+WEIR_REGISTER_OP({.type = "minimum",
+                  .num_inputs = 2,
+                  .input_names = {"a", "b"},
+                  .infer = InferBroadcastBinary,
+                  .gradient = ExtremumGradient});
 
 }  // namespace
 }  // namespace internal
@@ -84,5 +109,11 @@ Blob Add(const Blob& a, const Blob& b, std::string_view name) { return internal:
 Blob Sub(const Blob& a, const Blob& b, std::string_view name) { return internal::AddOp1("sub", {a, b}, std::any{}, name); }
 Blob Mul(const Blob& a, const Blob& b, std::string_view name) { return internal::AddOp1("mul", {a, b}, std::any{}, name); }
 Blob Div(const Blob& a, const Blob& b, std::string_view name) { return internal::AddOp1("div", {a, b}, std::any{}, name); }
+Blob Maximum(const Blob& a, const Blob& b, std::string_view name) {
+  return internal::AddOp1("maximum", {a, b}, std::any{}, name);
+}
+Blob Minimum(const Blob& a, const Blob& b, std::string_view name) {
+  return internal::AddOp1("minimum", {a, b}, std::any{}, name);
+}
 
 }  // namespace weir

@@ -1,6 +1,7 @@
-// add, sub, mul, div on the CPU with numpy broadcasting. The layout is classified once per task:
-// equal element counts run as a flat loop, a scalar or a trailing block (a bias row) broadcast
-// over a full operand as tight loops, and anything else as a strided walk over merged axes.
+// add, sub, mul, div, maximum, minimum on the CPU with numpy broadcasting. The layout is
+// classified once per task: equal element counts run as a flat loop, a scalar or a trailing block
+// (a bias row) broadcast over a full operand as tight loops, and anything else as a strided walk
+// over merged axes.
 #include <cstdint>
 #include <vector>
 
@@ -21,6 +22,13 @@ struct MulOp {
 };
 struct DivOp {
   template <typename T> static T Apply(T a, T b) { return ArithDiv(a, b, "div"); }
+};
+// a on ties; a NaN operand wins (numpy's maximum / minimum propagate NaN).
+struct MaximumOp {
+  template <typename T> static T Apply(T a, T b) { return (a >= b || a != a) ? a : b; }
+};
+struct MinimumOp {
+  template <typename T> static T Apply(T a, T b) { return (a <= b || a != a) ? a : b; }
 };
 
 /// `dims` padded with leading 1s to `rank`.
@@ -172,6 +180,8 @@ WEIR_REGISTER_KERNELS {
   RegisterBinary<SubOp>("sub");
   RegisterBinary<MulOp>("mul");
   RegisterBinary<DivOp>("div");
+  RegisterBinary<MaximumOp>("maximum");
+  RegisterBinary<MinimumOp>("minimum");
 }
 
 }  // namespace

@@ -1,18 +1,26 @@
-// matmul on the CPU through oneDNN. The primitive is created once per task (creation costs
-// 30 µs–2.6 ms; never on the hot path) with the transposes folded into memory formats.
+// matmul on the CPU through oneDNN. The primitives are created once per task (creation costs
+// 30 µs–2.6 ms; never on the hot path) with the transposes folded into memory strides; large
+// products run as one chunk per intra-op thread.
 // oneDNN 2.6 has no f64 matmul, so f64 goes to OpenBLAS's dgemm.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
 #include <cblas.h>
 #include <dnnl.hpp>
 
+#include "common/intra_op_pool.hpp"
 #include "kernels/cpu/dnnl_engine.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/ops.hpp"
 
 namespace weir::internal {
 namespace {
+
+// Products of at least this many FLOPs are split over the intra-op pool (below it the hand-off
+// costs more than it saves).
+constexpr double kParallelFlops = 4e6;
 
 class MatMulCpu final : public Kernel {
  public:
@@ -23,30 +31,81 @@ class MatMulCpu final : public Kernel {
     const dnnl::memory::dim m = attrs.transpose_a ? a[1] : a[0];
     const dnnl::memory::dim k = attrs.transpose_a ? a[0] : a[1];
     const dnnl::memory::dim n = attrs.transpose_b ? b[0] : b[1];
-    const auto type = DnnlDataType(setup.inputs[0].dtype);
-    using tag = dnnl::memory::format_tag;
-    a_desc_ = dnnl::memory::desc({m, k}, type, attrs.transpose_a ? tag::ba : tag::ab);
-    b_desc_ = dnnl::memory::desc({k, n}, type, attrs.transpose_b ? tag::ba : tag::ab);
-    c_desc_ = dnnl::memory::desc({m, n}, type, tag::ab);
+    type_ = DnnlDataType(setup.inputs[0].dtype);
+    element_size_ = SizeOf(setup.inputs[0].dtype);
+    if (m == 0 || n == 0 || k == 0) {  // nothing to multiply; an empty sum is 0
+      output_bytes_ = static_cast<std::size_t>(m * n) * element_size_;
+      return;
+    }
+    SetChunks(m, n, k);
+    // Each chunk is a block of C's rows (split_m_) or columns, with A or B cut to match; all
+    // three keep the full tensors' strides, so a chunk reads and writes the registers in place.
+    const dnnl::memory::dim a_cols = a[1], b_cols = b[1];
     dnnl::primitive_attr primitive_attr;
     if (attrs.alpha != 1.0) primitive_attr.set_output_scales(0, {static_cast<float>(attrs.alpha)});
-    const dnnl::matmul::primitive_desc desc(dnnl::matmul::desc(a_desc_, b_desc_, c_desc_), primitive_attr,
-                                            CpuEngine());
-    primitive_ = dnnl::matmul(desc);
+    for (int i = 0; i < static_cast<int>(chunks_.size()); ++i) {
+      Chunk& chunk = chunks_[static_cast<std::size_t>(i)];
+      const dnnl::memory::dim begin = ChunkBegin(split_m_ ? m : n, static_cast<int>(chunks_.size()), i);
+      const dnnl::memory::dim end = ChunkBegin(split_m_ ? m : n, static_cast<int>(chunks_.size()), i + 1);
+      const dnnl::memory::dim rows = split_m_ ? end - begin : m;
+      const dnnl::memory::dim cols = split_m_ ? n : end - begin;
+      // A (m, k): stored (m, k) row-major, or (k, m) when transposed.
+      const dnnl::memory::dims a_strides = attrs.transpose_a ? dnnl::memory::dims{1, a_cols} : dnnl::memory::dims{a_cols, 1};
+      const dnnl::memory::dims b_strides = attrs.transpose_b ? dnnl::memory::dims{1, b_cols} : dnnl::memory::dims{b_cols, 1};
+      chunk.a_offset = split_m_ ? begin * (attrs.transpose_a ? 1 : a_cols) : 0;
+      chunk.b_offset = split_m_ ? 0 : begin * (attrs.transpose_b ? b_cols : 1);
+      chunk.c_offset = split_m_ ? begin * n : begin;
+      chunk.a_desc = dnnl::memory::desc({rows, k}, type_, a_strides);
+      chunk.b_desc = dnnl::memory::desc({k, cols}, type_, b_strides);
+      chunk.c_desc = dnnl::memory::desc({rows, cols}, type_, dnnl::memory::dims{n, 1});
+      const dnnl::matmul::primitive_desc desc(dnnl::matmul::desc(chunk.a_desc, chunk.b_desc, chunk.c_desc),
+                                              primitive_attr, CpuEngine());
+      chunk.primitive = dnnl::matmul(desc);
+    }
   }
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
-    dnnl::stream stream(CpuEngine());
-    dnnl::memory a(a_desc_, CpuEngine(), const_cast<void*>(inputs[0].data));
-    dnnl::memory b(b_desc_, CpuEngine(), const_cast<void*>(inputs[1].data));
-    dnnl::memory c(c_desc_, CpuEngine(), outputs[0].data);
-    primitive_.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
-    stream.wait();
+    auto* a = static_cast<std::byte*>(const_cast<void*>(inputs[0].data));
+    auto* b = static_cast<std::byte*>(const_cast<void*>(inputs[1].data));
+    auto* c = static_cast<std::byte*>(outputs[0].data);
+    if (chunks_.empty()) {
+      if (output_bytes_ > 0) std::memset(c, 0, output_bytes_);
+      return;
+    }
+    ParallelFor(static_cast<int>(chunks_.size()), [&](int i) {
+      const Chunk& chunk = chunks_[static_cast<std::size_t>(i)];
+      dnnl::stream stream(CpuEngine());
+      dnnl::memory a_memory(chunk.a_desc, CpuEngine(), a + chunk.a_offset * element_size_);
+      dnnl::memory b_memory(chunk.b_desc, CpuEngine(), b + chunk.b_offset * element_size_);
+      dnnl::memory c_memory(chunk.c_desc, CpuEngine(), c + chunk.c_offset * element_size_);
+      chunk.primitive.execute(stream, {{DNNL_ARG_SRC, a_memory}, {DNNL_ARG_WEIGHTS, b_memory}, {DNNL_ARG_DST, c_memory}});
+      stream.wait();
+    });
   }
 
  private:
-  dnnl::memory::desc a_desc_, b_desc_, c_desc_;
-  dnnl::matmul primitive_;
+  struct Chunk {
+    dnnl::memory::desc a_desc, b_desc, c_desc;
+    dnnl::memory::dim a_offset = 0, b_offset = 0, c_offset = 0;  // in elements
+    dnnl::matmul primitive;
+  };
+
+  // One chunk per pool thread for large products, split along C's longer side (whole cache
+  // lines of C per chunk when splitting columns), else a single chunk.
+  void SetChunks(dnnl::memory::dim m, dnnl::memory::dim n, dnnl::memory::dim k) {
+    const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+    split_m_ = m >= n;
+    const dnnl::memory::dim split = split_m_ ? m : n;
+    int count = flops >= kParallelFlops ? IntraOpThreads() : 1;
+    count = static_cast<int>(std::min<dnnl::memory::dim>(count, std::max<dnnl::memory::dim>(split / 16, 1)));
+    chunks_.resize(static_cast<std::size_t>(std::max(count, 1)));
+  }
+
+  dnnl::memory::data_type type_{};
+  bool split_m_ = true;
+  std::size_t element_size_ = 4;
+  std::size_t output_bytes_ = 0;  // empty products only
+  std::vector<Chunk> chunks_;
 };
 
 class MatMulF64Cpu final : public Kernel {

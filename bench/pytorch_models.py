@@ -1,18 +1,22 @@
 #!/usr/bin/python3
-"""PyTorch peer of bench/mlp_train_step: the seeds' MNIST MLP on random data, on the CPU.
+"""PyTorch peer of bench/train_step: the seeds' MNIST MLP or LeNet on random data, on the CPU.
 
-784 -> 512 ReLU -> 10 (nn.Linear), CrossEntropyLoss (mean), SGD lr 0.1 momentum 0, batch 100.
-Times train steps (zero_grad / forward / loss / backward / step) and inference batches
-(torch.no_grad, logits -> argmax); each repeat times --steps of each, the figures are medians
-over --repeats. Run with Debian's /usr/bin/python3 (python3-torch). Last line: one JSON object.
+  mlp:   784 -> 512 ReLU -> 10 (nn.Linear)
+  lenet: Conv2d 32 5x5 pad 2 + ReLU, MaxPool 2, Conv2d 64 5x5 pad 2 + ReLU, MaxPool 2,
+         Linear 3136 -> 512 + ReLU, Linear 512 -> 10 (no dropout, as bench/train_step)
+CrossEntropyLoss (mean), SGD lr 0.1 momentum 0, batch 100. Times train steps (zero_grad / forward /
+loss / backward / step) and inference batches (torch.no_grad, logits -> argmax); each repeat times
+--steps of each, the figures are medians over --repeats. Run with Debian's /usr/bin/python3
+(python3-torch). Last line: one JSON object.
 
 Thread settings must be fixed before torch (and its OpenMP and OpenBLAS pools) load, so they are
 flags here, exported to the environment before the import:
   --torch-threads T   torch.set_num_threads(T) and OMP_NUM_THREADS=T (GNU OpenMP intra-op pool)
   --blas-threads B    OPENBLAS_NUM_THREADS=B (PyTorch's GEMMs run in OpenBLAS's own pthread pool)
   --omp-wait-policy   PASSIVE or ACTIVE (default: leave OMP_WAIT_POLICY unset)
-shared/reference/pytorch_cpu_anchors.md (4.2) found torch 1 + OpenBLAS 2 best for this MLP on the
-2-core VM, and torch 2 + OpenBLAS 2 with spinning pools 4.5x slower.
+  --channels-last     LeNet's model and inputs in torch.channels_last (oneDNN's NHWC convolutions)
+shared/reference/pytorch_cpu_anchors.md (4.2) found torch 1 + OpenBLAS 2 best for the MLP and
+torch 2 + OpenBLAS 1 with channels_last best for LeNet on the 2-core VM.
 """
 import argparse
 import json
@@ -23,22 +27,27 @@ import sys
 import time
 
 BATCH = 100
-POOL_BATCHES = 8  # distinct random batches, cycled, as in mlp_train_step
+POOL_BATCHES = 8  # distinct random batches, cycled, as in train_step
 
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=200, help="timed steps per repeat")
+    parser.add_argument("--model", choices=["mlp", "lenet"], default="mlp")
+    parser.add_argument("--steps", type=int, default=-1, help="timed steps per repeat (default 200 MLP, 20 LeNet)")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--warmup", type=int, default=-1, help="default: max(20, steps / 5)")
+    parser.add_argument("--warmup", type=int, default=-1, help="default: max(steps / 5, 20 MLP, 3 LeNet)")
     parser.add_argument("--torch-threads", type=int, default=1)
     parser.add_argument("--blas-threads", type=int, default=1)
     parser.add_argument("--omp-wait-policy", choices=["PASSIVE", "ACTIVE"], default=None)
+    parser.add_argument("--channels-last", action="store_true")
+    parser.add_argument("--no-async", action="store_true", help="accepted for symmetry with train_step; ignored")
     args = parser.parse_args()
+    if args.steps == -1:
+        args.steps = 200 if args.model == "mlp" else 20
     if args.steps < 1 or args.repeats < 1 or args.torch_threads < 1 or args.blas_threads < 1:
         parser.error("--steps, --repeats, --torch-threads and --blas-threads must be >= 1")
     if args.warmup < 0:
-        args.warmup = max(20, args.steps // 5)
+        args.warmup = max(20 if args.model == "mlp" else 3, args.steps // 5)
     return args
 
 
@@ -52,6 +61,15 @@ def set_thread_environment(args):
         os.environ.pop("OMP_WAIT_POLICY", None)
 
 
+def build_model(name, nn):
+    if name == "mlp":
+        return nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 10))
+    return nn.Sequential(
+        nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2, 2),
+        nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2, 2),
+        nn.Flatten(), nn.Linear(7 * 7 * 64, 512), nn.ReLU(), nn.Linear(512, 10))
+
+
 def main():
     args = parse_args()
     set_thread_environment(args)
@@ -61,11 +79,14 @@ def main():
     torch.set_num_threads(args.torch_threads)
     torch.manual_seed(1234)
 
-    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 10))
+    model = build_model(args.model, nn)
+    memory_format = torch.channels_last if args.channels_last else torch.contiguous_format
+    if args.channels_last:
+        model = model.to(memory_format=memory_format)
     loss_fn = nn.CrossEntropyLoss(reduction="mean")
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.0)
-    batches = [(torch.rand(BATCH, 1, 28, 28), torch.randint(0, 10, (BATCH,)))
-               for _ in range(POOL_BATCHES)]
+    batches = [(torch.rand(BATCH, 1, 28, 28).contiguous(memory_format=memory_format),
+                torch.randint(0, 10, (BATCH,))) for _ in range(POOL_BATCHES)]
 
     last_loss = [0.0]
 
@@ -97,21 +118,21 @@ def main():
         train_s.append(train(args.steps))
         infer_s.append(infer(args.steps))
     if last_loss[0] != last_loss[0]:
-        sys.exit("pytorch_mlp: the loss is NaN")
+        sys.exit("pytorch_models: the loss is NaN")
 
     train_med = statistics.median(train_s)
     infer_med = statistics.median(infer_s)
-    print(f"pytorch mlp: batch {BATCH}, {args.steps} steps per run, median of {args.repeats} runs, "
+    print(f"pytorch {args.model}: batch {BATCH}, {args.steps} steps per run, median of {args.repeats} runs, "
           f"torch threads {torch.get_num_threads()}, OpenBLAS threads {args.blas_threads}, "
-          f"OMP_WAIT_POLICY {args.omp_wait_policy or 'unset'}")
+          f"OMP_WAIT_POLICY {args.omp_wait_policy or 'unset'}, channels_last {args.channels_last}")
     print(f"{'':<28} {'per s':>10} {'ms':>10}")
     print(f"{'train step':<28} {args.steps / train_med:>10.1f} {1e3 * train_med / args.steps:>10.3f}")
     print(f"{'inference':<28} {args.steps / infer_med:>10.1f} {1e3 * infer_med / args.steps:>10.3f}")
     print(json.dumps({
-        "bench": "mlp_train_step", "impl": "pytorch", "torch_version": torch.__version__,
+        "bench": "train_step", "impl": "pytorch", "model": args.model, "torch_version": torch.__version__,
         "batch": BATCH, "steps": args.steps, "repeats": args.repeats,
         "torch_threads": torch.get_num_threads(), "blas_threads": args.blas_threads,
-        "omp_wait_policy": args.omp_wait_policy,
+        "omp_wait_policy": args.omp_wait_policy, "channels_last": args.channels_last,
         "train_steps_per_s": round(args.steps / train_med, 2),
         "train_ms_per_step": round(1e3 * train_med / args.steps, 4),
         "infer_calls_per_s": round(args.steps / infer_med, 2),

@@ -1,9 +1,10 @@
-// MLP train step: steps per second of the seeds' MNIST MLP (784 -> 512 relu -> 10, truncated_normal(0.1)
-// kernels, sparse softmax cross entropy, SGD lr 0.1 momentum 0, batch 100) on random data, with sync
-// train calls (1 in flight), async train calls (up to 8 in flight, then Sync) and sync inference calls
-// (logits -> argmax). The PyTorch peer is bench/pytorch_mlp.py; bench/compare_mlp_train.py runs both.
+// Train steps and inference calls per second of the seeds' MNIST MLP or LeNet (bench_models.hpp)
+// through Weir's C++ API, on random data, batch 100. Timed loops: sync train calls (1 in flight),
+// async train calls (up to 8 in flight, then Sync) and sync inference calls (logits -> argmax).
+// The PyTorch peer is bench/pytorch_models.py; bench/compare_pytorch.py runs both.
 //
-// Usage: mlp_train_step [--steps N] [--repeats R] [--warmup W] [--scheduler-threads T] (0 = default)
+// Usage: train_step [--model mlp|lenet] [--steps N] [--repeats R] [--warmup W]
+//                   [--scheduler-threads T] (0 = default) [--no-async]
 // Each repeat times N calls of each kind; the figures are medians over the repeats. Last line: JSON.
 #include <sys/resource.h>
 
@@ -18,68 +19,56 @@
 
 #include <fmt/format.h>
 
+#include "bench_models.hpp"
 #include "weir/weir.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kBatch = 100;
+using bench::kBatch;
+using bench::MeanLoss;
 // Distinct random batches, cycled, so consecutive steps do not see the same data.
 constexpr int kPoolBatches = 8;
 constexpr int kMaxCallsInFlight = 8;
 
 struct Args {
-  int steps = 200;
+  std::string model = "mlp";
+  int steps = -1;    // -1: 200 for the MLP, 20 for LeNet
   int repeats = 5;
-  int warmup = -1;  // -1: max(20, steps / 5)
+  int warmup = -1;   // -1: max(steps / 5, 20 for the MLP, 3 for LeNet)
   int scheduler_threads = 0;
+  bool async = true;
 };
 
 Args Parse(int argc, char** argv) {
   Args args;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--no-async") {
+      args.async = false;
+      continue;
+    }
     if (i + 1 >= argc) throw std::invalid_argument(fmt::format("flag {} needs a value", flag));
-    const int value = std::stoi(argv[++i]);
-    if (flag == "--steps") args.steps = value;
-    else if (flag == "--repeats") args.repeats = value;
-    else if (flag == "--warmup") args.warmup = value;
-    else if (flag == "--scheduler-threads") args.scheduler_threads = value;
+    const std::string value = argv[++i];
+    if (flag == "--model") args.model = value;
+    else if (flag == "--steps") args.steps = std::stoi(value);
+    else if (flag == "--repeats") args.repeats = std::stoi(value);
+    else if (flag == "--warmup") args.warmup = std::stoi(value);
+    else if (flag == "--scheduler-threads") args.scheduler_threads = std::stoi(value);
     else throw std::invalid_argument(fmt::format("unknown flag {}", flag));
   }
+  if (args.model != "mlp" && args.model != "lenet") {
+    throw std::invalid_argument(fmt::format("--model: expected mlp or lenet, got {}", args.model));
+  }
+  const bool mlp = args.model == "mlp";
+  if (args.steps == -1) args.steps = mlp ? 200 : 20;
   if (args.steps < 1 || args.repeats < 1 || args.scheduler_threads < 0) {
     throw std::invalid_argument(fmt::format("--steps, --repeats must be >= 1, --scheduler-threads >= 0; got {}, {}, {}",
                                             args.steps, args.repeats, args.scheduler_threads));
   }
-  if (args.warmup < 0) args.warmup = std::max(20, args.steps / 5);
+  if (args.warmup < 0) args.warmup = std::max(mlp ? 20 : 3, args.steps / 5);
   return args;
-}
-
-// The model as in examples/cpp/train_mnist_mlp.cpp, shared by both jobs through its variable names.
-weir::Blob Logits(const weir::Blob& images) {
-  const weir::Blob flat = weir::Reshape(images, {{kBatch, -1}});
-  const weir::Initializer init = weir::TruncatedNormalInitializer(0.0, 0.1);
-  const weir::Blob hidden = weir::Dense(
-      flat, 512, {.activation = weir::Activation::kRelu, .kernel_initializer = init, .name = "hidden"});
-  return weir::Dense(hidden, 10, {.kernel_initializer = init, .name = "output"});
-}
-
-weir::Job TrainJob() {
-  weir::JobBuilder builder("train_job", weir::JobType::kTrain);
-  const weir::Blob images = builder.Placeholder("images", weir::Shape{kBatch, 1, 28, 28});
-  const weir::Blob labels = builder.Placeholder("labels", weir::Shape{kBatch}, weir::DType::kI32);
-  const weir::Blob loss = weir::SparseSoftmaxCrossEntropy(labels, Logits(images), "softmax_loss");
-  builder.Minimize(weir::Sgd(weir::PiecewiseConstantScheduler({}, {0.1}), /*momentum=*/0.0), loss);
-  builder.Output("loss", loss);
-  return builder.Build();
-}
-
-weir::Job InferJob() {
-  weir::JobBuilder builder("infer_job");
-  const weir::Blob images = builder.Placeholder("images", weir::Shape{kBatch, 1, 28, 28});
-  builder.Output("predictions", weir::ArgMax(Logits(images)));
-  return builder.Build();
 }
 
 struct Batch {
@@ -103,13 +92,6 @@ std::vector<Batch> RandomBatches() {
     batches.push_back(std::move(batch));
   }
   return batches;
-}
-
-double MeanLoss(const weir::Outputs& outputs) {
-  const float* loss = outputs["loss"].Data<float>();
-  double sum = 0;
-  for (int i = 0; i < kBatch; ++i) sum += loss[i];
-  return sum / kBatch;
 }
 
 // The three timed loops; each returns seconds for `calls` calls.
@@ -181,8 +163,8 @@ double PeakRssMb() {
 
 int main(int argc, char** argv) try {
   const Args args = Parse(argc, argv);
-  const weir::Job train = TrainJob();
-  const weir::Job infer = InferJob();
+  const weir::Job train = bench::TrainJob(args.model);
+  const weir::Job infer = bench::InferJob(args.model);
   weir::SessionOptions options;
   options.scheduler_threads = args.scheduler_threads;
   options.max_calls_in_flight = kMaxCallsInFlight;
@@ -192,39 +174,43 @@ int main(int argc, char** argv) try {
   Runner runner(session, train, infer);
 
   runner.TrainSync(args.warmup);
-  runner.TrainAsync(args.warmup);
+  if (args.async) runner.TrainAsync(args.warmup);
   runner.Infer(args.warmup);
 
   // Seconds per repeat for sync train, async train, inference; the kinds alternate within a repeat.
   std::vector<double> train_sync, train_async, inference;
   for (int r = 0; r < args.repeats; ++r) {
     train_sync.push_back(runner.TrainSync(args.steps));
-    train_async.push_back(runner.TrainAsync(args.steps));
+    if (args.async) train_async.push_back(runner.TrainAsync(args.steps));
     inference.push_back(runner.Infer(args.steps));
   }
   if (!std::isfinite(runner.LastLoss())) throw std::runtime_error(fmt::format("loss is {}", runner.LastLoss()));
 
   const double steps = args.steps;
   const double sync_s = Median(train_sync);
-  const double async_s = Median(train_async);
   const double infer_s = Median(inference);
   const std::string threads = args.scheduler_threads == 0 ? "default" : std::to_string(args.scheduler_threads);
-  fmt::print("weir mlp_train_step: batch {}, {} steps per run, median of {} runs, scheduler threads {}\n", kBatch,
-             args.steps, args.repeats, threads);
+  fmt::print("weir train_step {}: batch {}, {} steps per run, median of {} runs, scheduler threads {}\n", args.model,
+             kBatch, args.steps, args.repeats, threads);
   fmt::print("{:<28} {:>10} {:>10}\n", "", "per s", "ms");
   fmt::print("{:<28} {:>10.1f} {:>10.3f}\n", "train step, sync", steps / sync_s, 1e3 * sync_s / steps);
-  fmt::print("{:<28} {:>10.1f} {:>10.3f}\n", "train step, async (8)", steps / async_s, 1e3 * async_s / steps);
+  std::string async_json;
+  if (args.async) {
+    const double async_s = Median(train_async);
+    fmt::print("{:<28} {:>10.1f} {:>10.3f}\n", "train step, async (8)", steps / async_s, 1e3 * async_s / steps);
+    async_json = fmt::format("\"train_async_steps_per_s\": {:.2f}, \"train_async_ms_per_step\": {:.4f}, ",
+                             steps / async_s, 1e3 * async_s / steps);
+  }
   fmt::print("{:<28} {:>10.1f} {:>10.3f}\n", "inference, sync", steps / infer_s, 1e3 * infer_s / steps);
   fmt::print(
-      "{{\"bench\": \"mlp_train_step\", \"impl\": \"weir\", \"batch\": {}, \"steps\": {}, \"repeats\": {}, "
-      "\"scheduler_threads\": {}, \"train_steps_per_s\": {:.2f}, \"train_ms_per_step\": {:.4f}, "
-      "\"train_async_steps_per_s\": {:.2f}, \"train_async_ms_per_step\": {:.4f}, \"infer_calls_per_s\": {:.2f}, "
-      "\"infer_ms_per_call\": {:.4f}, \"final_loss\": {:.4f}, \"peak_rss_mb\": {:.1f}}}\n",
-      kBatch, args.steps, args.repeats, args.scheduler_threads, steps / sync_s, 1e3 * sync_s / steps,
-      steps / async_s, 1e3 * async_s / steps, steps / infer_s, 1e3 * infer_s / steps, runner.LastLoss(),
-      PeakRssMb());
+      "{{\"bench\": \"train_step\", \"impl\": \"weir_cpp\", \"model\": \"{}\", \"batch\": {}, \"steps\": {}, "
+      "\"repeats\": {}, \"scheduler_threads\": {}, \"train_steps_per_s\": {:.2f}, \"train_ms_per_step\": {:.4f}, "
+      "{}\"infer_calls_per_s\": {:.2f}, \"infer_ms_per_call\": {:.4f}, \"final_loss\": {:.4f}, "
+      "\"peak_rss_mb\": {:.1f}}}\n",
+      args.model, kBatch, args.steps, args.repeats, args.scheduler_threads, steps / sync_s, 1e3 * sync_s / steps,
+      async_json, steps / infer_s, 1e3 * infer_s / steps, runner.LastLoss(), PeakRssMb());
   return 0;
 } catch (const std::exception& error) {
-  std::fprintf(stderr, "mlp_train_step: %s\n", error.what());
+  std::fprintf(stderr, "train_step: %s\n", error.what());
   return 1;
 }

@@ -1,0 +1,93 @@
+"""Weir: an actor-model dataflow runtime for deep-learning jobs, with OneFlow's job-function API.
+
+    import weir as flow
+    import weir.typing as tp
+
+    @flow.global_function(type="train")
+    def train_job(images: tp.Numpy.Placeholder((100, 1, 28, 28), dtype=flow.float),
+                  labels: tp.Numpy.Placeholder((100,), dtype=flow.int32)) -> tp.Numpy:
+        ...
+
+The body runs once, when the job is compiled; every op becomes an actor of the C++ runtime
+(weir._C), and each call pipelines through them.
+"""
+
+from weir import _C  # noqa: F401 - loads the runtime first, so import errors surface here
+from weir import (
+    checkpoint,
+    config,
+    data,
+    distribute,
+    env,
+    layers,
+    losses,
+    math,
+    nn,
+    optimizer,
+    regularizers,
+    scope,
+    train,
+    typing,
+)
+from weir._blob import BlobDef
+from weir._function import FunctionConfig, function_config, global_function
+from weir._session import clear_default_session, sync_default_session
+from weir.checkpoint import get_all_variables, load_variables
+from weir.dtypes import (
+    bool_,
+    char,
+    convert_oneflow_dtype_to_numpy_dtype,
+    double,
+    float,
+    float16,
+    float32,
+    float64,
+    int8,
+    int32,
+    int64,
+    uint8,
+)
+from weir.initializers import (
+    constant_initializer,
+    glorot_normal_initializer,
+    glorot_uniform_initializer,
+    kaiming_initializer,
+    ones_initializer,
+    random_normal_initializer,
+    random_uniform_initializer,
+    truncated_normal,
+    truncated_normal_initializer,
+    variance_scaling_initializer,
+    xavier_normal_initializer,
+    xavier_uniform_initializer,
+    zeros_initializer,
+)
+from weir.input_blob_def import FixedTensorDef, MirroredTensorDef, MirroredTensorListDef
+from weir.ops import (
+    cast,
+    clip_by_value,
+    concat,
+    constant,
+    expand_dims,
+    flatten,
+    get_variable,
+    identity,
+    matmul,
+    one_hot,
+    ones_like,
+    reshape,
+    squeeze,
+    transpose,
+    watch,
+    watch_diff,
+    zeros_like,
+)
+
+__version__ = "0.1.0"
+
+# Old names OneFlow 0.2 programs still use.
+function = global_function
+fixed_placement = scope.placement
+device_prior_placement = scope.placement
+name_scope = scope.namespace
+current_scope = scope.current_scope

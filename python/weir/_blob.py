@@ -1,0 +1,173 @@
+"""Blobs: the values flowing through a job function while it is traced (OneFlow's BlobDef).
+They carry a shape and a dtype but no data; operators build ops."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from weir import _C, dtypes
+
+__all__ = ["BlobDef", "Blob", "is_blob", "to_c_dtype", "from_c_dtype"]
+
+
+def to_c_dtype(dtype, what: str = "dtype"):
+    """The C++ dtype of a weir/numpy dtype or name; TypeError naming `what` if Weir has none."""
+    d = dtypes.as_dtype(dtype)
+    try:
+        return _C.DType.__members__[d.name]
+    except KeyError:
+        supported = ", ".join(_C.DType.__members__)
+        raise TypeError(f"{what}: Weir's kernels support {supported}; got {d.name}") from None
+
+
+def from_c_dtype(c_dtype) -> dtypes.DType:
+    return dtypes.as_dtype(c_dtype.name)
+
+
+class BlobDef:
+    """Base class of every blob (OneFlow's name)."""
+
+
+class Blob(BlobDef):
+    """A value of the job being built: a placeholder, a variable or an op's output."""
+
+    __slots__ = ("_c", "_job", "batch_axis")
+    # numpy must not treat blobs as sequences in mixed expressions (np.float32(2) * blob).
+    __array_priority__ = 1000
+
+    def __init__(self, c_blob, job, batch_axis=0):
+        self._c = c_blob
+        self._job = job
+        self.batch_axis = batch_axis if c_blob.shape else None
+
+    # --- description
+    @property
+    def shape(self) -> tuple:
+        return self._c.shape
+
+    @property
+    def dtype(self) -> dtypes.DType:
+        return from_c_dtype(self._c.dtype)
+
+    @property
+    def logical_blob_name(self) -> str:
+        return self._c.name
+
+    unique_name = logical_blob_name
+
+    @property
+    def op_name(self) -> str:
+        return self._c.name.split("/")[0]
+
+    @property
+    def blob_name(self) -> str:
+        return self._c.name.split("/")[-1]
+
+    # Weir has no dynamic shapes or tensor lists yet, and runs one device per placement.
+    is_dynamic = False
+    is_tensor_list = False
+    parallel_size = 1
+    split_axis = None
+
+    @property
+    def distribute(self):
+        from weir import distribute
+
+        return distribute.auto()
+
+    def with_distribute(self, distribute):
+        return self
+
+    def with_split_distribute(self, axis):
+        return self
+
+    def with_broadcast_distribute(self):
+        return self
+
+    def with_gradient_distribute(self, distribute):
+        return self
+
+    def __repr__(self) -> str:
+        return f"Blob(name={self.logical_blob_name!r}, shape={self.shape}, dtype={self.dtype!r})"
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError(f"len() of a 0-d blob {self.logical_blob_name!r}")
+        return self.shape[0]
+
+    def __bool__(self):
+        raise TypeError(
+            f"blob {self.logical_blob_name!r} has no value while the job is traced; "
+            "a job function's Python control flow cannot depend on data"
+        )
+
+    # --- operators (OneFlow: + - * / build math.add/subtract/multiply/divide)
+    def __add__(self, other):
+        from weir import math
+
+        return math.add(self, other)
+
+    def __radd__(self, other):
+        from weir import math
+
+        return math.add(other, self)
+
+    def __sub__(self, other):
+        from weir import math
+
+        return math.subtract(self, other)
+
+    def __rsub__(self, other):
+        from weir import math
+
+        return math.subtract(other, self)
+
+    def __mul__(self, other):
+        from weir import math
+
+        return math.multiply(self, other)
+
+    def __rmul__(self, other):
+        from weir import math
+
+        return math.multiply(other, self)
+
+    def __truediv__(self, other):
+        from weir import math
+
+        return math.divide(self, other)
+
+    def __rtruediv__(self, other):
+        from weir import math
+
+        return math.divide(other, self)
+
+    def __neg__(self):
+        from weir import math
+
+        return math.multiply(self, -1)
+
+    def __pos__(self):
+        return self
+
+    def __pow__(self, exponent):
+        from weir import math
+
+        return math.pow(self, exponent)
+
+    def __matmul__(self, other):
+        from weir import ops
+
+        return ops.matmul(self, other)
+
+    __hash__ = object.__hash__
+
+
+def is_blob(value) -> bool:
+    return isinstance(value, Blob)
+
+
+def is_scalar(value) -> bool:
+    return isinstance(value, (numbers.Number, np.number)) and not isinstance(value, (bool, np.bool_))

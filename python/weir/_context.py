@@ -1,0 +1,82 @@
+"""What is being built right now: the job whose body is being traced, its name scopes and
+placement. Ops, layers, variables and optimizers find their job here."""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+
+__all__ = ["BuildContext", "current", "maybe_current", "tracing", "scoped_name"]
+
+_local = threading.local()
+
+
+class BuildContext:
+    """One trace of one job function body."""
+
+    def __init__(self, builder, function_name: str, job_type: str, config):
+        self.builder = builder
+        self.function_name = function_name
+        self.job_type = job_type
+        self.config = config
+        self.minimized = False
+        self.losses = []  # flow.losses.add_loss (legacy training)
+        self.namespaces = []
+        self.variables = {}  # name -> Blob, so a job asking twice gets one blob
+        self.layer_names = set()
+        self.watches = 0
+
+    @property
+    def is_train(self) -> bool:
+        return self.job_type == "train"
+
+
+def maybe_current():
+    stack = getattr(_local, "stack", None)
+    return stack[-1] if stack else None
+
+
+def current(what: str = "this") -> BuildContext:
+    context = maybe_current()
+    if context is None:
+        raise RuntimeError(
+            f"{what} builds part of a job: call it inside a function decorated with "
+            "@flow.global_function, while that function is traced"
+        )
+    return context
+
+
+@contextmanager
+def tracing(context: BuildContext):
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    stack.append(context)
+    try:
+        yield context
+    finally:
+        stack.pop()
+
+
+def scoped_name(name: str) -> str:
+    """`name` inside the active flow.scope.namespace()s, joined with '-' as OneFlow does."""
+    context = maybe_current()
+    prefixes = context.namespaces if context is not None else getattr(_local, "namespaces", [])
+    return "-".join([*prefixes, name]) if prefixes else name
+
+
+def push_namespace(name: str) -> None:
+    context = maybe_current()
+    if context is not None:
+        context.namespaces.append(name)
+    else:
+        _local.namespaces = [*getattr(_local, "namespaces", []), name]
+
+
+def pop_namespace() -> None:
+    context = maybe_current()
+    if context is not None:
+        context.namespaces.pop()
+    else:
+        _local.namespaces = getattr(_local, "namespaces", [])[:-1]
+

@@ -1,0 +1,351 @@
+"""``@flow.global_function``: job functions, their configuration, and calling them.
+
+The body runs once per session, at compile time, with placeholder blobs (the trace); each call
+then pushes numpy arrays through the compiled job. Sync calls return numpy data as the return
+annotation says; ``tp.Callback[T]`` calls return a registrar; unannotated calls a legacy future.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+import warnings
+
+from weir import _C, _context, _session, dtypes
+from weir._blob import Blob, is_blob, to_c_dtype
+from weir._signature import LegacyFuture, parse_signature
+
+__all__ = ["FunctionConfig", "function_config", "global_function", "JobFunction"]
+
+
+class _Setter:
+    """A config entry: calling it records the value (bool flags default to True); attribute
+    access reaches nested entries (``config.train.primary_lr(0.1)``)."""
+
+    def __init__(self, config, path):
+        self._config = config
+        self._path = path
+
+    def __call__(self, value=True):
+        self._config._set(self._path, value)
+        return self._config
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Setter(self._config, f"{self._path}.{name}")
+
+
+class FunctionConfig:
+    """OneFlow's ``flow.FunctionConfig()``: ``config.default_data_type(flow.float)``,
+    ``config.default_logical_view(flow.scope.mirrored_view())``,
+    ``config.default_placement_scope(flow.scope.placement(...))``. Every other documented flag is
+    accepted and recorded in ``config.flags`` (performance knobs Weir decides by itself)."""
+
+    _DEPRECATED = {
+        "default_distribute_strategy": "default_logical_view",
+        "train.primary_lr": None,
+        "train.model_update_conf": None,
+        "train.secondary_lr": None,
+        "train.loss_scale_factor": None,
+    }
+
+    def __init__(self):
+        self.flags = {}
+        self.default_data_type_value = dtypes.float32
+        self.default_logical_view_value = None
+        self.default_placement_scope_value = None
+
+    def default_data_type(self, dtype):
+        self.default_data_type_value = dtypes.as_dtype(dtype)
+        to_c_dtype(self.default_data_type_value, "default_data_type")
+        return self
+
+    def default_logical_view(self, view):
+        from weir import scope
+
+        if not isinstance(view, scope.LogicalView):
+            raise TypeError(
+                f"default_logical_view: expected flow.scope.mirrored_view() or flow.scope.consistent_view(), got {view!r}"
+            )
+        self.default_logical_view_value = view
+        return self
+
+    def default_distribute_strategy(self, view):
+        warnings.warn(
+            "default_distribute_strategy is deprecated; use default_logical_view", DeprecationWarning, stacklevel=2
+        )
+        return self.default_logical_view(view)
+
+    def default_placement_scope(self, placement):
+        from weir import scope
+
+        if not isinstance(placement, scope.PlacementScope):
+            raise TypeError(f"default_placement_scope: expected flow.scope.placement(...), got {placement!r}")
+        self.default_placement_scope_value = placement
+        return self
+
+    @property
+    def function_desc(self):
+        return _FunctionDesc(self)
+
+    def _set(self, path, value):
+        if path.startswith("train."):
+            warnings.warn(f"func_config.{path} has been deprecated; use flow.optimizer", DeprecationWarning, stacklevel=3)
+        self.flags[path] = value
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Setter(self, name)
+
+
+class _FunctionDesc:
+    def __init__(self, config):
+        self._config = config
+
+    def __getattr__(self, name):
+        if name in self._config.flags:
+            return self._config.flags[name]
+        raise AttributeError(f"function config has no flag {name!r} set")
+
+
+def function_config() -> FunctionConfig:
+    return FunctionConfig()
+
+
+class _Compiled:
+    """A job function compiled in one session."""
+
+    __slots__ = ("session", "job", "template")
+
+    def __init__(self, session, job, template):
+        self.session = session
+        self.job = job
+        self.template = template
+
+
+class _PendingResult:
+    """An async call's result meeting the callback registered for it, whichever comes first.
+    The job runs from the moment it is called (as in OneFlow), not when the callback is
+    registered."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._arrays = None
+        self._error = None
+        self._callbacks = []
+
+    def deliver(self, arrays, error):
+        with self._lock:
+            self._arrays, self._error = arrays, error
+            callbacks, self._callbacks = self._callbacks, []
+            self._done.set()
+        for callback in callbacks:
+            callback(arrays, error)
+
+    def register(self, callback):
+        with self._lock:
+            if not self._done.is_set():
+                self._callbacks.append(callback)
+                return
+        callback(self._arrays, self._error)
+
+    def wait(self):
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._arrays
+
+
+class JobFunction:
+    """A function decorated by ``@flow.global_function``. Call it with positional numpy arrays."""
+
+    def __init__(self, fn, job_type: str, config: FunctionConfig):
+        self._fn = fn
+        self.job_type = job_type
+        self.config = config
+        self.signature = parse_signature(fn)
+        self._lock = threading.Lock()
+        functools.update_wrapper(self, fn)
+
+    def __repr__(self) -> str:
+        return f"<weir job function {self.__name__} ({self.job_type})>"
+
+    # --- compile
+    def _compile_in(self, session) -> _Compiled:
+        compiled = session.compiled.get(self)
+        if compiled is not None:
+            return compiled
+        with self._lock:
+            compiled = session.compiled.get(self)
+            if compiled is None:
+                compiled = self._trace(session)
+                session.compiled[self] = compiled
+        return compiled
+
+    def _trace(self, session) -> _Compiled:
+        name = self.__name__
+        job_type = _C.JobType.train if self.job_type == "train" else _C.JobType.predict
+        builder = _C.JobBuilder(name, job_type, to_c_dtype(self.config.default_data_type_value))
+        context = _context.BuildContext(builder, name, self.job_type, self.config)
+        with _context.tracing(context):
+            args = self.signature.build_arguments(
+                lambda leaf: Blob(
+                    builder.placeholder(leaf.name, leaf.shape, to_c_dtype(leaf.dtype, f"{name}: {leaf.where}")),
+                    builder,
+                    leaf.batch_axis,
+                )
+            )
+            value = self._fn(*args)
+            if context.losses and not context.minimized:
+                _legacy_optimizer(self.config, name).minimize(context.losses)
+            if self.job_type == "train" and not context.minimized:
+                raise RuntimeError(
+                    f"{name} is a train job but no optimizer was given: call "
+                    "flow.optimizer.SGD(...).minimize(loss) in its body (or use type=\"predict\")"
+                )
+            template = self.signature.flatten_returns(value, is_blob)
+            for index, blob in enumerate(template.leaves):
+                if blob._job is not builder:
+                    raise ValueError(f"{name} returns a blob of another job function: {blob.logical_blob_name}")
+                builder.output(f"return_{index}", blob._c)
+            if not template.leaves and not context.watches and not context.minimized:
+                # Nothing to compute (an empty body returning None): calls only check their inputs.
+                return _Compiled(session, None, template)
+        job = builder.build()
+        session.c_session().compile(job)
+        return _Compiled(session, job, template)
+
+    def _compiled(self) -> _Compiled:
+        session = _session.default_session()
+        compiled = session.compiled.get(self)
+        if compiled is not None:
+            return compiled
+        if self not in session._functions:
+            session.register(self)
+        session.start()  # compiles every registered job function, this one included
+        return session.compiled[self]
+
+    # --- call
+    def __call__(self, *args, **kwargs):
+        compiled = self._compiled()
+        arrays = self.signature.flatten_call_args(args, kwargs)
+        session = compiled.session.c_session()
+        template = compiled.template
+        if compiled.job is None:
+            if self.signature.is_async:
+                return _Registrar.done(template, self.__name__)
+            if self.signature.returns_future:
+                return LegacyFuture(lambda: [], template, lambda deliver: deliver([]))
+            return None
+        if self.signature.is_async:
+            pending = _PendingResult()
+            session.call_async(compiled.job, arrays, pending.deliver)
+            return _Registrar(pending, template, self.__name__)
+        if self.signature.returns_future:
+            pending = _PendingResult()
+            session.call_async(compiled.job, arrays, pending.deliver)
+            return LegacyFuture(
+                lambda: pending.wait(),
+                template,
+                lambda deliver: pending.register(lambda outputs, error: _raise_or(error, deliver, outputs)),
+            )
+        return template.build(session.call(compiled.job, arrays))
+
+
+def _raise_or(error, deliver, outputs):
+    if error is not None:
+        raise error
+    deliver(outputs)
+
+
+def _legacy_optimizer(config, name):
+    """The optimizer that `func_config.train.primary_lr` and `train.model_update_conf` describe
+    (OneFlow before flow.optimizer): naive_conf is plain SGD, momentum_conf and adam_conf too."""
+    from weir import optimizer
+
+    lr = config.flags.get("train.primary_lr")
+    if lr is None:
+        raise RuntimeError(
+            f"{name}: flow.losses.add_loss() needs a learning rate: call "
+            "flow.optimizer.SGD(...).minimize(loss) in the job function, or set func_config.train.primary_lr"
+        )
+    update = config.flags.get("train.model_update_conf", {"naive_conf": {}})
+    if "naive_conf" in update:
+        return optimizer.SGD(lr, momentum=0.0)
+    if "momentum_conf" in update:
+        return optimizer.SGD(lr, momentum=update["momentum_conf"].get("beta", 0.9))
+    if "adam_conf" in update:
+        conf = update["adam_conf"]
+        return optimizer.Adam(lr, conf.get("beta1", 0.9), conf.get("beta2", 0.999), conf.get("epsilon", 1e-8))
+    raise ValueError(f"{name}: train.model_update_conf {update!r}: expected naive_conf, momentum_conf or adam_conf")
+
+
+class _Registrar:
+    """What a ``tp.Callback[T]`` job returns: call it with the callback, which later receives
+    the job's result converted as ``T``."""
+
+    __slots__ = ("_pending", "_template", "_name", "_registered")
+
+    def __init__(self, pending, template, name):
+        self._pending = pending
+        self._template = template
+        self._name = name
+        self._registered = False
+
+    @classmethod
+    def done(cls, template, name):
+        """The registrar of a call that produced nothing: the callback gets None at once."""
+        pending = _PendingResult()
+        pending.deliver([], None)
+        return cls(pending, template, name)
+
+    def __call__(self, callback):
+        if not callable(callback):
+            raise TypeError(f"{self._name}: the result of a tp.Callback job takes a callable, got {callback!r}")
+        if self._registered:
+            raise RuntimeError(f"{self._name}: a callback was already registered for this call")
+        self._registered = True
+        template = self._template
+
+        def run(outputs, error):
+            if error is not None:
+                raise error
+            callback(template.build(outputs))
+
+        self._pending.register(run)
+
+
+def global_function(type="predict", function_config=None):  # noqa: A002 - OneFlow's parameter name
+    """Decorates a job function. ``type`` is "train" or "predict"; ``function_config`` a
+    ``flow.FunctionConfig()``. Both may be positional; the legacy form
+    ``@flow.global_function(config)`` is accepted with a warning."""
+    if isinstance(type, FunctionConfig):  # legacy: config first
+        warnings.warn(
+            "global_function(function_config) is deprecated; use global_function(type=..., function_config=...)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        function_config = type
+        # Such configs carried their training settings (func_config.train.*): a train job.
+        type = "train" if any(key.startswith("train.") for key in function_config.flags) else "predict"
+    if callable(type) and not isinstance(type, str):
+        raise TypeError("global_function must be called: write @flow.global_function() or @flow.global_function(type=...)")
+    if type not in ("train", "predict"):
+        raise ValueError(f"global_function: type must be 'train' or 'predict', got {type!r}")
+    if function_config is None:
+        function_config = FunctionConfig()
+    elif not isinstance(function_config, FunctionConfig):
+        raise TypeError(f"global_function: function_config must be a flow.FunctionConfig(), got {function_config!r}")
+
+    def decorator(fn):
+        if not inspect.isfunction(fn):
+            raise TypeError(f"global_function decorates a Python function, got {fn!r}")
+        function = JobFunction(fn, type, function_config)
+        _session.default_session().register(function)
+        return function
+
+    return decorator

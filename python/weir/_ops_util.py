@@ -1,0 +1,49 @@
+"""Helpers shared by the op modules: argument checks and blob wrapping."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from weir import _context
+from weir._blob import Blob, is_blob
+
+__all__ = ["wrap", "check_blob", "op_name", "axes_list", "constant_like"]
+
+
+def wrap(c_blob, like: Blob) -> Blob:
+    return Blob(c_blob, like._job)
+
+
+def check_blob(value, op: str, argument: str) -> Blob:
+    if not is_blob(value):
+        raise TypeError(f"{op}: argument '{argument}' must be a blob of the job being built, got {type(value).__name__}")
+    return value
+
+
+def op_name(name) -> str:
+    """The user's op name inside the active namespaces, or "" (the core then names it)."""
+    if name is None:
+        return ""
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {type(name).__name__}")
+    return _context.scoped_name(name)
+
+
+def axes_list(axis, op: str):
+    """OneFlow's axis argument (None, an int, or a sequence) as a list; [] means all axes."""
+    if axis is None:
+        return []
+    if isinstance(axis, (int, np.integer)):
+        return [int(axis)]
+    try:
+        return [int(a) for a in axis]
+    except TypeError:
+        raise TypeError(f"{op}: axis must be None, an int or a sequence of ints, got {axis!r}") from None
+
+
+def constant_like(value, like: Blob, name: str = ""):
+    """A constant blob of `like`'s dtype holding `value` (a scalar or array)."""
+    array = np.asarray(value, dtype=like.dtype.numpy_dtype)
+    return Blob(like._job.constant(np.ascontiguousarray(array), name), like._job)
+
+

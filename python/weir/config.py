@@ -1,0 +1,97 @@
+"""``flow.config``: the session's resources, set before the session starts (its first job call
+or checkpoint call). Without GPU kernels, GPU counts are accepted and jobs run on the CPU."""
+
+from __future__ import annotations
+
+import sys
+
+from weir import _session
+
+__all__ = [
+    "gpu_device_num", "cpu_device_num", "machine_num", "compute_thread_pool_size", "enable_debug_mode",
+    "enable_legacy_model_io", "legacy_model_io_enabled", "load_library", "load_library_now",
+]
+
+
+def _config(what: str):
+    session = _session.default_session()
+    if session.started:
+        print(f"weir: flow.config.{what} ignored: the session is already running "
+              "(call it before the first job call, or after flow.clear_default_session())", file=sys.stderr)
+        return None
+    return session.config
+
+
+def _count(value, what):
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"flow.config.{what}: expected an int >= 0, got {value!r}")
+    return value
+
+
+def gpu_device_num(val):
+    """GPUs per machine. Weir has no GPU kernels yet, so jobs run on the CPU whatever the count."""
+    config = _config("gpu_device_num")
+    if config is not None:
+        config.gpu_device_num = _count(val, "gpu_device_num")
+
+
+def cpu_device_num(val):
+    config = _config("cpu_device_num")
+    if config is not None:
+        config.cpu_device_num = _count(val, "cpu_device_num")
+
+
+def machine_num(val):
+    if _count(val, "machine_num") > 1:
+        raise NotImplementedError("flow.config.machine_num: Weir runs on one machine until the multi-device work lands")
+    config = _config("machine_num")
+    if config is not None:
+        config.machine_num = val
+
+
+def compute_thread_pool_size(val):
+    """Threads of the actor scheduler (0 or unset: Weir decides from the core count)."""
+    config = _config("compute_thread_pool_size")
+    if config is not None:
+        config.compute_thread_pool_size = _count(val, "compute_thread_pool_size")
+
+
+def enable_debug_mode(val=True):
+    config = _config("enable_debug_mode")
+    if config is not None:
+        config.options["enable_debug_mode"] = bool(val)
+
+
+_legacy_model_io = [False]
+
+
+def enable_legacy_model_io(val=True):
+    """Accepted for OneFlow 0.3 programs; both checkpoint APIs work either way."""
+    _legacy_model_io[0] = bool(val)
+
+
+def legacy_model_io_enabled() -> bool:
+    return _legacy_model_io[0]
+
+
+def load_library(val):
+    raise NotImplementedError(
+        f"flow.config.load_library({val!r}): custom op libraries are OneFlow binaries; "
+        "Weir ops are C++ registered in src/graph/ops"
+    )
+
+
+load_library_now = load_library
+
+
+def __getattr__(name):
+    # Every other documented knob (rdma, collective_boxing, ...) is accepted and recorded.
+    if name.startswith("__"):
+        raise AttributeError(name)
+
+    def setter(val=True):
+        config = _config(name)
+        if config is not None:
+            config.options[name] = val
+
+    return setter

@@ -1,0 +1,65 @@
+"""``flow.distribute``: SBP hints (split, broadcast). Weir runs one device per job for now, so
+they are validated and recorded but change nothing yet."""
+
+from __future__ import annotations
+
+__all__ = ["split", "broadcast", "auto", "assert_is_valid_distribute", "mirrored_strategy", "consistent_strategy",
+           "mirrored_strategy_enabled", "consistent_strategy_enabled"]
+
+
+class Distribute:
+    def __init__(self, kind: str, axis=None):
+        self.kind = kind
+        self.axis = axis
+
+    def __repr__(self) -> str:
+        return f"flow.distribute.{self.kind}({'' if self.axis is None else self.axis})"
+
+
+_AUTO = Distribute("auto")
+_BROADCAST = Distribute("broadcast")
+_SPLITS = [Distribute("split", axis) for axis in range(11)]
+
+
+def auto() -> Distribute:
+    return _AUTO
+
+
+def broadcast() -> Distribute:
+    return _BROADCAST
+
+
+def split(axis: int) -> Distribute:
+    """Split along `axis` (0..10); one object per axis, compared by identity as in OneFlow."""
+    if not isinstance(axis, int) or not 0 <= axis < len(_SPLITS):
+        raise ValueError(f"flow.distribute.split: axis must be an int in [0, 11), got {axis!r}")
+    return _SPLITS[axis]
+
+
+def assert_is_valid_distribute(distribute) -> None:
+    if not isinstance(distribute, Distribute):
+        raise TypeError(f"expected flow.distribute.split/broadcast/auto, got {distribute!r}")
+
+
+def mirrored_strategy():
+    from weir import scope
+
+    return scope.mirrored_view()
+
+
+def consistent_strategy():
+    from weir import scope
+
+    return scope.consistent_view()
+
+
+def mirrored_strategy_enabled() -> bool:
+    from weir import scope
+
+    return scope.mirrored_view_enabled()
+
+
+def consistent_strategy_enabled() -> bool:
+    from weir import scope
+
+    return scope.consistent_view_enabled()

@@ -1,0 +1,127 @@
+"""Weir's dtype objects (OneFlow's ``flow.float32``, ``flow.int32``, ...).
+
+A :class:`DType` is an immutable singleton naming one element type and its NumPy
+equivalent.  The module constants mirror OneFlow v0.2's exported set
+(``float32``/``float``, ``float64``/``double``, ``float16``, ``int8``/``char``,
+``int32``, ``int64``, ``uint8``) plus ``bool_``.
+
+The C++ core computes in f32, f64, i32, i64, u8 and bool; ``float16`` and ``int8``
+exist as names so that programs mentioning them import and annotate cleanly; the
+core rejects placeholders of those types when the job is compiled.
+
+Public helpers:
+
+* ``as_dtype(x) -> DType`` accepts a DType, a NumPy dtype or scalar type, a Python
+  type (``float`` -> float64 as NumPy does) or a name (``"float32"``, ``"float"``,
+  ``"double"``, ``"char"``, ``"bool"``).
+* ``from_numpy(np_dtype) -> DType`` raises ``TypeError`` naming the dtype when Weir
+  has no equivalent (e.g. complex128, or a non-native byte order).
+* ``convert_oneflow_dtype_to_numpy_dtype(dtype) -> numpy.dtype`` (OneFlow's name).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "DType",
+    "float32",
+    "float",
+    "float64",
+    "double",
+    "float16",
+    "int8",
+    "char",
+    "int32",
+    "int64",
+    "uint8",
+    "bool_",
+    "as_dtype",
+    "from_numpy",
+    "convert_oneflow_dtype_to_numpy_dtype",
+]
+
+
+class DType:
+    """One element type.  Instances are singletons: compare with ``is`` or ``==``."""
+
+    __slots__ = ("name", "numpy_dtype")
+
+    def __init__(self, name: str, numpy_dtype) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "numpy_dtype", np.dtype(numpy_dtype))
+
+    def __setattr__(self, key, value):
+        # Dtypes are shared module constants; mutating one would silently change
+        # every placeholder that uses it.
+        raise AttributeError("weir dtypes are immutable")
+
+    def __repr__(self) -> str:
+        return f"weir.{self.name}"
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        # Pickle by name so that unpickling yields the module singleton again.
+        return (as_dtype, (self.name,))
+
+
+float32 = DType("float32", np.float32)
+float64 = DType("float64", np.float64)
+float16 = DType("float16", np.float16)
+int8 = DType("int8", np.int8)
+int32 = DType("int32", np.int32)
+int64 = DType("int64", np.int64)
+uint8 = DType("uint8", np.uint8)
+bool_ = DType("bool", np.bool_)
+
+# OneFlow aliases.  ``float`` shadows the builtin inside this module only, which is
+# why the builtin is never used below.
+float = float32  # noqa: A001 - OneFlow's public name
+double = float64
+char = int8  # OneFlow maps kChar to numpy int8
+
+_ALL = (float32, float64, float16, int8, int32, int64, uint8, bool_)
+_BY_NAME = {d.name: d for d in _ALL}
+_BY_NAME.update({"float": float32, "double": float64, "char": int8, "bool_": bool_, "half": float16})
+_BY_NUMPY = {d.numpy_dtype: d for d in _ALL}
+
+
+def _supported_names() -> str:
+    return ", ".join(d.name for d in _ALL)
+
+
+def from_numpy(np_dtype) -> DType:
+    """Weir dtype for a NumPy dtype (or anything ``numpy.dtype()`` accepts)."""
+    if isinstance(np_dtype, DType):
+        return np_dtype
+    try:
+        nd = np.dtype(np_dtype)
+    except TypeError as e:
+        raise TypeError(f"{np_dtype!r} is not a numpy dtype") from e
+    found = _BY_NUMPY.get(nd)
+    if found is None:
+        raise TypeError(
+            f"numpy dtype {nd.str if not nd.isnative else nd.name} has no weir equivalent "
+            f"(supported: {_supported_names()})"
+        )
+    return found
+
+
+def as_dtype(x) -> DType:
+    """Coerce ``x`` (DType, numpy dtype/type, Python type or name string) to a DType."""
+    if isinstance(x, DType):
+        return x
+    if isinstance(x, str):
+        found = _BY_NAME.get(x)
+        if found is not None:
+            return found
+        raise TypeError(f"unknown dtype name {x!r} (supported: {_supported_names()})")
+    if x is None:
+        raise TypeError(f"expected a dtype, got None (supported: {_supported_names()})")
+    return from_numpy(x)
+
+
+def convert_oneflow_dtype_to_numpy_dtype(dtype) -> np.dtype:
+    """NumPy dtype of a Weir dtype (OneFlow's name for this function)."""
+    return as_dtype(dtype).numpy_dtype

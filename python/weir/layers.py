@@ -1,0 +1,117 @@
+"""``flow.layers``: ops that create their own variables, named "<name>-weight" and
+"<name>-bias" (also their checkpoint folder names)."""
+
+from __future__ import annotations
+
+from weir import _C, _context, initializers
+from weir._image import check_format, pair, padding_spec
+from weir._ops_util import check_blob, wrap
+
+__all__ = ["dense", "conv2d", "batch_normalization"]
+
+
+def _regularizer(value, what):
+    if value is None:
+        return _C.Regularizer()
+    if not isinstance(value, _C.Regularizer):
+        raise TypeError(f"{what}: expected a flow.regularizers value, got {value!r}")
+    return value
+
+
+def _layer_name(name: str, op: str) -> str:
+    """The layer's scoped name; a layer name may be used once per job (OneFlow's reuse=False)."""
+    context = _context.current(op)
+    full = _context.scoped_name(name)
+    if full in context.layer_names:
+        raise ValueError(f"{op}: job {context.function_name} already has a layer named {full!r}")
+    context.layer_names.add(full)
+    return full
+
+
+def _activate(out, activation, name):
+    if activation is None:
+        return out
+    if not callable(activation):
+        raise TypeError(f"activation must be callable (e.g. flow.nn.relu), got {activation!r}")
+    return activation(out, name=f"{name}-activation")
+
+
+def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None, bias_initializer=None,
+          kernel_regularizer=None, bias_regularizer=None, trainable=True, name="Dense", model_distribute=None):
+    """inputs (N, in) · weightᵀ + bias with weight (units, in) and bias (units); inputs of rank > 2
+    are flattened to (-1, last) and reshaped back. Both initializers default to constant 0."""
+    x = check_blob(inputs, "flow.layers.dense", "inputs")
+    if int(units) <= 0:
+        raise ValueError(f"flow.layers.dense: units must be positive, got {units}")
+    full = _layer_name(name, "flow.layers.dense")
+    out = wrap(
+        _C.dense(
+            x._c, int(units), "none", bool(use_bias),
+            initializers.resolve(kernel_initializer, "flow.layers.dense: kernel_initializer"),
+            initializers.resolve(bias_initializer, "flow.layers.dense: bias_initializer"),
+            _regularizer(kernel_regularizer, "flow.layers.dense: kernel_regularizer"),
+            _regularizer(bias_regularizer, "flow.layers.dense: bias_regularizer"),
+            bool(trainable), full,
+        ),
+        x,
+    )
+    return _activate(out, activation, full)
+
+
+def conv2d(inputs, filters, kernel_size=1, strides=1, padding="VALID", data_format="NCHW", dilation_rate=None,
+           groups=1, activation=None, use_bias=True, kernel_initializer=None, bias_initializer=None,
+           kernel_regularizer=None, bias_regularizer=None, trainable=True, name="Conv2d", weight_name=None,
+           bias_name=None):
+    """2-D convolution with variables "<name>-weight" (filters, C/groups, kh, kw) for NCHW or
+    (filters, kh, kw, C) for NHWC, and "<name>-bias" (filters). The kernel initializer defaults to
+    xavier_uniform over the data format's fans (OneFlow's default), the bias to zeros."""
+    op = "flow.layers.conv2d"
+    x = check_blob(inputs, op, "inputs")
+    if weight_name is not None or bias_name is not None:
+        raise ValueError(f"{op}: weight_name/bias_name are not supported; variables are named <name>-weight/-bias")
+    data_format = check_format(data_format, op)
+    kind, pads = padding_spec(padding, op, data_format)
+    full = _layer_name(name, op)
+    kernel_init = None if kernel_initializer is None else initializers.resolve(kernel_initializer, f"{op}: kernel_initializer")
+    out = wrap(
+        _C.conv2d_layer(
+            x._c, int(filters), pair(kernel_size, "kernel_size", op, data_format),
+            pair(strides, "strides", op, data_format), kind, pads, data_format,
+            pair(1 if dilation_rate is None else dilation_rate, "dilation_rate", op, data_format), int(groups), "none",
+            bool(use_bias), kernel_init, initializers.resolve(bias_initializer, f"{op}: bias_initializer"),
+            _regularizer(kernel_regularizer, f"{op}: kernel_regularizer"),
+            _regularizer(bias_regularizer, f"{op}: bias_regularizer"), bool(trainable), full,
+        ),
+        x,
+    )
+    return _activate(out, activation, full)
+
+
+def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=0.001, center=True, scale=True,
+                        beta_initializer=None, gamma_initializer=None, beta_regularizer=None, gamma_regularizer=None,
+                        moving_mean_initializer=None, moving_variance_initializer=None, trainable=True, training=True,
+                        name="BatchNorm"):
+    """Batch normalization with variables "<name>-gamma", "<name>-beta" and the moving statistics
+    "<name>-moving_mean", "<name>-moving_variance". In train jobs it normalizes with the batch
+    statistics and updates the moving ones; in predict jobs (or with training=False) it uses the
+    moving statistics."""
+    op = "flow.layers.batch_normalization"
+    x = check_blob(inputs, op, "inputs")
+    full = _layer_name(name, op)
+    zeros, ones = _C.constant_initializer(0.0), _C.constant_initializer(1.0)
+    context = _context.current(op)
+    # OneFlow trains the statistics only where a backward pass runs: train jobs.
+    use_batch_statistics = bool(training) and context.is_train
+    return wrap(
+        _C.batch_normalization_layer(
+            x._c, int(axis), float(momentum), float(epsilon), bool(center), bool(scale),
+            initializers.resolve(beta_initializer, f"{op}: beta_initializer", zeros),
+            initializers.resolve(gamma_initializer, f"{op}: gamma_initializer", ones),
+            initializers.resolve(moving_mean_initializer, f"{op}: moving_mean_initializer", zeros),
+            initializers.resolve(moving_variance_initializer, f"{op}: moving_variance_initializer", ones),
+            _regularizer(beta_regularizer, f"{op}: beta_regularizer"),
+            _regularizer(gamma_regularizer, f"{op}: gamma_regularizer"),
+            bool(trainable), use_batch_statistics, full,
+        ),
+        x,
+    )

@@ -1,0 +1,120 @@
+"""``flow.nn``: activations, dropout and losses."""
+
+from __future__ import annotations
+
+import random as _random
+
+from weir import _C
+from weir._image import check_format, pair, padding_spec
+from weir._ops_util import check_blob, op_name, wrap
+from weir.math import relu, sigmoid, tanh
+
+__all__ = [
+    "relu", "sigmoid", "tanh", "softmax", "dropout", "bias_add", "conv2d", "max_pool2d", "avg_pool2d",
+    "batch_normalization", "sparse_softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits",
+    "sigmoid_cross_entropy_with_logits",
+]
+
+
+def softmax(logits, axis=None, name=None):
+    x = check_blob(logits, "flow.nn.softmax", "logits")
+    return wrap(_C.softmax(x._c, -1 if axis is None else int(axis), op_name(name)), x)
+
+
+def dropout(x, rate, noise_shape=None, seed=None, name=None):
+    """Zeroes each element with probability `rate` and scales the rest by 1/(1-rate) in train
+    jobs; the identity in predict jobs."""
+    x = check_blob(x, "flow.nn.dropout", "x")
+    if noise_shape is not None:
+        raise ValueError("flow.nn.dropout: noise_shape is not supported; the mask has x's shape")
+    if seed is None:
+        seed = _random.getrandbits(63)
+    return wrap(_C.dropout(x._c, float(rate), int(seed), op_name(name)), x)
+
+
+def bias_add(value, bias, data_format=None, name=None):
+    """value + bias along the channel axis: 1 for NCHW / NC..., the last one for N...C."""
+    x = check_blob(value, "flow.nn.bias_add", "value")
+    b = check_blob(bias, "flow.nn.bias_add", "bias")
+    if data_format is None or data_format.startswith("NC"):
+        axis = 1
+    elif data_format.startswith("N") and data_format.endswith("C"):
+        axis = len(x.shape) - 1
+    else:
+        raise ValueError(f"flow.nn.bias_add: data_format must be like NCHW or NHWC, got {data_format!r}")
+    return wrap(_C.bias_add(x._c, b._c, axis, op_name(name)), x)
+
+
+def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):
+    """Per-example cross entropy of softmax(logits) (N, C) against integer labels (N) or (N, 1)."""
+    labels = check_blob(labels, "flow.nn.sparse_softmax_cross_entropy_with_logits", "labels")
+    logits = check_blob(logits, "flow.nn.sparse_softmax_cross_entropy_with_logits", "logits")
+    if len(labels.shape) == 2 and labels.shape[1] == 1:
+        labels = wrap(_C.reshape(labels._c, [labels.shape[0]], ""), labels)
+    return wrap(_C.sparse_softmax_cross_entropy(labels._c, logits._c, op_name(name)), logits)
+
+
+
+
+def softmax_cross_entropy_with_logits(labels, logits, name=None):
+    """Cross entropy of softmax(logits) against dense label distributions along the last axis."""
+    labels = check_blob(labels, "flow.nn.softmax_cross_entropy_with_logits", "labels")
+    logits = check_blob(logits, "flow.nn.softmax_cross_entropy_with_logits", "logits")
+    return wrap(_C.softmax_cross_entropy(labels._c, logits._c, op_name(name)), logits)
+
+
+def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
+    """Elementwise logistic loss of logits against labels in [0, 1]."""
+    labels = check_blob(labels, "flow.nn.sigmoid_cross_entropy_with_logits", "labels")
+    logits = check_blob(logits, "flow.nn.sigmoid_cross_entropy_with_logits", "logits")
+    return wrap(_C.sigmoid_cross_entropy(labels._c, logits._c, op_name(name)), logits)
+
+
+def conv2d(input, filters, strides, padding, data_format="NCHW", dilations=None, groups=1, name=None):  # noqa: A002
+    """2-D cross-correlation of input with the weight blob `filters` (out, C/groups, kh, kw) for
+    NCHW or (out, kh, kw, C) for NHWC; no bias."""
+    op = "flow.nn.conv2d"
+    x = check_blob(input, op, "input")
+    w = check_blob(filters, op, "filters")
+    data_format = check_format(data_format, op)
+    kind, pads = padding_spec(padding, op, data_format)
+    return wrap(_C.conv2d(x._c, w._c, pair(strides, "strides", op, data_format),
+                          pair(1 if dilations is None else dilations, "dilations", op, data_format),
+                          kind, pads, data_format, int(groups), op_name(name)), x)
+
+
+def _pool(c_op, op, input, ksize, strides, padding, data_format, ceil_mode, name):  # noqa: A002
+    x = check_blob(input, op, "input")
+    data_format = check_format(data_format, op)
+    kind, pads = padding_spec(padding, op, data_format)
+    return wrap(c_op(x._c, pair(ksize, "ksize", op, data_format), pair(strides, "strides", op, data_format),
+                     kind, pads, data_format, bool(ceil_mode), op_name(name)), x)
+
+
+def max_pool2d(input, ksize, strides, padding, data_format="NCHW", ceil_mode=False, name=None):  # noqa: A002
+    """The largest element of each window; padded positions never win."""
+    return _pool(_C.max_pool2d, "flow.nn.max_pool2d", input, ksize, strides, padding, data_format, ceil_mode, name)
+
+
+def avg_pool2d(input, ksize, strides, padding, data_format="NCHW", ceil_mode=False, name=None):  # noqa: A002
+    """The mean of each window over the input pixels it covers (padding is not counted)."""
+    return _pool(_C.avg_pool2d, "flow.nn.avg_pool2d", input, ksize, strides, padding, data_format, ceil_mode, name)
+
+
+def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, axis=-1, name=None):
+    """y = scale · (x − mean) / sqrt(variance + epsilon) + offset with given (C) statistics
+    (OneFlow's nn.batch_normalization in inference form; offset/scale may be None)."""
+    from weir import ops
+
+    op = "flow.nn.batch_normalization"
+    x = check_blob(x, op, "x")
+    mean = check_blob(mean, op, "mean")
+    variance = check_blob(variance, op, "variance")
+    channels = mean.shape
+    offset = ops.zeros_like(mean) if offset is None else check_blob(offset, op, "offset")
+    scale = ops.ones_like(mean) if scale is None else check_blob(scale, op, "scale")
+    for what, blob in (("variance", variance), ("offset", offset), ("scale", scale)):
+        if blob.shape != channels:
+            raise ValueError(f"{op}: {what} has shape {blob.shape}, mean has {channels}")
+    return wrap(_C.batch_norm(x._c, scale._c, offset._c, mean._c, variance._c, int(axis), float(variance_epsilon),
+                              0.0, False, op_name(name)), x)

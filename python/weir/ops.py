@@ -1,0 +1,195 @@
+"""Array ops exported at the top level: ``flow.reshape``, ``transpose``, ``matmul``, ``cast``,
+``identity``, ``constant``, ``get_variable``, ``watch`` and friends."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from weir import _C, _context, dtypes
+from weir._blob import Blob, is_blob, to_c_dtype
+from weir._ops_util import check_blob, op_name, wrap
+from weir._signature import watch_value_converter
+
+__all__ = [
+    "reshape", "transpose", "matmul", "cast", "identity", "constant", "zeros_like", "ones_like",
+    "squeeze", "expand_dims", "flatten", "concat", "one_hot", "clip_by_value", "get_variable", "watch", "watch_diff",
+]
+
+
+def reshape(x, shape, name=None):
+    """`x` with a new shape; one dimension may be -1 (inferred)."""
+    x = check_blob(x, "flow.reshape", "x")
+    try:
+        dims = [int(d) for d in shape]
+    except TypeError:
+        raise TypeError(f"flow.reshape: shape must be a sequence of ints, got {shape!r}") from None
+    return wrap(_C.reshape(x._c, dims, op_name(name)), x)
+
+
+def transpose(a, perm=None, conjugate=False, batch_axis_non_change=False, name=None):
+    """Permutes the axes: output axis i is input axis perm[i] (reversed when perm is None)."""
+    a = check_blob(a, "flow.transpose", "a")
+    if conjugate:
+        raise ValueError("flow.transpose: conjugate=True needs complex dtypes, which Weir does not have")
+    if perm is None:
+        perm = list(reversed(range(len(a.shape))))
+    return wrap(_C.transpose(a._c, [int(p) for p in perm], op_name(name)), a)
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False, alpha=1.0, name=None):
+    """The 2-D product op(a)·op(b), scaled by alpha."""
+    a = check_blob(a, "flow.matmul", "a")
+    b = check_blob(b, "flow.matmul", "b")
+    return wrap(_C.matmul(a._c, b._c, bool(transpose_a), bool(transpose_b), float(alpha), op_name(name)), a)
+
+
+def cast(x, dtype, name=None):
+    x = check_blob(x, "flow.cast", "x")
+    return wrap(_C.cast(x._c, to_c_dtype(dtype, "flow.cast: dtype"), op_name(name)), x)
+
+
+def identity(x, name=None):
+    x = check_blob(x, "flow.identity", "x")
+    return wrap(_C.identity(x._c, op_name(name)), x)
+
+
+def constant(value, dtype=None, shape=None, name=None):
+    """A blob fixed at build time: `value` (a number or array) broadcast to `shape`."""
+    context = _context.current("flow.constant")
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+    array = np.asarray(value, dtype=dtype.numpy_dtype)
+    if shape is not None:
+        array = np.broadcast_to(array, tuple(int(d) for d in shape))
+    blob = context.builder.constant(np.ascontiguousarray(array), op_name(name))
+    return Blob(blob, context.builder)
+
+
+def zeros_like(like, dtype=None, name=None):
+    like = check_blob(like, "flow.zeros_like", "like")
+    return constant(0, dtype or like.dtype, like.shape, name)
+
+
+def ones_like(like, dtype=None, name=None):
+    like = check_blob(like, "flow.ones_like", "like")
+    return constant(1, dtype or like.dtype, like.shape, name)
+
+
+def squeeze(input, axis=None, name=None):  # noqa: A002 - OneFlow's name
+    """Removes size-1 axes (all of them, or those in `axis`)."""
+    x = check_blob(input, "flow.squeeze", "input")
+    rank = len(x.shape)
+    if axis is None:
+        axes = {i for i, d in enumerate(x.shape) if d == 1}
+    else:
+        axes = {a % rank for a in ([axis] if isinstance(axis, int) else axis)}
+        for a in axes:
+            if x.shape[a] != 1:
+                raise ValueError(f"flow.squeeze: axis {a} of {x.shape} has size {x.shape[a]}, not 1")
+    return reshape(x, [d for i, d in enumerate(x.shape) if i not in axes], name)
+
+
+def expand_dims(input, axis, name=None):  # noqa: A002 - OneFlow's name
+    x = check_blob(input, "flow.expand_dims", "input")
+    rank = len(x.shape)
+    if not -rank - 1 <= axis <= rank:
+        raise ValueError(f"flow.expand_dims: axis must be in [{-rank - 1}, {rank}] for {x.shape}, got {axis}")
+    axis = axis % (rank + 1)
+    dims = list(x.shape)
+    dims.insert(axis, 1)
+    return reshape(x, dims, name)
+
+
+def flatten(input, start_dim=0, end_dim=-1, name=None):  # noqa: A002 - OneFlow's name
+    """Merges axes start_dim..end_dim (inclusive) into one (OneFlow 0.3's flow.flatten)."""
+    x = check_blob(input, "flow.flatten", "input")
+    return wrap(_C.flatten(x._c, int(start_dim), int(end_dim), op_name(name)), x)
+
+
+def concat(inputs, axis=0, max_dim_size=None, name=None):
+    """Joins blobs of one dtype along `axis` (their other dimensions equal)."""
+    inputs = list(inputs)
+    if not inputs:
+        raise ValueError("flow.concat: expected at least one blob")
+    for index, blob in enumerate(inputs):
+        check_blob(blob, "flow.concat", f"inputs[{index}]")
+    return wrap(_C.concat([b._c for b in inputs], int(axis), op_name(name)), inputs[0])
+
+
+def one_hot(indices, depth, on_value=1, off_value=0, axis=-1, dtype=None, name=None):
+    """indices (...) int -> (..., depth): on_value at each index, off_value elsewhere."""
+    x = check_blob(indices, "flow.one_hot", "indices")
+    if axis != -1:
+        raise ValueError(f"flow.one_hot: only axis=-1 is supported, got {axis}")
+    c_dtype = to_c_dtype(dtype if dtype is not None else dtypes.float32, "flow.one_hot: dtype")
+    return wrap(_C.one_hot(x._c, int(depth), float(on_value), float(off_value), c_dtype, op_name(name)), x)
+
+
+def clip_by_value(values, min_value=None, max_value=None, name=None):
+    from weir import math
+
+    return math.clip_by_value(values, min_value, max_value, name)
+
+
+def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None, trainable=None,
+                 model_name=None, random_seed=None, distribute=None, reuse=True):
+    """The variable `name` (prefixed by the active flow.scope.namespace()s): created on first
+    use in the session, shared by name with every job that asks for it, kept across calls and
+    saved in checkpoints. The default initializer is constant 0."""
+    from weir import initializers as _init
+
+    context = _context.current("flow.get_variable")
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"flow.get_variable: name must be a non-empty str, got {name!r}")
+    full_name = _context.scoped_name(name)
+    if full_name in context.variables:
+        if not reuse:
+            raise ValueError(f"flow.get_variable: variable {full_name!r} already exists in job {context.function_name}")
+        existing = context.variables[full_name]
+        if shape is not None and tuple(shape) != existing.shape:
+            raise ValueError(
+                f"flow.get_variable: variable {full_name!r} has shape {existing.shape}, asked for {tuple(shape)}"
+            )
+        return existing
+    if shape is None:
+        raise TypeError(f"flow.get_variable: variable {full_name!r} needs a shape")
+    init = _init.resolve(initializer, f"flow.get_variable({full_name!r}): initializer")
+    if random_seed is not None:
+        init = _init.with_seed(init, random_seed)
+    c_dtype = to_c_dtype(dtype, f"flow.get_variable({full_name!r}): dtype") if dtype is not None else None
+    reg = regularizer if regularizer is not None else _C.Regularizer()
+    if not isinstance(reg, _C.Regularizer):
+        raise TypeError(f"flow.get_variable: regularizer must come from flow.regularizers, got {regularizer!r}")
+    blob = context.builder.variable(
+        full_name, [int(d) for d in shape], c_dtype, init, reg, True if trainable is None else bool(trainable)
+    )
+    variable = Blob(blob, context.builder)
+    context.variables[full_name] = variable
+    return variable
+
+
+def _handler(blob, handler_or_prompt, what):
+    if handler_or_prompt is None or isinstance(handler_or_prompt, str):
+        prompt = handler_or_prompt or blob.logical_blob_name
+
+        def print_value(array):
+            print(prompt, array)
+
+        return print_value
+    if not callable(handler_or_prompt):
+        raise TypeError(f"{what}: expected a callable handler or a prompt string, got {handler_or_prompt!r}")
+    convert = watch_value_converter(handler_or_prompt, what)
+    return lambda array: handler_or_prompt(convert(array))
+
+
+def watch(blob_watched, handler_or_prompt=None):
+    """Calls the handler with the blob's value at every call of the job (a string prints it)."""
+    blob = check_blob(blob_watched, "flow.watch", "blob_watched")
+    _context.current("flow.watch").watches += 1
+    _C.watch(blob._c, _handler(blob, handler_or_prompt, "flow.watch"))
+
+
+def watch_diff(blob_watched, handler_or_prompt=None):
+    """Calls the handler with the gradient of the loss with respect to the blob (train jobs)."""
+    blob = check_blob(blob_watched, "flow.watch_diff", "blob_watched")
+    _context.current("flow.watch_diff").watches += 1
+    _C.watch_diff(blob._c, _handler(blob, handler_or_prompt, "flow.watch_diff"))

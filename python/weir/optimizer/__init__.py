@@ -1,0 +1,184 @@
+"""``flow.optimizer``: optimizers and learning-rate schedulers. Inside a train job,
+``flow.optimizer.SGD(scheduler, momentum=0).minimize(loss)`` makes every call run the backward
+pass and one update per trainable variable."""
+
+from __future__ import annotations
+
+from weir import _C, _context
+from weir._blob import is_blob
+from weir.optimizer import grad_clipping, warmup
+from weir.optimizer import grad_clipping as _grad_clipping
+
+__all__ = [
+    "SGD", "Adam", "AdamW", "RMSProp", "LAMB",
+    "PiecewiseConstantScheduler", "PiecewiseScalingScheduler", "CosineScheduler", "PolynomialScheduler",
+    "PolynomialSchduler", "ExponentialScheduler", "InverseTimeScheduler", "NaturalExpScheduler",
+    "LinearCosineScheduler", "grad_clipping", "warmup",
+]
+
+
+# --- learning-rate schedulers ------------------------------------------------------------
+
+
+class LrScheduler:
+    """A learning-rate schedule driven by the job's train-step counter."""
+
+    def __init__(self, c_schedule):
+        self._c = c_schedule
+
+    def learning_rate(self, train_step: int) -> float:
+        """The rate used at `train_step` (0 for the first call)."""
+        return self._c.learning_rate(int(train_step))
+
+    def __repr__(self) -> str:
+        return repr(self._c)
+
+
+def _warmup(value):
+    if value is None:
+        return _C.Warmup()
+    if not isinstance(value, warmup.Warmup):
+        raise TypeError(f"warmup must come from flow.optimizer.warmup.constant/linear, got {value!r}")
+    return value._c
+
+
+class PiecewiseConstantScheduler(LrScheduler):
+    """values[i] while boundaries[i-1] <= step < boundaries[i]; ([], [0.1]) is a constant 0.1."""
+
+    def __init__(self, boundaries, values, warmup=None):
+        super().__init__(_C.piecewise_constant_scheduler([int(b) for b in boundaries], [float(v) for v in values],
+                                                         _warmup(warmup)))
+
+
+class PiecewiseScalingScheduler(LrScheduler):
+    def __init__(self, base_lr, boundaries, scale, warmup=None):
+        scales = [float(s) for s in scale] if isinstance(scale, (list, tuple)) else None
+        if scales is None:  # one factor, applied again at every boundary
+            scales = [float(scale) ** (i + 1) for i in range(len(boundaries))]
+        super().__init__(_C.piecewise_scaling_scheduler(float(base_lr), [int(b) for b in boundaries], scales,
+                                                        _warmup(warmup)))
+
+
+class CosineScheduler(LrScheduler):
+    def __init__(self, base_lr, steps, alpha=0.0, warmup=None):
+        super().__init__(_C.cosine_scheduler(float(base_lr), int(steps), float(alpha), _warmup(warmup)))
+
+
+class PolynomialScheduler(LrScheduler):
+    def __init__(self, base_lr, steps, end_learning_rate=0.0001, power=1.0, cycle=False, warmup=None):
+        super().__init__(_C.polynomial_scheduler(float(base_lr), int(steps), float(end_learning_rate), float(power),
+                                                 bool(cycle), _warmup(warmup)))
+
+
+PolynomialSchduler = PolynomialScheduler  # OneFlow 0.2's spelling
+
+
+class ExponentialScheduler(LrScheduler):
+    def __init__(self, base_lr, steps, decay_rate, staircase=False, warmup=None):
+        super().__init__(_C.exponential_scheduler(float(base_lr), int(steps), float(decay_rate), bool(staircase),
+                                                  _warmup(warmup)))
+
+
+class InverseTimeScheduler(LrScheduler):
+    def __init__(self, base_lr, steps, decay_rate, staircase=False, warmup=None):
+        super().__init__(_C.inverse_time_scheduler(float(base_lr), int(steps), float(decay_rate), bool(staircase),
+                                                   _warmup(warmup)))
+
+
+class NaturalExpScheduler(LrScheduler):
+    def __init__(self, base_lr, steps, decay_rate, staircase=False, warmup=None):
+        super().__init__(_C.natural_exp_scheduler(float(base_lr), int(steps), float(decay_rate), bool(staircase),
+                                                  _warmup(warmup)))
+
+
+class LinearCosineScheduler(LrScheduler):
+    def __init__(self, base_lr, steps, num_periods=0.5, alpha=0.0, beta=0.001, warmup=None):
+        super().__init__(_C.linear_cosine_scheduler(float(base_lr), int(steps), float(num_periods), float(alpha),
+                                                    float(beta), _warmup(warmup)))
+
+
+# --- optimizers ------------------------------------------------------------------------------
+
+
+def _schedule(lr_scheduler, what):
+    if isinstance(lr_scheduler, LrScheduler):
+        return lr_scheduler._c
+    if isinstance(lr_scheduler, (int, float)) and not isinstance(lr_scheduler, bool):
+        return _C.piecewise_constant_scheduler([], [float(lr_scheduler)], _C.Warmup())
+    raise TypeError(f"{what}: lr_scheduler must be a flow.optimizer scheduler or a number, got {lr_scheduler!r}")
+
+
+class Optimizer:
+    """Base of the optimizers: ``minimize(loss)`` inside a train job."""
+
+    def __init__(self, c_optimizer, loss_scale_factor=None, grad_clipping=None):
+        if grad_clipping is not None:
+            if not isinstance(grad_clipping, _grad_clipping.GlobalNormClip):
+                raise TypeError(f"grad_clipping must be flow.optimizer.grad_clipping.by_global_norm(...), got {grad_clipping!r}")
+            c_optimizer = _C.clip_by_global_norm(c_optimizer, grad_clipping.clip_norm)
+        if loss_scale_factor is not None:
+            c_optimizer.loss_scale_factor = float(loss_scale_factor)
+        self._c = c_optimizer
+
+    def minimize(self, loss):
+        """Trains on `loss` (a blob, or a list of blobs of one shape, which are summed). A
+        per-example loss trains on its mean, as in OneFlow."""
+        context = _context.current(f"flow.optimizer.{type(self).__name__}.minimize")
+        if not context.is_train:
+            raise RuntimeError(
+                f"{context.function_name} is a predict job: an optimizer needs "
+                "@flow.global_function(type=\"train\")"
+            )
+        if context.minimized:
+            raise RuntimeError(f"{context.function_name}: minimize() may be called once per job")
+        losses = list(loss) if isinstance(loss, (list, tuple)) else [loss]
+        if not losses or not all(is_blob(l) for l in losses):
+            raise TypeError(f"minimize: expected a blob or a list of blobs, got {loss!r}")
+        total = losses[0]
+        for other in losses[1:]:
+            if other.shape != total.shape:
+                raise ValueError(f"minimize: losses of different shapes {total.shape} and {other.shape}")
+            total = total + other
+        context.builder.minimize(self._c, total._c)
+        context.minimized = True
+
+
+class SGD(Optimizer):
+    """OneFlow's SGD: default momentum 0.9 (pass momentum=0 for plain SGD)."""
+
+    def __init__(self, lr_scheduler, loss_scale_factor=None, momentum=0.9, grad_clipping=None, train_step_lbn=None):
+        super().__init__(_C.sgd(_schedule(lr_scheduler, "SGD"), float(momentum)), loss_scale_factor, grad_clipping)
+
+
+class Adam(Optimizer):
+    """Adam without bias correction unless asked for (OneFlow's default)."""
+
+    def __init__(self, lr_scheduler, beta1=0.9, beta2=0.999, epsilon=1e-8, do_bias_correction=False,
+                 loss_scale_factor=None, grad_clipping=None, train_step_lbn=None):
+        super().__init__(_C.adam(_schedule(lr_scheduler, "Adam"), float(beta1), float(beta2), float(epsilon),
+                                 bool(do_bias_correction)), loss_scale_factor, grad_clipping)
+
+
+class AdamW(Optimizer):
+    def __init__(self, lr_scheduler, beta1=0.9, beta2=0.999, epsilon=1e-8, do_bias_correction=False,
+                 loss_scale_factor=None, weight_decay=None, weight_decay_includes=None, weight_decay_excludes=None,
+                 grad_clipping=None, train_step_lbn=None):
+        if weight_decay_includes is not None or weight_decay_excludes is not None:
+            raise ValueError("AdamW: weight_decay_includes/excludes are not supported; decay applies to every variable")
+        super().__init__(_C.adamw(_schedule(lr_scheduler, "AdamW"), float(weight_decay or 0.0), float(beta1),
+                                  float(beta2), float(epsilon), bool(do_bias_correction)),
+                         loss_scale_factor, grad_clipping)
+
+
+class RMSProp(Optimizer):
+    def __init__(self, lr_scheduler, decay_rate=0.99, epsilon=1e-8, centered=False, loss_scale_factor=None,
+                 grad_clipping=None, train_step_lbn=None):
+        super().__init__(_C.rmsprop(_schedule(lr_scheduler, "RMSProp"), float(decay_rate), float(epsilon),
+                                    bool(centered)), loss_scale_factor, grad_clipping)
+
+
+class LAMB(Optimizer):
+    def __init__(self, lr_scheduler, beta1=0.9, beta2=0.999, epsilon=1e-6, weight_decay=0.0, loss_scale_factor=None,
+                 grad_clipping=None, train_step_lbn=None):
+        super().__init__(_C.lamb(_schedule(lr_scheduler, "LAMB"), float(beta1), float(beta2), float(epsilon),
+                                 float(weight_decay)), loss_scale_factor, grad_clipping)

@@ -1,0 +1,122 @@
+"""``flow.scope``: placement, logical views and name spaces. Weir runs every op on this machine's
+CPU for now; "gpu" placements are accepted and fall back to CPU (as OneFlow's CPU-only builds do),
+so programs written for GPUs run unchanged."""
+
+from __future__ import annotations
+
+import re
+import threading
+from contextlib import contextmanager
+
+from weir import _context
+
+__all__ = [
+    "placement", "mirrored_view", "consistent_view", "mirrored_view_enabled", "consistent_view_enabled",
+    "namespace", "current_scope",
+]
+
+_ID = re.compile(r"^\d+:\d+(-\d+)?$")
+_local = threading.local()
+
+
+class PlacementScope:
+    """Where the ops created inside it run: a device tag and "machine:device[-last]" ids."""
+
+    def __init__(self, device_tag: str, machine_device_ids):
+        if device_tag not in ("cpu", "gpu"):
+            raise ValueError(f"flow.scope.placement: device_tag must be 'cpu' or 'gpu', got {device_tag!r}")
+        ids = [machine_device_ids] if isinstance(machine_device_ids, str) else list(machine_device_ids)
+        for item in ids:
+            if not isinstance(item, str) or not _ID.match(item):
+                raise ValueError(
+                    f"flow.scope.placement: machine_device_ids entries look like '0:0' or '0:0-3', got {item!r}"
+                )
+        self.requested_device_tag = device_tag
+        self.machine_device_ids = ids
+
+    @property
+    def default_device_tag(self) -> str:
+        # No CUDA kernels yet: every op runs on the CPU.
+        return "cpu"
+
+    def __enter__(self):
+        stack = getattr(_local, "placements", None)
+        if stack is None:
+            stack = _local.placements = []
+        stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _local.placements.pop()
+        return False
+
+    def __repr__(self) -> str:
+        return f"placement({self.requested_device_tag!r}, {self.machine_device_ids!r})"
+
+
+def placement(device_tag, machine_device_ids):
+    return PlacementScope(device_tag, machine_device_ids)
+
+
+def current_scope():
+    stack = getattr(_local, "placements", None)
+    return stack[-1] if stack else PlacementScope("cpu", "0:0")
+
+
+class LogicalView:
+    """Consistent (one logical device, the default) or mirrored (one replica per device)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __enter__(self):
+        stack = getattr(_local, "views", None)
+        if stack is None:
+            stack = _local.views = []
+        stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _local.views.pop()
+        return False
+
+    def __repr__(self) -> str:
+        return f"flow.scope.{self.name}_view()"
+
+
+def mirrored_view() -> LogicalView:
+    return LogicalView("mirrored")
+
+
+def consistent_view() -> LogicalView:
+    return LogicalView("consistent")
+
+
+def _current_view() -> str:
+    stack = getattr(_local, "views", None)
+    if stack:
+        return stack[-1].name
+    context = _context.maybe_current()
+    if context is not None and context.config.default_logical_view_value is not None:
+        return context.config.default_logical_view_value.name
+    return "consistent"
+
+
+def mirrored_view_enabled() -> bool:
+    return _current_view() == "mirrored"
+
+
+def consistent_view_enabled() -> bool:
+    return _current_view() == "consistent"
+
+
+@contextmanager
+def namespace(name: str):
+    """Prefixes variable names created inside with "<name>-"."""
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"flow.scope.namespace: name must be a non-empty str, got {name!r}")
+    _context.push_namespace(name)
+    try:
+        yield
+    finally:
+        _context.pop_namespace()

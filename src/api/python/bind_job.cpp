@@ -1,0 +1,199 @@
+// weir._C: blobs, job builders, ops and layers. A thin mapping of include/weir/{job,ops,layers}.hpp;
+// Python-side conveniences (names, scopes, defaults) live in python/weir.
+#include <pybind11/functional.h>
+#include <pybind11/stl.h>
+
+#include "api/python/bind.hpp"
+#include "api/python/convert.hpp"
+#include "weir/job.hpp"
+#include "weir/layers.hpp"
+#include "weir/ops.hpp"
+#include "weir/optimizers.hpp"
+
+namespace weir::python {
+
+namespace {
+
+py::tuple ShapeTuple(const Shape& shape) {
+  py::tuple tuple(shape.Rank());
+  for (int i = 0; i < shape.Rank(); ++i) tuple[static_cast<std::size_t>(i)] = py::int_(shape[i]);
+  return tuple;
+}
+
+/// A watch handler called with the blob's value; the Python handler runs under the GIL.
+std::function<void(const Tensor&)> WatchHandler(py::object handler) {
+  return [callable = PyCallable(std::move(handler))](const Tensor& value) {
+    py::gil_scoped_acquire gil;
+    callable.Object()(ToArray(value));
+  };
+}
+
+Activation ParseActivation(const std::string& name) {
+  if (name.empty() || name == "none") return Activation::kNone;
+  if (name == "relu") return Activation::kRelu;
+  if (name == "sigmoid") return Activation::kSigmoid;
+  if (name == "tanh") return Activation::kTanh;
+  throw std::invalid_argument("[dense] activation: expected one of none, relu, sigmoid, tanh, got '" + name + "'");
+}
+
+ScalarOpKind ParseScalarKind(const std::string& kind) {
+  static const std::pair<const char*, ScalarOpKind> kKinds[] = {
+      {"add", ScalarOpKind::kAdd}, {"sub", ScalarOpKind::kSub}, {"rsub", ScalarOpKind::kRSub},
+      {"mul", ScalarOpKind::kMul}, {"div", ScalarOpKind::kDiv}, {"rdiv", ScalarOpKind::kRDiv},
+      {"pow", ScalarOpKind::kPow}};
+  for (const auto& [name, value] : kKinds) {
+    if (kind == name) return value;
+  }
+  throw std::invalid_argument("[scalar] kind: expected add, sub, rsub, mul, div, rdiv or pow, got '" + kind + "'");
+}
+
+}  // namespace
+
+void BindJob(py::module_& m) {
+  py::enum_<JobType>(m, "JobType").value("predict", JobType::kPredict).value("train", JobType::kTrain);
+
+  py::class_<Blob>(m, "Blob")
+      .def_property_readonly("shape", [](const Blob& b) { return ShapeTuple(b.GetShape()); })
+      .def_property_readonly("dtype", &Blob::GetDType)
+      .def_property_readonly("name", &Blob::Name)
+      .def_property_readonly("defined", &Blob::Defined)
+      .def("same_job", [](const Blob& a, const Blob& b) { return a.Graph() == b.Graph(); });
+
+  py::class_<Regularizer>(m, "Regularizer")
+      .def(py::init([](double l1, double l2) { return Regularizer{l1, l2}; }), py::arg("l1") = 0.0, py::arg("l2") = 0.0)
+      .def_readonly("l1", &Regularizer::l1)
+      .def_readonly("l2", &Regularizer::l2);
+
+  py::class_<Job>(m, "Job")
+      .def_property_readonly("name", &Job::Name)
+      .def_property_readonly("type", &Job::Type)
+      .def_property_readonly("output_names", &Job::OutputNames)
+      .def_property_readonly("placeholders", [](const Job& job) {
+        py::list list;
+        for (const PlaceholderInfo& p : job.Placeholders()) list.append(py::make_tuple(p.name, ShapeTuple(p.shape), p.dtype));
+        return list;
+      });
+
+  py::class_<JobBuilder>(m, "JobBuilder")
+      .def(py::init([](std::string name, JobType type, DType default_dtype) {
+             return JobBuilder(std::move(name), type, JobConfig{.default_dtype = default_dtype});
+           }),
+           py::arg("name"), py::arg("type"), py::arg("default_dtype") = DType::kF32)
+      .def("placeholder",
+           [](JobBuilder& b, std::string name, std::vector<std::int64_t> shape, DType dtype) {
+             return b.Placeholder(std::move(name), Shape(std::move(shape)), dtype);
+           },
+           py::arg("name"), py::arg("shape"), py::arg("dtype"))
+      .def("constant",
+           [](JobBuilder& b, const py::array& value, std::string name) {
+             return b.Constant(CopyArray(value, "constant"), std::move(name));
+           },
+           py::arg("value"), py::arg("name") = "")
+      .def("variable",
+           [](JobBuilder& b, const std::string& name, std::vector<std::int64_t> shape, std::optional<DType> dtype,
+              const Initializer& initializer, const Regularizer& regularizer, bool trainable) {
+             return b.Variable(name, VariableSpec{.shape = Shape(std::move(shape)),
+                                                  .dtype = dtype,
+                                                  .initializer = initializer,
+                                                  .regularizer = regularizer,
+                                                  .trainable = trainable});
+           },
+           py::arg("name"), py::arg("shape"), py::arg("dtype"), py::arg("initializer"), py::arg("regularizer"),
+           py::arg("trainable"))
+      .def("minimize", &JobBuilder::Minimize, py::arg("optimizer"), py::arg("loss"))
+      .def("output", &JobBuilder::Output, py::arg("name"), py::arg("blob"))
+      .def("build", &JobBuilder::Build);
+
+  m.def("watch", [](const Blob& blob, py::object handler) { Watch(blob, WatchHandler(std::move(handler))); },
+        py::arg("blob"), py::arg("handler"));
+  m.def("watch_diff", [](const Blob& blob, py::object handler) { WatchDiff(blob, WatchHandler(std::move(handler))); },
+        py::arg("blob"), py::arg("handler"));
+
+  // --- ops (include/weir/ops.hpp); `name` empty means "<type>_<n>".
+  m.def("identity", [](const Blob& x, std::string_view name) { return Identity(x, name); }, py::arg("x"),
+        py::arg("name") = "");
+  m.def("reshape",
+        [](const Blob& x, std::vector<std::int64_t> shape, std::string_view name) {
+          return Reshape(x, {std::move(shape)}, name);
+        },
+        py::arg("x"), py::arg("shape"), py::arg("name") = "");
+  m.def("transpose",
+        [](const Blob& x, std::vector<int> perm, std::string_view name) { return Transpose(x, {std::move(perm)}, name); },
+        py::arg("x"), py::arg("perm"), py::arg("name") = "");
+  m.def("matmul",
+        [](const Blob& a, const Blob& b, bool transpose_a, bool transpose_b, double alpha, std::string_view name) {
+          return MatMul(a, b, {transpose_a, transpose_b, alpha}, name);
+        },
+        py::arg("a"), py::arg("b"), py::arg("transpose_a") = false, py::arg("transpose_b") = false,
+        py::arg("alpha") = 1.0, py::arg("name") = "");
+  m.def("bias_add",
+        [](const Blob& x, const Blob& bias, int axis, std::string_view name) { return BiasAdd(x, bias, {axis}, name); },
+        py::arg("x"), py::arg("bias"), py::arg("axis") = 1, py::arg("name") = "");
+  m.def("add", [](const Blob& a, const Blob& b, std::string_view name) { return Add(a, b, name); }, py::arg("a"),
+        py::arg("b"), py::arg("name") = "");
+  m.def("sub", [](const Blob& a, const Blob& b, std::string_view name) { return Sub(a, b, name); }, py::arg("a"),
+        py::arg("b"), py::arg("name") = "");
+  m.def("mul", [](const Blob& a, const Blob& b, std::string_view name) { return Mul(a, b, name); }, py::arg("a"),
+        py::arg("b"), py::arg("name") = "");
+  m.def("div", [](const Blob& a, const Blob& b, std::string_view name) { return Div(a, b, name); }, py::arg("a"),
+        py::arg("b"), py::arg("name") = "");
+  m.def("scalar",
+        [](const Blob& x, const std::string& kind, double value, std::string_view name) {
+          return Scalar(x, {ParseScalarKind(kind), value}, name);
+        },
+        py::arg("x"), py::arg("kind"), py::arg("value"), py::arg("name") = "");
+  m.def("relu", [](const Blob& x, std::string_view name) { return Relu(x, name); }, py::arg("x"), py::arg("name") = "");
+  m.def("sigmoid", [](const Blob& x, std::string_view name) { return Sigmoid(x, name); }, py::arg("x"),
+        py::arg("name") = "");
+  m.def("tanh", [](const Blob& x, std::string_view name) { return Tanh(x, name); }, py::arg("x"), py::arg("name") = "");
+  m.def("softmax", [](const Blob& x, int axis, std::string_view name) { return Softmax(x, {axis}, name); }, py::arg("x"),
+        py::arg("axis") = -1, py::arg("name") = "");
+  m.def("reduce_sum",
+        [](const Blob& x, std::vector<int> axes, bool keep_dims, std::string_view name) {
+          return ReduceSum(x, {std::move(axes), keep_dims}, name);
+        },
+        py::arg("x"), py::arg("axes"), py::arg("keep_dims") = false, py::arg("name") = "");
+  m.def("reduce_mean",
+        [](const Blob& x, std::vector<int> axes, bool keep_dims, std::string_view name) {
+          return ReduceMean(x, {std::move(axes), keep_dims}, name);
+        },
+        py::arg("x"), py::arg("axes"), py::arg("keep_dims") = false, py::arg("name") = "");
+  m.def("argmax",
+        [](const Blob& x, int axis, DType dtype, std::string_view name) { return ArgMax(x, {axis, dtype}, name); },
+        py::arg("x"), py::arg("axis") = -1, py::arg("dtype") = DType::kI32, py::arg("name") = "");
+  m.def("cast", [](const Blob& x, DType dtype, std::string_view name) { return Cast(x, {dtype}, name); }, py::arg("x"),
+        py::arg("dtype"), py::arg("name") = "");
+  m.def("sparse_softmax_cross_entropy",
+        [](const Blob& labels, const Blob& logits, std::string_view name) {
+          return SparseSoftmaxCrossEntropy(labels, logits, name);
+        },
+        py::arg("labels"), py::arg("logits"), py::arg("name") = "");
+  m.def("gradients", &Gradients, py::arg("y"), py::arg("xs"));
+
+  // --- layers (include/weir/layers.hpp)
+  m.def("dense",
+        [](const Blob& x, std::int64_t units, const std::string& activation, bool use_bias,
+           const Initializer& kernel_initializer, const Initializer& bias_initializer,
+           const Regularizer& kernel_regularizer, const Regularizer& bias_regularizer, bool trainable,
+           std::string name) {
+          return Dense(x, units,
+                       {.activation = ParseActivation(activation),
+                        .use_bias = use_bias,
+                        .kernel_initializer = kernel_initializer,
+                        .bias_initializer = bias_initializer,
+                        .kernel_regularizer = kernel_regularizer,
+                        .bias_regularizer = bias_regularizer,
+                        .trainable = trainable,
+                        .name = std::move(name)});
+        },
+        py::arg("x"), py::arg("units"), py::arg("activation"), py::arg("use_bias"), py::arg("kernel_initializer"),
+        py::arg("bias_initializer"), py::arg("kernel_regularizer"), py::arg("bias_regularizer"), py::arg("trainable"),
+        py::arg("name"));
+  m.def("dropout",
+        [](const Blob& x, double rate, std::uint64_t seed, std::string name) {
+          return Dropout(x, {.rate = rate, .seed = seed, .name = std::move(name)});
+        },
+        py::arg("x"), py::arg("rate"), py::arg("seed") = 0, py::arg("name") = "");
+}
+
+}  // namespace weir::python

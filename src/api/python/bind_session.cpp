@@ -1,0 +1,216 @@
+// weir._C: sessions (calls release the GIL while the runtime works; callbacks and watch handlers
+// take it back on the runtime's threads), checkpoints and the MNIST loader.
+#include <chrono>
+#include <map>
+#include <memory>
+
+#include <pybind11/stl.h>
+
+#include "api/python/bind.hpp"
+#include "api/python/convert.hpp"
+#include "weir/checkpoint.hpp"
+#include "weir/data.hpp"
+#include "weir/session.hpp"
+
+namespace weir::python {
+
+namespace {
+
+/// Owns a Session so that it can be closed with the GIL released: closing completes the calls in
+/// flight, whose callbacks need the GIL.
+class PySession {
+ public:
+  explicit PySession(SessionOptions options) : session_(std::make_unique<Session>(options)) {}
+  ~PySession() { Close(); }
+
+  Session& Get() {
+    if (!session_) throw std::runtime_error("[Session] the session is closed");
+    return *session_;
+  }
+
+  void Close() {
+    if (!session_) return;
+    std::unique_ptr<Session> session = std::move(session_);
+    if (Py_IsInitialized() != 0 && PyGILState_Check() != 0) {
+      py::gil_scoped_release nogil;
+      session.reset();
+    } else {
+      session.reset();
+    }
+  }
+
+ private:
+  std::unique_ptr<Session> session_;
+};
+
+std::vector<Tensor> InputTensors(const Job& job, const std::vector<py::array>& inputs, bool copy) {
+  std::vector<Tensor> tensors;
+  tensors.reserve(inputs.size());
+  const auto& placeholders = job.Placeholders();
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const std::string what = i < placeholders.size() ? placeholders[i].name : "input " + std::to_string(i);
+    tensors.push_back(copy ? CopyArray(inputs[i], what) : BorrowArray(inputs[i], what));
+  }
+  return tensors;
+}
+
+py::list ToList(const std::vector<Tensor>& tensors) {
+  py::list list;
+  for (const Tensor& tensor : tensors) list.append(ToArray(tensor));
+  return list;
+}
+
+py::dict ToDict(const std::map<std::string, Tensor>& tensors) {
+  py::dict dict;
+  for (const auto& [name, tensor] : tensors) dict[py::str(name)] = ToArray(tensor);
+  return dict;
+}
+
+std::map<std::string, Tensor> FromDict(const std::map<std::string, py::array>& arrays) {
+  std::map<std::string, Tensor> tensors;
+  for (const auto& [name, array] : arrays) tensors.emplace(name, CopyArray(array, name));
+  return tensors;
+}
+
+/// The Python exception a failed call hands to its callback: ValueError for bad arguments,
+/// RuntimeError otherwise; a Python exception stays itself.
+py::object ExceptionObject(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (py::error_already_set& e) {
+    return e.value();
+  } catch (const std::invalid_argument& e) {
+    return py::reinterpret_borrow<py::object>(PyExc_ValueError)(e.what());
+  } catch (const std::exception& e) {
+    return py::reinterpret_borrow<py::object>(PyExc_RuntimeError)(e.what());
+  } catch (...) {
+    return py::reinterpret_borrow<py::object>(PyExc_RuntimeError)("unknown C++ exception");
+  }
+}
+
+}  // namespace
+
+void BindSession(py::module_& m) {
+  py::class_<PySession>(m, "Session")
+      .def(py::init([](int scheduler_threads, int cpu_compute_streams, int max_calls_in_flight,
+                       double shutdown_timeout_s, std::uint64_t seed) {
+             SessionOptions options;
+             options.scheduler_threads = scheduler_threads;
+             options.cpu_compute_streams = cpu_compute_streams;
+             options.max_calls_in_flight = max_calls_in_flight;
+             options.shutdown_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(shutdown_timeout_s * 1000));
+             options.seed = seed;
+             return std::make_unique<PySession>(options);
+           }),
+           py::arg("scheduler_threads") = 0, py::arg("cpu_compute_streams") = 1, py::arg("max_calls_in_flight") = 128,
+           py::arg("shutdown_timeout_s") = 30.0, py::arg("seed") = 0)
+      .def("close", &PySession::Close)
+      // Sync: the arrays are borrowed, which is safe because the caller holds them until we return.
+      .def("call",
+           [](PySession& self, const Job& job, const std::vector<py::array>& inputs) {
+             std::vector<Tensor> tensors = InputTensors(job, inputs, /*copy=*/false);
+             Outputs outputs;
+             {
+               py::gil_scoped_release nogil;
+               outputs = self.Get().Call(job, std::move(tensors));
+             }
+             return ToList(outputs.Tensors());
+           },
+           py::arg("job"), py::arg("inputs"))
+      // Async: the inputs are copied, so the caller may reuse its arrays at once. The callback gets
+      // (list of arrays, None) or (None, exception).
+      .def("call_async",
+           [](PySession& self, const Job& job, const std::vector<py::array>& inputs, py::object callback) {
+             std::vector<Tensor> tensors = InputTensors(job, inputs, /*copy=*/true);
+             Session::Callback done = [callable = PyCallable(std::move(callback))](CallResult result) {
+               py::gil_scoped_acquire gil;
+               if (result.Ok()) {
+                 callable.Object()(ToList(result.outputs.Tensors()), py::none());
+               } else {
+                 callable.Object()(py::none(), ExceptionObject(result.error));
+               }
+             };
+             py::gil_scoped_release nogil;
+             self.Get().CallAsync(job, std::move(tensors), std::move(done));
+           },
+           py::arg("job"), py::arg("inputs"), py::arg("callback"))
+      .def("sync", [](PySession& self) { self.Get().Sync(); }, py::call_guard<py::gil_scoped_release>())
+      .def("compile", [](PySession& self, const Job& job) { self.Get().Compile(job); },
+           py::call_guard<py::gil_scoped_release>(), py::arg("job"))
+      .def("plan_dot", [](PySession& self, const Job& job) { return self.Get().PlanDot(job); },
+           py::call_guard<py::gil_scoped_release>(), py::arg("job"))
+      .def("get_variable",
+           [](PySession& self, const std::string& name) {
+             Tensor value;
+             {
+               py::gil_scoped_release nogil;
+               value = self.Get().GetVariable(name);
+             }
+             return ToArray(value);
+           },
+           py::arg("name"))
+      .def("get_variables",
+           [](PySession& self) {
+             std::map<std::string, Tensor> values;
+             {
+               py::gil_scoped_release nogil;
+               values = self.Get().GetVariables();
+             }
+             return ToDict(values);
+           })
+      .def("set_variables",
+           [](PySession& self, const std::map<std::string, py::array>& values, bool ignore_unknown) {
+             std::map<std::string, Tensor> tensors = FromDict(values);
+             py::gil_scoped_release nogil;
+             self.Get().SetVariables(tensors, ignore_unknown);
+           },
+           py::arg("values"), py::arg("ignore_unknown") = true)
+      .def("save_checkpoint",
+           [](PySession& self, const std::string& path, bool overwrite, const std::vector<std::string>& names) {
+             py::gil_scoped_release nogil;
+             self.Get().SaveCheckpoint(path, SaveOptions{.overwrite = overwrite}, names);
+           },
+           py::arg("path"), py::arg("overwrite") = false, py::arg("names") = std::vector<std::string>())
+      .def("load_checkpoint",
+           [](PySession& self, const std::string& path, const std::vector<std::string>& names) {
+             LoadReport report;
+             {
+               py::gil_scoped_release nogil;
+               report = self.Get().LoadCheckpoint(path, names);
+             }
+             return py::make_tuple(report.missing, report.unexpected);
+           },
+           py::arg("path"), py::arg("names") = std::vector<std::string>());
+
+  m.def("save_checkpoint",
+        [](const std::string& path, const std::map<std::string, py::array>& values, bool overwrite) {
+          std::map<std::string, Tensor> tensors = FromDict(values);
+          py::gil_scoped_release nogil;
+          SaveCheckpoint(path, tensors, SaveOptions{.overwrite = overwrite});
+        },
+        py::arg("path"), py::arg("values"), py::arg("overwrite") = false);
+  m.def("load_checkpoint",
+        [](const std::string& path) {
+          std::map<std::string, Tensor> values;
+          {
+            py::gil_scoped_release nogil;
+            values = LoadCheckpoint(path);
+          }
+          return ToDict(values);
+        },
+        py::arg("path"));
+
+  m.def("load_mnist",
+        [](int batch_size, const std::string& data_dir) {
+          Mnist mnist;
+          {
+            py::gil_scoped_release nogil;
+            mnist = LoadMnist(batch_size, data_dir);
+          }
+          return py::make_tuple(py::make_tuple(ToArray(mnist.train.images), ToArray(mnist.train.labels)),
+                                py::make_tuple(ToArray(mnist.test.images), ToArray(mnist.test.labels)));
+        },
+        py::arg("batch_size"), py::arg("data_dir") = "");
+}
+
+}  // namespace weir::python

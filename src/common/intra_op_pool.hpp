@@ -1,0 +1,31 @@
+#pragma once
+// Intra-op parallelism owned by Weir. One process-wide pool of (cores - 1) workers splits large
+// kernels (GEMMs, convolutions) into chunks that run on the calling actor thread and the workers.
+//
+// Why not oneDNN's OpenMP team: GNU OpenMP workers spin for a long while after each parallel
+// region, so on a small machine they fight the actor threads, the callback thread and the Python
+// caller for the cores (PyTorch's 4.5x collapse at 2 threads is that trap). Weir's workers spin
+// only a few microseconds, then sleep on a futex; kernels themselves run single-threaded inside
+// oneDNN (SingleThreadedMath).
+#include <cstdint>
+#include <functional>
+
+namespace weir::internal {
+
+/// Threads that run a ParallelFor: the caller plus the pool's workers (1 on a one-core machine).
+int IntraOpThreads();
+
+/// Runs fn(0) .. fn(n - 1), spread over the calling thread and the pool's workers, and returns when
+/// all have run. If the pool is busy with another caller's loop, the caller runs every chunk itself
+/// (no queueing behind another kernel, no oversubscription). fn must not throw across threads: an
+/// exception from any chunk is rethrown here after every chunk has finished.
+void ParallelFor(int n, const std::function<void(int)>& fn);
+
+/// Makes math libraries called on this thread (oneDNN's OpenMP runtime, OpenBLAS) single-threaded.
+/// Cheap after the first call on a thread; kernels call it before running primitives.
+void SingleThreadedMath();
+
+/// How to split `total` units into `chunks` contiguous ranges: [ChunkBegin(i), ChunkBegin(i + 1)).
+inline std::int64_t ChunkBegin(std::int64_t total, int chunks, int i) { return total * i / chunks; }
+
+}  // namespace weir::internal
