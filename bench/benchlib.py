@@ -57,7 +57,10 @@ def run_process(argv, extra_env=None, timeout=600, need_json=True):
     env.update(extra_env or {})
     busy_before = busy_seconds()
     start = time.monotonic()
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+    try:
+        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+    except OSError as error:
+        raise ProcessFailed(f"cannot start {' '.join(argv)}: {error}") from error
     killer = threading.Timer(timeout, process.kill)
     killer.start()
     try:

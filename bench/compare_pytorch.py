@@ -221,7 +221,9 @@ def main():
     result["torch_peak_rss_mb"] = result[f"{biggest}_torch_peak_rss_mb"]
 
     epochs = {"weir": [], "torch": []}
-    if args.epoch_reps and not args.no_python:
+    if args.epoch_reps and not args.no_python and "mlp/weir_py" in failed:
+        print(f"\nwhole process: skipped, Weir's Python API failed: {failed['mlp/weir_py']}")
+    if args.epoch_reps and not args.no_python and "mlp/weir_py" not in failed:
         script = os.path.join(ROOT, "bench", "mlp_epoch_process.py")
         torch_name = best["mlp"].split("_", 1)[1]
         threads, blas, policy, _ = TORCH_CONFIGS[torch_name]

@@ -4,6 +4,7 @@
 /// output Blob. `name` is optional; ops are named "<type>_<n>" otherwise.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 

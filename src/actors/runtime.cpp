@@ -265,6 +265,12 @@ struct Runtime::Impl {
     const int threads = options.scheduler_threads > 0 ? options.scheduler_threads : DefaultThreads();
     config->set("scheduler.max-threads", static_cast<std::size_t>(threads));
     config->set("scheduler.policy", caf::atom("stealing"));
+    // An idle CAF worker polls, then sleeps in 50 µs steps (CAF's "moderate" phase), then waits on
+    // a condition variable that new work signals. The 50 µs steps (100 µs and more with the
+    // kernel's timer slack) were the latency of any call that arrived after a short pause, such as
+    // a Python caller's per-call work: skip them, poll a little longer, then wait to be woken.
+    config->set("work-stealing.aggressive-poll-attempts", std::size_t{300});
+    config->set("work-stealing.moderate-poll-attempts", std::size_t{0});
     return config;
   }
 
