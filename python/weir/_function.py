@@ -118,10 +118,11 @@ def function_config() -> FunctionConfig:
 class _Compiled:
     """A job function compiled in one session."""
 
-    __slots__ = ("session", "job", "template")
+    __slots__ = ("session", "c_session", "job", "template")
 
     def __init__(self, session, job, template):
         self.session = session
+        self.c_session = session.c_session()  # resolved once, not under the session lock per call
         self.job = job
         self.template = template
 
@@ -233,7 +234,7 @@ class JobFunction:
     def __call__(self, *args, **kwargs):
         compiled = self._compiled()
         arrays = self.signature.flatten_call_args(args, kwargs)
-        session = compiled.session.c_session()
+        session = compiled.c_session
         template = compiled.template
         if compiled.job is None:
             if self.signature.is_async:

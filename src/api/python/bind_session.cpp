@@ -48,7 +48,8 @@ std::vector<Tensor> InputTensors(const Job& job, const std::vector<py::array>& i
   tensors.reserve(inputs.size());
   const auto& placeholders = job.Placeholders();
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const std::string what = i < placeholders.size() ? placeholders[i].name : "input " + std::to_string(i);
+    // More inputs than placeholders is the session's error to report; name them generically here.
+    const std::string_view what = i < placeholders.size() ? std::string_view(placeholders[i].name) : "input";
     tensors.push_back(copy ? CopyArray(inputs[i], what) : BorrowArray(inputs[i], what));
   }
   return tensors;

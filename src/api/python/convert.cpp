@@ -19,7 +19,7 @@ py::dtype NumpyDType(DType dtype) {
   throw std::invalid_argument("[weir._C] unknown dtype");
 }
 
-DType FromNumpyDType(const py::dtype& dtype, const std::string& what) {
+DType FromNumpyDType(const py::dtype& dtype, std::string_view what) {
   for (DType candidate : {DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kU8, DType::kBool}) {
     if (NumpyDType(candidate).is(dtype) || NumpyDType(candidate).equal(dtype)) return candidate;
   }
@@ -36,7 +36,7 @@ Shape ArrayShape(const py::array& array) {
 
 }  // namespace
 
-Tensor BorrowArray(const py::array& array, const std::string& what) {
+Tensor BorrowArray(const py::array& array, std::string_view what) {
   const DType dtype = FromNumpyDType(array.dtype(), what);
   if (!(array.flags() & py::array::c_style)) {
     throw std::invalid_argument(fmt::format("{}: expected a C-contiguous array", what));
@@ -46,7 +46,7 @@ Tensor BorrowArray(const py::array& array, const std::string& what) {
   return Tensor(ArrayShape(array), dtype, Device::Cpu(), std::shared_ptr<std::byte[]>(data, [](std::byte*) {}));
 }
 
-Tensor CopyArray(const py::array& array, const std::string& what) {
+Tensor CopyArray(const py::array& array, std::string_view what) {
   const DType dtype = FromNumpyDType(array.dtype(), what);
   const py::array contiguous = py::array::ensure(array, py::array::c_style);
   Tensor tensor(ArrayShape(contiguous), dtype);

@@ -3,6 +3,7 @@
 // that may be released on any thread.
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -16,13 +17,13 @@ namespace py = pybind11;
 
 /// numpy dtype of a Weir dtype, and back (std::invalid_argument naming `what` when unsupported).
 py::dtype NumpyDType(DType dtype);
-DType FromNumpyDType(const py::dtype& dtype, const std::string& what);
+DType FromNumpyDType(const py::dtype& dtype, std::string_view what);
 
 /// A tensor that borrows the array's buffer. Only for calls that complete before the array can
 /// change or die (sync calls, which keep the array referenced on the Python side).
-Tensor BorrowArray(const py::array& array, const std::string& what);
+Tensor BorrowArray(const py::array& array, std::string_view what);
 /// A tensor holding a copy of the array (async calls, constants, variable values).
-Tensor CopyArray(const py::array& array, const std::string& what);
+Tensor CopyArray(const py::array& array, std::string_view what);
 /// A numpy array sharing the tensor's storage (no copy); the array keeps the storage alive.
 py::array ToArray(const Tensor& tensor);
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "common/tensor_meta.hpp"
@@ -15,6 +16,47 @@ namespace weir::internal {
 /// Floats accumulate in double; integers in uint64_t, which wraps instead of overflowing and
 /// converts back modulo 2^bits.
 template <typename T> using ReduceAcc = std::conditional_t<std::is_floating_point_v<T>, double, std::uint64_t>;
+
+/// x's axes after dropping size-1 axes and merging neighbours that are both reduced or both kept,
+/// outer first: the merged dims, their contiguous input strides, and the output stride of each
+/// kept axis (0 for reduced ones). Every reduction kernel walks x this way.
+struct MergedReduction {
+  std::vector<std::int64_t> dims;
+  std::vector<std::int64_t> in_strides;
+  std::vector<std::int64_t> out_strides;
+
+  MergedReduction(const Shape& x, const ReduceAttrs& attrs) {
+    const int rank = x.Rank();
+    std::vector<bool> reduced(static_cast<std::size_t>(rank), attrs.axes.empty());
+    for (int axis : attrs.axes) reduced[static_cast<std::size_t>(axis < 0 ? axis + rank : axis)] = true;
+    std::vector<bool> merged_reduced;
+    for (int i = 0; i < rank; ++i) {
+      if (x[i] == 1) continue;
+      const bool r = reduced[static_cast<std::size_t>(i)];
+      if (!dims.empty() && merged_reduced.back() == r) {
+        dims.back() *= x[i];
+      } else {
+        dims.push_back(x[i]);
+        merged_reduced.push_back(r);
+      }
+    }
+    if (dims.empty()) {  // one element
+      dims.push_back(1);
+      merged_reduced.push_back(true);
+    }
+    const std::size_t n = dims.size();
+    in_strides.assign(n, 1);
+    out_strides.assign(n, 0);
+    std::int64_t out_stride = 1;
+    for (std::size_t i = n; i-- > 0;) {
+      if (i + 1 < n) in_strides[i] = in_strides[i + 1] * dims[i + 1];
+      if (!merged_reduced[i]) {
+        out_strides[i] = out_stride;
+        out_stride *= dims[i];
+      }
+    }
+  }
+};
 
 template <typename T> class Reduction {
  public:
@@ -29,33 +71,10 @@ template <typename T> class Reduction {
     for (int i = 0; i < rank; ++i) {
       if (reduced[static_cast<std::size_t>(i)]) reduced_count_ *= x[i];
     }
-    // Merged axes, outer first; each is reduced or kept as a whole.
-    std::vector<bool> merged_reduced;
-    for (int i = 0; i < rank; ++i) {
-      if (x[i] == 1) continue;
-      const bool r = reduced[static_cast<std::size_t>(i)];
-      if (!dims_.empty() && merged_reduced.back() == r) {
-        dims_.back() *= x[i];
-      } else {
-        dims_.push_back(x[i]);
-        merged_reduced.push_back(r);
-      }
-    }
-    if (dims_.empty()) {  // one element
-      dims_.push_back(1);
-      merged_reduced.push_back(true);
-    }
-    const std::size_t n = dims_.size();
-    in_strides_.assign(n, 1);
-    acc_strides_.assign(n, 0);
-    std::int64_t acc_stride = 1;
-    for (std::size_t i = n; i-- > 0;) {
-      if (i + 1 < n) in_strides_[i] = in_strides_[i + 1] * dims_[i + 1];
-      if (!merged_reduced[i]) {
-        acc_strides_[i] = acc_stride;
-        acc_stride *= dims_[i];
-      }
-    }
+    MergedReduction merged(x, attrs);
+    dims_ = std::move(merged.dims);
+    in_strides_ = std::move(merged.in_strides);
+    acc_strides_ = std::move(merged.out_strides);
     acc_.resize(static_cast<std::size_t>(out_count_));
   }
 

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <utility>
 #include <vector>
 
+#include "kernels/cpu/reduce.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/ops.hpp"
 
@@ -17,35 +19,10 @@ namespace {
 class ReduceWalk {
  public:
   ReduceWalk(const Shape& x, const ReduceAttrs& attrs) : in_count_(x.NumElements()) {
-    const int rank = x.Rank();
-    std::vector<bool> reduced(static_cast<std::size_t>(rank), attrs.axes.empty());
-    for (int axis : attrs.axes) reduced[static_cast<std::size_t>(axis < 0 ? axis + rank : axis)] = true;
-    std::vector<bool> merged_reduced;
-    for (int i = 0; i < rank; ++i) {
-      if (x[i] == 1) continue;
-      const bool r = reduced[static_cast<std::size_t>(i)];
-      if (!dims_.empty() && merged_reduced.back() == r) {
-        dims_.back() *= x[i];
-      } else {
-        dims_.push_back(x[i]);
-        merged_reduced.push_back(r);
-      }
-    }
-    if (dims_.empty()) {  // one element
-      dims_.push_back(1);
-      merged_reduced.push_back(true);
-    }
-    const std::size_t n = dims_.size();
-    in_strides_.assign(n, 1);
-    out_strides_.assign(n, 0);
-    std::int64_t out_stride = 1;
-    for (std::size_t i = n; i-- > 0;) {
-      if (i + 1 < n) in_strides_[i] = in_strides_[i + 1] * dims_[i + 1];
-      if (!merged_reduced[i]) {
-        out_strides_[i] = out_stride;
-        out_stride *= dims_[i];
-      }
-    }
+    MergedReduction merged(x, attrs);
+    dims_ = std::move(merged.dims);
+    in_strides_ = std::move(merged.in_strides);
+    out_strides_ = std::move(merged.out_strides);
   }
 
   /// Calls run(in, out, count, out_stride) for every innermost run; nothing for an empty x.
