@@ -4,7 +4,9 @@
 // The PyTorch peer is bench/pytorch_models.py; bench/compare_pytorch.py runs both.
 //
 // Usage: train_step [--model mlp|lenet] [--steps N] [--repeats R] [--warmup W]
-//                   [--scheduler-threads T] (0 = default) [--no-async]
+//                   [--scheduler-threads T] (0 = default) [--no-async] [--profile]
+// --profile: after the timed runs, one more sync train run and one inference run under the
+// session's profiler, whose tables (per-actor busy time, call latency) go to stderr.
 // Each repeat times N calls of each kind; the figures are medians over the repeats. Last line: JSON.
 #include <sys/resource.h>
 
@@ -39,6 +41,7 @@ struct Args {
   int warmup = -1;   // -1: max(steps / 5, 20 for the MLP, 3 for LeNet)
   int scheduler_threads = 0;
   bool async = true;
+  bool profile = false;
 };
 
 Args Parse(int argc, char** argv) {
@@ -47,6 +50,10 @@ Args Parse(int argc, char** argv) {
     const std::string flag = argv[i];
     if (flag == "--no-async") {
       args.async = false;
+      continue;
+    }
+    if (flag == "--profile") {
+      args.profile = true;
       continue;
     }
     if (i + 1 >= argc) throw std::invalid_argument(fmt::format("flag {} needs a value", flag));
@@ -183,6 +190,12 @@ int main(int argc, char** argv) try {
     train_sync.push_back(runner.TrainSync(args.steps));
     if (args.async) train_async.push_back(runner.TrainAsync(args.steps));
     inference.push_back(runner.Infer(args.steps));
+  }
+  if (args.profile) {
+    session.StartProfiling();
+    runner.TrainSync(args.steps);
+    runner.Infer(args.steps);
+    std::fputs(session.StopProfiling().Format().c_str(), stderr);
   }
   if (!std::isfinite(runner.LastLoss())) throw std::runtime_error(fmt::format("loss is {}", runner.LastLoss()));
 

@@ -26,6 +26,10 @@ enum class JobType : std::uint8_t { kPredict, kTrain };
 struct JobConfig {
   /// The dtype of placeholders (and later variables) that do not name one.
   DType default_dtype = DType::kF32;
+  /// Runs f32 NCHW convolutions, and the bias, activation and pooling ops that follow them, in
+  /// NHWC internally (transposing at the chain's ends), where oneDNN's CPU kernels are fastest. The
+  /// job's inputs, outputs, variables and results are the same either way.
+  bool channels_last_convolutions = true;
 };
 
 /// A value inside a job being built: the output of a placeholder or of an op.

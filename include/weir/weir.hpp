@@ -9,6 +9,7 @@
 #include "weir/lr_schedule.hpp"
 #include "weir/ops.hpp"
 #include "weir/optimizers.hpp"
+#include "weir/profile.hpp"
 #include "weir/session.hpp"
 #include "weir/shape.hpp"
 #include "weir/tensor.hpp"

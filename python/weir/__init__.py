@@ -24,6 +24,7 @@ from weir import (
     math,
     nn,
     optimizer,
+    profiler,
     regularizers,
     scope,
     train,

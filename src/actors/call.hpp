@@ -2,6 +2,7 @@
 // One call of a job as the runtime sees it: inputs in, outputs or an error out, and how the caller
 // learns of completion (a promise for sync calls, a callback for async ones).
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -34,6 +35,8 @@ struct CallRecord {
   }
 
   bool completed = false;  // guarded by the dispatcher's mutex
+  /// Set at launch while the job is profiled; the epoch otherwise.
+  std::chrono::steady_clock::time_point profiled_launch{};
 
  private:
   mutable std::mutex error_mutex_;

@@ -4,6 +4,7 @@
 // knows nothing else about the job.
 #include <any>
 #include <cstddef>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -68,6 +69,8 @@ struct Plan {
   std::vector<TensorMeta> output_metas;
   /// Whatever the tasks' attrs point into (the job graph); kept alive with the plan.
   std::shared_ptr<const void> keep_alive;
+  /// Attrs of the kernels the planner fused (graph/fusion.hpp); a deque, so tasks' pointers stay put.
+  std::deque<std::any> fused_attrs;
 
   /// Bytes of register memory the plan needs (every slot of every register).
   std::size_t RegisterBytes() const;

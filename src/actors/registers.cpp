@@ -13,9 +13,14 @@ std::size_t AlignUp(std::size_t bytes) { return (bytes + kCpuAlignment - 1) / kC
 }  // namespace
 
 RegisterStore::RegisterStore(const Plan& plan, const VariableResolver& variables) {
+  // A call input's register borrows the call's own tensor (the call keeps it alive and unchanged
+  // until it completes), so the input actor sets the slot's pointer instead of copying.
+  const auto borrowed = [&](const RegisterDesc& reg) {
+    return plan.tasks[static_cast<std::size_t>(reg.producer)].kind == TaskKind::kInput;
+  };
   std::size_t arena_bytes = 0;
   for (const RegisterDesc& reg : plan.registers) {
-    if (!reg.variable.empty()) continue;
+    if (!reg.variable.empty() || borrowed(reg)) continue;
     arena_bytes += AlignUp(reg.slot_bytes) * static_cast<std::size_t>(reg.register_num);
   }
   arena_ = Allocate(Device::Cpu(), arena_bytes);
@@ -33,6 +38,10 @@ RegisterStore::RegisterStore(const Plan& plan, const VariableResolver& variables
       continue;
     }
     for (int i = 0; i < reg.register_num; ++i) {
+      if (borrowed(reg)) {
+        slots_.push_back({nullptr, nullptr, false});
+        continue;
+      }
       slots_.push_back({arena_.get() + offset, nullptr, false});
       offset += AlignUp(reg.slot_bytes);
     }

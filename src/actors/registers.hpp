@@ -1,6 +1,8 @@
 #pragma once
 // Register memory of one instantiated plan: every slot of every register, carved out of one arena
-// allocated up front, so no call allocates register memory.
+// allocated up front, so no call allocates register memory. Two kinds of register own no arena
+// memory: a variable's (its slot is the variable's storage) and a call input's (its slot points at
+// the call's input tensor, set by the input actor for each call).
 #include <cstddef>
 #include <functional>
 #include <string>

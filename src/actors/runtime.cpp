@@ -83,6 +83,11 @@ struct JobRuntime::Impl {
   std::deque<std::shared_ptr<CallRecord>> calls_in_flight;
   std::function<void()> call_done_hook;  // set before the first launch
 
+  // Profiling: tasks read the flag on every firing; calls launched while it is on add latency.
+  std::atomic<bool> profiling{false};
+  std::atomic<std::int64_t> profiled_calls{0};
+  std::atomic<std::int64_t> profiled_call_nanos{0};
+
   std::mutex mutex;
   std::condition_variable finished_cv;
   int executors_running = 0;
@@ -92,6 +97,12 @@ struct JobRuntime::Impl {
   std::exception_ptr fault;
 
   void CallDone(CallRecord* call) {
+    if (call->profiled_launch != std::chrono::steady_clock::time_point{} && profiling.load(std::memory_order_relaxed)) {
+      const auto latency = std::chrono::steady_clock::now() - call->profiled_launch;
+      profiled_calls.fetch_add(1, std::memory_order_relaxed);
+      profiled_call_nanos.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(latency).count(),
+                                    std::memory_order_relaxed);
+    }
     std::shared_ptr<CallRecord> keep;
     {
       std::lock_guard lock(calls_mutex);
@@ -296,8 +307,8 @@ std::unique_ptr<JobRuntime> Runtime::Instantiate(std::shared_ptr<const Plan> pla
   const Plan& p = *job->plan;
   JobRuntime::Impl* raw = job.get();  // tasks die with the Impl, so the raw pointer stays valid
   for (const TaskDesc& desc : p.tasks) {
-    job->tasks.push_back(
-        std::make_unique<Task>(p, desc, *job->store, [raw](CallRecord* call) { raw->CallDone(call); }));
+    job->tasks.push_back(std::make_unique<Task>(
+        p, desc, *job->store, [raw](CallRecord* call) { raw->CallDone(call); }, job->profiling));
   }
 
   if (options_.hosting == Hosting::kActorPerStream) {
@@ -337,6 +348,7 @@ JobRuntime::~JobRuntime() {
 }
 
 void JobRuntime::Launch(const std::shared_ptr<CallRecord>& record) {
+  if (impl_->profiling.load(std::memory_order_relaxed)) record->profiled_launch = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(impl_->calls_mutex);
     impl_->calls_in_flight.push_back(record);
@@ -381,7 +393,35 @@ int JobRuntime::CallsInFlight() const {
 
 void JobRuntime::SetCallDoneHook(std::function<void()> hook) { impl_->call_done_hook = std::move(hook); }
 
+void JobRuntime::SetProfiling(bool on) {
+  if (on) {
+    for (const auto& task : impl_->tasks) {
+      task->Counters().firings.store(0, std::memory_order_relaxed);
+      task->Counters().busy_nanos.store(0, std::memory_order_relaxed);
+    }
+    impl_->profiled_calls.store(0, std::memory_order_relaxed);
+    impl_->profiled_call_nanos.store(0, std::memory_order_relaxed);
+  }
+  impl_->profiling.store(on, std::memory_order_relaxed);
+}
 
+JobProfile JobRuntime::Profile() const {
+  JobProfile profile;
+  profile.job = impl_->plan->job_name;
+  profile.calls = impl_->profiled_calls.load(std::memory_order_relaxed);
+  profile.call_seconds = static_cast<double>(impl_->profiled_call_nanos.load(std::memory_order_relaxed)) * 1e-9;
+  for (const auto& task : impl_->tasks) {
+    const TaskDesc& desc = task->Desc();
+    ActorProfile actor;
+    actor.name = desc.name;
+    actor.kind = std::string(Name(desc.kind));
+    if (desc.kind == TaskKind::kKernel) actor.op_type = desc.op_type;
+    actor.firings = task->Counters().firings.load(std::memory_order_relaxed);
+    actor.busy_seconds = static_cast<double>(task->Counters().busy_nanos.load(std::memory_order_relaxed)) * 1e-9;
+    profile.actors.push_back(std::move(actor));
+  }
+  return profile;
+}
 
 std::string JobRuntime::DescribeWaiting() const {
   auto request = std::make_shared<DescribeRequest>();

@@ -7,6 +7,7 @@
 #include "actors/dispatcher.hpp"
 #include "actors/plan.hpp"
 #include "actors/registers.hpp"
+#include "weir/profile.hpp"
 
 namespace weir::internal {
 
@@ -65,6 +66,10 @@ class JobRuntime {
   void SetCallDoneHook(std::function<void()> hook);
   /// One line per actor: what it waits for (the watchdog's dump).
   std::string DescribeWaiting() const;
+  /// Turning profiling on zeroes this job's counters first.
+  void SetProfiling(bool on);
+  /// The counters so far, actors in plan order.
+  JobProfile Profile() const;
 
   struct Impl;
   explicit JobRuntime(std::shared_ptr<Impl> impl);

@@ -1,5 +1,6 @@
 #include "actors/task.hpp"
 
+#include <chrono>
 #include <cstring>
 
 #include "common/intra_op_pool.hpp"
@@ -20,8 +21,10 @@ TaskProtocol Task::MakeProtocol(const Plan& plan, const TaskDesc& desc) {
   return TaskProtocol(desc.id, std::move(consumed), std::move(produced), desc.kind == TaskKind::kSourceTick);
 }
 
-Task::Task(const Plan& plan, const TaskDesc& desc, RegisterStore& store, std::function<void(CallRecord*)> on_call_done)
-    : desc_(desc), store_(store), on_call_done_(std::move(on_call_done)), protocol_(MakeProtocol(plan, desc)) {
+Task::Task(const Plan& plan, const TaskDesc& desc, RegisterStore& store, std::function<void(CallRecord*)> on_call_done,
+           const std::atomic<bool>& profiling)
+    : desc_(desc), store_(store), on_call_done_(std::move(on_call_done)), protocol_(MakeProtocol(plan, desc)),
+      profiling_(profiling) {
   if (desc.kind != TaskKind::kKernel) return;
   const KernelSetup setup{desc.op_type, desc.name, desc.attrs, desc.input_metas, desc.output_metas, Device::Cpu()};
   kernel_ = desc.kernel_factory(setup);
@@ -39,6 +42,28 @@ void Task::Launch(CallRecord* record) {
 void Task::Act(MessageSink& sink) {
   CallRecord* call = nullptr;
   bool failed = false;
+  if (profiling_.load(std::memory_order_relaxed)) {
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point start = Clock::now();
+    failed = Work(call);
+    const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+    counters_.firings.fetch_add(1, std::memory_order_relaxed);
+    counters_.busy_nanos.fetch_add(nanos, std::memory_order_relaxed);
+  } else {
+    failed = Work(call);
+  }
+
+  for (std::size_t j = 0; j < desc_.produced.size(); ++j) {
+    RegisterSlot& out = store_.Slot(desc_.produced[j], protocol_.ProducedSlot(j));
+    out.call = call;
+    out.failed = failed;
+  }
+  protocol_.CompleteAct(sink);
+  if (desc_.kind == TaskKind::kSink) on_call_done_(call);
+}
+
+bool Task::Work(CallRecord*& call) {
+  bool failed = false;
   if (desc_.kind == TaskKind::kSourceTick) {
     call = launches_.front();
     launches_.pop_front();
@@ -53,13 +78,14 @@ void Task::Act(MessageSink& sink) {
     case TaskKind::kSourceTick:
     case TaskKind::kVariable:  // the register's memory is the variable: nothing to copy
       break;
-    case TaskKind::kInput:
-      if (!failed) {
-        const Tensor& input = call->inputs[static_cast<std::size_t>(desc_.input_index)];
-        RegisterSlot& out = store_.Slot(desc_.produced[0], protocol_.ProducedSlot(0));
-        std::memcpy(out.data, input.RawData(), input.NumBytes());
-      }
+    case TaskKind::kInput: {
+      // No copy: the slot borrows the call's input, which the call keeps alive and unchanged until
+      // it completes (registers.hpp).
+      RegisterSlot& out = store_.Slot(desc_.produced[0], protocol_.ProducedSlot(0));
+      out.data = failed ? nullptr
+                        : static_cast<std::byte*>(call->inputs[static_cast<std::size_t>(desc_.input_index)].RawData());
       break;
+    }
     case TaskKind::kKernel:
       if (!failed) {
         for (std::size_t i = 0; i < input_views_.size(); ++i) {
@@ -97,14 +123,7 @@ void Task::Act(MessageSink& sink) {
       }
       break;
   }
-
-  for (std::size_t j = 0; j < desc_.produced.size(); ++j) {
-    RegisterSlot& out = store_.Slot(desc_.produced[j], protocol_.ProducedSlot(j));
-    out.call = call;
-    out.failed = failed;
-  }
-  protocol_.CompleteAct(sink);
-  if (desc_.kind == TaskKind::kSink) on_call_done_(call);
+  return failed;
 }
 
 }  // namespace weir::internal

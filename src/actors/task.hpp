@@ -1,11 +1,12 @@
 #pragma once
 // A compiled task at run time: the register protocol plus what one firing does (emit a tick, copy
 // an input, run a kernel, or complete a call). Owned by one executor and touched only by it.
+#include <atomic>
+#include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <vector>
-
-#include <functional>
 
 #include "actors/call.hpp"
 #include "actors/plan.hpp"
@@ -15,11 +16,19 @@
 
 namespace weir::internal {
 
+/// What profiling gathers of one task. The executor adds; the session reads and resets.
+struct TaskCounters {
+  std::atomic<std::int64_t> firings{0};
+  std::atomic<std::int64_t> busy_nanos{0};
+};
+
 class Task {
  public:
   /// Creates the kernel of a kernel task (oneDNN primitives etc. are built here, once).
   /// `on_call_done` is the sink's way out: it receives each call once the outputs are in place.
-  Task(const Plan& plan, const TaskDesc& desc, RegisterStore& store, std::function<void(CallRecord*)> on_call_done);
+  /// `profiling` (owned by the job's runtime) says whether firings are timed into Counters().
+  Task(const Plan& plan, const TaskDesc& desc, RegisterStore& store, std::function<void(CallRecord*)> on_call_done,
+       const std::atomic<bool>& profiling);
 
   TaskProtocol& Protocol() { return protocol_; }
   const TaskDesc& Desc() const { return desc_; }
@@ -28,9 +37,12 @@ class Task {
   /// One firing; requires Protocol().CanAct(). Never throws for a failing kernel: the failure is
   /// recorded on the call and travels with the piece.
   void Act(MessageSink& sink);
+  TaskCounters& Counters() { return counters_; }
 
  private:
   static TaskProtocol MakeProtocol(const Plan& plan, const TaskDesc& desc);
+  /// The firing's work (copy or kernel); returns whether the piece failed.
+  bool Work(CallRecord*& call);
 
   const TaskDesc& desc_;
   RegisterStore& store_;
@@ -40,6 +52,8 @@ class Task {
   std::vector<ConstTensorView> input_views_;
   std::vector<TensorView> output_views_;
   std::deque<CallRecord*> launches_;
+  const std::atomic<bool>& profiling_;
+  TaskCounters counters_;
 };
 
 }  // namespace weir::internal

@@ -220,6 +220,34 @@ class SessionImpl {
     return fn();
   }
 
+  void StartProfiling() {
+    std::lock_guard lock(jobs_mutex_);
+    profiling_ = true;
+    profile_start_ = std::chrono::steady_clock::now();
+    for (auto& [graph, entry] : jobs_) entry.runtime->SetProfiling(true);
+  }
+
+  Profile StopProfiling() {
+    std::lock_guard lock(jobs_mutex_);
+    if (!profiling_) throw std::logic_error("[session] StopProfiling: profiling is not on (call StartProfiling first)");
+    profiling_ = false;
+    Profile profile;
+    profile.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - profile_start_).count();
+    std::vector<const Entry*> entries;
+    for (auto& [graph, entry] : jobs_) {
+      entry.runtime->SetProfiling(false);
+      entries.push_back(&entry);
+    }
+    std::sort(entries.begin(), entries.end(), [](const Entry* a, const Entry* b) { return a->order < b->order; });
+    for (const Entry* entry : entries) {
+      JobProfile job = entry->runtime->Profile();
+      const bool ran = job.calls > 0 || std::any_of(job.actors.begin(), job.actors.end(),
+                                                    [](const ActorProfile& actor) { return actor.firings > 0; });
+      if (ran) profile.jobs.push_back(std::move(job));
+    }
+    return profile;
+  }
+
   std::vector<std::string> VariableNamesInUse() {
     std::lock_guard lock(jobs_mutex_);
     std::set<std::string> names;
@@ -236,6 +264,7 @@ class SessionImpl {
     std::vector<Entry*> conflicts;  // other jobs that write what this one touches, or touch what it writes
     int launching = 0;              // passed the gate, not yet launched; guarded by gate_mutex_
     std::shared_ptr<const OutputShape> output_shape;
+    std::size_t order = 0;          // compile order, for profiles
   };
 
   // Calls of one job pipeline freely; calls of two jobs that share a variable one of them writes
@@ -287,7 +316,8 @@ class SessionImpl {
       output_shape->watch_handlers.push_back(job.Graph()->watches[watch].handler);
     }
     Entry entry{job, nullptr, {plan->variables_read.begin(), plan->variables_read.end()},
-                {plan->variables_written.begin(), plan->variables_written.end()}, {}, 0, std::move(output_shape)};
+                {plan->variables_written.begin(), plan->variables_written.end()}, {}, 0, std::move(output_shape),
+                jobs_.size()};
     entry.runtime = runtime_->Instantiate(std::move(plan), *dispatcher_,
                                           [this](const std::string& name) { return variables_.Find(name); });
     entry.runtime->SetCallDoneHook([this] {
@@ -296,6 +326,7 @@ class SessionImpl {
         gate_cv_.notify_all();
       }
     });
+    if (profiling_) entry.runtime->SetProfiling(true);
     Entry& added = jobs_.emplace(job.Graph().get(), std::move(entry)).first->second;
     std::lock_guard gate(gate_mutex_);
     for (auto& [graph, other] : jobs_) {
@@ -322,6 +353,8 @@ class SessionImpl {
   std::unique_ptr<Runtime> runtime_;
   std::mutex jobs_mutex_;
   std::map<const JobGraph*, Entry> jobs_;
+  bool profiling_ = false;  // guarded by jobs_mutex_, with profile_start_
+  std::chrono::steady_clock::time_point profile_start_;
 };
 
 }  // namespace internal
@@ -413,6 +446,10 @@ void Session::SaveCheckpoint(const std::string& path, SaveOptions options, const
   });
   weir::SaveCheckpoint(path, values, options);
 }
+
+void Session::StartProfiling() { impl_->StartProfiling(); }
+
+Profile Session::StopProfiling() { return impl_->StopProfiling(); }
 
 LoadReport Session::LoadCheckpoint(const std::string& path, const std::vector<std::string>& names) {
   const std::map<std::string, Tensor> loaded = weir::LoadCheckpoint(path);

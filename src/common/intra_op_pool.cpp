@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <mutex>
@@ -27,10 +28,11 @@ constexpr int kSpinIterations = 2000;
 
 class Pool {
  public:
-  Pool() {
-    const unsigned cores = std::thread::hardware_concurrency();
-    const int workers = cores > 1 ? static_cast<int>(cores) - 1 : 0;
-    for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { WorkerLoop(); });
+  explicit Pool(int workers) {
+    // Workers start from wake_'s initial value, not from whatever it holds when their thread gets
+    // going: a loop or the shutdown may come first, and a worker that took a later value as "seen"
+    // slept through the shutdown (join() hung at exit when a process used the pool only briefly).
+    for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { WorkerLoop(0); });
   }
 
   ~Pool() {
@@ -95,11 +97,10 @@ class Pool {
     }
   }
 
-  void WorkerLoop() {
+  void WorkerLoop(std::uint32_t seen) {
     SingleThreadedMath();
-    std::uint64_t seen = wake_.load();
     for (;;) {
-      std::uint64_t now = seen;
+      std::uint32_t now = seen;
       for (int spin = 0; spin < kSpinIterations && now == seen; ++spin) {
         WEIR_CPU_RELAX();
         now = wake_.load();
@@ -121,14 +122,16 @@ class Pool {
   std::atomic<std::uint64_t> job_{0};   // generation << 32 | chunk count
   std::atomic<std::uint64_t> next_{0};  // generation << 32 | next unclaimed chunk
   std::atomic<int> pending_{0};         // chunks not finished yet
-  std::atomic<std::uint64_t> wake_{0};  // bumped to wake the workers
+  // Bumped to wake the workers; starts at 0 (see the constructor). 32 bits, as pending_: libstdc++
+  // waits on a 4-byte atomic with a futex on the atomic itself, on wider ones through a proxy.
+  std::atomic<std::uint32_t> wake_{0};
   std::atomic<bool> stopping_{false};
   std::mutex error_mutex_;
   std::exception_ptr error_;
 };
 
 Pool& GetPool() {
-  static Pool pool;
+  static Pool pool(std::max(static_cast<int>(std::thread::hardware_concurrency()) - 1, 0));
   return pool;
 }
 
@@ -137,6 +140,11 @@ Pool& GetPool() {
 int IntraOpThreads() { return GetPool().Threads(); }
 
 void ParallelFor(int n, const std::function<void(int)>& fn) { GetPool().Run(n, fn); }
+
+void RunPrivatePool(int workers, int loops, int chunks, const std::function<void(int)>& fn) {
+  Pool pool(workers);
+  for (int i = 0; i < loops; ++i) pool.Run(chunks, fn);
+}
 
 void SingleThreadedMath() {
   thread_local bool done = false;

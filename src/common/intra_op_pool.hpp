@@ -21,6 +21,10 @@ int IntraOpThreads();
 /// exception from any chunk is rethrown here after every chunk has finished.
 void ParallelFor(int n, const std::function<void(int)>& fn);
 
+/// Runs `loops` loops of `chunks` chunks on a private pool of `workers` threads, then destroys it:
+/// the pool's start-up and shutdown, for tests (ParallelFor's pool lives until the process exits).
+void RunPrivatePool(int workers, int loops, int chunks, const std::function<void(int)>& fn);
+
 /// Makes math libraries called on this thread (oneDNN's OpenMP runtime, OpenBLAS) single-threaded.
 /// Cheap after the first call on a thread; kernels call it before running primitives.
 void SingleThreadedMath();

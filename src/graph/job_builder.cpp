@@ -3,6 +3,7 @@
 
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
+#include "graph/layout_pass.hpp"
 #include "graph/train_lowering.hpp"
 #include "weir/job.hpp"
 #include "weir/optimizers.hpp"
@@ -153,6 +154,8 @@ Job JobBuilder::Build() {
   if (graph_->outputs.empty() && !graph_->optimizer && graph_->watches.empty()) {
     throw std::invalid_argument(fmt::format("[build] job '{}' has no outputs and watches nothing", graph_->name));
   }
+  // Before autodiff, so that the backward pass follows the layout chosen here.
+  if (graph_->config.channels_last_convolutions) internal::UseChannelsLastConvolutions(graph_);
   if (graph_->type == JobType::kTrain) {
     if (!graph_->optimizer) {
       throw std::invalid_argument(fmt::format(

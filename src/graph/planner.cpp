@@ -1,8 +1,11 @@
 #include "graph/planner.hpp"
 
+#include "graph/fusion.hpp"
 #include "graph/op_registry.hpp"
 
 #include <algorithm>
+#include <any>
+#include <map>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -65,12 +68,45 @@ int AddTask(Plan& plan, TaskKind kind, std::string name, int stream) {
   return plan.tasks.back().id;
 }
 
+// A kernel actor for `op_type` on the CPU; the caller wires its registers. Throws naming the op when
+// no kernel exists for the dtype.
+int AddKernelTask(Plan& plan, std::string_view op_type, std::string name, const std::any* attrs,
+                  std::vector<TensorMeta> input_metas, std::vector<TensorMeta> output_metas, int stream) {
+  const int task = AddTask(plan, TaskKind::kKernel, std::move(name), stream);
+  TaskDesc& desc = plan.tasks[static_cast<std::size_t>(task)];
+  desc.op_type = std::string(op_type);
+  desc.attrs = attrs;
+  desc.input_metas = std::move(input_metas);
+  desc.output_metas = std::move(output_metas);
+  const DType key_dtype = desc.input_metas.empty() ? desc.output_metas.at(0).dtype : desc.input_metas[0].dtype;
+  desc.kernel_factory = FindKernel({desc.op_type, Device::Kind::kCpu, key_dtype});
+  if (desc.kernel_factory == nullptr) {
+    throw std::invalid_argument(fmt::format("[{}] op '{}' has no CPU kernel for {} (CPU kernels exist for: {})",
+                                            op_type, desc.name, key_dtype, RegisteredDTypes(op_type, Device::Kind::kCpu)));
+  }
+  return task;
+}
+
 // A zero-byte register from `from` to `to`: `to` acts on a piece only after `from` has.
 void AddControlEdge(Plan& plan, int from, int to) {
   const int reg = AddRegister(plan, fmt::format("ctrl:{}->{}", plan.tasks[static_cast<std::size_t>(from)].name,
                                                 plan.tasks[static_cast<std::size_t>(to)].name),
                               from, 1, {Shape{0}, DType::kU8});
   Consume(plan, to, reg);
+}
+
+// Values that some live op writes in place (OrderWriters checks that they are variables).
+std::vector<bool> WrittenValues(const JobGraph& graph, const std::vector<bool>& live) {
+  std::vector<bool> written(graph.values.size(), false);
+  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+    const OpNode& node = graph.nodes[n];
+    if (!live[n] || node.type == kPlaceholderOp || node.type == kVariableOp || node.type == "constant") continue;
+    for (int input : FindOp(node.type).mutates_inputs) {
+      if (input >= static_cast<int>(node.inputs.size())) continue;  // an optional input left out
+      written[static_cast<std::size_t>(node.inputs[static_cast<std::size_t>(input)])] = true;
+    }
+  }
+  return written;
 }
 
 // Ops that write an input in place (optimizer updates) act after every other reader of that input
@@ -128,9 +164,21 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   plan->source_task = AddTask(*plan, TaskKind::kSourceTick, "source_tick", 0);
   const int tick = AddRegister(*plan, "tick", plan->source_task, options.source_register_num, {Shape{0}, DType::kU8});
 
+  // Fused chains (graph/fusion.hpp): every node of a chain but the last runs inside the last one's
+  // kernel and gets no task.
+  const std::vector<FusedChain> chains = FindFusedChains(graph, live);
+  std::vector<int> chain_ending_at(graph.nodes.size(), -1);
+  std::vector<bool> fused_away(graph.nodes.size(), false);
+  for (std::size_t c = 0; c < chains.size(); ++c) {
+    chain_ending_at[static_cast<std::size_t>(chains[c].Last())] = static_cast<int>(c);
+    for (int node : {chains[c].head, chains[c].bias_add, chains[c].relu}) {
+      if (node >= 0 && node != chains[c].Last()) fused_away[static_cast<std::size_t>(node)] = true;
+    }
+  }
+
   int kernel_count = 0;
   for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
-    if (!live[n]) continue;
+    if (!live[n] || fused_away[n]) continue;
     const OpNode& node = graph.nodes[n];
     if (node.type == kPlaceholderOp) {
       const int task = AddTask(*plan, TaskKind::kInput, node.name, 0);
@@ -158,25 +206,39 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
       continue;
     }
 
-    const int stream = kernel_count++ % options.compute_streams;
-    const int task = AddTask(*plan, TaskKind::kKernel, node.name, stream);
-    node_task[n] = task;
-    TaskDesc& desc = plan->tasks[static_cast<std::size_t>(task)];
-    desc.op_type = node.type;
-    desc.attrs = &node.attrs;
-    for (int value : node.inputs) desc.input_metas.push_back(graph.values[static_cast<std::size_t>(value)].meta);
-    for (int value : node.outputs) desc.output_metas.push_back(graph.values[static_cast<std::size_t>(value)].meta);
-    const DType key_dtype = desc.input_metas.empty() ? desc.output_metas.at(0).dtype : desc.input_metas[0].dtype;
-    desc.kernel_factory = FindKernel({node.type, Device::Kind::kCpu, key_dtype});
-    if (desc.kernel_factory == nullptr) {
-      throw std::invalid_argument(fmt::format("[{}] op '{}' has no CPU kernel for {} (CPU kernels exist for: {})",
-                                              node.type, node.name, key_dtype,
-                                              RegisteredDTypes(node.type, Device::Kind::kCpu)));
+    // A reshape changes no byte: its readers read its input's register (no actor, no copy). Not a
+    // variable's: an output naming the reshape must not alias a variable that a writer changes.
+    if (node.type == "reshape") {
+      const int input = value_register[static_cast<std::size_t>(node.inputs[0])];
+      if (plan->registers[static_cast<std::size_t>(input)].variable.empty()) {
+        value_register[static_cast<std::size_t>(node.outputs[0])] = input;
+        continue;
+      }
     }
-    if (node.inputs.empty()) {
+
+    std::string_view op_type = node.type;
+    std::string name = node.name;
+    const std::any* attrs = &node.attrs;
+    std::vector<int> inputs = node.inputs;
+    if (const int c = chain_ending_at[n]; c >= 0) {  // the fused kernel: (head's inputs, bias)
+      const FusedChain& chain = chains[static_cast<std::size_t>(c)];
+      const OpNode& head = graph.nodes[static_cast<std::size_t>(chain.head)];
+      op_type = chain.op_type;
+      name = head.name;
+      attrs = &plan->fused_attrs.emplace_back(chain.attrs);
+      inputs = {head.inputs[0], head.inputs[1], graph.nodes[static_cast<std::size_t>(chain.bias_add)].inputs[1]};
+    }
+    std::vector<TensorMeta> input_metas;
+    std::vector<TensorMeta> output_metas;
+    for (int value : inputs) input_metas.push_back(graph.values[static_cast<std::size_t>(value)].meta);
+    for (int value : node.outputs) output_metas.push_back(graph.values[static_cast<std::size_t>(value)].meta);
+    const int task = AddKernelTask(*plan, op_type, std::move(name), attrs, std::move(input_metas),
+                                   std::move(output_metas), kernel_count++ % options.compute_streams);
+    node_task[n] = task;
+    if (inputs.empty()) {
       Consume(*plan, task, tick);  // ops without inputs (constants) fire once per call
     }
-    for (int value : node.inputs) {
+    for (int value : inputs) {
       const int slot = Consume(*plan, task, value_register[static_cast<std::size_t>(value)]);
       plan->tasks[static_cast<std::size_t>(task)].input_slots.push_back(slot);
     }
@@ -186,10 +248,37 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     }
   }
 
+  // Every job, predict or train, returns a variable it writes in place as it was before this call's
+  // writes. The sink cannot read such a variable directly: it runs after the writes (a call completes
+  // only once they are done), and ordering it before them would make a cycle. So the output reads an
+  // identity copy, which OrderWriters orders before the writers like any other reader. A variable the
+  // job does not write needs no copy: the sink reads it directly.
+  static const std::any kNoAttrs;
+  const std::vector<bool> written = WrittenValues(graph, live);
+  std::map<int, int> copies;  // written value -> its copy's register, however many outputs name it
+  std::vector<int> output_registers;
+  for (const auto& [name, value] : graph.outputs) {
+    const int reg = value_register[static_cast<std::size_t>(value)];
+    if (!written[static_cast<std::size_t>(value)]) {
+      output_registers.push_back(reg);
+      continue;
+    }
+    const auto [copy, inserted] = copies.try_emplace(value, -1);
+    if (inserted) {
+      const ValueInfo& info = graph.values[static_cast<std::size_t>(value)];
+      const int task = AddKernelTask(*plan, "identity", fmt::format("{}_copy", info.name), &kNoAttrs, {info.meta},
+                                     {info.meta}, kernel_count++ % options.compute_streams);
+      plan->tasks[static_cast<std::size_t>(task)].input_slots.push_back(Consume(*plan, task, reg));
+      copy->second = AddRegister(*plan, fmt::format("{}_copy/out", info.name), task, 1, info.meta);
+    }
+    output_registers.push_back(copy->second);
+  }
+
   plan->sink_task = AddTask(*plan, TaskKind::kSink, "sink", 0);
   OrderWriters(graph, live, value_register, node_task, *plan);
-  for (const auto& [name, value] : graph.outputs) {
-    const int slot = Consume(*plan, plan->sink_task, value_register[static_cast<std::size_t>(value)]);
+  for (std::size_t i = 0; i < graph.outputs.size(); ++i) {
+    const auto& [name, value] = graph.outputs[i];
+    const int slot = Consume(*plan, plan->sink_task, output_registers[i]);
     TaskDesc& sink = plan->tasks[static_cast<std::size_t>(plan->sink_task)];
     sink.input_slots.push_back(slot);
     sink.input_metas.push_back(graph.values[static_cast<std::size_t>(value)].meta);

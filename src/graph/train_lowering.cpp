@@ -107,12 +107,8 @@ void LowerTraining(const std::shared_ptr<JobGraph>& graph) {
   const Optimizer& optimizer = *graph->optimizer;
   const Blob loss(graph, graph->loss_value);
 
-  // A train job returns a variable's value from before the step's update: copy it first.
-  for (auto& [name, value] : graph->outputs) {
-    if (graph->nodes[static_cast<std::size_t>(graph->values[static_cast<std::size_t>(value)].producer)].type == kVariableOp) {
-      value = Identity(Blob(graph, value)).ValueId();
-    }
-  }
+  // Outputs that name a variable this step updates read its value from before the update: the
+  // planner copies them for every job type (CompilePlan), so nothing is inserted here.
 
   std::vector<Blob> variables;
   std::vector<VariableAttrs> variable_attrs;

@@ -2,6 +2,7 @@
 // callback errors and shutdown with calls in flight.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <random>
@@ -308,4 +309,54 @@ TEST_CASE("a label out of range in the cross entropy fails that call, sync and a
   session.Sync();
   CHECK(ok == std::vector<bool>{true, false, true});
   CHECK(session.Call(job, {good, logits_value})[0].Data<float>()[0] == doctest::Approx(expected));
+}
+
+TEST_CASE("profiling times each actor and each call, only while on") {
+  // x = 1000: the first probe spins 1000 us, the second (input 2x+1 = 2001) 2001 us.
+  const Job job = ProbeJob("profiled", ProbeAttrs{1.0, false});
+  Session session;
+  CHECK_THROWS_WITH_AS(session.StopProfiling(), doctest::Contains("not on"), std::logic_error);
+  session.Call(job, {Filled(Shape{4}, 1000.f)});  // before profiling: not counted
+
+  session.StartProfiling();
+  for (int i = 0; i < 3; ++i) session.Call(job, {Filled(Shape{4}, 1000.f)});
+  for (int i = 0; i < 2; ++i) session.CallAsync(job, {Filled(Shape{4}, 1000.f)}, [](CallResult) {});
+  session.Sync();
+  const Profile profile = session.StopProfiling();
+
+  REQUIRE(profile.jobs.size() == 1);
+  const JobProfile& p = profile.jobs[0];
+  CHECK(p.job == "profiled");
+  CHECK(p.calls == 5);
+  std::vector<double> probe_busy;
+  for (const ActorProfile& actor : p.actors) {
+    if (actor.kind == "kernel") CHECK(actor.firings == 5);
+    if (actor.op_type == "test_probe") probe_busy.push_back(actor.busy_seconds);
+    if (actor.kind == "sink") CHECK(actor.firings == 5);
+  }
+  REQUIRE(probe_busy.size() == 2);
+  std::sort(probe_busy.begin(), probe_busy.end());
+  CHECK(probe_busy[0] >= 5 * 1000e-6);
+  CHECK(probe_busy[1] >= 5 * 2001e-6);
+  CHECK(p.BusySeconds() >= probe_busy[0] + probe_busy[1]);
+  CHECK(p.call_seconds >= p.BusySeconds() - 1e-9 - 2 * 3000e-6);  // the two async calls may overlap a little
+  CHECK(profile.wall_seconds >= p.BusySeconds());
+
+  const std::string table = profile.Format();
+  CHECK(table.find("job 'profiled': 5 call(s)") != std::string::npos);
+  CHECK(table.find("probe") != std::string::npos);
+
+  // Calls after StopProfiling are not counted; a new StartProfiling starts from zero, and a job
+  // compiled while profiling is on is profiled too.
+  session.Call(job, {Filled(Shape{4}, 1.f)});
+  session.StartProfiling();
+  JobBuilder builder("late");
+  builder.Output("y", ScalarMul(builder.Placeholder("x", Shape{4}), 3.0));
+  const Job late = builder.Build();
+  session.Call(late, {Filled(Shape{4}, 1.f)});
+  const Profile second = session.StopProfiling();
+  REQUIRE(second.jobs.size() == 1);
+  CHECK(second.jobs[0].job == "late");
+  CHECK(second.jobs[0].calls == 1);
+  CHECK(second.Format(1).find("more actors") != std::string::npos);
 }

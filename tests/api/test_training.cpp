@@ -2,8 +2,15 @@
 // inside each call, OneFlow's loss semantics, train/predict jobs sharing variables, checkpoints.
 #include <doctest/doctest.h>
 
+#include <any>
+#include <chrono>
+#include <cmath>
 #include <filesystem>
+#include <future>
+#include <memory>
 
+#include "graph/job_graph.hpp"
+#include "graph/planner.hpp"
 #include "weir/optimizers.hpp"
 #include "weir/weir.hpp"
 
@@ -34,6 +41,26 @@ Job ReadVarJob(const std::string& name) {
   Blob var = builder.Variable("var", {.shape = Shape{2, 5}});
   builder.Output("var", ScalarMul(var, 1.0));
   return builder.Build();
+}
+
+// An async call waited on for at most 10 s, so that a plan that deadlocks fails the test instead of hanging it.
+Outputs CallWithin(Session& session, const Job& job, std::vector<Tensor> inputs) {
+  auto promise = std::make_shared<std::promise<CallResult>>();
+  std::future<CallResult> future = promise->get_future();
+  session.CallAsync(job, std::move(inputs), [promise](CallResult result) { promise->set_value(std::move(result)); });
+  REQUIRE(future.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  CallResult result = future.get();
+  result.ThrowIfError();
+  return result.outputs;
+}
+
+int CountKernels(const Job& job, std::string_view op_type) {
+  const auto plan = internal::CompilePlan(job.Graph(), {});
+  int count = 0;
+  for (const internal::TaskDesc& task : plan->tasks) {
+    if (task.kind == internal::TaskKind::kKernel && task.op_type == op_type) ++count;
+  }
+  return count;
 }
 
 std::filesystem::path TempDir(const std::string& name) {
@@ -103,6 +130,100 @@ TEST_CASE("a train job and a predict job share variables; their calls never over
   session.Sync();
   REQUIRE(seen.size() == 50);
   for (int i = 0; i < 50; ++i) CHECK(seen[static_cast<std::size_t>(i)] == doctest::Approx(-0.01 * (i + 1)).epsilon(1e-5));
+}
+
+TEST_CASE("a predict job that writes a variable in place and outputs it returns the value from before the write") {
+  SessionOptions options;
+  options.shutdown_timeout = std::chrono::milliseconds(500);  // a deadlocked call must not hang the test at exit
+  Session session(options);
+
+  // A call counter: each call returns how many calls came before it, sync or async, under two names.
+  JobBuilder builder("count_calls");
+  const Blob counter =
+      builder.Variable("calls", {.shape = Shape{1}, .dtype = DType::kI64, .initializer = ZerosInitializer(), .trainable = false});
+  internal::AddOp("increment", {counter}, std::any{}, "count");
+  builder.Output("calls", counter);
+  builder.Output("calls_again", counter);
+  const Job job = builder.Build();
+  CHECK(CountKernels(job, "identity") == 1);  // one copy serves both outputs
+
+  std::vector<std::int64_t> seen;
+  const Outputs first = CallWithin(session, job, {});
+  seen.push_back(first["calls"].ToVector<std::int64_t>()[0]);
+  CHECK(first["calls_again"].ToVector<std::int64_t>() == first["calls"].ToVector<std::int64_t>());
+  for (int i = 1; i < 30; ++i) {
+    if (i % 5 == 0) {
+      const Outputs out = session.Call(job, std::vector<Tensor>{});
+      seen.push_back(out["calls"].ToVector<std::int64_t>()[0]);
+      CHECK(out["calls_again"].ToVector<std::int64_t>() == out["calls"].ToVector<std::int64_t>());
+    } else {
+      session.CallAsync(job, std::vector<Tensor>{}, [&seen](CallResult result) {
+        result.ThrowIfError();
+        seen.push_back(result.outputs["calls"].ToVector<std::int64_t>()[0]);
+      });
+    }
+  }
+  seen.push_back(CallWithin(session, job, {})["calls"].ToVector<std::int64_t>()[0]);  // after every callback above
+  REQUIRE(seen.size() == 31);
+  for (std::size_t i = 0; i < seen.size(); ++i) CHECK(seen[i] == static_cast<std::int64_t>(i));
+  CHECK(session.GetVariable("calls").ToVector<std::int64_t>() == std::vector<std::int64_t>{31});
+
+  // Batch normalization forced to train in a predict job writes its moving mean in place: with a
+  // channel mean of 4 and momentum 0.5 the moving mean goes 0, 2, 3, 3.5, ...; call k returns the kth.
+  JobBuilder bn("bn_moving_mean_out");
+  const Blob x = bn.Placeholder("x", Shape{4, 2});
+  bn.Output("y", BatchNormalization(x, {.axis = 1, .momentum = 0.5, .training = true, .name = "bn"}));
+  bn.Output("moving_mean", internal::AddVariable(x.Graph(), "bn-moving_mean",
+                                                 {.shape = Shape{2}, .initializer = ZerosInitializer(), .trainable = false}));
+  const Job bn_job = bn.Build();
+  const Tensor input = Tensor::FromVector<float>({4, 2}, {3, -1, 5, 1, 3, -1, 5, 1});
+  std::vector<float> moving;
+  moving.push_back(CallWithin(session, bn_job, {input})["moving_mean"].ToVector<float>()[0]);
+  for (int i = 1; i < 6; ++i) {
+    if (i == 3) {
+      moving.push_back(session.Call(bn_job, {input})["moving_mean"].ToVector<float>()[0]);
+    } else {
+      session.CallAsync(bn_job, {input}, [&moving](CallResult result) {
+        result.ThrowIfError();
+        moving.push_back(result.outputs["moving_mean"].ToVector<float>()[0]);
+      });
+    }
+  }
+  moving.push_back(CallWithin(session, bn_job, {input})["moving_mean"].ToVector<float>()[0]);
+  REQUIRE(moving.size() == 7);
+  for (std::size_t k = 0; k < moving.size(); ++k) {
+    CHECK(moving[k] == doctest::Approx(4 * (1 - std::pow(0.5, static_cast<double>(k)))));
+  }
+  CHECK(session.GetVariable("bn-moving_mean").ToVector<float>()[0] == doctest::Approx(4 * (1 - std::pow(0.5, 7.0))));
+
+  // A variable no op writes goes to the caller without a copy.
+  JobBuilder read("read_counter");
+  read.Output("calls", read.Variable("calls", {.shape = Shape{1}, .dtype = DType::kI64, .trainable = false}));
+  const Job read_job = read.Build();
+  CHECK(CountKernels(read_job, "identity") == 0);
+  CHECK(CallWithin(session, read_job, {})["calls"].ToVector<std::int64_t>() == std::vector<std::int64_t>{31});
+}
+
+TEST_CASE("a train job returns and watches a variable as the step read it, before its update") {
+  JobBuilder builder("watched_train", JobType::kTrain);
+  const Blob x = builder.Placeholder("x", Shape{2, 5});
+  const Blob var = builder.Variable("var", {.shape = Shape{2, 5}});
+  std::vector<float> watched;
+  Watch(var, [&watched](const Tensor& t) { watched.push_back(t.Data<float>()[0]); });
+  builder.Minimize(Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.0), Add(var, x));
+  builder.Output("var", var);
+  const Job job = builder.Build();
+  SessionOptions options;
+  options.shutdown_timeout = std::chrono::milliseconds(500);
+  Session session(options);
+  std::vector<float> returned;
+  for (int step = 0; step < 4; ++step) returned.push_back(CallWithin(session, job, {Full({2, 5}, 1.f)})["var"].Data<float>()[0]);
+  REQUIRE(returned.size() == 4);
+  REQUIRE(watched.size() == 4);
+  for (std::size_t step = 0; step < 4; ++step) {
+    CHECK(returned[step] == doctest::Approx(-0.01 * static_cast<double>(step)).epsilon(1e-6));
+    CHECK(watched[step] == doctest::Approx(-0.01 * static_cast<double>(step)).epsilon(1e-6));
+  }
 }
 
 TEST_CASE("job definition errors: optimizers only in train jobs, once; shared variables must agree") {

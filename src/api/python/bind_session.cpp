@@ -4,12 +4,14 @@
 #include <map>
 #include <memory>
 
+#include <fmt/format.h>
 #include <pybind11/stl.h>
 
 #include "api/python/bind.hpp"
 #include "api/python/convert.hpp"
 #include "weir/checkpoint.hpp"
 #include "weir/data.hpp"
+#include "weir/profile.hpp"
 #include "weir/session.hpp"
 
 namespace weir::python {
@@ -92,6 +94,28 @@ py::object ExceptionObject(const std::exception_ptr& error) {
 }  // namespace
 
 void BindSession(py::module_& m) {
+  py::class_<ActorProfile>(m, "ActorProfile", "One actor's firings and busy time while profiling was on.")
+      .def_readonly("name", &ActorProfile::name)
+      .def_readonly("kind", &ActorProfile::kind)
+      .def_readonly("op_type", &ActorProfile::op_type)
+      .def_readonly("firings", &ActorProfile::firings)
+      .def_readonly("busy_seconds", &ActorProfile::busy_seconds)
+      .def("__repr__", [](const ActorProfile& a) {
+        return fmt::format("ActorProfile(name='{}', kind='{}', op_type='{}', firings={}, busy_seconds={:.6f})", a.name,
+                           a.kind, a.op_type, a.firings, a.busy_seconds);
+      });
+  py::class_<JobProfile>(m, "JobProfile", "One job's calls (count, summed latency) and its actors.")
+      .def_readonly("job", &JobProfile::job)
+      .def_readonly("calls", &JobProfile::calls)
+      .def_readonly("call_seconds", &JobProfile::call_seconds)
+      .def_readonly("actors", &JobProfile::actors)
+      .def("busy_seconds", &JobProfile::BusySeconds);
+  py::class_<Profile>(m, "Profile", "What Session.stop_profiling gathered since start_profiling.")
+      .def_readonly("wall_seconds", &Profile::wall_seconds)
+      .def_readonly("jobs", &Profile::jobs)
+      .def("format", &Profile::Format, py::arg("max_actors") = 25)
+      .def("__str__", [](const Profile& p) { return p.Format(); });
+
   py::class_<PySession>(m, "Session")
       .def(py::init([](int scheduler_threads, int cpu_compute_streams, int max_calls_in_flight,
                        double shutdown_timeout_s, std::uint64_t seed) {
@@ -106,6 +130,8 @@ void BindSession(py::module_& m) {
            py::arg("scheduler_threads") = 0, py::arg("cpu_compute_streams") = 1, py::arg("max_calls_in_flight") = 128,
            py::arg("shutdown_timeout_s") = 30.0, py::arg("seed") = 0)
       .def("close", &PySession::Close)
+      .def("start_profiling", [](PySession& self) { self.Get().StartProfiling(); })
+      .def("stop_profiling", [](PySession& self) { return self.Get().StopProfiling(); })
       // Sync: the arrays are borrowed, which is safe because the caller holds them until we return.
       .def("call",
            [](PySession& self, const Job& job, const std::vector<py::array>& inputs) {

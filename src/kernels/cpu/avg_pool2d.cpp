@@ -1,11 +1,10 @@
 // avg_pool2d and avg_pool2d_grad on the CPU: f32 through oneDNN (avg excluding padding; primitives
-// and memories made once per task), f64 through the reference loops of pool2d.hpp.
-#include <unordered_map>
-
+// and memories made once per task; large batches split over the intra-op pool, pool2d_dnnl.hpp),
+// f64 through the reference loops of pool2d.hpp.
 #include <dnnl.hpp>
 
-#include "kernels/cpu/dnnl_engine.hpp"
 #include "kernels/cpu/pool2d.hpp"
+#include "kernels/cpu/pool2d_dnnl.hpp"
 #include "kernels/cpu/pool_attrs.hpp"
 #include "kernels/kernel.hpp"
 
@@ -14,67 +13,42 @@ namespace {
 
 constexpr auto kAvg = dnnl::algorithm::pooling_avg_exclude_padding;
 
-class AvgPool2DCpu final : public Kernel {
+class AvgPool2DCpu final : public DnnlPool2DKernel {
  public:
-  explicit AvgPool2DCpu(const KernelSetup& setup)
-      : geometry_(MakePool2DGeometry(setup.Get<Pool2DAttrs>(), setup.inputs[0].shape, setup.outputs[0].shape)) {
-    if (geometry_.Empty()) return;
-    const DnnlPool2D d = MakeDnnlPool2D(geometry_);
-    const dnnl::pooling_forward::primitive_desc pd(
-        {dnnl::prop_kind::forward_inference, kAvg, d.x, d.y, d.strides, d.kernel, d.pad_l, d.pad_r}, CpuEngine());
-    primitive_ = dnnl::pooling_forward(pd);
-    x_ = dnnl::memory(d.x, CpuEngine(), DNNL_MEMORY_NONE);
-    y_ = dnnl::memory(d.y, CpuEngine(), DNNL_MEMORY_NONE);
-    args_ = {{DNNL_ARG_SRC, x_}, {DNNL_ARG_DST, y_}};
+  explicit AvgPool2DCpu(const KernelSetup& setup) {
+    Init(MakePool2DGeometry(setup.Get<Pool2DAttrs>(), setup.inputs[0].shape, setup.outputs[0].shape),
+         [](const Pool2DGeometry& g) {
+           const DnnlPool2D d = MakeDnnlPool2D(g);
+           const dnnl::pooling_forward::primitive_desc pd(
+               {dnnl::prop_kind::forward_inference, kAvg, d.x, d.y, d.strides, d.kernel, d.pad_l, d.pad_r},
+               CpuEngine());
+           const dnnl::memory x(d.x, CpuEngine(), DNNL_MEMORY_NONE), y(d.y, CpuEngine(), DNNL_MEMORY_NONE);
+           PoolChunkWork work;
+           work.steps.push_back({dnnl::pooling_forward(pd), {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, y}}});
+           work.views = {{x, 0, true}, {y, PoolChunkWork::kOutput, false}};
+           return work;
+         });
   }
-
-  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
-    if (geometry_.Empty()) return;
-    x_.set_data_handle(const_cast<void*>(inputs[0].data));
-    y_.set_data_handle(outputs[0].data);
-    primitive_.execute(stream_, args_);
-    stream_.wait();
-  }
-
- private:
-  Pool2DGeometry geometry_;
-  dnnl::stream stream_{CpuEngine()};
-  dnnl::pooling_forward primitive_;
-  dnnl::memory x_, y_;
-  std::unordered_map<int, dnnl::memory> args_;
 };
 
-class AvgPool2DGradCpu final : public Kernel {
+class AvgPool2DGradCpu final : public DnnlPool2DKernel {
  public:
-  explicit AvgPool2DGradCpu(const KernelSetup& setup)
-      : geometry_(MakePool2DGeometry(setup.Get<Pool2DGradAttrs>().pool, setup.Get<Pool2DGradAttrs>().x_shape,
-                                     setup.inputs[0].shape)) {
-    if (geometry_.Empty()) return;
-    const DnnlPool2D d = MakeDnnlPool2D(geometry_);
-    // The backward primitive needs a forward one as a hint; it is never run.
-    const dnnl::pooling_forward::primitive_desc hint(
-        {dnnl::prop_kind::forward_training, kAvg, d.x, d.y, d.strides, d.kernel, d.pad_l, d.pad_r}, CpuEngine());
-    primitive_ = dnnl::pooling_backward(dnnl::pooling_backward::primitive_desc(
-        {kAvg, d.x, d.y, d.strides, d.kernel, d.pad_l, d.pad_r}, CpuEngine(), hint));
-    dy_ = dnnl::memory(d.y, CpuEngine(), DNNL_MEMORY_NONE);
-    dx_ = dnnl::memory(d.x, CpuEngine(), DNNL_MEMORY_NONE);
-    args_ = {{DNNL_ARG_DIFF_DST, dy_}, {DNNL_ARG_DIFF_SRC, dx_}};
+  explicit AvgPool2DGradCpu(const KernelSetup& setup) {
+    const auto& attrs = setup.Get<Pool2DGradAttrs>();
+    Init(MakePool2DGeometry(attrs.pool, attrs.x_shape, setup.inputs[0].shape), [](const Pool2DGeometry& g) {
+      const DnnlPool2D d = MakeDnnlPool2D(g);
+      // The backward primitive needs a forward one as a hint; it is never run.
+      const dnnl::pooling_forward::primitive_desc hint(
+          {dnnl::prop_kind::forward_training, kAvg, d.x, d.y, d.strides, d.kernel, d.pad_l, d.pad_r}, CpuEngine());
+      const dnnl::pooling_backward::primitive_desc pd({kAvg, d.x, d.y, d.strides, d.kernel, d.pad_l, d.pad_r},
+                                                      CpuEngine(), hint);
+      const dnnl::memory dy(d.y, CpuEngine(), DNNL_MEMORY_NONE), dx(d.x, CpuEngine(), DNNL_MEMORY_NONE);
+      PoolChunkWork work;
+      work.steps.push_back({dnnl::pooling_backward(pd), {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_SRC, dx}}});
+      work.views = {{dy, 0, false}, {dx, PoolChunkWork::kOutput, true}};
+      return work;
+    });
   }
-
-  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
-    if (geometry_.Empty()) return;
-    dy_.set_data_handle(const_cast<void*>(inputs[0].data));
-    dx_.set_data_handle(outputs[0].data);
-    primitive_.execute(stream_, args_);
-    stream_.wait();
-  }
-
- private:
-  Pool2DGeometry geometry_;
-  dnnl::stream stream_{CpuEngine()};
-  dnnl::pooling_backward primitive_;
-  dnnl::memory dy_, dx_;
-  std::unordered_map<int, dnnl::memory> args_;
 };
 
 template <typename T> class AvgPool2DReferenceCpu final : public Kernel {

@@ -1,7 +1,9 @@
 // conv2d forward on the CPU: f32 through oneDNN's convolution_forward (primitives, reorders and
 // scratchpads made once per task; large batches split over the intra-op pool), f64 through the
-// reference loops.
+// reference loops. conv2d_bias_act (planner-fused conv2d + bias_add [+ relu]) is the same kernel
+// with oneDNN's bias and relu post-op, saving two passes over y.
 #include "kernels/cpu/conv2d_common.hpp"
+#include "kernels/fused_attrs.hpp"
 
 namespace weir::internal {
 namespace {
@@ -9,20 +11,34 @@ namespace {
 class Conv2DCpu final : public Conv2DDnnlKernel {
  public:
   explicit Conv2DCpu(const KernelSetup& setup) {
-    Init(Conv2DPass::kForward, MakeConv2DGeometry(Conv2DPass::kForward, setup), [](const Conv2DGeometry& g) {
+    const bool fused = setup.op_type == "conv2d_bias_act";
+    const Conv2DAttrs& attrs = fused ? setup.Get<FusedConv2DAttrs>().conv : setup.Get<Conv2DAttrs>();
+    const Conv2DGeometry geometry =
+        MakeConv2DGeometry(attrs, setup.inputs[0].shape, setup.inputs[1].shape, setup.outputs[0].shape);
+    dnnl::primitive_attr primitive_attr = UserScratchpad();
+    if (fused && setup.Get<FusedConv2DAttrs>().activation == FusedActivation::kRelu) {
+      dnnl::post_ops relu;
+      relu.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+      primitive_attr.set_post_ops(relu);
+    }
+    Init(Conv2DPass::kForward, geometry, [&](const Conv2DGeometry& g) {
       const Conv2DDnnlDescs d = MakeConv2DDnnlDescs(g);
-      const auto desc = MakeConv2DForwardDesc(d, UseBlockedData(g), UserScratchpad());
-      return Conv2DPrimitive{dnnl::convolution_forward(desc),
-                             desc.scratchpad_desc(),
-                             {{{DNNL_ARG_SRC, DnnlOperand(d.x, desc.src_desc(), false)},
-                               {DNNL_ARG_WEIGHTS, DnnlOperand(d.weight, desc.weights_desc(), false)},
-                               {DNNL_ARG_DST, DnnlOperand(d.y, desc.dst_desc(), true)}}}};
+      const dnnl::memory::desc bias({g.filters}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::x);
+      const auto desc = MakeConv2DForwardDesc(d, UseBlockedData(g), primitive_attr, fused ? &bias : nullptr);
+      Conv2DPrimitive made{dnnl::convolution_forward(desc),
+                           desc.scratchpad_desc(),
+                           {{{DNNL_ARG_SRC, DnnlOperand(d.x, desc.src_desc(), false)},
+                             {DNNL_ARG_WEIGHTS, DnnlOperand(d.weight, desc.weights_desc(), false)},
+                             {DNNL_ARG_DST, DnnlOperand(d.y, desc.dst_desc(), true)}}}};
+      if (fused) made.bias = DnnlOperand(bias, desc.bias_desc(), false);
+      return made;
     });
   }
 };
 
 WEIR_REGISTER_KERNELS {
   RegisterKernel({"conv2d", Device::Kind::kCpu, DType::kF32}, &MakeKernel<Conv2DCpu>);
+  RegisterKernel({"conv2d_bias_act", Device::Kind::kCpu, DType::kF32}, &MakeKernel<Conv2DCpu>);
   RegisterKernel({"conv2d", Device::Kind::kCpu, DType::kF64},
                  &MakeKernel<Conv2DReferenceCpu<Conv2DPass::kForward, double>>);
 }

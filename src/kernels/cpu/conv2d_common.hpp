@@ -4,6 +4,7 @@
 // binds user-layout registers to a primitive's arguments.
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <cstdint>
 #include <span>
 #include <utility>
@@ -237,11 +238,19 @@ inline dnnl::primitive_attr UserScratchpad() {
 
 /// The forward primitive descriptor of `d`: what the forward kernel runs and what the backward
 /// kernels pass oneDNN as their hint. `blocked_data`: x and y in the layout oneDNN prefers.
+/// `bias`: a fused bias (conv2d_bias_act), else none.
 inline dnnl::convolution_forward::primitive_desc MakeConv2DForwardDesc(const Conv2DDnnlDescs& d, bool blocked_data,
-                                                                       const dnnl::primitive_attr& attr = {}) {
-  const dnnl::convolution_forward::desc desc(
-      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, blocked_data ? AnyLayout(d.x) : d.x,
-      AnyLayout(d.weight), blocked_data ? AnyLayout(d.y) : d.y, d.strides, d.dilations, d.pad_l, d.pad_r);
+                                                                       const dnnl::primitive_attr& attr = {},
+                                                                       const dnnl::memory::desc* bias = nullptr) {
+  const auto x = blocked_data ? AnyLayout(d.x) : d.x;
+  const auto y = blocked_data ? AnyLayout(d.y) : d.y;
+  const auto kind = dnnl::prop_kind::forward_training;
+  const auto algorithm = dnnl::algorithm::convolution_direct;
+  const dnnl::convolution_forward::desc desc =
+      bias != nullptr ? dnnl::convolution_forward::desc(kind, algorithm, x, AnyLayout(d.weight), *bias, y, d.strides,
+                                                        d.dilations, d.pad_l, d.pad_r)
+                      : dnnl::convolution_forward::desc(kind, algorithm, x, AnyLayout(d.weight), y, d.strides,
+                                                        d.dilations, d.pad_l, d.pad_r);
   return {desc, attr, CpuEngine()};
 }
 
@@ -251,6 +260,8 @@ struct Conv2DPrimitive {
   dnnl::primitive primitive;
   dnnl::memory::desc scratchpad;
   std::array<std::pair<int, DnnlOperand>, 3> operands;
+  /// A fused bias (third input, the same for every chunk): DNNL_ARG_BIAS and its operand.
+  std::optional<DnnlOperand> bias = std::nullopt;
 };
 
 // Convolutions of at least this many FLOPs split their batch over the intra-op pool (the runtime
@@ -267,7 +278,8 @@ class Conv2DDnnlKernel : public Kernel {
       std::fill_n(static_cast<char*>(outputs[0].data), outputs[0].meta->NumBytes(), 0);
       return;
     }
-    const Registers registers{inputs[0].As<float>(), inputs[1].As<float>(), outputs[0].As<float>()};
+    const Registers registers{inputs[0].As<float>(), inputs[1].As<float>(),
+                              inputs.size() > 2 ? inputs[2].As<float>() : nullptr, outputs[0].As<float>()};
     ParallelFor(static_cast<int>(chunks_.size()), [this, &registers](int i) { RunChunk(i, registers); });
     // Chunks past the first left partial filter gradients in their own buffers.
     float* out = outputs[0].As<float>();
@@ -303,6 +315,10 @@ class Conv2DDnnlKernel : public Kernel {
                     {made.operands[1].first, chunk.operands[1].Memory().get()},
                     {made.operands[2].first, chunk.operands[2].Memory().get()},
                     {DNNL_ARG_SCRATCHPAD, chunk.scratchpad.get()}};
+      if (made.bias) {
+        chunk.bias = std::move(*made.bias);
+        chunk.args.push_back({DNNL_ARG_BIAS, chunk.bias->Memory().get()});
+      }
       switch (pass) {
         case Conv2DPass::kForward:  // (x, weight) -> y
           chunk.offsets = {begin * x_image, 0, begin * y_image};
@@ -322,6 +338,7 @@ class Conv2DDnnlKernel : public Kernel {
   struct Registers {
     const float* a;
     const float* b;
+    const float* bias;  // fused kernels only
     float* out;
   };
   struct Chunk {
@@ -329,6 +346,7 @@ class Conv2DDnnlKernel : public Kernel {
     dnnl::stream stream{CpuEngine()};
     dnnl::memory scratchpad;
     std::array<DnnlOperand, 3> operands;
+    std::optional<DnnlOperand> bias;
     std::vector<dnnl_exec_arg_t> args;
     std::array<std::int64_t, 3> offsets{};  // in elements, into a, b and out
     std::vector<float> partial;             // the filter gradient of chunks past the first
@@ -341,6 +359,10 @@ class Conv2DDnnlKernel : public Kernel {
     chunk.operands[2].Bind(chunk.partial.empty() ? registers.out + chunk.offsets[2] : chunk.partial.data());
     chunk.operands[0].Import(chunk.stream);
     chunk.operands[1].Import(chunk.stream);
+    if (chunk.bias) {
+      chunk.bias->Bind(registers.bias);
+      chunk.bias->Import(chunk.stream);
+    }
     ExecuteDnnl(chunk.primitive, chunk.stream, chunk.args);
     chunk.operands[2].Export(chunk.stream);
     chunk.stream.wait();

@@ -1,7 +1,8 @@
 // matmul on the CPU through oneDNN. The primitives are created once per task (creation costs
 // 30 µs–2.6 ms; never on the hot path) with the transposes folded into memory strides; large
 // products run as one chunk per intra-op thread.
-// oneDNN 2.6 has no f64 matmul, so f64 goes to OpenBLAS's dgemm.
+// oneDNN 2.6 has no f64 matmul, so f64 goes to OpenBLAS's dgemm. matmul_bias_act (planner-fused
+// matmul + bias_add [+ relu]) is the same kernel with oneDNN's bias and relu post-op.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -12,6 +13,7 @@
 
 #include "common/intra_op_pool.hpp"
 #include "kernels/cpu/dnnl_engine.hpp"
+#include "kernels/fused_attrs.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/ops.hpp"
 
@@ -25,7 +27,8 @@ constexpr double kParallelFlops = 4e6;
 class MatMulCpu final : public Kernel {
  public:
   explicit MatMulCpu(const KernelSetup& setup) {
-    const auto& attrs = setup.Get<MatMulAttrs>();
+    const bool fused = setup.op_type == "matmul_bias_act";
+    const auto& attrs = fused ? setup.Get<FusedMatMulAttrs>().matmul : setup.Get<MatMulAttrs>();
     const Shape& a = setup.inputs[0].shape;
     const Shape& b = setup.inputs[1].shape;
     const dnnl::memory::dim m = attrs.transpose_a ? a[1] : a[0];
@@ -43,6 +46,12 @@ class MatMulCpu final : public Kernel {
     const dnnl::memory::dim a_cols = a[1], b_cols = b[1];
     dnnl::primitive_attr primitive_attr;
     if (attrs.alpha != 1.0) primitive_attr.set_output_scales(0, {static_cast<float>(attrs.alpha)});
+    if (fused && setup.Get<FusedMatMulAttrs>().activation == FusedActivation::kRelu) {
+      dnnl::post_ops relu;
+      relu.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+      primitive_attr.set_post_ops(relu);
+    }
+    has_bias_ = fused;
     for (int i = 0; i < static_cast<int>(chunks_.size()); ++i) {
       Chunk& chunk = chunks_[static_cast<std::size_t>(i)];
       const dnnl::memory::dim begin = ChunkBegin(split_m_ ? m : n, static_cast<int>(chunks_.size()), i);
@@ -58,8 +67,13 @@ class MatMulCpu final : public Kernel {
       chunk.a_desc = dnnl::memory::desc({rows, k}, type_, a_strides);
       chunk.b_desc = dnnl::memory::desc({k, cols}, type_, b_strides);
       chunk.c_desc = dnnl::memory::desc({rows, cols}, type_, dnnl::memory::dims{n, 1});
-      const dnnl::matmul::primitive_desc desc(dnnl::matmul::desc(chunk.a_desc, chunk.b_desc, chunk.c_desc),
-                                              primitive_attr, CpuEngine());
+      // A fused bias is one row, broadcast over C's rows; a column chunk reads its slice of it.
+      chunk.bias_offset = split_m_ ? 0 : begin;
+      chunk.bias_desc = dnnl::memory::desc({1, cols}, type_, dnnl::memory::dims{cols, 1});
+      const dnnl::matmul::primitive_desc desc(
+          has_bias_ ? dnnl::matmul::desc(chunk.a_desc, chunk.b_desc, chunk.bias_desc, chunk.c_desc)
+                    : dnnl::matmul::desc(chunk.a_desc, chunk.b_desc, chunk.c_desc),
+          primitive_attr, CpuEngine());
       chunk.primitive = dnnl::matmul(desc);
     }
   }
@@ -68,6 +82,7 @@ class MatMulCpu final : public Kernel {
     auto* a = static_cast<std::byte*>(const_cast<void*>(inputs[0].data));
     auto* b = static_cast<std::byte*>(const_cast<void*>(inputs[1].data));
     auto* c = static_cast<std::byte*>(outputs[0].data);
+    auto* bias = has_bias_ ? static_cast<std::byte*>(const_cast<void*>(inputs[2].data)) : nullptr;
     if (chunks_.empty()) {
       if (output_bytes_ > 0) std::memset(c, 0, output_bytes_);
       return;
@@ -78,7 +93,16 @@ class MatMulCpu final : public Kernel {
       dnnl::memory a_memory(chunk.a_desc, CpuEngine(), a + chunk.a_offset * element_size_);
       dnnl::memory b_memory(chunk.b_desc, CpuEngine(), b + chunk.b_offset * element_size_);
       dnnl::memory c_memory(chunk.c_desc, CpuEngine(), c + chunk.c_offset * element_size_);
-      chunk.primitive.execute(stream, {{DNNL_ARG_SRC, a_memory}, {DNNL_ARG_WEIGHTS, b_memory}, {DNNL_ARG_DST, c_memory}});
+      if (has_bias_) {
+        dnnl::memory bias_memory(chunk.bias_desc, CpuEngine(), bias + chunk.bias_offset * element_size_);
+        chunk.primitive.execute(stream, {{DNNL_ARG_SRC, a_memory},
+                                         {DNNL_ARG_WEIGHTS, b_memory},
+                                         {DNNL_ARG_BIAS, bias_memory},
+                                         {DNNL_ARG_DST, c_memory}});
+      } else {
+        chunk.primitive.execute(stream,
+                                {{DNNL_ARG_SRC, a_memory}, {DNNL_ARG_WEIGHTS, b_memory}, {DNNL_ARG_DST, c_memory}});
+      }
       stream.wait();
     });
   }
@@ -86,7 +110,8 @@ class MatMulCpu final : public Kernel {
  private:
   struct Chunk {
     dnnl::memory::desc a_desc, b_desc, c_desc;
-    dnnl::memory::dim a_offset = 0, b_offset = 0, c_offset = 0;  // in elements
+    dnnl::memory::desc bias_desc;
+    dnnl::memory::dim a_offset = 0, b_offset = 0, c_offset = 0, bias_offset = 0;  // in elements
     dnnl::matmul primitive;
   };
 
@@ -102,6 +127,7 @@ class MatMulCpu final : public Kernel {
   }
 
   dnnl::memory::data_type type_{};
+  bool has_bias_ = false;  // matmul_bias_act
   bool split_m_ = true;
   std::size_t element_size_ = 4;
   std::size_t output_bytes_ = 0;  // empty products only
@@ -143,6 +169,7 @@ class MatMulF64Cpu final : public Kernel {
 
 WEIR_REGISTER_KERNELS {
   RegisterKernel({"matmul", Device::Kind::kCpu, DType::kF32}, &MakeKernel<MatMulCpu>);
+  RegisterKernel({"matmul_bias_act", Device::Kind::kCpu, DType::kF32}, &MakeKernel<MatMulCpu>);
   RegisterKernel({"matmul", Device::Kind::kCpu, DType::kF64}, &MakeKernel<MatMulF64Cpu>);
 }
 

@@ -1,4 +1,6 @@
-// relu_grad on the CPU: dx = dy where y > 0, else 0; one vectorisable pass.
+// relu_grad on the CPU: dx = dy where y > 0, else 0; one vectorised pass (a select, not a branch:
+// see elementwise.hpp), split over the intra-op pool when large.
+#include "kernels/cpu/elementwise.hpp"
 #include "kernels/kernel.hpp"
 
 namespace weir::internal {
@@ -8,11 +10,8 @@ template <typename T> class ReluGradCpu final : public Kernel {
  public:
   explicit ReluGradCpu(const KernelSetup&) {}
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
-    const T* dy = inputs[0].As<T>();
-    const T* y = inputs[1].As<T>();
-    T* dx = outputs[0].As<T>();
-    const std::int64_t count = inputs[0].NumElements();
-    for (std::int64_t i = 0; i < count; ++i) dx[i] = y[i] > T(0) ? dy[i] : T(0);
+    MapElements(inputs[0].NumElements(), inputs[0].As<T>(), inputs[1].As<T>(), outputs[0].As<T>(),
+                [](T dy, T y) { return y > T(0) ? dy : T(0); });
   }
 };
 

@@ -2,8 +2,9 @@
 // place: the planner made every other reader of this call act first.
 #include <cmath>
 
-#include "kernels/kernel.hpp"
+#include "kernels/cpu/elementwise.hpp"
 #include "kernels/cpu/regularized_gradient.hpp"
+#include "kernels/kernel.hpp"
 #include "kernels/update_attrs.hpp"
 
 namespace weir::internal {
@@ -21,15 +22,19 @@ template <typename T> class SgdUpdateCpu final : public Kernel {
     const T lr = static_cast<T>(inputs[2].As<float>()[0]);
     const RegularizedGradient<T> regularized(attrs_);
     if (!momentum_) {
-      for (std::int64_t i = 0; i < count_; ++i) p[i] -= lr * regularized(g[i], p[i]);
+      ForEachRange(count_, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) p[i] -= lr * regularized(g[i], p[i]);
+      });
       return;
     }
     T* v = const_cast<T*>(inputs[3].As<T>());
     const T beta = static_cast<T>(attrs_.optimizer.momentum);
-    for (std::int64_t i = 0; i < count_; ++i) {
-      v[i] = beta * v[i] - lr * regularized(g[i], p[i]);
-      p[i] += v[i];
-    }
+    ForEachRange(count_, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) {
+        v[i] = beta * v[i] - lr * regularized(g[i], p[i]);
+        p[i] += v[i];
+      }
+    });
   }
 
  private:

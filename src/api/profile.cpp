@@ -1,0 +1,63 @@
+// Profile tables (weir/profile.hpp).
+#include "weir/profile.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include <fmt/format.h>
+
+namespace weir {
+
+double JobProfile::BusySeconds() const {
+  return std::accumulate(actors.begin(), actors.end(), 0.0,
+                         [](double sum, const ActorProfile& actor) { return sum + actor.busy_seconds; });
+}
+
+std::string Profile::Format(std::size_t max_actors) const {
+  std::string out = fmt::format("profile: {:.3f} s wall, {} job(s)\n", wall_seconds, jobs.size());
+  for (const JobProfile& job : jobs) {
+    const double busy = job.BusySeconds();
+    double kernels = 0;
+    for (const ActorProfile& actor : job.actors) {
+      if (actor.kind == "kernel") kernels += actor.busy_seconds;
+    }
+    out += fmt::format("job '{}': {} call(s)", job.job, job.calls);
+    if (job.calls > 0) {
+      const double per_call = 1e3 / static_cast<double>(job.calls);
+      const double latency = job.call_seconds * per_call;
+      out += fmt::format(", {:.3f} ms a call from launch to completion\n", latency);
+      out += fmt::format("  busy {:.3f} ms a call (kernels {:.3f}, copies {:.3f}); the rest, {:.3f} ms, is messages, "
+                         "scheduling and waiting when calls run one at a time\n",
+                         busy * per_call, kernels * per_call, (busy - kernels) * per_call,
+                         latency - busy * per_call);
+    } else {
+      out += "\n";
+    }
+    std::vector<const ActorProfile*> order;
+    for (const ActorProfile& actor : job.actors) {
+      if (actor.firings > 0) order.push_back(&actor);
+    }
+    std::stable_sort(order.begin(), order.end(), [](const ActorProfile* a, const ActorProfile* b) {
+      return a->busy_seconds > b->busy_seconds;
+    });
+    out += fmt::format("  {:<40} {:<11} {:<34} {:>8} {:>10} {:>11} {:>7}\n", "actor", "kind", "op type", "firings",
+                       "total ms", "a firing us", "share");
+    const std::size_t shown = max_actors == 0 ? order.size() : std::min(order.size(), max_actors);
+    for (std::size_t i = 0; i < shown; ++i) {
+      const ActorProfile& actor = *order[i];
+      out += fmt::format("  {:<40} {:<11} {:<34} {:>8} {:>10.3f} {:>11.1f} {:>6.1f}%\n", actor.name, actor.kind,
+                         actor.op_type, actor.firings, actor.busy_seconds * 1e3,
+                         actor.busy_seconds * 1e6 / static_cast<double>(actor.firings),
+                         busy > 0 ? 100 * actor.busy_seconds / busy : 0.0);
+    }
+    if (shown < order.size()) {
+      double rest = 0;
+      for (std::size_t i = shown; i < order.size(); ++i) rest += order[i]->busy_seconds;
+      out += fmt::format("  ({} more actors: {:.3f} ms, {:.1f}%)\n", order.size() - shown, rest * 1e3,
+                         busy > 0 ? 100 * rest / busy : 0.0);
+    }
+  }
+  return out;
+}
+
+}  // namespace weir

@@ -1,0 +1,95 @@
+#include "graph/fusion.hpp"
+
+#include "kernels/fused_attrs.hpp"
+
+namespace weir::internal {
+
+namespace {
+
+// Who reads each value: the live nodes (one entry per input slot) and the job's outputs.
+struct Readers {
+  std::vector<int> count;
+  std::vector<int> only;  // the reading node when count is 1 and it is a node
+
+  Readers(const JobGraph& graph, const std::vector<bool>& live)
+      : count(graph.values.size(), 0), only(graph.values.size(), -1) {
+    for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+      if (!live[n]) continue;
+      for (int value : graph.nodes[n].inputs) {
+        ++count[static_cast<std::size_t>(value)];
+        only[static_cast<std::size_t>(value)] = static_cast<int>(n);
+      }
+    }
+    for (const auto& [name, value] : graph.outputs) count[static_cast<std::size_t>(value)] += 2;  // never fused
+  }
+
+  /// The single node that reads `value` (through its input `slot`), or -1.
+  int Sole(const JobGraph& graph, int value, std::size_t slot) const {
+    if (count[static_cast<std::size_t>(value)] != 1) return -1;
+    const int node = only[static_cast<std::size_t>(value)];
+    const std::vector<int>& inputs = graph.nodes[static_cast<std::size_t>(node)].inputs;
+    return slot < inputs.size() && inputs[slot] == value ? node : -1;
+  }
+};
+
+bool AllF32(const JobGraph& graph, const OpNode& node) {
+  for (int value : node.inputs) {
+    if (graph.values[static_cast<std::size_t>(value)].meta.dtype != DType::kF32) return false;
+  }
+  return true;
+}
+
+// The axis of the head's output that bias_add must add along, or -1 if the head cannot fuse.
+int BiasAxis(const JobGraph& graph, const OpNode& head) {
+  const Shape& out = graph.values[static_cast<std::size_t>(head.outputs[0])].meta.shape;
+  if (out.NumElements() == 0) return -1;
+  if (head.type == "conv2d") {
+    return std::any_cast<const Conv2DAttrs&>(head.attrs).data_format == DataFormat::kNHWC ? 3 : 1;
+  }
+  if (head.type == "matmul") {
+    const auto& attrs = std::any_cast<const MatMulAttrs&>(head.attrs);
+    const Shape& a = graph.values[static_cast<std::size_t>(head.inputs[0])].meta.shape;
+    const std::int64_t k = attrs.transpose_a ? a[0] : a[1];
+    // oneDNN scales after adding the bias: only unscaled products fuse. An empty sum has no primitive.
+    return attrs.alpha == 1.0 && k > 0 ? 1 : -1;
+  }
+  return -1;
+}
+
+}  // namespace
+
+std::vector<FusedChain> FindFusedChains(const JobGraph& graph, const std::vector<bool>& live) {
+  const Readers readers(graph, live);
+  std::vector<FusedChain> chains;
+  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+    const OpNode& head = graph.nodes[n];
+    if (!live[n] || (head.type != "conv2d" && head.type != "matmul") || !AllF32(graph, head)) continue;
+    const int axis = BiasAxis(graph, head);
+    if (axis < 0) continue;
+    const int bias_add = readers.Sole(graph, head.outputs[0], 0);
+    if (bias_add < 0) continue;
+    const OpNode& add = graph.nodes[static_cast<std::size_t>(bias_add)];
+    if (add.type != "bias_add" || !AllF32(graph, add)) continue;
+    const int rank = graph.values[static_cast<std::size_t>(head.outputs[0])].meta.shape.Rank();
+    const int add_axis = std::any_cast<const BiasAddAttrs&>(add.attrs).axis;
+    if ((add_axis < 0 ? add_axis + rank : add_axis) != axis) continue;
+
+    FusedChain chain;
+    chain.head = static_cast<int>(n);
+    chain.bias_add = bias_add;
+    const int relu = readers.Sole(graph, add.outputs[0], 0);
+    if (relu >= 0 && graph.nodes[static_cast<std::size_t>(relu)].type == "relu") chain.relu = relu;
+    const FusedActivation activation = chain.relu >= 0 ? FusedActivation::kRelu : FusedActivation::kNone;
+    if (head.type == "conv2d") {
+      chain.op_type = "conv2d_bias_act";
+      chain.attrs = FusedConv2DAttrs{std::any_cast<const Conv2DAttrs&>(head.attrs), activation};
+    } else {
+      chain.op_type = "matmul_bias_act";
+      chain.attrs = FusedMatMulAttrs{std::any_cast<const MatMulAttrs&>(head.attrs), activation};
+    }
+    chains.push_back(std::move(chain));
+  }
+  return chains;
+}
+
+}  // namespace weir::internal

@@ -1,0 +1,155 @@
+#include "graph/layout_pass.hpp"
+
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "weir/ops.hpp"
+
+namespace weir::internal {
+
+namespace {
+
+const std::vector<int> kNchwToNhwc{0, 2, 3, 1};
+const std::vector<int> kNhwcToNchw{0, 3, 1, 2};
+// (out, in, kh, kw) -> (out, kh, kw, in): the NHWC conv2d's weight layout.
+const std::vector<int> kOihwToOhwi{0, 2, 3, 1};
+
+// Ops that act on every element alike, so they commute with a transpose.
+bool IsLayoutFreeElementwise(std::string_view type) { return type == "relu" || type == "sigmoid" || type == "tanh"; }
+
+class ChannelsLast {
+ public:
+  explicit ChannelsLast(const std::shared_ptr<JobGraph>& graph) : graph_(graph) {}
+
+  void Run() {
+    // A watched gradient is the gradient of that very value, so it must stay on the path to the
+    // loss: such values stay NCHW (their consumers may start a new chain).
+    for (const WatchSpec& watch : graph_->watches) {
+      if (watch.diff) keep_nchw_.insert(watch.value);
+    }
+    const std::size_t original = graph_->nodes.size();
+    for (std::size_t n = 0; n < original; ++n) {
+      if (!Convert(n)) RewireInputs(n);
+    }
+    if (converted_.empty()) return;
+    for (auto& [name, value] : graph_->outputs) value = Exported(value);
+    for (WatchSpec& watch : graph_->watches) watch.value = Exported(watch.value);  // forward watches only
+    if (graph_->loss_value >= 0) graph_->loss_value = Exported(graph_->loss_value);
+    SortTopologically();
+  }
+
+ private:
+  const ValueInfo& Value(int value) const { return graph_->values[static_cast<std::size_t>(value)]; }
+  Blob B(int value) const { return Blob(graph_, value); }
+  bool IsF32Rank4(int value) const { return Value(value).meta.dtype == DType::kF32 && Value(value).meta.shape.Rank() == 4; }
+  bool IsConverted(int value) const { return converted_.count(value) > 0; }
+
+  // Replaces node n by its NHWC form when it has one and is worth it; returns whether it did.
+  bool Convert(std::size_t n) {
+    const OpNode node = graph_->nodes[n];  // a copy: adding ops reallocates the node table
+    if (node.outputs.size() != 1 || node.inputs.empty() || !IsF32Rank4(node.inputs[0])) return false;
+    if (keep_nchw_.count(node.outputs[0]) > 0) return false;
+    const int x = node.inputs[0];
+    int replacement = -1;
+    if (node.type == "conv2d") {
+      Conv2DAttrs attrs = std::any_cast<const Conv2DAttrs&>(node.attrs);
+      if (attrs.data_format != DataFormat::kNCHW || attrs.groups != 1) return false;
+      attrs.data_format = DataFormat::kNHWC;
+      RenameReplaced(n);
+      const Blob weight = Transpose(B(node.inputs[1]), {kOihwToOhwi}, node.name + "/weight_ohwi");
+      replacement = Conv2D(B(Nhwc(x, node.name)), weight, attrs, node.name).ValueId();
+    } else if (!IsConverted(x)) {
+      return false;  // the rest only continue a chain: starting one would cost a transpose
+    } else if (node.type == "max_pool2d" || node.type == "avg_pool2d") {
+      Pool2DAttrs attrs = std::any_cast<const Pool2DAttrs&>(node.attrs);
+      if (attrs.data_format != DataFormat::kNCHW) return false;
+      attrs.data_format = DataFormat::kNHWC;
+      RenameReplaced(n);
+      replacement = AddOp1(node.type, {B(converted_.at(x))}, attrs, node.name).ValueId();
+    } else if (node.type == "bias_add") {
+      const int axis = std::any_cast<const BiasAddAttrs&>(node.attrs).axis;
+      if (axis != 1 && axis != -3) return false;
+      RenameReplaced(n);
+      replacement = BiasAdd(B(converted_.at(x)), B(node.inputs[1]), {.axis = 3}, node.name).ValueId();
+    } else if (IsLayoutFreeElementwise(node.type) && node.inputs.size() == 1) {
+      RenameReplaced(n);
+      replacement = AddOp1(node.type, {B(converted_.at(x))}, node.attrs, node.name).ValueId();
+    } else {
+      return false;
+    }
+    converted_.emplace(node.outputs[0], replacement);
+    return true;
+  }
+
+  // Node n stays NCHW: inputs that now live in NHWC come back through a transpose.
+  void RewireInputs(std::size_t n) {
+    const std::vector<int> inputs = graph_->nodes[n].inputs;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      if (IsConverted(inputs[i])) {
+        const int nchw = Exported(inputs[i]);
+        graph_->nodes[n].inputs[i] = nchw;
+      }
+    }
+  }
+
+  void RenameReplaced(std::size_t n) { graph_->nodes[n].name += "/nchw"; }
+
+  // x in NHWC: the chain's value if x came out of one, else a transpose (made once per value).
+  int Nhwc(int x, const std::string& consumer) {
+    if (IsConverted(x)) return converted_.at(x);
+    auto [it, added] = imported_.try_emplace(x, -1);
+    if (added) it->second = Transpose(B(x), {kNchwToNhwc}, consumer + "/x_nhwc").ValueId();
+    return it->second;
+  }
+
+  // The NCHW value that replaces a converted one for consumers outside the chain (made once).
+  int Exported(int value) {
+    if (!IsConverted(value)) return value;
+    auto [it, added] = exported_.try_emplace(value, -1);
+    if (added) {
+      const std::string producer = graph_->nodes[static_cast<std::size_t>(Value(converted_.at(value)).producer)].name;
+      it->second = Transpose(B(converted_.at(value)), {kNhwcToNchw}, producer + "/nchw_out").ValueId();
+    }
+    return it->second;
+  }
+
+  // New ops were appended, but old consumers now read some of them: restore producer-first order
+  // (depth first from each node in the old order, so untouched parts keep their order).
+  void SortTopologically() {
+    const std::size_t count = graph_->nodes.size();
+    std::vector<int> order;
+    std::vector<char> state(count, 0);  // 0 new, 1 visiting, 2 placed
+    std::function<void(int)> visit = [&](int node) {
+      if (state[static_cast<std::size_t>(node)] != 0) return;
+      state[static_cast<std::size_t>(node)] = 1;
+      for (int input : graph_->nodes[static_cast<std::size_t>(node)].inputs) visit(Value(input).producer);
+      state[static_cast<std::size_t>(node)] = 2;
+      order.push_back(node);
+    };
+    for (std::size_t n = 0; n < count; ++n) visit(static_cast<int>(n));
+    std::vector<OpNode> sorted;
+    sorted.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      OpNode& node = graph_->nodes[static_cast<std::size_t>(order[i])];
+      for (int output : node.outputs) graph_->values[static_cast<std::size_t>(output)].producer = static_cast<int>(i);
+      sorted.push_back(std::move(node));
+    }
+    graph_->nodes = std::move(sorted);
+  }
+
+  std::shared_ptr<JobGraph> graph_;
+  std::unordered_map<int, int> converted_;  // NCHW value -> the NHWC value that replaces it
+  std::unordered_map<int, int> imported_;   // NCHW value -> its NHWC transpose
+  std::unordered_map<int, int> exported_;   // converted value -> its NCHW transpose
+  std::unordered_set<int> keep_nchw_;       // values whose gradient is watched
+};
+
+}  // namespace
+
+void UseChannelsLastConvolutions(const std::shared_ptr<JobGraph>& graph) { ChannelsLast(graph).Run(); }
+
+}  // namespace weir::internal

@@ -1,0 +1,82 @@
+#pragma once
+// The f32 pooling kernels' oneDNN plumbing: a pooling pass whose batch is split into one chunk per
+// intra-op thread when it is large (pooling is memory-bound; a second core adds its bandwidth), each
+// chunk its own primitives over a slice of the images, made once per task.
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <dnnl.hpp>
+
+#include "common/intra_op_pool.hpp"
+#include "kernels/cpu/dnnl_engine.hpp"
+#include "kernels/cpu/elementwise.hpp"
+#include "kernels/cpu/pool2d.hpp"
+#include "kernels/kernel.hpp"
+
+namespace weir::internal {
+
+/// One chunk's work: primitives run in order, and the memories that view the registers.
+struct PoolChunkWork {
+  /// Which register a memory views: input i (0, 1, ...) or the output (kOutput), and whether it
+  /// holds images of x or of y (for the chunk's offset into it).
+  struct View {
+    dnnl::memory memory;
+    int operand;
+    bool x_images;
+  };
+  static constexpr int kOutput = -1;
+
+  std::vector<std::pair<dnnl::primitive, std::unordered_map<int, dnnl::memory>>> steps;
+  std::vector<View> views;
+};
+
+class DnnlPool2DKernel : public Kernel {
+ public:
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    if (chunks_.empty()) return;
+    ParallelFor(static_cast<int>(chunks_.size()), [&](int i) {
+      Chunk& chunk = chunks_[static_cast<std::size_t>(i)];
+      for (PoolChunkWork::View& view : chunk.work.views) {
+        auto* base = static_cast<float*>(view.operand == PoolChunkWork::kOutput
+                                             ? outputs[0].data
+                                             : const_cast<void*>(inputs[static_cast<std::size_t>(view.operand)].data));
+        view.memory.set_data_handle(base + chunk.begin * (view.x_images ? x_image_ : y_image_));
+      }
+      for (auto& [primitive, args] : chunk.work.steps) primitive.execute(chunk.stream, args);
+      chunk.stream.wait();
+    });
+  }
+
+ protected:
+  /// Splits g's batch and builds each chunk's work with build(slice geometry).
+  template <typename Build> void Init(const Pool2DGeometry& g, Build&& build) {
+    if (g.Empty()) return;
+    x_image_ = g.c * g.in_h * g.in_w;
+    y_image_ = g.c * g.out_h * g.out_w;
+    const int count = g.n * x_image_ >= kParallelElements
+                          ? static_cast<int>(std::min<std::int64_t>(IntraOpThreads(), g.n))
+                          : 1;
+    chunks_.resize(static_cast<std::size_t>(count));
+    for (int i = 0; i < count; ++i) {
+      Chunk& chunk = chunks_[static_cast<std::size_t>(i)];
+      chunk.begin = ChunkBegin(g.n, count, i);
+      Pool2DGeometry slice = g;
+      slice.n = ChunkBegin(g.n, count, i + 1) - chunk.begin;
+      chunk.work = build(slice);
+    }
+  }
+
+ private:
+  struct Chunk {
+    std::int64_t begin = 0;
+    dnnl::stream stream{CpuEngine()};
+    PoolChunkWork work;
+  };
+  std::int64_t x_image_ = 0, y_image_ = 0;
+  std::vector<Chunk> chunks_;
+};
+
+}  // namespace weir::internal
