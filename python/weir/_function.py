@@ -54,12 +54,21 @@ class FunctionConfig:
     def __init__(self):
         self.flags = {}
         self.default_data_type_value = dtypes.float32
+        self.channels_last_convolutions_value = True
         self.default_logical_view_value = None
         self.default_placement_scope_value = None
 
     def default_data_type(self, dtype):
         self.default_data_type_value = dtypes.as_dtype(dtype)
         to_c_dtype(self.default_data_type_value, "default_data_type")
+        return self
+
+    def channels_last_convolutions(self, value: bool = True):
+        """Weir's own: run NCHW convolution chains in NHWC internally (the default; docs/runtime.md).
+        Results are the same either way; ``False`` keeps every op in the layout the job wrote."""
+        if not isinstance(value, bool):
+            raise TypeError(f"channels_last_convolutions: expected a bool, got {value!r}")
+        self.channels_last_convolutions_value = value
         return self
 
     def default_logical_view(self, view):
@@ -190,7 +199,12 @@ class JobFunction:
     def _trace(self, session) -> _Compiled:
         name = self.__name__
         job_type = _C.JobType.train if self.job_type == "train" else _C.JobType.predict
-        builder = _C.JobBuilder(name, job_type, to_c_dtype(self.config.default_data_type_value))
+        builder = _C.JobBuilder(
+            name,
+            job_type,
+            to_c_dtype(self.config.default_data_type_value),
+            channels_last_convolutions=self.config.channels_last_convolutions_value,
+        )
         context = _context.BuildContext(builder, name, self.job_type, self.config)
         with _context.tracing(context):
             args = self.signature.build_arguments(

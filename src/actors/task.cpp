@@ -27,6 +27,7 @@ Task::Task(const Plan& plan, const TaskDesc& desc, RegisterStore& store, std::fu
       profiling_(profiling) {
   if (desc.kind != TaskKind::kKernel) return;
   const KernelSetup setup{desc.op_type, desc.name, desc.attrs, desc.input_metas, desc.output_metas, Device::Cpu()};
+  const SingleThreadedMathScope single_threaded;  // primitives made here plan for one thread
   kernel_ = desc.kernel_factory(setup);
   input_views_.resize(desc.input_metas.size());
   output_views_.resize(desc.output_metas.size());

@@ -154,4 +154,10 @@ void SingleThreadedMath() {
   done = true;
 }
 
+SingleThreadedMathScope::SingleThreadedMathScope() : saved_threads_(omp_get_max_threads()) {
+  omp_set_num_threads(1);  // OpenBLAS reads its thread count when called, not when set up
+}
+
+SingleThreadedMathScope::~SingleThreadedMathScope() { omp_set_num_threads(saved_threads_); }
+
 }  // namespace weir::internal

@@ -29,6 +29,22 @@ void RunPrivatePool(int workers, int loops, int chunks, const std::function<void
 /// Cheap after the first call on a thread; kernels call it before running primitives.
 void SingleThreadedMath();
 
+/// While alive, OpenMP code planned on this thread plans for one thread; the caller's setting comes
+/// back afterwards. Kernels are created inside one: oneDNN bakes the OpenMP thread count into
+/// a primitive when it is created (not when it runs), so a primitive created on a thread with the
+/// default setting later started its own OpenMP team on every run, beside Weir's pool (LeNet's train
+/// step took 43-47 ms instead of 37-39).
+class SingleThreadedMathScope {
+ public:
+  SingleThreadedMathScope();
+  ~SingleThreadedMathScope();
+  SingleThreadedMathScope(const SingleThreadedMathScope&) = delete;
+  SingleThreadedMathScope& operator=(const SingleThreadedMathScope&) = delete;
+
+ private:
+  int saved_threads_;
+};
+
 /// How to split `total` units into `chunks` contiguous ranges: [ChunkBegin(i), ChunkBegin(i + 1)).
 inline std::int64_t ChunkBegin(std::int64_t total, int chunks, int i) { return total * i / chunks; }
 

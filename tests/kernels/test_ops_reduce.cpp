@@ -183,3 +183,33 @@ TEST_CASE("sparse_softmax_cross_entropy rejects bad shapes and dtypes") {
   CHECK_THROWS_WITH_AS(RunOp("sparse_softmax_cross_entropy", {}, {Tensor(Shape{2}, DType::kI32), Tensor(Shape{2, 0}, DType::kF32)}),
                        "[sparse_softmax_cross_entropy] logits (2,0) have no classes", std::invalid_argument);
 }
+
+TEST_CASE("large sums over rows split over the intra-op pool match the serial sums") {
+  // (rows, columns) summed over the rows (a bias gradient), and NHWC summed over N, H, W: big
+  // enough for the parallel column sum; the reference sums each column in double, in order.
+  for (const Shape& shape : {Shape{3001, 37}, Shape{20, 14, 14, 32}}) {
+    CAPTURE(shape.ToString());
+    const std::int64_t count = shape.NumElements();
+    const std::int64_t columns = shape[shape.Rank() - 1];
+    Tensor x(shape, DType::kF32);
+    Tensor xi(shape, DType::kI32);
+    for (std::int64_t i = 0; i < count; ++i) {
+      x.Data<float>()[i] = static_cast<float>((i * 7919) % 1000) / 100.f - 5.f;
+      xi.Data<std::int32_t>()[i] = static_cast<std::int32_t>((i * 31) % 201) - 100;
+    }
+    std::vector<double> sums(static_cast<std::size_t>(columns), 0.0), means(sums.size());
+    std::vector<double> int_sums(sums.size(), 0.0);
+    for (std::int64_t i = 0; i < count; ++i) {
+      sums[static_cast<std::size_t>(i % columns)] += x.Data<float>()[i];
+      int_sums[static_cast<std::size_t>(i % columns)] += xi.Data<std::int32_t>()[i];
+    }
+    for (std::size_t c = 0; c < sums.size(); ++c) means[c] = sums[c] / static_cast<double>(count / columns);
+    std::vector<int> axes(static_cast<std::size_t>(shape.Rank() - 1));
+    for (int a = 0; a + 1 < shape.Rank(); ++a) axes[static_cast<std::size_t>(a)] = a;
+    const weir::ReduceAttrs attrs{.axes = axes};
+    CheckClose<float>(RunOp("reduce_sum", attrs, {x})[0], {columns}, sums, 1e-3);
+    CheckClose<float>(RunOp("reduce_mean", attrs, {x})[0], {columns}, means, 1e-5);
+    const Tensor got = RunOp("reduce_sum", attrs, {xi})[0];
+    for (std::int64_t c = 0; c < columns; ++c) CHECK(got.Data<std::int32_t>()[c] == int_sums[static_cast<std::size_t>(c)]);
+  }
+}

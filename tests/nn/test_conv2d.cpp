@@ -9,6 +9,12 @@
 #include <string>
 #include <vector>
 
+#include <omp.h>
+
+#include <filesystem>
+#include <iterator>
+#include <thread>
+
 #include <fmt/format.h>
 
 #include "gradient_check.hpp"
@@ -438,4 +444,32 @@ TEST_CASE("conv2d rejects bad inputs with messages that show the shapes") {
     weir::testing::RunOp("conv2d_grad_data", Conv2DGradAttrs{{}, Shape{1, 1, 3, 3}},
                          {Tensor(Shape{1, 1, 3, 3}, DType::kF32), Tensor(Shape{1, 1, 2, 2}, DType::kF32)});
   }, "[conv2d_grad_data] dy f32(1,1,3,3) does not match conv2d's output f32(1,1,2,2) for x (1,1,3,3) and weight (1,1,2,2)");
+}
+
+TEST_CASE("kernels plan for one thread: convolutions start no OpenMP team beside Weir's pool") {
+  // Regression: oneDNN bakes the OpenMP thread count into a primitive when it is created. Kernels
+  // were created on the compiling thread with its default setting, so every convolution run started
+  // an OpenMP team next to the intra-op pool and the actor threads, oversubscribing the cores.
+  const auto thread_count = [] {
+    return std::distance(std::filesystem::directory_iterator("/proc/self/task"), std::filesystem::directory_iterator{});
+  };
+  omp_set_num_threads(4);  // the caller's own setting, which kernels must not inherit
+  Session session;
+  {
+    // Starts the intra-op pool and the actor threads.
+    JobBuilder warm("warm");
+    warm.Output("y", Relu(warm.Placeholder("x", Shape{1 << 17})));
+    session.Call(warm.Build(), {Tensor(Shape{1 << 17}, DType::kF32)});
+  }
+  const auto before = thread_count();
+  JobBuilder builder("conv_threads");
+  const Blob x = builder.Placeholder("x", Shape{8, 16, 16, 16});
+  const Blob w = builder.Constant(Iota(Shape{32, 16, 3, 3}, DType::kF32));
+  builder.Output("y", Conv2D(x, w, {.padding = SamePadding()}));
+  const Job job = builder.Build();
+  session.Compile(job);
+  CHECK(omp_get_max_threads() == 4);  // compiling left the caller's setting as it was
+  for (int i = 0; i < 3; ++i) session.Call(job, {Iota(Shape{8, 16, 16, 16}, DType::kF32)});
+  CHECK(thread_count() == before);
+  omp_set_num_threads(static_cast<int>(std::thread::hardware_concurrency()));
 }

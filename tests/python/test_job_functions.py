@@ -432,3 +432,25 @@ def test_kernel_error_fails_the_call_only():
     with pytest.raises(Exception, match="label"):
         job(np.array([0, 7], np.int32), logits)
     assert job(np.array([0, 2], np.int32), logits).shape == (2,)
+
+
+def test_channels_last_convolutions_change_speed_not_results():
+    x = _x((2, 3, 8, 8), seed=3)
+    results = {}
+    for channels_last in (True, False):
+        flow.clear_default_session()
+        config = flow.FunctionConfig()
+        config.channels_last_convolutions(channels_last)
+
+        @flow.global_function(function_config=config)
+        def conv_job(images: tp.Numpy.Placeholder((2, 3, 8, 8))) -> tp.Numpy:
+            init = flow.random_uniform_initializer(-0.5, 0.5, seed=1)
+            conv = flow.layers.conv2d(images, 4, 3, padding="SAME", activation=flow.nn.relu,
+                                      kernel_initializer=init, name="conv")
+            return flow.nn.max_pool2d(conv, ksize=2, strides=2, padding="VALID")
+
+        results[channels_last] = conv_job(x)
+    assert results[True].shape == (2, 4, 4, 4)
+    np.testing.assert_allclose(results[True], results[False], rtol=1e-5, atol=1e-6)
+    with pytest.raises(TypeError, match="channels_last_convolutions"):
+        flow.FunctionConfig().channels_last_convolutions("yes")

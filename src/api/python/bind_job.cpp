@@ -75,10 +75,13 @@ void BindJob(py::module_& m) {
       });
 
   py::class_<JobBuilder>(m, "JobBuilder")
-      .def(py::init([](std::string name, JobType type, DType default_dtype) {
-             return JobBuilder(std::move(name), type, JobConfig{.default_dtype = default_dtype});
+      .def(py::init([](std::string name, JobType type, DType default_dtype, bool channels_last_convolutions) {
+             return JobBuilder(std::move(name), type,
+                               JobConfig{.default_dtype = default_dtype,
+                                         .channels_last_convolutions = channels_last_convolutions});
            }),
-           py::arg("name"), py::arg("type"), py::arg("default_dtype") = DType::kF32)
+           py::arg("name"), py::arg("type"), py::arg("default_dtype") = DType::kF32,
+           py::arg("channels_last_convolutions") = true)
       .def("placeholder",
            [](JobBuilder& b, std::string name, std::vector<std::int64_t> shape, DType dtype) {
              return b.Placeholder(std::move(name), Shape(std::move(shape)), dtype);

@@ -14,18 +14,7 @@ class MaxPool2DCpu final : public DnnlPool2DKernel {
  public:
   explicit MaxPool2DCpu(const KernelSetup& setup) {
     Init(MakePool2DGeometry(setup.Get<Pool2DAttrs>(), setup.inputs[0].shape, setup.outputs[0].shape),
-         [](const Pool2DGeometry& g) {
-           const DnnlPool2D d = MakeDnnlPool2D(g);
-           const dnnl::pooling_forward::primitive_desc pd({dnnl::prop_kind::forward_inference,
-                                                           dnnl::algorithm::pooling_max, d.x, d.y, d.strides,
-                                                           d.kernel, d.pad_l, d.pad_r},
-                                                          CpuEngine());
-           const dnnl::memory x(d.x, CpuEngine(), DNNL_MEMORY_NONE), y(d.y, CpuEngine(), DNNL_MEMORY_NONE);
-           PoolChunkWork work;
-           work.steps.push_back({dnnl::pooling_forward(pd), {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, y}}});
-           work.views = {{x, 0, true}, {y, PoolChunkWork::kOutput, false}};
-           return work;
-         });
+         [](const Pool2DGeometry& g) { return ForwardPoolWork(g, dnnl::algorithm::pooling_max); });
   }
 };
 

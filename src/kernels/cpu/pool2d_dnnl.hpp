@@ -33,6 +33,18 @@ struct PoolChunkWork {
   std::vector<View> views;
 };
 
+/// The work of a forward (inference) pooling of g with `algorithm`: max or avg.
+inline PoolChunkWork ForwardPoolWork(const Pool2DGeometry& g, dnnl::algorithm algorithm) {
+  const DnnlPool2D d = MakeDnnlPool2D(g);
+  const dnnl::pooling_forward::primitive_desc pd(
+      {dnnl::prop_kind::forward_inference, algorithm, d.x, d.y, d.strides, d.kernel, d.pad_l, d.pad_r}, CpuEngine());
+  const dnnl::memory x(d.x, CpuEngine(), DNNL_MEMORY_NONE), y(d.y, CpuEngine(), DNNL_MEMORY_NONE);
+  PoolChunkWork work;
+  work.steps.push_back({dnnl::pooling_forward(pd), {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, y}}});
+  work.views = {{x, 0, true}, {y, PoolChunkWork::kOutput, false}};
+  return work;
+}
+
 class DnnlPool2DKernel : public Kernel {
  public:
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {

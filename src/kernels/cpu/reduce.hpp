@@ -8,7 +8,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/intra_op_pool.hpp"
 #include "common/tensor_meta.hpp"
+#include "kernels/cpu/elementwise.hpp"
 #include "weir/ops.hpp"
 
 namespace weir::internal {
@@ -76,6 +78,7 @@ template <typename T> class Reduction {
     in_strides_ = std::move(merged.in_strides);
     acc_strides_ = std::move(merged.out_strides);
     acc_.resize(static_cast<std::size_t>(out_count_));
+    PlanColumnSum();
   }
 
   /// Elements reduced into each output.
@@ -85,11 +88,42 @@ template <typename T> class Reduction {
   /// accumulators are members (no allocation here), so one Reduction runs one call at a time.
   template <typename Finish> void Run(const T* x, T* out, Finish finish) {
     std::fill(acc_.begin(), acc_.end(), Acc(0));
-    if (in_count_ != 0) Accumulate(0, x, acc_.data());
+    if (!partials_.empty()) {
+      SumColumnsInParallel(x);
+    } else if (in_count_ != 0) {
+      Accumulate(0, x, acc_.data());
+    }
     for (std::int64_t i = 0; i < out_count_; ++i) out[i] = finish(acc_[static_cast<std::size_t>(i)]);
   }
 
  private:
+  // A large sum over rows of a (rows, columns) matrix (a bias gradient over the batch, or over
+  // N, H, W of NHWC): each intra-op thread sums a block of rows into its own partial row, then the
+  // partials are added in a fixed order (so the result does not depend on timing).
+  void PlanColumnSum() {
+    const bool column_sum = dims_.size() == 2 && acc_strides_[0] == 0 && acc_strides_[1] == 1;
+    if (!column_sum || in_count_ < kParallelElements || dims_[0] < 2) return;
+    const int chunks = static_cast<int>(std::min<std::int64_t>(IntraOpThreads(), dims_[0]));
+    if (chunks < 2) return;
+    partials_.assign(static_cast<std::size_t>(chunks), std::vector<Acc>(static_cast<std::size_t>(dims_[1])));
+  }
+
+  void SumColumnsInParallel(const T* x) {
+    const std::int64_t rows = dims_[0], columns = dims_[1];
+    const int chunks = static_cast<int>(partials_.size());
+    ParallelFor(chunks, [&](int c) {
+      Acc* partial = partials_[static_cast<std::size_t>(c)].data();
+      std::fill_n(partial, columns, Acc(0));
+      for (std::int64_t r = ChunkBegin(rows, chunks, c); r < ChunkBegin(rows, chunks, c + 1); ++r) {
+        const T* row = x + r * columns;
+        for (std::int64_t i = 0; i < columns; ++i) partial[i] += static_cast<Acc>(row[i]);
+      }
+    });
+    for (const std::vector<Acc>& partial : partials_) {
+      for (std::int64_t i = 0; i < columns; ++i) acc_[static_cast<std::size_t>(i)] += partial[static_cast<std::size_t>(i)];
+    }
+  }
+
   void Accumulate(std::size_t axis, const T* x, Acc* acc) {
     const std::int64_t dim = dims_[axis];
     const std::int64_t in_stride = in_strides_[axis];
@@ -115,6 +149,7 @@ template <typename T> class Reduction {
   std::vector<std::int64_t> in_strides_;   // contiguous strides of the merged input
   std::vector<std::int64_t> acc_strides_;  // output strides of kept axes, 0 for reduced ones
   std::vector<Acc> acc_;
+  std::vector<std::vector<Acc>> partials_;  // per intra-op thread; empty unless a large column sum
 };
 
 }  // namespace weir::internal
