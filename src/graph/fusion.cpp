@@ -1,6 +1,7 @@
 #include "graph/fusion.hpp"
 
 #include "kernels/fused_attrs.hpp"
+#include "kernels/update_attrs.hpp"
 
 namespace weir::internal {
 
@@ -56,6 +57,13 @@ int BiasAxis(const JobGraph& graph, const OpNode& head) {
   return -1;
 }
 
+// An SGD step that only scales the gradient: what a matmul's output scale and sum post-op compute.
+bool IsPlainSgd(const OpNode& node) {
+  if (node.type != "sgd_update" || node.inputs.size() != 3) return false;
+  const auto& attrs = std::any_cast<const UpdateAttrs&>(node.attrs);
+  return attrs.regularizer.l1 == 0 && attrs.regularizer.l2 == 0;
+}
+
 }  // namespace
 
 std::vector<FusedChain> FindFusedChains(const JobGraph& graph, const std::vector<bool>& live) {
@@ -66,6 +74,19 @@ std::vector<FusedChain> FindFusedChains(const JobGraph& graph, const std::vector
     if (!live[n] || (head.type != "conv2d" && head.type != "matmul") || !AllF32(graph, head)) continue;
     const int axis = BiasAxis(graph, head);
     if (axis < 0) continue;
+    if (head.type == "matmul") {
+      const int update = readers.Sole(graph, head.outputs[0], 1);  // sgd_update(variable, gradient, lr)
+      if (update >= 0 && IsPlainSgd(graph.nodes[static_cast<std::size_t>(update)])) {
+        const OpNode& sgd = graph.nodes[static_cast<std::size_t>(update)];
+        const auto& update_attrs = std::any_cast<const UpdateAttrs&>(sgd.attrs);
+        chains.push_back({"matmul_sgd_update",
+                          {static_cast<int>(n), update},
+                          {head.inputs[0], head.inputs[1], sgd.inputs[0], sgd.inputs[2]},
+                          FusedMatMulSgdAttrs{std::any_cast<const MatMulAttrs&>(head.attrs),
+                                              update_attrs.gradient_scale}});
+        continue;
+      }
+    }
     const int bias_add = readers.Sole(graph, head.outputs[0], 0);
     if (bias_add < 0) continue;
     const OpNode& add = graph.nodes[static_cast<std::size_t>(bias_add)];
@@ -75,11 +96,12 @@ std::vector<FusedChain> FindFusedChains(const JobGraph& graph, const std::vector
     if ((add_axis < 0 ? add_axis + rank : add_axis) != axis) continue;
 
     FusedChain chain;
-    chain.head = static_cast<int>(n);
-    chain.bias_add = bias_add;
+    chain.nodes = {static_cast<int>(n), bias_add};
+    chain.inputs = {head.inputs[0], head.inputs[1], add.inputs[1]};
     const int relu = readers.Sole(graph, add.outputs[0], 0);
-    if (relu >= 0 && graph.nodes[static_cast<std::size_t>(relu)].type == "relu") chain.relu = relu;
-    const FusedActivation activation = chain.relu >= 0 ? FusedActivation::kRelu : FusedActivation::kNone;
+    const bool with_relu = relu >= 0 && graph.nodes[static_cast<std::size_t>(relu)].type == "relu";
+    if (with_relu) chain.nodes.push_back(relu);
+    const FusedActivation activation = with_relu ? FusedActivation::kRelu : FusedActivation::kNone;
     if (head.type == "conv2d") {
       chain.op_type = "conv2d_bias_act";
       chain.attrs = FusedConv2DAttrs{std::any_cast<const Conv2DAttrs&>(head.attrs), activation};

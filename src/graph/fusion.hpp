@@ -12,19 +12,20 @@
 namespace weir::internal {
 
 struct FusedChain {
-  std::string op_type;  // "conv2d_bias_act" or "matmul_bias_act"
-  int head = -1;        // the conv2d or matmul node
-  int bias_add = -1;
-  int relu = -1;        // -1: no activation
-  std::any attrs;       // FusedConv2DAttrs or FusedMatMulAttrs
+  std::string op_type;  // "conv2d_bias_act", "matmul_bias_act" or "matmul_sgd_update"
+  std::vector<int> nodes;   // head first; the fused kernel stands where the last one stood
+  std::vector<int> inputs;  // value ids: the fused kernel's inputs
+  std::any attrs;           // FusedConv2DAttrs, FusedMatMulAttrs or FusedMatMulSgdAttrs
 
-  /// The node whose output the fused kernel produces.
-  int Last() const { return relu >= 0 ? relu : bias_add; }
+  /// The node whose outputs (none for an update) the fused kernel produces, and whose in-place
+  /// writes it makes.
+  int Last() const { return nodes.back(); }
 };
 
-/// The fusable chains among the live nodes: f32, a head whose only reader is a bias_add along its
-/// channels (columns), that bias_add's only reader a relu (taken when present), and no
-/// intermediate value returned or watched by the job.
+/// The fusable chains among the live nodes, f32, with no intermediate value returned or watched:
+/// a conv2d or matmul whose only reader is a bias_add along its channels (columns), that
+/// bias_add's only reader a relu (taken when present); and a matmul whose only reader is a plain
+/// sgd_update (no momentum, no regularization) taking it as the gradient.
 std::vector<FusedChain> FindFusedChains(const JobGraph& graph, const std::vector<bool>& live);
 
 }  // namespace weir::internal

@@ -171,8 +171,8 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   std::vector<bool> fused_away(graph.nodes.size(), false);
   for (std::size_t c = 0; c < chains.size(); ++c) {
     chain_ending_at[static_cast<std::size_t>(chains[c].Last())] = static_cast<int>(c);
-    for (int node : {chains[c].head, chains[c].bias_add, chains[c].relu}) {
-      if (node >= 0 && node != chains[c].Last()) fused_away[static_cast<std::size_t>(node)] = true;
+    for (int node : chains[c].nodes) {
+      if (node != chains[c].Last()) fused_away[static_cast<std::size_t>(node)] = true;
     }
   }
 
@@ -220,13 +220,12 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     std::string name = node.name;
     const std::any* attrs = &node.attrs;
     std::vector<int> inputs = node.inputs;
-    if (const int c = chain_ending_at[n]; c >= 0) {  // the fused kernel: (head's inputs, bias)
+    if (const int c = chain_ending_at[n]; c >= 0) {  // the fused kernel, named after the chain's head
       const FusedChain& chain = chains[static_cast<std::size_t>(c)];
-      const OpNode& head = graph.nodes[static_cast<std::size_t>(chain.head)];
       op_type = chain.op_type;
-      name = head.name;
+      name = graph.nodes[static_cast<std::size_t>(chain.nodes.front())].name;
       attrs = &plan->fused_attrs.emplace_back(chain.attrs);
-      inputs = {head.inputs[0], head.inputs[1], graph.nodes[static_cast<std::size_t>(chain.bias_add)].inputs[1]};
+      inputs = chain.inputs;
     }
     std::vector<TensorMeta> input_metas;
     std::vector<TensorMeta> output_metas;

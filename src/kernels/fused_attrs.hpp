@@ -1,6 +1,7 @@
 #pragma once
-// Attributes of the kernels the planner fuses from an op, the bias_add that follows it and an
-// optional relu (graph/fusion.hpp). These kernels exist only in plans: jobs never contain them.
+// Attributes of the kernels the planner fuses (graph/fusion.hpp): an op, the bias_add that follows
+// it and an optional relu; or a weight gradient's matmul and the SGD update that reads it. These
+// kernels exist only in plans: jobs never contain them.
 #include <cstdint>
 
 #include "weir/ops.hpp"
@@ -19,6 +20,13 @@ struct FusedConv2DAttrs {
 struct FusedMatMulAttrs {
   MatMulAttrs matmul;
   FusedActivation activation = FusedActivation::kNone;
+};
+
+/// matmul_sgd_update: (a, b, variable, learning rate) -> variable -= lr * scale * matmul(a, b), in
+/// place; no output. The gradient never exists as a tensor.
+struct FusedMatMulSgdAttrs {
+  MatMulAttrs matmul;
+  double gradient_scale = 1.0;  // the update's (UpdateAttrs::gradient_scale)
 };
 
 }  // namespace weir::internal

@@ -112,30 +112,50 @@ TEST_CASE("a chain whose intermediate value the job returns is not fused") {
   CheckCase({.op = "conv2d", .return_intermediate = true}, false);
 }
 
-TEST_CASE("a fused dense layer trains as the unfused f64 one does") {
-  // Two SGD steps of relu(x w + b) -> sum: the variables after them match the f64 job's.
-  std::map<std::string, Tensor> variables[2];
-  for (int f = 0; f < 2; ++f) {
-    const DType dtype = f == 0 ? DType::kF32 : DType::kF64;
-    JobBuilder builder("train_dense", JobType::kTrain);
-    const Blob x = builder.Placeholder("x", Shape{8, 5}, dtype);
-    VariableSpec spec{.shape = Shape{5, 4}, .dtype = dtype, .initializer = RandomUniformInitializer(-1, 1)};
-    const Blob w = builder.Variable("w", spec);
-    spec.shape = Shape{4};
-    const Blob b = builder.Variable("b", spec);
-    const Blob loss = ReduceSum(Relu(BiasAdd(MatMul(x, w), b)));
-    builder.Minimize(Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.0), loss);
-    builder.Output("loss", loss);
-    const Job job = builder.Build();
-    SessionOptions options;
-    options.seed = 3;
-    Session session(options);
-    Tensor input = Random(Shape{8, 5}, DType::kF32, 4);
-    if (f == 1) input = ToF64(input);
-    if (f == 0) CHECK(Count(session.PlanDot(job), "matmul_bias_act") == 1);
-    for (int step = 0; step < 2; ++step) session.Call(job, {input});
-    variables[f] = session.GetVariables();
+TEST_CASE("a fused dense layer and its fused SGD step train as the unfused f64 ones do") {
+  // Two steps of relu(x w + b) -> sum with a decaying learning rate: the variables after them
+  // match the f64 job's. Plain SGD runs w's gradient matmul and its update as one kernel;
+  // momentum and a regularizer keep them apart.
+  struct Setup {
+    const char* what;
+    double momentum;
+    Regularizer regularizer;
+    int fused_updates;
+  };
+  for (const Setup& setup : {Setup{"sgd", 0.0, {}, 1}, Setup{"momentum", 0.9, {}, 0}, Setup{"sgd+l2", 0.0, L2(0.1), 0}}) {
+    CAPTURE(setup.what);
+    std::map<std::string, Tensor> variables[2];
+    Tensor initial_w;
+    for (int f = 0; f < 2; ++f) {
+      const DType dtype = f == 0 ? DType::kF32 : DType::kF64;
+      JobBuilder builder("train_dense", JobType::kTrain);
+      const Blob x = builder.Placeholder("x", Shape{8, 5}, dtype);
+      VariableSpec spec{.shape = Shape{5, 4}, .dtype = dtype, .initializer = RandomUniformInitializer(-1, 1),
+                        .regularizer = setup.regularizer};
+      const Blob w = builder.Variable("w", spec);
+      spec.shape = Shape{4};
+      const Blob b = builder.Variable("b", spec);
+      const Blob loss = ReduceSum(Relu(BiasAdd(MatMul(x, w), b)));
+      builder.Minimize(Sgd(PiecewiseConstantScheduler({1}, {0.1, 0.03}), setup.momentum), loss);
+      builder.Output("loss", loss);
+      const Job job = builder.Build();
+      SessionOptions options;
+      options.seed = 3;
+      Session session(options);
+      Tensor input = Random(Shape{8, 5}, DType::kF32, 4);
+      if (f == 1) input = ToF64(input);
+      if (f == 0) {
+        session.Compile(job);
+        initial_w = ToF64(session.GetVariable("w"));
+        const std::string dot = session.PlanDot(job);
+        CHECK(Count(dot, "matmul_bias_act") == 1);
+        CHECK(Count(dot, "matmul_sgd_update") == setup.fused_updates);
+      }
+      for (int step = 0; step < 3; ++step) session.Call(job, {input});
+      variables[f] = session.GetVariables();
+    }
+    CHECK(MaxDifference(variables[0].at("w"), variables[1].at("w")) < 1e-5);
+    CHECK(MaxDifference(variables[0].at("b"), variables[1].at("b")) < 1e-5);
+    CHECK(MaxDifference(variables[0].at("w"), initial_w) > 1e-3);  // the steps moved w
   }
-  CHECK(MaxDifference(variables[0].at("w"), variables[1].at("w")) < 1e-5);
-  CHECK(MaxDifference(variables[0].at("b"), variables[1].at("b")) < 1e-5);
 }

@@ -2,10 +2,13 @@
 // 30 µs–2.6 ms; never on the hot path) with the transposes folded into memory strides; large
 // products run as one chunk per intra-op thread.
 // oneDNN 2.6 has no f64 matmul, so f64 goes to OpenBLAS's dgemm. matmul_bias_act (planner-fused
-// matmul + bias_add [+ relu]) is the same kernel with oneDNN's bias and relu post-op.
+// matmul + bias_add [+ relu]) is the same kernel with oneDNN's bias and relu post-op;
+// matmul_sgd_update (a weight gradient's matmul + its SGD step) writes the variable in place with a
+// runtime output scale and a sum post-op.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <unordered_map>
 #include <vector>
 
 #include <cblas.h>
@@ -28,7 +31,11 @@ class MatMulCpu final : public Kernel {
  public:
   explicit MatMulCpu(const KernelSetup& setup) {
     const bool fused = setup.op_type == "matmul_bias_act";
-    const auto& attrs = fused ? setup.Get<FusedMatMulAttrs>().matmul : setup.Get<MatMulAttrs>();
+    update_ = setup.op_type == "matmul_sgd_update";
+    const auto& attrs = fused     ? setup.Get<FusedMatMulAttrs>().matmul
+                        : update_ ? setup.Get<FusedMatMulSgdAttrs>().matmul
+                                  : setup.Get<MatMulAttrs>();
+    if (update_) update_scale_ = -setup.Get<FusedMatMulSgdAttrs>().gradient_scale * attrs.alpha;
     const Shape& a = setup.inputs[0].shape;
     const Shape& b = setup.inputs[1].shape;
     const dnnl::memory::dim m = attrs.transpose_a ? a[1] : a[0];
@@ -45,7 +52,16 @@ class MatMulCpu final : public Kernel {
     // three keep the full tensors' strides, so a chunk reads and writes the registers in place.
     const dnnl::memory::dim a_cols = a[1], b_cols = b[1];
     dnnl::primitive_attr primitive_attr;
-    if (attrs.alpha != 1.0) primitive_attr.set_output_scales(0, {static_cast<float>(attrs.alpha)});
+    if (update_) {
+      // variable += (-lr * scale) * (A B): a runtime output scale (the learning rate changes per
+      // call) and a sum post-op that adds the variable's old value.
+      primitive_attr.set_output_scales(0, {DNNL_RUNTIME_F32_VAL});
+      dnnl::post_ops accumulate;
+      accumulate.append_sum(1.f);
+      primitive_attr.set_post_ops(accumulate);
+    } else if (attrs.alpha != 1.0) {
+      primitive_attr.set_output_scales(0, {static_cast<float>(attrs.alpha)});
+    }
     if (fused && setup.Get<FusedMatMulAttrs>().activation == FusedActivation::kRelu) {
       dnnl::post_ops relu;
       relu.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
@@ -75,35 +91,41 @@ class MatMulCpu final : public Kernel {
                     : dnnl::matmul::desc(chunk.a_desc, chunk.b_desc, chunk.c_desc),
           primitive_attr, CpuEngine());
       chunk.primitive = dnnl::matmul(desc);
+      // Memories and the stream are made once; a call only points them at its registers.
+      chunk.a = dnnl::memory(chunk.a_desc, CpuEngine(), DNNL_MEMORY_NONE);
+      chunk.b = dnnl::memory(chunk.b_desc, CpuEngine(), DNNL_MEMORY_NONE);
+      chunk.c = dnnl::memory(chunk.c_desc, CpuEngine(), DNNL_MEMORY_NONE);
+      chunk.args = {{DNNL_ARG_SRC, chunk.a}, {DNNL_ARG_WEIGHTS, chunk.b}, {DNNL_ARG_DST, chunk.c}};
+      if (has_bias_) {
+        chunk.bias = dnnl::memory(chunk.bias_desc, CpuEngine(), DNNL_MEMORY_NONE);
+        chunk.args.emplace(DNNL_ARG_BIAS, chunk.bias);
+      }
+      if (update_) {
+        const dnnl::memory::desc scale_desc({1}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::x);
+        chunk.args.emplace(DNNL_ARG_ATTR_OUTPUT_SCALES, dnnl::memory(scale_desc, CpuEngine(), &scale_));
+      }
     }
   }
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     auto* a = static_cast<std::byte*>(const_cast<void*>(inputs[0].data));
     auto* b = static_cast<std::byte*>(const_cast<void*>(inputs[1].data));
-    auto* c = static_cast<std::byte*>(outputs[0].data);
+    // An update writes the variable (input 2) in place; the planner ordered its other readers first.
+    auto* c = update_ ? static_cast<std::byte*>(const_cast<void*>(inputs[2].data)) : static_cast<std::byte*>(outputs[0].data);
     auto* bias = has_bias_ ? static_cast<std::byte*>(const_cast<void*>(inputs[2].data)) : nullptr;
+    if (update_) scale_ = static_cast<float>(update_scale_ * static_cast<double>(inputs[3].As<float>()[0]));
     if (chunks_.empty()) {
       if (output_bytes_ > 0) std::memset(c, 0, output_bytes_);
       return;
     }
     ParallelFor(static_cast<int>(chunks_.size()), [&](int i) {
-      const Chunk& chunk = chunks_[static_cast<std::size_t>(i)];
-      dnnl::stream stream(CpuEngine());
-      dnnl::memory a_memory(chunk.a_desc, CpuEngine(), a + chunk.a_offset * element_size_);
-      dnnl::memory b_memory(chunk.b_desc, CpuEngine(), b + chunk.b_offset * element_size_);
-      dnnl::memory c_memory(chunk.c_desc, CpuEngine(), c + chunk.c_offset * element_size_);
-      if (has_bias_) {
-        dnnl::memory bias_memory(chunk.bias_desc, CpuEngine(), bias + chunk.bias_offset * element_size_);
-        chunk.primitive.execute(stream, {{DNNL_ARG_SRC, a_memory},
-                                         {DNNL_ARG_WEIGHTS, b_memory},
-                                         {DNNL_ARG_BIAS, bias_memory},
-                                         {DNNL_ARG_DST, c_memory}});
-      } else {
-        chunk.primitive.execute(stream,
-                                {{DNNL_ARG_SRC, a_memory}, {DNNL_ARG_WEIGHTS, b_memory}, {DNNL_ARG_DST, c_memory}});
-      }
-      stream.wait();
+      Chunk& chunk = chunks_[static_cast<std::size_t>(i)];
+      chunk.a.set_data_handle(a + chunk.a_offset * element_size_);
+      chunk.b.set_data_handle(b + chunk.b_offset * element_size_);
+      chunk.c.set_data_handle(c + chunk.c_offset * element_size_);
+      if (has_bias_) chunk.bias.set_data_handle(bias + chunk.bias_offset * element_size_);
+      chunk.primitive.execute(chunk.stream, chunk.args);
+      chunk.stream.wait();
     });
   }
 
@@ -113,6 +135,9 @@ class MatMulCpu final : public Kernel {
     dnnl::memory::desc bias_desc;
     dnnl::memory::dim a_offset = 0, b_offset = 0, c_offset = 0, bias_offset = 0;  // in elements
     dnnl::matmul primitive;
+    dnnl::stream stream{CpuEngine()};
+    dnnl::memory a, b, c, bias;
+    std::unordered_map<int, dnnl::memory> args;
   };
 
   // One chunk per pool thread for large products, split along C's longer side (whole cache
@@ -128,6 +153,9 @@ class MatMulCpu final : public Kernel {
 
   dnnl::memory::data_type type_{};
   bool has_bias_ = false;  // matmul_bias_act
+  bool update_ = false;    // matmul_sgd_update
+  double update_scale_ = 0;  // -gradient_scale * alpha; times the learning rate per call
+  float scale_ = 0;          // this call's output scale, which every chunk reads
   bool split_m_ = true;
   std::size_t element_size_ = 4;
   std::size_t output_bytes_ = 0;  // empty products only
@@ -170,6 +198,7 @@ class MatMulF64Cpu final : public Kernel {
 WEIR_REGISTER_KERNELS {
   RegisterKernel({"matmul", Device::Kind::kCpu, DType::kF32}, &MakeKernel<MatMulCpu>);
   RegisterKernel({"matmul_bias_act", Device::Kind::kCpu, DType::kF32}, &MakeKernel<MatMulCpu>);
+  RegisterKernel({"matmul_sgd_update", Device::Kind::kCpu, DType::kF32}, &MakeKernel<MatMulCpu>);
   RegisterKernel({"matmul", Device::Kind::kCpu, DType::kF64}, &MakeKernel<MatMulF64Cpu>);
 }
 
