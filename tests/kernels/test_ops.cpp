@@ -1,6 +1,9 @@
 // Every starter op: shape/dtype inference and its CPU kernel against hand-computed values.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "op_test_util.hpp"
 #include "weir/job.hpp"
 #include "weir/ops.hpp"
@@ -173,4 +176,38 @@ TEST_CASE("op functions infer blob shapes and dtypes in a job") {
   CHECK(loss.Name() == "loss/out");
   CHECK_THROWS_WITH_AS(weir::Sub(x, builder.Placeholder("y", {4})), "[sub] shapes do not broadcast: (4,3) vs (4)",
                        std::invalid_argument);
+}
+
+TEST_CASE("large f32 matmuls split over the intra-op pool by rows or by columns match dgemm") {
+  // (m, k, n) = (100, 200, 300) splits C's rows; (20, 100, 3000) has too few rows and splits its
+  // columns. Every transpose combination and a non-unit alpha, against the f64 kernel.
+  struct Size {
+    std::int64_t m, k, n;
+  };
+  for (const Size size : {Size{100, 200, 300}, Size{20, 100, 3000}}) {
+    for (int flags = 0; flags < 4; ++flags) {
+      const weir::MatMulAttrs attrs{.transpose_a = (flags & 1) != 0, .transpose_b = (flags & 2) != 0, .alpha = -0.5};
+      CAPTURE(size.m);
+      CAPTURE(flags);
+      const Shape a_shape = attrs.transpose_a ? Shape{size.k, size.m} : Shape{size.m, size.k};
+      const Shape b_shape = attrs.transpose_b ? Shape{size.n, size.k} : Shape{size.k, size.n};
+      Tensor a32(a_shape, DType::kF32), b32(b_shape, DType::kF32), a64(a_shape, DType::kF64), b64(b_shape, DType::kF64);
+      for (std::int64_t i = 0; i < a32.NumElements(); ++i) {
+        a32.Data<float>()[i] = static_cast<float>((i * 37) % 101) / 50.f - 1.f;
+        a64.Data<double>()[i] = a32.Data<float>()[i];
+      }
+      for (std::int64_t i = 0; i < b32.NumElements(); ++i) {
+        b32.Data<float>()[i] = static_cast<float>((i * 53) % 97) / 48.f - 1.f;
+        b64.Data<double>()[i] = b32.Data<float>()[i];
+      }
+      const Tensor got = RunOp("matmul", attrs, {a32, b32})[0];
+      const Tensor want = RunOp("matmul", attrs, {a64, b64})[0];
+      REQUIRE(got.GetShape() == Shape{size.m, size.n});
+      double worst = 0;
+      for (std::int64_t i = 0; i < got.NumElements(); ++i) {
+        worst = std::max(worst, std::abs(static_cast<double>(got.Data<float>()[i]) - want.Data<double>()[i]));
+      }
+      CHECK(worst < 1e-3);
+    }
+  }
 }

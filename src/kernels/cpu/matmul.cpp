@@ -140,13 +140,15 @@ class MatMulCpu final : public Kernel {
     std::unordered_map<int, dnnl::memory> args;
   };
 
-  // One chunk per pool thread for large products, split along C's longer side (whole cache
-  // lines of C per chunk when splitting columns), else a single chunk.
+  // One chunk per pool thread for large products, else a single chunk. Chunks are blocks of C's
+  // rows when there are at least 16 rows per thread, else of its columns (whole cache lines of C):
+  // on the MLP and LeNet products (m = 100 or 512, n = 512 to 3136, k = 100 to 3136) row blocks
+  // ran 5-20 % faster than column blocks, even with n > m.
   void SetChunks(dnnl::memory::dim m, dnnl::memory::dim n, dnnl::memory::dim k) {
     const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-    split_m_ = m >= n;
-    const dnnl::memory::dim split = split_m_ ? m : n;
     int count = flops >= kParallelFlops ? IntraOpThreads() : 1;
+    split_m_ = m >= 16 * static_cast<dnnl::memory::dim>(count) || m >= n;
+    const dnnl::memory::dim split = split_m_ ? m : n;
     count = static_cast<int>(std::min<dnnl::memory::dim>(count, std::max<dnnl::memory::dim>(split / 16, 1)));
     chunks_.resize(static_cast<std::size_t>(std::max(count, 1)));
   }
