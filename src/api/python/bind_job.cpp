@@ -151,16 +151,8 @@ void BindJob(py::module_& m) {
   m.def("tanh", [](const Blob& x, std::string_view name) { return Tanh(x, name); }, py::arg("x"), py::arg("name") = "");
   m.def("softmax", [](const Blob& x, int axis, std::string_view name) { return Softmax(x, {axis}, name); }, py::arg("x"),
         py::arg("axis") = -1, py::arg("name") = "");
-  m.def("reduce_sum",
-        [](const Blob& x, std::vector<int> axes, bool keep_dims, std::string_view name) {
-          return ReduceSum(x, {std::move(axes), keep_dims}, name);
-        },
-        py::arg("x"), py::arg("axes"), py::arg("keep_dims") = false, py::arg("name") = "");
-  m.def("reduce_mean",
-        [](const Blob& x, std::vector<int> axes, bool keep_dims, std::string_view name) {
-          return ReduceMean(x, {std::move(axes), keep_dims}, name);
-        },
-        py::arg("x"), py::arg("axes"), py::arg("keep_dims") = false, py::arg("name") = "");
+  DefReduction(m, "reduce_sum", &ReduceSum);
+  DefReduction(m, "reduce_mean", &ReduceMean);
   m.def("argmax",
         [](const Blob& x, int axis, DType dtype, std::string_view name) { return ArgMax(x, {axis, dtype}, name); },
         py::arg("x"), py::arg("axis") = -1, py::arg("dtype") = DType::kI32, py::arg("name") = "");

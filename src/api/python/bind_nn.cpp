@@ -167,16 +167,8 @@ void BindNn(py::module_& m) {
           return SigmoidCrossEntropy(labels, logits, name);
         },
         py::arg("labels"), py::arg("logits"), py::arg("name") = "");
-  m.def("reduce_max",
-        [](const Blob& x, std::vector<int> axes, bool keep_dims, std::string_view name) {
-          return ReduceMax(x, {std::move(axes), keep_dims}, name);
-        },
-        py::arg("x"), py::arg("axes"), py::arg("keep_dims") = false, py::arg("name") = "");
-  m.def("reduce_min",
-        [](const Blob& x, std::vector<int> axes, bool keep_dims, std::string_view name) {
-          return ReduceMin(x, {std::move(axes), keep_dims}, name);
-        },
-        py::arg("x"), py::arg("axes"), py::arg("keep_dims") = false, py::arg("name") = "");
+  DefReduction(m, "reduce_max", &ReduceMax);
+  DefReduction(m, "reduce_min", &ReduceMin);
   m.def("maximum", [](const Blob& a, const Blob& b, std::string_view name) { return Maximum(a, b, name); },
         py::arg("a"), py::arg("b"), py::arg("name") = "");
   m.def("minimum", [](const Blob& a, const Blob& b, std::string_view name) { return Minimum(a, b, name); },
