@@ -22,6 +22,44 @@ struct JobGraph;
 /// Predict jobs only compute; train jobs also run a backward pass and an optimizer update.
 enum class JobType : std::uint8_t { kPredict, kTrain };
 
+/// How a job on several devices sees its blobs (OneFlow's logical views).
+enum class LogicalView : std::uint8_t {
+  /// One logical blob over the placement (the default). Weir does not split consistent blobs across
+  /// devices yet: an op placed on several devices runs on the first of them.
+  kConsistent,
+  /// One replica of every op per device (data parallelism): placeholders and outputs have one piece
+  /// per device, every variable is one logical variable, and the gradients of the devices are
+  /// averaged before the optimizer's update, so N devices with the batch split N ways train exactly
+  /// like one device with the whole batch.
+  kMirrored,
+};
+
+/// One device of a placement: machine `machine`, device `device` of the placement's kind.
+struct DeviceId {
+  int machine = 0;
+  int device = 0;
+  friend bool operator==(const DeviceId&, const DeviceId&) = default;
+};
+
+/// Where ops run (OneFlow's flow.scope.placement): a device tag and devices written as
+/// "<machine>:<device>" or "<machine>:<first>-<last>", e.g. {"0:0-1"} or {"0:0", "0:3"}.
+struct Placement {
+  /// Parses and checks the ids; throws std::invalid_argument naming the bad argument.
+  Placement(std::string device_tag, const std::vector<std::string>& machine_device_ids);
+
+  /// "cpu" or "gpu".
+  const std::string& DeviceTag() const { return device_tag_; }
+  /// The devices in the order given, each once.
+  const std::vector<DeviceId>& Devices() const { return devices_; }
+  /// As written: cpu "0:0-1".
+  std::string ToString() const;
+
+ private:
+  std::string device_tag_;
+  std::vector<std::string> ids_;
+  std::vector<DeviceId> devices_;
+};
+
 /// Per-job settings.
 struct JobConfig {
   /// The dtype of placeholders (and later variables) that do not name one.
@@ -30,6 +68,9 @@ struct JobConfig {
   /// NHWC internally (transposing at the chain's ends), where oneDNN's CPU kernels are fastest. The
   /// job's inputs, outputs, variables and results are the same either way.
   bool channels_last_convolutions = true;
+  LogicalView view = LogicalView::kConsistent;
+  /// Where ops outside any placement scope run; unset: every device of the session.
+  std::optional<Placement> default_placement;
 };
 
 /// A value inside a job being built: the output of a placeholder or of an op.
@@ -134,8 +175,29 @@ class JobBuilder {
   /// Finishes the job; the builder cannot be used afterwards.
   Job Build();
 
+  /// Ops (and variables, constants, placeholders) added until the matching PopPlacement run on
+  /// `placement`; scopes nest. Their gradients and updates run where they run. Devices are checked
+  /// against the session's when the job is compiled.
+  void PushPlacement(const Placement& placement);
+  /// Ends the innermost placement scope; throws std::logic_error if there is none.
+  void PopPlacement();
+
  private:
   std::shared_ptr<internal::JobGraph> graph_;
+};
+
+/// A placement scope for C++ callers: `{ ScopedPlacement stage(builder, Placement("cpu", {"0:1"})); ... }`.
+class ScopedPlacement {
+ public:
+  ScopedPlacement(JobBuilder& builder, const Placement& placement) : builder_(builder) {
+    builder_.PushPlacement(placement);
+  }
+  ~ScopedPlacement() { builder_.PopPlacement(); }
+  ScopedPlacement(const ScopedPlacement&) = delete;
+  ScopedPlacement& operator=(const ScopedPlacement&) = delete;
+
+ private:
+  JobBuilder& builder_;
 };
 
 }  // namespace weir

@@ -36,10 +36,26 @@ class Outputs {
   const Tensor& operator[](std::string_view name) const;
   const std::vector<Tensor>& Tensors() const { return tensors_; }
   const std::vector<std::string>& Names() const;
+  /// The pieces of an output, one per device for a mirrored output (then operator[] holds them
+  /// concatenated along axis 0, as OneFlow 0.4 returns them); one piece otherwise. The pieces
+  /// share the output's storage.
+  std::vector<Tensor> Pieces(std::size_t index) const;
+  std::vector<Tensor> Pieces(std::string_view name) const;
+
+  /// How many pieces each output has and the shape of one; set by the session.
+  struct PieceLayout {
+    std::vector<int> pieces;
+    std::vector<Shape> piece_shapes;
+  };
+  Outputs(std::shared_ptr<const std::vector<std::string>> names, std::vector<Tensor> tensors,
+          std::shared_ptr<const PieceLayout> layout);
 
  private:
+  std::size_t IndexOf(std::string_view name) const;
+
   std::shared_ptr<const std::vector<std::string>> names_;
   std::vector<Tensor> tensors_;
+  std::shared_ptr<const PieceLayout> layout_;  // null: one piece each
 };
 
 /// What an async callback receives: the outputs, or the error that failed the call.
@@ -62,7 +78,13 @@ struct SessionOptions {
   /// CAF scheduler threads (actor work and the kernels they run); 0 means one per four cores, at
   /// least one. Large kernels also use every core through Weir's intra-op pool.
   int scheduler_threads = 0;
-  /// CPU compute streams that op-actors are spread over.
+  /// CPU devices (OneFlow's flow.config.cpu_device_num). Each device has its own actor executors and
+  /// an equal share of the cores for its kernels (2 devices on 2 cores: one core each).
+  int cpu_devices = 1;
+  /// GPU devices requested (flow.config.gpu_device_num). Weir has no CUDA kernels yet, so they
+  /// become CPU devices (max of both counts), with one notice on stderr.
+  int gpu_devices = 0;
+  /// CPU compute streams of each device that op-actors are spread over.
   int cpu_compute_streams = 1;
   ActorHosting hosting = ActorHosting::kActorPerStream;
   /// Calls admitted but not yet completed; further calls block until one completes.
@@ -71,6 +93,17 @@ struct SessionOptions {
   std::chrono::milliseconds shutdown_timeout{30000};
   /// Mixed into every variable's initializer seed (with a hash of its name).
   std::uint64_t seed = 0;
+};
+
+/// What a session really has (OneFlow's flow.current_resource()).
+struct Resource {
+  int machines = 1;
+  int cpu_devices = 1;
+  int gpu_devices = 0;
+  /// Intra-op threads each device's kernels use.
+  int threads_per_device = 1;
+  /// Actor scheduler threads.
+  int scheduler_threads = 1;
 };
 
 /// Runs jobs. Thread-safe: several threads may call one session. Destroying a session completes
@@ -84,7 +117,8 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  /// Runs `job` on `inputs` (one per placeholder, in order) and blocks until its final actor has
+  /// Runs `job` on `inputs` (one per placeholder, in order; for a mirrored job, one per device of
+  /// each placeholder, placeholder after placeholder) and blocks until its final actor has
   /// produced the outputs. Throws std::invalid_argument for a wrong input count, shape or dtype
   /// (nothing runs), and rethrows a kernel's error if the call failed.
   Outputs Call(const Job& job, std::vector<Tensor> inputs);
@@ -105,7 +139,11 @@ class Session {
   /// callback threw since the last Sync.
   void Sync();
 
-  /// Compiles `job` if needed and returns its plan as Graphviz dot (actors, registers, register_num).
+  /// The devices and threads this session runs on.
+  Resource GetResource() const;
+
+  /// Compiles `job` if needed and returns its plan as Graphviz dot (actors with their devices,
+  /// registers, register_num; collective actors named by their collective).
   std::string PlanDot(const Job& job);
   /// Compiles `job` now rather than at its first call; creates and initialises its variables.
   void Compile(const Job& job);

@@ -52,6 +52,8 @@ class Tensor {
 
   void* RawData() { return storage_.get(); }
   const void* RawData() const { return storage_.get(); }
+  /// The storage itself (shared ownership), for views that alias part of it.
+  const std::shared_ptr<std::byte[]>& SharedStorage() const { return storage_; }
   /// Typed access to CPU data; throws std::invalid_argument on a dtype mismatch.
   template <typename T> T* Data();
   template <typename T> const T* Data() const;

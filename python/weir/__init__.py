@@ -86,6 +86,32 @@ from weir.ops import (
 
 __version__ = "0.1.0"
 
+current_resource = env.current_resource
+
+
+def current_machine_id() -> int:
+    """This process's machine: 0 (Weir runs one process)."""
+    return 0
+
+
+def cast_to_current_logical_view(blob):
+    """A blob in the current view. Weir's consistent blobs (variables, placeholders) are readable
+    by every device's replica in the mirrored view as they are, so this returns ``blob`` itself."""
+    return blob
+
+
+def plan_dot(job_function) -> str:
+    """The compiled plan of ``job_function`` (compiled in the default session if it is not yet)
+    as Graphviz dot: every actor labelled with its device (``cpu:0``, ``cpu:1``), collective
+    actors named by their collective (``all_reduce(...)``)."""
+    from weir import _session
+
+    compiled = job_function._compiled()
+    if compiled.job is None:
+        raise ValueError(f"plan_dot: {job_function.__name__} computes nothing (no outputs, no optimizer)")
+    return _session.default_session().c_session().plan_dot(compiled.job)
+
+
 # Old names OneFlow 0.2 programs still use.
 function = global_function
 fixed_placement = scope.placement

@@ -127,11 +127,12 @@ def function_config() -> FunctionConfig:
 class _Compiled:
     """A job function compiled in one session."""
 
-    __slots__ = ("session", "c_session", "job", "template")
+    __slots__ = ("session", "c_session", "job", "template", "devices")
 
     def __init__(self, session, job, template):
         self.session = session
         self.c_session = session.c_session()  # resolved once, not under the session lock per call
+        self.devices = session.devices()  # a mirrored placeholder takes one array per device
         self.job = job
         self.template = template
 
@@ -199,12 +200,17 @@ class JobFunction:
     def _trace(self, session) -> _Compiled:
         name = self.__name__
         job_type = _C.JobType.train if self.job_type == "train" else _C.JobType.predict
+        from weir import scope
+
         builder = _C.JobBuilder(
             name,
             job_type,
             to_c_dtype(self.config.default_data_type_value),
             channels_last_convolutions=self.config.channels_last_convolutions_value,
+            mirrored=scope._current_view(self.config) == "mirrored",
         )
+        if self.config.default_placement_scope_value is not None:
+            self.config.default_placement_scope_value.push_to(builder)
         context = _context.BuildContext(builder, name, self.job_type, self.config)
         with _context.tracing(context):
             args = self.signature.build_arguments(
@@ -247,7 +253,7 @@ class JobFunction:
     # --- call
     def __call__(self, *args, **kwargs):
         compiled = self._compiled()
-        arrays = self.signature.flatten_call_args(args, kwargs)
+        arrays = self.signature.flatten_call_args(args, kwargs, devices=compiled.devices)
         session = compiled.c_session
         template = compiled.template
         if compiled.job is None:

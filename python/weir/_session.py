@@ -22,8 +22,8 @@ __all__ = ["default_session", "sync_default_session", "clear_default_session"]
 
 
 class ResourceConfig:
-    """What ``flow.config`` records. Weir runs on this machine's CPU cores; GPU counts are
-    accepted (and fall back to CPU while jobs run on the CPU)."""
+    """What ``flow.config`` records: the session's CPU devices (``cpu_device_num``), and GPU
+    devices, which become CPU devices while Weir has no CUDA kernels (one notice says so)."""
 
     def __init__(self):
         self.gpu_device_num = None
@@ -62,7 +62,11 @@ class Session:
                 raise RuntimeError("this session was closed by flow.clear_default_session(); use the new default session")
             if self._c is None:
                 threads = self.config.compute_thread_pool_size or 0
-                self._c = _C.Session(scheduler_threads=threads)
+                self._c = _C.Session(
+                    scheduler_threads=threads,
+                    cpu_devices=self.config.cpu_device_num or 1,
+                    gpu_devices=self.config.gpu_device_num or 0,
+                )
             return self._c
 
     def start(self):
@@ -72,6 +76,12 @@ class Session:
             for function in list(self._functions):
                 function._compile_in(self)
             return session
+
+    def devices(self) -> int:
+        """The devices jobs of this session run on (mirrored jobs take one array per device)."""
+        if self._c is not None:
+            return self._c.resource()["cpu_device_num"]
+        return max(self.config.cpu_device_num or 1, self.config.gpu_device_num or 0)
 
     def sync(self) -> None:
         """Waits for every call and callback; re-raises the first exception a callback raised."""

@@ -47,9 +47,11 @@ JobSignature attributes: ``fn_name``, ``param_names``, ``leaves``, ``return_anno
 ``returns_future``, ``legacy_params`` (parameters declared with ``flow.FixedTensorDef``
 defaults).
 
-Weir runs mirrored (``ListNumpy``/``ListListNumpy``) jobs on one device, so a list input
-holds exactly one array (``[[array]]`` for tensor lists) and list results hold one.
-Input shapes must match the placeholder exactly (no dynamic shapes).
+Mirrored (``ListNumpy``/``ListListNumpy``) inputs hold one array per device of the session
+(``[[array]]`` per device for tensor lists, one tensor each), list index i for device i; list
+results hold one array per device (OneFlow 0.2/0.3; ``tp.Numpy`` results of a mirrored job are
+the devices' arrays concatenated along axis 0, OneFlow 0.4's rule). Input shapes must match the
+placeholder exactly (no dynamic shapes).
 """
 
 from __future__ import annotations
@@ -275,15 +277,17 @@ class _TDict:
         return {k: item.build(it) for k, item in zip(self.keys, self.items)}
 
 
-def _convert(kind: str, array):
+def _convert(kind: str, value):
+    """``value``: an output's array, or a list of arrays (one per device) of a mirrored output."""
+    pieces = value if isinstance(value, list) else [value]
     if kind == "numpy":
-        return array
+        return value if not isinstance(value, list) else np.concatenate([np.atleast_1d(p) for p in pieces])
     if kind == "list":
-        return [array]
+        return pieces
     if kind == "listlist":
-        return [[array]]
+        return [[p] for p in pieces]
     if kind == "local":
-        return LocalBlob(array)
+        return LocalBlob(pieces)
     raise AssertionError(f"unknown result kind {kind!r}")
 
 
@@ -539,8 +543,9 @@ class JobSignature:
 
     # -- calls
 
-    def flatten_call_args(self, args, kwargs=None) -> list:
-        """Validate one call's arguments; one C-contiguous ndarray per leaf, in order."""
+    def flatten_call_args(self, args, kwargs=None, devices: int = 1) -> list:
+        """Validate one call's arguments; one C-contiguous ndarray per leaf (per device for list
+        leaves), in order. ``devices``: how many arrays a list (mirrored) argument holds."""
         if kwargs:
             names = ", ".join(repr(k) for k in kwargs)
             raise TypeError(
@@ -554,10 +559,10 @@ class JobSignature:
             )
         out: list = []
         for spec, value in zip(self._param_specs, args):
-            self._flatten_arg(spec, value, out)
+            self._flatten_arg(spec, value, out, devices)
         return out
 
-    def _flatten_arg(self, spec, value, out: list) -> None:
+    def _flatten_arg(self, spec, value, out: list, devices: int = 1) -> None:
         fn = self.fn_name
         if isinstance(spec, _TupleParam):
             n = len(spec.items)
@@ -568,23 +573,25 @@ class JobSignature:
                     f"({_fmt(spec.annotation)}), got {_describe(value)}"
                 )
             for item, v in zip(spec.items, value):
-                self._flatten_arg(item, v, out)
+                self._flatten_arg(item, v, out, devices)
             return
         leaf: PlaceholderLeaf = spec
-        where = leaf.where
         if leaf.kind == "numpy":
-            array = value
-        else:
-            outer_ok = isinstance(value, (list, tuple))
-            if not outer_ok or len(value) != 1:
-                what = "a list of numpy arrays" if leaf.kind == "list" else "a list of lists of numpy arrays"
-                if not outer_ok:
-                    raise TypeError(f"{fn}(): {where} must be {what} (tp.{tp._FAMILY_BY_KIND[leaf.kind].__name__}), got {_describe(value)}")
-                raise ValueError(
-                    f"{fn}(): {where} must be a list with exactly 1 entry (one per device; Weir runs "
-                    f"mirrored jobs on a single device), got {_describe(value)}"
+            self._append_array(leaf, value, leaf.where, out)
+            return
+        outer_ok = isinstance(value, (list, tuple))
+        if not outer_ok or len(value) != devices:
+            what = "a list of numpy arrays" if leaf.kind == "list" else "a list of lists of numpy arrays"
+            if not outer_ok:
+                raise TypeError(
+                    f"{fn}(): {leaf.where} must be {what} (tp.{tp._FAMILY_BY_KIND[leaf.kind].__name__}), got {_describe(value)}"
                 )
-            array, where = value[0], f"{where}[0]"
+            raise ValueError(
+                f"{fn}(): {leaf.where} must be a list of {devices} entr{'y' if devices == 1 else 'ies'} (one per "
+                f"device of the session), got {len(value)}: {_describe(value)}"
+            )
+        for device, array in enumerate(value):
+            where = f"{leaf.where}[{device}]"
             if leaf.kind == "listlist":
                 if not isinstance(array, (list, tuple)):
                     raise TypeError(f"{fn}(): {where} must be a list of numpy arrays (a tensor list), got {_describe(array)}")
@@ -594,6 +601,10 @@ class JobSignature:
                         f"tensor per list), got {_describe(array)}"
                     )
                 array, where = array[0], f"{where}[0]"
+            self._append_array(leaf, array, where, out)
+
+    def _append_array(self, leaf, array, where: str, out: list) -> None:
+        fn = self.fn_name
         if not isinstance(array, np.ndarray):
             raise TypeError(f"{fn}(): {where} must be a numpy.ndarray, got {_describe(array)}")
         want = leaf.dtype.numpy_dtype
@@ -701,27 +712,31 @@ def parse_signature(fn, localns: Optional[dict] = None, *, require_annotations: 
 class LocalBlob:
     """A pulled result in the legacy (un-annotated) API: ``.numpy()``, ``.numpy_list()``...
 
-    Weir runs one device, so the per-device list has exactly one entry.
+    Holds one array per device: one for consistent results, one per device for mirrored ones.
     """
 
-    __slots__ = ("_array",)
+    __slots__ = ("_arrays",)
 
-    def __init__(self, array: np.ndarray):
-        self._array = array
+    def __init__(self, arrays):
+        self._arrays = arrays if isinstance(arrays, list) else [arrays]
+
+    @property
+    def _array(self) -> np.ndarray:
+        return self._arrays[0] if len(self._arrays) == 1 else np.concatenate([np.atleast_1d(a) for a in self._arrays])
 
     def numpy(self, i: int = 0) -> np.ndarray:
-        """The array (of device ``i``; only device 0 exists)."""
-        if i != 0:
-            raise IndexError(f"LocalBlob.numpy({i}): the blob has 1 device, index must be 0")
-        return self._array
+        """The array of device ``i``."""
+        if not 0 <= i < len(self._arrays):
+            raise IndexError(f"LocalBlob.numpy({i}): the blob has {len(self._arrays)} device(s), index must be in [0, {len(self._arrays)})")
+        return self._arrays[i]
 
     def numpy_list(self) -> list:
-        """Per-device arrays (mirrored view): ``[array]``."""
-        return [self._array]
+        """Per-device arrays (mirrored view)."""
+        return list(self._arrays)
 
     def numpy_lists(self) -> list:
-        """Per-device tensor lists: ``[[array]]``."""
-        return [[self._array]]
+        """Per-device tensor lists: ``[[array], ...]``."""
+        return [[a] for a in self._arrays]
 
     def ndarray(self) -> np.ndarray:
         """Deprecated alias of :meth:`numpy`."""

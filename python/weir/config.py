@@ -1,5 +1,6 @@
 """``flow.config``: the session's resources, set before the session starts (its first job call
-or checkpoint call). Without GPU kernels, GPU counts are accepted and jobs run on the CPU."""
+or checkpoint call). ``cpu_device_num(n)`` gives the session n CPU devices, each with its share of
+the cores; without CUDA kernels, ``gpu_device_num(n)`` gives n CPU devices (one notice says so)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def _count(value, what):
 
 
 def gpu_device_num(val):
-    """GPUs per machine. Weir has no GPU kernels yet, so jobs run on the CPU whatever the count."""
+    """GPUs per machine. Weir has no CUDA kernels yet: the session gets that many CPU devices instead."""
     config = _config("gpu_device_num")
     if config is not None:
         config.gpu_device_num = _count(val, "gpu_device_num")

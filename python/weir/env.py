@@ -46,8 +46,10 @@ def init():
 
 
 def current_resource():
+    """What the default session has (or will have when it starts): machines, devices and threads."""
     from weir import _session
 
-    config = _session.default_session().config
-    return {"machine_num": 1, "gpu_device_num": config.gpu_device_num or 0,
-            "cpu_device_num": config.cpu_device_num or 1}
+    session = _session.default_session()
+    if session.started:
+        return session.c_session().resource()
+    return {"machine_num": 1, "cpu_device_num": session.devices(), "gpu_device_num": 0}

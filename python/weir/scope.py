@@ -1,6 +1,7 @@
-"""``flow.scope``: placement, logical views and name spaces. Weir runs every op on this machine's
-CPU for now; "gpu" placements are accepted and fall back to CPU (as OneFlow's CPU-only builds do),
-so programs written for GPUs run unchanged."""
+"""``flow.scope``: placement, logical views and name spaces. Ops created inside
+``flow.scope.placement(tag, "0:0-1")`` run on those devices of the session (checked when the job
+compiles); "gpu" placements run on CPU devices while Weir has no CUDA kernels (as OneFlow's
+CPU-only builds do), so programs written for GPUs run unchanged."""
 
 from __future__ import annotations
 
@@ -39,15 +40,26 @@ class PlacementScope:
         # No CUDA kernels yet: every op runs on the CPU.
         return "cpu"
 
+    def push_to(self, builder) -> None:
+        """Places the ops ``builder`` gets from now on (until ``builder.pop_placement()``)."""
+        builder.push_placement(self.requested_device_tag, self.machine_device_ids)
+
     def __enter__(self):
         stack = getattr(_local, "placements", None)
         if stack is None:
             stack = _local.placements = []
-        stack.append(self)
+        # Inside a job function's body the scope places that job's ops; elsewhere it is recorded only.
+        context = _context.maybe_current()
+        builder = context.builder if context is not None else None
+        if builder is not None:
+            self.push_to(builder)
+        stack.append((self, builder))
         return self
 
     def __exit__(self, *exc):
-        _local.placements.pop()
+        _, builder = _local.placements.pop()
+        if builder is not None:
+            builder.pop_placement()
         return False
 
     def __repr__(self) -> str:
@@ -60,7 +72,7 @@ def placement(device_tag, machine_device_ids):
 
 def current_scope():
     stack = getattr(_local, "placements", None)
-    return stack[-1] if stack else PlacementScope("cpu", "0:0")
+    return stack[-1][0] if stack else PlacementScope("cpu", "0:0")
 
 
 class LogicalView:
@@ -92,13 +104,17 @@ def consistent_view() -> LogicalView:
     return LogicalView("consistent")
 
 
-def _current_view() -> str:
+def _current_view(config=None) -> str:
+    """The innermost view scope's, else the job's function config's (``config`` or the job being
+    traced), else consistent."""
     stack = getattr(_local, "views", None)
     if stack:
         return stack[-1].name
-    context = _context.maybe_current()
-    if context is not None and context.config.default_logical_view_value is not None:
-        return context.config.default_logical_view_value.name
+    if config is None:
+        context = _context.maybe_current()
+        config = context.config if context is not None else None
+    if config is not None and config.default_logical_view_value is not None:
+        return config.default_logical_view_value.name
     return "consistent"
 
 

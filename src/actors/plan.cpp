@@ -43,7 +43,10 @@ std::string Plan::ToDot() const {
     for (const TaskDesc& task : tasks) {
       if (task.stream != static_cast<int>(s)) continue;
       const std::string detail = task.kind == TaskKind::kKernel ? task.op_type : std::string(Name(task.kind));
-      dot += fmt::format("    t{} [label=\"{}\\n{}\"{}];\n", task.id, Escape(task.name), Escape(detail),
+      const std::string device = streams[s].kind == StreamKind::kCollective
+                                     ? fmt::format("cpu:0-{}", devices - 1)
+                                     : streams[s].device.ToString();
+      dot += fmt::format("    t{} [label=\"{}\\n{}\\n{}\"{}];\n", task.id, Escape(task.name), Escape(detail), device,
                          task.kind == TaskKind::kKernel ? "" : ", style=rounded");
     }
     dot += "  }\n";

@@ -53,6 +53,8 @@ struct TaskDesc {
   KernelFactory kernel_factory = nullptr;
   // Input tasks: which call input to copy. Sink: output i is consumed[input_slots[i]].
   int input_index = -1;
+  /// Threads the kernel may split its work over (its device's share of the cores); 0: every core.
+  int intra_op_threads = 0;
 };
 
 struct Plan {
@@ -63,6 +65,15 @@ struct Plan {
   int source_task = -1;
   int sink_task = -1;
   std::vector<std::string> output_names;
+  /// Pieces of each placeholder's input (one per device for a mirrored placeholder, else 1); a
+  /// call's inputs are every placeholder's pieces, placeholder after placeholder.
+  std::vector<int> input_pieces;
+  /// Pieces of each output: the sink writes them one after the other (concatenated along axis 0).
+  std::vector<int> output_pieces;
+  /// Devices of the session the plan was compiled for.
+  int devices = 1;
+  /// Things the user should know about how the job was placed; the session prints them once.
+  std::vector<std::string> notices;
   /// Variables this plan reads (and the subset it writes), for the session's cross-job ordering.
   std::vector<std::string> variables_read;
   std::vector<std::string> variables_written;
@@ -74,8 +85,8 @@ struct Plan {
 
   /// Bytes of register memory the plan needs (every slot of every register).
   std::size_t RegisterBytes() const;
-  /// Graphviz dot: one node per actor (grouped by stream), one edge per register and consumer,
-  /// labelled with the register's name, register_num and slot size.
+  /// Graphviz dot: one node per actor (grouped by stream, labelled with its device), one edge per
+  /// register and consumer, labelled with the register's name, register_num and slot size.
   std::string ToDot() const;
 };
 

@@ -23,10 +23,11 @@ TaskProtocol Task::MakeProtocol(const Plan& plan, const TaskDesc& desc) {
 
 Task::Task(const Plan& plan, const TaskDesc& desc, RegisterStore& store, std::function<void(CallRecord*)> on_call_done,
            const std::atomic<bool>& profiling)
-    : desc_(desc), store_(store), on_call_done_(std::move(on_call_done)), protocol_(MakeProtocol(plan, desc)),
+    : plan_(&plan), desc_(desc), store_(store), on_call_done_(std::move(on_call_done)), protocol_(MakeProtocol(plan, desc)),
       profiling_(profiling) {
   if (desc.kind != TaskKind::kKernel) return;
-  const KernelSetup setup{desc.op_type, desc.name, desc.attrs, desc.input_metas, desc.output_metas, Device::Cpu()};
+  const KernelSetup setup{desc.op_type, desc.name, desc.attrs, desc.input_metas, desc.output_metas,
+                          plan.streams[static_cast<std::size_t>(desc.stream)].device};
   const SingleThreadedMathScope single_threaded;  // primitives made here plan for one thread
   kernel_ = desc.kernel_factory(setup);
   input_views_.resize(desc.input_metas.size());
@@ -98,6 +99,7 @@ bool Task::Work(CallRecord*& call) {
         }
         try {
           SingleThreadedMath();  // kernels split their own work over the intra-op pool
+          SetIntraOpThreadLimit(desc_.intra_op_threads);  // within their device's share of the cores
           kernel_->Run(input_views_, output_views_);
         } catch (...) {
           call->Fail(std::current_exception());
@@ -108,13 +110,23 @@ bool Task::Work(CallRecord*& call) {
     case TaskKind::kSink:
       if (!failed) {
         try {
-          call->outputs.reserve(desc_.input_slots.size());
-          for (std::size_t i = 0; i < desc_.input_slots.size(); ++i) {
-            const std::size_t k = static_cast<std::size_t>(desc_.input_slots[i]);
+          // An output with several pieces (one per device) is their concatenation along axis 0.
+          const Plan& plan = *plan_;
+          call->outputs.reserve(plan.output_pieces.size());
+          std::size_t i = 0;
+          for (int pieces : plan.output_pieces) {
             const TensorMeta& meta = desc_.input_metas[i];
-            Tensor output(meta.shape, meta.dtype);
-            std::memcpy(output.RawData(), store_.Slot(desc_.consumed[k], protocol_.ConsumedSlot(k)).data,
-                        meta.NumBytes());
+            std::vector<std::int64_t> dims = meta.shape.Dims();
+            if (pieces > 1) {
+              if (dims.empty()) dims.push_back(1);  // scalars per device make a vector
+              dims[0] *= pieces;
+            }
+            Tensor output(Shape(dims), meta.dtype);
+            for (int p = 0; p < pieces; ++p, ++i) {
+              const std::size_t k = static_cast<std::size_t>(desc_.input_slots[i]);
+              std::memcpy(static_cast<std::byte*>(output.RawData()) + static_cast<std::size_t>(p) * meta.NumBytes(),
+                          store_.Slot(desc_.consumed[k], protocol_.ConsumedSlot(k)).data, meta.NumBytes());
+            }
             call->outputs.push_back(std::move(output));
           }
         } catch (...) {  // out of memory for the results: fail this call only

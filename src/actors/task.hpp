@@ -44,6 +44,7 @@ class Task {
   /// The firing's work (copy or kernel); returns whether the piece failed.
   bool Work(CallRecord*& call);
 
+  const Plan* plan_;
   const TaskDesc& desc_;
   RegisterStore& store_;
   std::function<void(CallRecord*)> on_call_done_;

@@ -12,11 +12,14 @@
 #include <algorithm>
 #include <condition_variable>
 #include <iterator>
+#include <numeric>
+#include <thread>
 #include <set>
 
 #include "actors/dispatcher.hpp"
 #include "actors/runtime.hpp"
 #include "api/variable_store.hpp"
+#include "common/intra_op_pool.hpp"
 #include "graph/planner.hpp"
 
 namespace weir {
@@ -39,13 +42,37 @@ const Tensor& Outputs::operator[](std::size_t index) const {
   return tensors_[index];
 }
 
-const Tensor& Outputs::operator[](std::string_view name) const {
+Outputs::Outputs(std::shared_ptr<const std::vector<std::string>> names, std::vector<Tensor> tensors,
+                 std::shared_ptr<const PieceLayout> layout)
+    : names_(std::move(names)), tensors_(std::move(tensors)), layout_(std::move(layout)) {}
+
+std::size_t Outputs::IndexOf(std::string_view name) const {
   const std::vector<std::string>& names = Names();
   for (std::size_t i = 0; i < names.size(); ++i) {
-    if (names[i] == name) return tensors_[i];
+    if (names[i] == name) return i;
   }
   throw std::out_of_range(fmt::format("[Outputs] no output named '{}'; outputs are: {}", name, fmt::join(names, ", ")));
 }
+
+const Tensor& Outputs::operator[](std::string_view name) const { return tensors_[IndexOf(name)]; }
+
+std::vector<Tensor> Outputs::Pieces(std::size_t index) const {
+  const Tensor& whole = (*this)[index];
+  if (!layout_ || index >= layout_->pieces.size() || layout_->pieces[index] == 1) return {whole};
+  const int pieces = layout_->pieces[index];
+  const Shape& shape = layout_->piece_shapes[index];
+  const std::size_t bytes = static_cast<std::size_t>(shape.NumElements()) * SizeOf(whole.GetDType());
+  // Views into the whole output: an aliasing shared_ptr keeps its storage alive.
+  const std::shared_ptr<std::byte[]> storage(whole.SharedStorage());
+  std::vector<Tensor> out;
+  for (int p = 0; p < pieces; ++p) {
+    out.emplace_back(shape, whole.GetDType(), whole.GetDevice(),
+                     std::shared_ptr<std::byte[]>(storage, storage.get() + static_cast<std::size_t>(p) * bytes));
+  }
+  return out;
+}
+
+std::vector<Tensor> Outputs::Pieces(std::string_view name) const { return Pieces(IndexOf(name)); }
 
 namespace internal {
 
@@ -57,30 +84,45 @@ std::string DescribeInputs(const std::vector<PlaceholderInfo>& placeholders) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
-void ValidateInputs(const Job& job, const std::vector<Tensor>& inputs) {
+// `pieces`: the plan's pieces per placeholder (one per device for a mirrored placeholder).
+void ValidateInputs(const Job& job, const std::vector<Tensor>& inputs, const std::vector<int>& pieces) {
   const auto& placeholders = job.Placeholders();
-  if (inputs.size() != placeholders.size()) {
-    throw std::invalid_argument(fmt::format("[job '{}'] expects {} inputs ({}), got {}", job.Name(), placeholders.size(),
-                                            DescribeInputs(placeholders), inputs.size()));
+  const std::size_t expected = static_cast<std::size_t>(std::accumulate(pieces.begin(), pieces.end(), 0));
+  if (inputs.size() != expected) {
+    if (expected == placeholders.size()) {
+      throw std::invalid_argument(fmt::format("[job '{}'] expects {} inputs ({}), got {}", job.Name(),
+                                              placeholders.size(), DescribeInputs(placeholders), inputs.size()));
+    }
+    std::vector<std::string> parts;
+    for (std::size_t p = 0; p < placeholders.size(); ++p) {
+      parts.push_back(fmt::format("{} x {}", pieces[p], placeholders[p].name));
+    }
+    throw std::invalid_argument(fmt::format(
+        "[job '{}'] expects {} inputs, one per device of each mirrored placeholder ({}: {}), got {}", job.Name(),
+        expected, fmt::join(parts, ", "), DescribeInputs(placeholders), inputs.size()));
   }
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const PlaceholderInfo& p = placeholders[i];
-    const Tensor& input = inputs[i];
-    if (!input.Defined()) {
-      throw std::invalid_argument(fmt::format("[job '{}'] input '{}': expected a {}{} tensor, got an undefined tensor",
-                                              job.Name(), p.name, p.dtype, p.shape));
-    }
-    if (input.GetDType() != p.dtype) {
-      throw std::invalid_argument(fmt::format("[job '{}'] input '{}': expected dtype {}, got {}", job.Name(), p.name,
-                                              p.dtype, input.GetDType()));
-    }
-    if (input.GetShape() != p.shape) {
-      throw std::invalid_argument(fmt::format("[job '{}'] input '{}': expected shape {}, got {}", job.Name(), p.name,
-                                              p.shape, input.GetShape()));
-    }
-    if (input.GetDevice().kind != Device::Kind::kCpu) {
-      throw std::invalid_argument(fmt::format("[job '{}'] input '{}': expected a tensor on cpu, got one on {}",
-                                              job.Name(), p.name, input.GetDevice().ToString()));
+  std::size_t i = 0;
+  for (std::size_t p_index = 0; p_index < placeholders.size(); ++p_index) {
+    for (int piece = 0; piece < pieces[p_index]; ++piece, ++i) {
+      const PlaceholderInfo& p = placeholders[p_index];
+      const Tensor& input = inputs[i];
+      const std::string label = pieces[p_index] == 1 ? p.name : fmt::format("{}[{}]", p.name, piece);
+      if (!input.Defined()) {
+        throw std::invalid_argument(fmt::format("[job '{}'] input '{}': expected a {}{} tensor, got an undefined tensor",
+                                                job.Name(), label, p.dtype, p.shape));
+      }
+      if (input.GetDType() != p.dtype) {
+        throw std::invalid_argument(fmt::format("[job '{}'] input '{}': expected dtype {}, got {}", job.Name(), label,
+                                                p.dtype, input.GetDType()));
+      }
+      if (input.GetShape() != p.shape) {
+        throw std::invalid_argument(fmt::format("[job '{}'] input '{}': expected shape {}, got {}", job.Name(), label,
+                                                p.shape, input.GetShape()));
+      }
+      if (input.GetDevice().kind != Device::Kind::kCpu) {
+        throw std::invalid_argument(fmt::format("[job '{}'] input '{}': expected a tensor on cpu, got one on {}",
+                                                job.Name(), label, input.GetDevice().ToString()));
+      }
     }
   }
 }
@@ -112,20 +154,56 @@ void CheckJob(const Job& job) {
 
 }  // namespace
 
+// The devices a session gets: GPU requests become CPU devices until Weir has CUDA kernels.
+SessionOptions ResolveDevices(SessionOptions options) {
+  if (options.cpu_devices < 1) {
+    throw std::invalid_argument(fmt::format("[SessionOptions] cpu_devices must be at least 1, got {}", options.cpu_devices));
+  }
+  if (options.gpu_devices < 0) {
+    throw std::invalid_argument(fmt::format("[SessionOptions] gpu_devices must be at least 0, got {}", options.gpu_devices));
+  }
+  if (options.cpu_compute_streams < 1) {
+    throw std::invalid_argument(fmt::format("[SessionOptions] cpu_compute_streams must be at least 1, got {}",
+                                            options.cpu_compute_streams));
+  }
+  if (options.gpu_devices > 0) {
+    std::fprintf(stderr,
+                 "[weir] %d GPU device(s) requested: this build has no CUDA kernels yet, so the session runs on %d CPU "
+                 "device(s) instead\n",
+                 options.gpu_devices, std::max(options.cpu_devices, options.gpu_devices));
+    options.cpu_devices = std::max(options.cpu_devices, options.gpu_devices);
+    options.gpu_devices = 0;
+  }
+  // Every device needs an actor thread of its own to compute beside the others.
+  if (options.scheduler_threads == 0 && options.cpu_devices > 1) options.scheduler_threads = options.cpu_devices;
+  return options;
+}
+
 class SessionImpl {
  public:
   explicit SessionImpl(const SessionOptions& options)
-      : options_(options),
+      : options_(ResolveDevices(options)),
         variables_(options.seed),
         dispatcher_(std::make_unique<Dispatcher>(options.max_calls_in_flight)),
         runtime_(std::make_unique<Runtime>(RuntimeOptions{
-            options.scheduler_threads,
+            options_.scheduler_threads,
             options.hosting == ActorHosting::kActorPerOp ? Hosting::kActorPerTask : Hosting::kActorPerStream,
-            options.shutdown_timeout})) {
-    if (options.cpu_compute_streams < 1) {
-      throw std::invalid_argument(fmt::format("[SessionOptions] cpu_compute_streams must be at least 1, got {}",
-                                              options.cpu_compute_streams));
-    }
+            options.shutdown_timeout})) {}
+
+  /// Each device's share of the cores; 0 (every core) with one device.
+  int ThreadsPerDevice() const {
+    if (options_.cpu_devices == 1) return 0;
+    const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    return std::max(1, cores / options_.cpu_devices);
+  }
+
+  Resource GetResource() const {
+    Resource resource;
+    resource.cpu_devices = options_.cpu_devices;
+    resource.gpu_devices = options_.gpu_devices;
+    resource.threads_per_device = ThreadsPerDevice() == 0 ? IntraOpThreads() : ThreadsPerDevice();
+    resource.scheduler_threads = runtime_->SchedulerThreads();
+    return resource;
   }
 
   ~SessionImpl() {
@@ -152,11 +230,13 @@ class SessionImpl {
     std::shared_ptr<const std::vector<std::string>> names;
     std::vector<std::function<void(const Tensor&)>> watch_handlers;  // by hidden output, in order
 
+    std::shared_ptr<const Outputs::PieceLayout> layout;  // null when every output has one piece
+
     Outputs Deliver(std::vector<Tensor> all) const {
       const std::size_t visible = names->size();
       for (std::size_t i = visible; i < all.size(); ++i) watch_handlers[i - visible](all[i]);
       all.resize(visible);
-      return Outputs(names, std::move(all));
+      return Outputs(names, std::move(all), layout);
     }
   };
 
@@ -167,8 +247,8 @@ class SessionImpl {
 
   Launched Launch(const Job& job, std::vector<Tensor> inputs, Session::Callback callback) {
     CheckJob(job);
-    ValidateInputs(job, inputs);
     Entry& entry = CompiledEntry(job);
+    ValidateInputs(job, inputs, entry.runtime->GetPlan().input_pieces);
     JobRuntime& runtime = *entry.runtime;
     GateGuard gate(*this, entry);
     auto record = std::make_shared<CallRecord>();
@@ -304,12 +384,21 @@ class SessionImpl {
     if (it != jobs_.end()) return it->second;
     PlanOptions plan_options;
     plan_options.compute_streams = options_.cpu_compute_streams;
+    plan_options.devices = options_.cpu_devices;
+    plan_options.threads_per_device = ThreadsPerDevice();
     std::shared_ptr<const Plan> plan = CompilePlan(job.Graph(), plan_options);
+    for (const std::string& notice : plan->notices) std::fprintf(stderr, "[weir] %s\n", notice.c_str());
     for (const OpNode& node : job.Graph()->nodes) {
       if (node.type == kVariableOp) variables_.GetOrCreate(std::any_cast<const VariableAttrs&>(node.attrs), job.Name());
     }
     auto output_shape = std::make_shared<OutputShape>();
     output_shape->names = std::make_shared<const std::vector<std::string>>(job.OutputNames());
+    if (std::any_of(plan->output_pieces.begin(), plan->output_pieces.end(), [](int pieces) { return pieces > 1; })) {
+      auto layout = std::make_shared<Outputs::PieceLayout>();
+      layout->pieces = plan->output_pieces;
+      for (const TensorMeta& meta : plan->output_metas) layout->piece_shapes.push_back(meta.shape);
+      output_shape->layout = std::move(layout);
+    }
     for (const std::string& name : plan->output_names) {
       if (!name.starts_with(kWatchOutputPrefix)) continue;
       const std::size_t watch = std::stoul(name.substr(kWatchOutputPrefix.size()));
@@ -383,6 +472,8 @@ void Session::CallAsync(const Job& job, const std::map<std::string, Tensor>& inp
 }
 
 void Session::Sync() { impl_->GetDispatcher().Sync(); }
+
+Resource Session::GetResource() const { return impl_->GetResource(); }
 
 std::string Session::PlanDot(const Job& job) {
   internal::CheckJob(job);

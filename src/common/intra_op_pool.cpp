@@ -137,9 +137,24 @@ Pool& GetPool() {
 
 }  // namespace
 
-int IntraOpThreads() { return GetPool().Threads(); }
+namespace {
+thread_local int intra_op_thread_limit = 0;
+}  // namespace
 
-void ParallelFor(int n, const std::function<void(int)>& fn) { GetPool().Run(n, fn); }
+void SetIntraOpThreadLimit(int threads) { intra_op_thread_limit = threads; }
+
+int IntraOpThreads() {
+  const int pool = GetPool().Threads();
+  return intra_op_thread_limit > 0 ? std::min(pool, intra_op_thread_limit) : pool;
+}
+
+void ParallelFor(int n, const std::function<void(int)>& fn) {
+  if (intra_op_thread_limit == 1) {
+    for (int i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  GetPool().Run(n, fn);
+}
 
 void RunPrivatePool(int workers, int loops, int chunks, const std::function<void(int)>& fn) {
   Pool pool(workers);

@@ -12,8 +12,15 @@
 
 namespace weir::internal {
 
-/// Threads that run a ParallelFor: the caller plus the pool's workers (1 on a one-core machine).
+/// Threads that run a ParallelFor: the caller plus the pool's workers (1 on a one-core machine),
+/// at most this thread's limit (SetIntraOpThreadLimit).
 int IntraOpThreads();
+
+/// Caps the threads that ParallelFor calls made on this thread may use: a device's share of the
+/// cores when several devices split the machine. 1 runs every chunk on the calling thread; 0 (the
+/// default) lets a loop use the whole pool. The pool is shared: a loop that finds it busy runs
+/// alone, so devices never oversubscribe the cores.
+void SetIntraOpThreadLimit(int threads);
 
 /// Runs fn(0) .. fn(n - 1), spread over the calling thread and the pool's workers, and returns when
 /// all have run. If the pool is busy with another caller's loop, the caller runs every chunk itself

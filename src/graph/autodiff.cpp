@@ -94,7 +94,11 @@ std::vector<Blob> BuildGradients(const Blob& loss, const std::vector<Blob>& wrt,
     GradContext context{node.type, &node.attrs, {}, {}, std::move(output_grads), std::move(needs_grad)};
     for (int value : node.inputs) context.inputs.emplace_back(graph, value);
     for (int value : node.outputs) context.outputs.emplace_back(graph, value);
-    std::vector<Blob> input_grads = def.gradient(context);
+    std::vector<Blob> input_grads;
+    {
+      const PlacementOverride placed(*graph, node.placement);  // a gradient runs where its op runs
+      input_grads = def.gradient(context);
+    }
     if (input_grads.size() != node.inputs.size()) {
       throw std::logic_error(fmt::format("[{}] gradient rule returned {} gradients for {} inputs", node.type,
                                          input_grads.size(), node.inputs.size()));

@@ -1,5 +1,8 @@
 // JobBuilder, Blob and Job: the public face of the job IR.
+#include <algorithm>
 #include <stdexcept>
+
+#include <fmt/ranges.h>
 
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
@@ -104,7 +107,8 @@ Blob JobBuilder::Placeholder(std::string name, Shape shape, std::optional<DType>
   PlaceholderInfo info{name, std::move(shape), dtype.value_or(graph_->config.default_dtype)};
   const int node = static_cast<int>(graph_->nodes.size());
   const int value = AddValue(*graph_, {info.shape, info.dtype}, node, 0, name);
-  graph_->nodes.push_back({std::string(internal::kPlaceholderOp), node_name, {}, {value}, info});
+  graph_->nodes.push_back({std::string(internal::kPlaceholderOp), node_name, {}, {value}, info,
+                           internal::CurrentPlacement(*graph_)});
   graph_->placeholders.push_back(info);
   graph_->placeholder_values.push_back(value);
   return Blob(graph_, value);
@@ -171,6 +175,77 @@ Job JobBuilder::Build() {
   return Job(graph_);
 }
 
+void JobBuilder::PushPlacement(const Placement& placement) {
+  CheckBuilding(*graph_, "placement");
+  graph_->placements.push_back(placement);
+  graph_->placement_scopes.push_back(static_cast<int>(graph_->placements.size()) - 1);
+}
+
+void JobBuilder::PopPlacement() {
+  if (graph_->placement_scopes.empty()) {
+    throw std::logic_error(fmt::format("[placement] job '{}': PopPlacement without an open placement scope", graph_->name));
+  }
+  graph_->placement_scopes.pop_back();
+}
+
+namespace {
+
+// "3" or "0-3" (after the machine id and colon) as a device range; false if malformed.
+bool ParseRange(std::string_view text, int& first, int& last) {
+  auto number = [](std::string_view digits, int& out) {
+    if (digits.empty() || digits.size() > 6) return false;
+    out = 0;
+    for (char c : digits) {
+      if (c < '0' || c > '9') return false;
+      out = out * 10 + (c - '0');
+    }
+    return true;
+  };
+  const std::size_t dash = text.find('-');
+  if (dash == std::string_view::npos) {
+    if (!number(text, first)) return false;
+    last = first;
+    return true;
+  }
+  return number(text.substr(0, dash), first) && number(text.substr(dash + 1), last) && first <= last;
+}
+
+}  // namespace
+
+Placement::Placement(std::string device_tag, const std::vector<std::string>& machine_device_ids)
+    : device_tag_(std::move(device_tag)), ids_(machine_device_ids) {
+  if (device_tag_ != "cpu" && device_tag_ != "gpu") {
+    throw std::invalid_argument(fmt::format("[placement] argument 'device_tag' must be \"cpu\" or \"gpu\", got \"{}\"",
+                                            device_tag_));
+  }
+  if (ids_.empty()) throw std::invalid_argument("[placement] argument 'machine_device_ids' must name at least one device");
+  for (const std::string& id : ids_) {
+    const std::size_t colon = id.find(':');
+    int machine = 0;
+    int first = 0;
+    int last = 0;
+    if (colon == std::string::npos || !ParseRange(std::string_view(id).substr(0, colon), machine, last) ||
+        machine != last || !ParseRange(std::string_view(id).substr(colon + 1), first, last)) {
+      throw std::invalid_argument(fmt::format(
+          "[placement] machine_device_ids entries look like \"0:0\" or \"0:0-3\", got \"{}\"", id));
+    }
+    for (int device = first; device <= last; ++device) {
+      const DeviceId entry{machine, device};
+      if (std::find(devices_.begin(), devices_.end(), entry) != devices_.end()) {
+        throw std::invalid_argument(fmt::format("[placement] device {}:{} is named twice in {}", machine, device,
+                                                fmt::join(ids_, ", ")));
+      }
+      devices_.push_back(entry);
+    }
+  }
+}
+
+std::string Placement::ToString() const {
+  std::vector<std::string> quoted;
+  for (const std::string& id : ids_) quoted.push_back(fmt::format("\"{}\"", id));
+  return fmt::format("{} {}", device_tag_, fmt::join(quoted, ", "));
+}
+
 namespace internal {
 
 std::vector<Blob> AddOp(std::string_view type, const std::vector<Blob>& inputs, std::any attrs, std::string_view name) {
@@ -202,7 +277,8 @@ std::vector<Blob> AddOp(std::string_view type, const std::vector<Blob>& inputs, 
     outputs.push_back(AddValue(*graph, std::move(output_metas[i]), node, static_cast<int>(i), value_name));
     blobs.emplace_back(graph, outputs.back());
   }
-  graph->nodes.push_back({std::string(type), node_name, std::move(input_values), std::move(outputs), std::move(attrs)});
+  graph->nodes.push_back({std::string(type), node_name, std::move(input_values), std::move(outputs), std::move(attrs),
+                          CurrentPlacement(*graph)});
   return blobs;
 }
 
@@ -227,7 +303,8 @@ Blob AddVariable(const std::shared_ptr<JobGraph>& graph, const std::string& name
   const std::string node_name = UniqueName(*graph, kVariableOp, name);
   const int node = static_cast<int>(graph->nodes.size());
   const int out = AddValue(*graph, {spec.shape, *spec.dtype}, node, 0, name);
-  graph->nodes.push_back({std::string(kVariableOp), node_name, {}, {out}, VariableAttrs{name, std::move(spec)}});
+  graph->nodes.push_back({std::string(kVariableOp), node_name, {}, {out}, VariableAttrs{name, std::move(spec)},
+                          CurrentPlacement(*graph)});
   return Blob(graph, out);
 }
 
@@ -241,7 +318,7 @@ Blob AddConstant(const std::shared_ptr<JobGraph>& graph, const Tensor& value, st
   const std::string node_name = UniqueName(*graph, "constant", name);
   const int node = static_cast<int>(graph->nodes.size());
   const int out = AddValue(*graph, {value.GetShape(), value.GetDType()}, node, 0, node_name + "/out");
-  graph->nodes.push_back({"constant", node_name, {}, {out}, value.Clone()});
+  graph->nodes.push_back({"constant", node_name, {}, {out}, value.Clone(), CurrentPlacement(*graph)});
   return Blob(graph, out);
 }
 

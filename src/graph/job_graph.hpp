@@ -25,6 +25,7 @@ struct OpNode {
   std::vector<int> inputs;   // value ids
   std::vector<int> outputs;  // value ids
   std::any attrs;            // the op's typed attribute struct
+  int placement = -1;        // index into JobGraph::placements; -1: the job's default placement
 };
 
 /// Node type of placeholders; their attrs are a PlaceholderInfo.
@@ -62,8 +63,32 @@ struct JobGraph {
   std::vector<WatchSpec> watches;
   std::shared_ptr<const Optimizer> optimizer;  // set by Minimize
   int loss_value = -1;
+  /// The gradient of each trainable variable, as the backward pass produced it (before clipping
+  /// and the update): where a mirrored job averages the devices' gradients.
+  std::vector<int> variable_gradients;
+  /// Placements named by nodes, and the scopes open while the job is built (indices into them).
+  std::vector<Placement> placements;
+  std::vector<int> placement_scopes;
   bool built = false;
   int next_auto_name = 0;
+};
+
+/// The placement of nodes added now: the innermost open scope, or -1 (the default).
+inline int CurrentPlacement(const JobGraph& graph) {
+  return graph.placement_scopes.empty() ? -1 : graph.placement_scopes.back();
+}
+
+/// While alive, nodes added to `graph` are placed with `placement` (gradient and update ops
+/// inherit their forward op's or variable's placement this way).
+class PlacementOverride {
+ public:
+  PlacementOverride(JobGraph& graph, int placement) : graph_(graph) { graph_.placement_scopes.push_back(placement); }
+  ~PlacementOverride() { graph_.placement_scopes.pop_back(); }
+  PlacementOverride(const PlacementOverride&) = delete;
+  PlacementOverride& operator=(const PlacementOverride&) = delete;
+
+ private:
+  JobGraph& graph_;
 };
 
 /// Appends an op of `type` to the graph of `inputs` (all from one unbuilt job), infers its

@@ -2,10 +2,12 @@
 
 #include "graph/fusion.hpp"
 #include "graph/op_registry.hpp"
+#include "kernels/collectives/collective_attrs.hpp"
 
 #include <algorithm>
 #include <any>
 #include <map>
+#include <numeric>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -109,27 +111,38 @@ std::vector<bool> WrittenValues(const JobGraph& graph, const std::vector<bool>& 
   return written;
 }
 
+// The registers of a value: one per replica (a mirrored value that differs per device), or one
+// that every device reads.
+struct Placed {
+  std::vector<int> registers;
+  std::vector<int> devices;
+  bool PerDevice() const { return registers.size() > 1 || per_device; }
+  bool per_device = false;  // a mirrored value on one device still differs from a broadcast one
+};
+
 // Ops that write an input in place (optimizer updates) act after every other reader of that input
 // in the same call; and a call completes only once its writes are done, so that the next call, a
 // checkpoint or another job sees the updated values.
-void OrderWriters(const JobGraph& graph, const std::vector<bool>& live, const std::vector<int>& value_register,
-                  const std::vector<int>& node_task, Plan& plan) {
+void OrderWriters(const JobGraph& graph, const std::vector<bool>& live, const std::vector<Placed>& placed,
+                  const std::vector<std::vector<int>>& node_tasks, Plan& plan) {
   for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
     if (!live[n]) continue;
     const OpNode& node = graph.nodes[n];
-    const int writer = node_task[n];
-    if (node.outputs.empty()) AddControlEdge(plan, writer, plan.sink_task);
+    if (node.outputs.empty()) {
+      for (int task : node_tasks[n]) AddControlEdge(plan, task, plan.sink_task);
+    }
     if (node.type == kPlaceholderOp || node.type == kVariableOp || node.type == "constant") continue;
     for (int input : FindOp(node.type).mutates_inputs) {
       if (input >= static_cast<int>(node.inputs.size())) continue;  // an optional input left out
       const int value = node.inputs[static_cast<std::size_t>(input)];
-      const int reg = value_register[static_cast<std::size_t>(value)];
+      const int reg = placed[static_cast<std::size_t>(value)].registers.front();
       const RegisterDesc& desc = plan.registers[static_cast<std::size_t>(reg)];
       if (desc.variable.empty()) {
         throw std::invalid_argument(fmt::format("[{}] op '{}' writes input {} in place, which must be a variable",
                                                 node.type, node.name, input));
       }
       plan.variables_written.push_back(desc.variable);
+      const int writer = node_tasks[n].front();  // writers run once (CompilePlan)
       const std::vector<int> readers = desc.consumers;  // copy: control edges add registers
       for (int reader : readers) {
         if (reader != writer) AddControlEdge(plan, reader, writer);
@@ -137,6 +150,47 @@ void OrderWriters(const JobGraph& graph, const std::vector<bool>& live, const st
     }
   }
 }
+
+// Where each node runs: device indices of the session, checked against what the session has.
+struct Placer {
+  const JobGraph& graph;
+  int devices;
+  bool mirrored;
+  std::vector<std::string>& notices;
+  bool noticed_consistent = false;
+
+  std::vector<int> Devices(const OpNode& node) {
+    const Placement* placement = nullptr;
+    if (node.placement >= 0) placement = &graph.placements[static_cast<std::size_t>(node.placement)];
+    else if (graph.config.default_placement) placement = &*graph.config.default_placement;
+    std::vector<int> ids;
+    if (placement == nullptr) {
+      for (int d = 0; d < devices; ++d) ids.push_back(d);
+    } else {
+      for (const DeviceId& id : placement->Devices()) {
+        if (id.machine != 0 || id.device >= devices) {
+          throw std::invalid_argument(fmt::format(
+              "[placement] job '{}': op '{}' is placed on {}, but the session has one machine (0) with {} device{} "
+              "(0:0{}); set the device count with SessionOptions::cpu_devices (flow.config.cpu_device_num)",
+              graph.name, node.name, placement->ToString(), devices, devices == 1 ? "" : "s",
+              devices == 1 ? std::string() : fmt::format("-{}", devices - 1)));
+        }
+        ids.push_back(id.device);
+      }
+    }
+    if (!mirrored && ids.size() > 1) {
+      if (!noticed_consistent) {
+        noticed_consistent = true;
+        notices.push_back(fmt::format(
+            "job '{}': the consistent view does not split blobs across devices yet; ops placed on several devices "
+            "run on the first of them (cpu:{}). Use the mirrored view for data parallelism.",
+            graph.name, ids.front()));
+      }
+      ids.resize(1);
+    }
+    return ids;
+  }
+};
 
 }  // namespace
 
@@ -152,21 +206,50 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   if (options.compute_streams < 1) {
     throw std::invalid_argument(fmt::format("[compile] compute_streams must be at least 1, got {}", options.compute_streams));
   }
+  if (options.devices < 1) {
+    throw std::invalid_argument(fmt::format("[compile] devices must be at least 1, got {}", options.devices));
+  }
   auto plan = std::make_shared<Plan>();
   plan->job_name = graph.name;
   plan->keep_alive = graph_ptr;
-  for (int s = 0; s < options.compute_streams; ++s) plan->streams.push_back({Device::Cpu(), StreamKind::kCompute, s});
+  plan->devices = options.devices;
+  for (int d = 0; d < options.devices; ++d) {
+    for (int s = 0; s < options.compute_streams; ++s) {
+      plan->streams.push_back({Device{Device::Kind::kCpu, d}, StreamKind::kCompute, s});
+    }
+  }
+  int collective_stream = -1;  // created with the first collective
+  std::vector<int> collectives;  // in plan order, chained by control edges
+  const bool mirrored = graph.config.view == LogicalView::kMirrored;
+  Placer placer{graph, options.devices, mirrored, plan->notices};
 
   const std::vector<bool> live = LiveNodes(graph);
-  std::vector<int> value_register(graph.values.size(), -1);
-  std::vector<int> node_task(graph.nodes.size(), -1);
+  std::vector<Placed> placed(graph.values.size());
+  std::vector<std::vector<int>> node_tasks(graph.nodes.size());
+  std::vector<int> stream_rotation(static_cast<std::size_t>(options.devices), 0);
+  auto device_stream = [&](int device) {
+    const int s = stream_rotation[static_cast<std::size_t>(device)]++ % options.compute_streams;
+    return device * options.compute_streams + s;
+  };
 
   plan->source_task = AddTask(*plan, TaskKind::kSourceTick, "source_tick", 0);
   const int tick = AddRegister(*plan, "tick", plan->source_task, options.source_register_num, {Shape{0}, DType::kU8});
 
+  // Every placeholder's pieces, live or not: the caller passes them all.
+  std::vector<int> input_base;
+  for (std::size_t p = 0; p < graph.placeholders.size(); ++p) {
+    const int node = graph.values[static_cast<std::size_t>(graph.placeholder_values[p])].producer;
+    input_base.push_back(std::accumulate(plan->input_pieces.begin(), plan->input_pieces.end(), 0));
+    plan->input_pieces.push_back(mirrored ? static_cast<int>(placer.Devices(graph.nodes[static_cast<std::size_t>(node)]).size()) : 1);
+  }
+
   // Fused chains (graph/fusion.hpp): every node of a chain but the last runs inside the last one's
-  // kernel and gets no task.
-  const std::vector<FusedChain> chains = FindFusedChains(graph, live);
+  // kernel and gets no task. A mirrored job averages each gradient before its update, so a weight
+  // gradient's matmul cannot be fused with the update there.
+  std::vector<FusedChain> chains = FindFusedChains(graph, live);
+  if (mirrored && options.devices > 1) {
+    std::erase_if(chains, [](const FusedChain& chain) { return chain.op_type == "matmul_sgd_update"; });
+  }
   std::vector<int> chain_ending_at(graph.nodes.size(), -1);
   std::vector<bool> fused_away(graph.nodes.size(), false);
   for (std::size_t c = 0; c < chains.size(); ++c) {
@@ -176,32 +259,66 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     }
   }
 
-  int kernel_count = 0;
+  // Averages a per-device value over its devices: one all-reduce actor on the collective stream,
+  // whose one result every device reads (the devices of this process share memory).
+  static const std::any kNoAttrs;
+  auto all_reduce = [&](int value) {
+    Placed& piece = placed[static_cast<std::size_t>(value)];
+    if (!piece.PerDevice()) return;
+    const ValueInfo& info = graph.values[static_cast<std::size_t>(value)];
+    if (collective_stream < 0) {
+      collective_stream = static_cast<int>(plan->streams.size());
+      plan->streams.push_back({Device::Cpu(), StreamKind::kCollective, 0});
+    }
+    const int devices = static_cast<int>(piece.registers.size());
+    const std::any& attrs = plan->fused_attrs.emplace_back(AllReduceAttrs{ReduceOp::kMean, devices});
+    const int task = AddKernelTask(*plan, "all_reduce", fmt::format("all_reduce({})", info.name), &attrs,
+                                   std::vector<TensorMeta>(static_cast<std::size_t>(devices), info.meta), {info.meta},
+                                   collective_stream);
+    for (int reg : piece.registers) {
+      plan->tasks[static_cast<std::size_t>(task)].input_slots.push_back(Consume(*plan, task, reg));
+    }
+    if (!collectives.empty()) AddControlEdge(*plan, collectives.back(), task);
+    collectives.push_back(task);
+    piece = Placed{{AddRegister(*plan, fmt::format("all_reduce({})", info.name), task, 1, info.meta)},
+                   {piece.devices.front()}};
+  };
+  std::vector<bool> gradient(graph.values.size(), false);
+  for (int value : graph.variable_gradients) gradient[static_cast<std::size_t>(value)] = true;
+
   for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
     if (!live[n] || fused_away[n]) continue;
     const OpNode& node = graph.nodes[n];
+    const std::vector<int> devices = placer.Devices(node);
     if (node.type == kPlaceholderOp) {
-      const int task = AddTask(*plan, TaskKind::kInput, node.name, 0);
-      node_task[n] = task;
       const auto placeholder = std::find(graph.placeholder_values.begin(), graph.placeholder_values.end(), node.outputs[0]);
-      plan->tasks[static_cast<std::size_t>(task)].input_index =
-          static_cast<int>(placeholder - graph.placeholder_values.begin());
-      Consume(*plan, task, tick);
+      const std::size_t index = static_cast<std::size_t>(placeholder - graph.placeholder_values.begin());
       const ValueInfo& value = graph.values[static_cast<std::size_t>(node.outputs[0])];
-      value_register[static_cast<std::size_t>(node.outputs[0])] =
-          AddRegister(*plan, value.name, task, options.source_register_num, value.meta);
+      Placed& out = placed[static_cast<std::size_t>(node.outputs[0])];
+      out.per_device = mirrored;
+      const int pieces = plan->input_pieces[index];
+      for (int r = 0; r < pieces; ++r) {
+        const int device = devices[static_cast<std::size_t>(r)];
+        const int task = AddTask(*plan, TaskKind::kInput, pieces == 1 ? node.name : fmt::format("{}:{}", node.name, device),
+                                 device_stream(device));
+        node_tasks[n].push_back(task);
+        plan->tasks[static_cast<std::size_t>(task)].input_index = input_base[index] + r;
+        Consume(*plan, task, tick);
+        out.registers.push_back(AddRegister(*plan, value.name, task, options.source_register_num, value.meta));
+        out.devices.push_back(device);
+      }
       continue;
     }
 
     if (node.type == kVariableOp) {
       const auto& attrs = std::any_cast<const VariableAttrs&>(node.attrs);
-      const int task = AddTask(*plan, TaskKind::kVariable, node.name, 0);
-      node_task[n] = task;
+      const int task = AddTask(*plan, TaskKind::kVariable, node.name, device_stream(devices.front()));
+      node_tasks[n].push_back(task);
       Consume(*plan, task, tick);
       const ValueInfo& value = graph.values[static_cast<std::size_t>(node.outputs[0])];
       const int reg = AddRegister(*plan, value.name, task, 1, value.meta);
       plan->registers[static_cast<std::size_t>(reg)].variable = attrs.name;
-      value_register[static_cast<std::size_t>(node.outputs[0])] = reg;
+      placed[static_cast<std::size_t>(node.outputs[0])] = Placed{{reg}, {devices.front()}};
       plan->variables_read.push_back(attrs.name);
       continue;
     }
@@ -209,9 +326,9 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     // A reshape changes no byte: its readers read its input's register (no actor, no copy). Not a
     // variable's: an output naming the reshape must not alias a variable that a writer changes.
     if (node.type == "reshape") {
-      const int input = value_register[static_cast<std::size_t>(node.inputs[0])];
-      if (plan->registers[static_cast<std::size_t>(input)].variable.empty()) {
-        value_register[static_cast<std::size_t>(node.outputs[0])] = input;
+      const Placed& input = placed[static_cast<std::size_t>(node.inputs[0])];
+      if (plan->registers[static_cast<std::size_t>(input.registers.front())].variable.empty()) {
+        placed[static_cast<std::size_t>(node.outputs[0])] = input;
         continue;
       }
     }
@@ -227,23 +344,56 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
       attrs = &plan->fused_attrs.emplace_back(chain.attrs);
       inputs = chain.inputs;
     }
+    // An op that writes in place (an optimizer update, a moving average) runs once: whatever of
+    // its inputs differs per device is averaged first.
+    const bool writes = node.type != "constant" && !FindOp(node.type).mutates_inputs.empty();
+    if (writes) {
+      for (int value : inputs) all_reduce(value);
+    }
+    bool per_device = false;
+    for (int value : inputs) {
+      const Placed& input = placed[static_cast<std::size_t>(value)];
+      if (!input.PerDevice()) continue;
+      per_device = true;
+      if (input.devices != devices) {
+        throw std::invalid_argument(fmt::format(
+            "[placement] job '{}': op '{}' runs on devices {} but reads '{}', which the mirrored view holds per "
+            "device on devices {}; mirrored ops and their per-device inputs need one placement",
+            graph.name, node.name, fmt::join(devices, ","), graph.values[static_cast<std::size_t>(value)].name,
+            fmt::join(input.devices, ",")));
+      }
+    }
+    const std::vector<int> replicas = per_device ? devices : std::vector<int>{devices.front()};
     std::vector<TensorMeta> input_metas;
     std::vector<TensorMeta> output_metas;
     for (int value : inputs) input_metas.push_back(graph.values[static_cast<std::size_t>(value)].meta);
-    for (int value : node.outputs) output_metas.push_back(graph.values[static_cast<std::size_t>(value)].meta);
-    const int task = AddKernelTask(*plan, op_type, std::move(name), attrs, std::move(input_metas),
-                                   std::move(output_metas), kernel_count++ % options.compute_streams);
-    node_task[n] = task;
-    if (inputs.empty()) {
-      Consume(*plan, task, tick);  // ops without inputs (constants) fire once per call
-    }
-    for (int value : inputs) {
-      const int slot = Consume(*plan, task, value_register[static_cast<std::size_t>(value)]);
-      plan->tasks[static_cast<std::size_t>(task)].input_slots.push_back(slot);
-    }
     for (int value : node.outputs) {
-      const ValueInfo& info = graph.values[static_cast<std::size_t>(value)];
-      value_register[static_cast<std::size_t>(value)] = AddRegister(*plan, info.name, task, 1, info.meta);
+      output_metas.push_back(graph.values[static_cast<std::size_t>(value)].meta);
+      placed[static_cast<std::size_t>(value)].per_device = per_device;
+    }
+    for (std::size_t r = 0; r < replicas.size(); ++r) {
+      const int device = replicas[r];
+      const int task = AddKernelTask(*plan, op_type, replicas.size() == 1 ? name : fmt::format("{}:{}", name, device),
+                                     attrs, input_metas, output_metas, device_stream(device));
+      plan->tasks[static_cast<std::size_t>(task)].intra_op_threads = options.threads_per_device;
+      node_tasks[n].push_back(task);
+      if (inputs.empty()) Consume(*plan, task, tick);  // ops without inputs (constants) fire once per call
+      for (int value : inputs) {
+        const Placed& input = placed[static_cast<std::size_t>(value)];
+        const int reg = input.PerDevice() ? input.registers[r] : input.registers.front();
+        plan->tasks[static_cast<std::size_t>(task)].input_slots.push_back(Consume(*plan, task, reg));
+      }
+      for (int value : node.outputs) {
+        const ValueInfo& info = graph.values[static_cast<std::size_t>(value)];
+        Placed& out = placed[static_cast<std::size_t>(value)];
+        out.registers.push_back(AddRegister(*plan, info.name, task, 1, info.meta));
+        out.devices.push_back(device);
+      }
+    }
+    // The gradients of a mirrored job's variables are averaged as soon as they are ready, while the
+    // backward pass goes on.
+    for (int value : node.outputs) {
+      if (gradient[static_cast<std::size_t>(value)]) all_reduce(value);
     }
   }
 
@@ -252,37 +402,52 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   // only once they are done), and ordering it before them would make a cycle. So the output reads an
   // identity copy, which OrderWriters orders before the writers like any other reader. A variable the
   // job does not write needs no copy: the sink reads it directly.
-  static const std::any kNoAttrs;
   const std::vector<bool> written = WrittenValues(graph, live);
   std::map<int, int> copies;  // written value -> its copy's register, however many outputs name it
-  std::vector<int> output_registers;
+  std::vector<std::vector<int>> output_registers;
   for (const auto& [name, value] : graph.outputs) {
-    const int reg = value_register[static_cast<std::size_t>(value)];
+    const Placed& piece = placed[static_cast<std::size_t>(value)];
     if (!written[static_cast<std::size_t>(value)]) {
-      output_registers.push_back(reg);
+      output_registers.push_back(piece.registers);
       continue;
     }
     const auto [copy, inserted] = copies.try_emplace(value, -1);
     if (inserted) {
       const ValueInfo& info = graph.values[static_cast<std::size_t>(value)];
       const int task = AddKernelTask(*plan, "identity", fmt::format("{}_copy", info.name), &kNoAttrs, {info.meta},
-                                     {info.meta}, kernel_count++ % options.compute_streams);
-      plan->tasks[static_cast<std::size_t>(task)].input_slots.push_back(Consume(*plan, task, reg));
+                                     {info.meta}, device_stream(piece.devices.front()));
+      plan->tasks[static_cast<std::size_t>(task)].input_slots.push_back(Consume(*plan, task, piece.registers.front()));
       copy->second = AddRegister(*plan, fmt::format("{}_copy/out", info.name), task, 1, info.meta);
     }
-    output_registers.push_back(copy->second);
+    output_registers.push_back({copy->second});
   }
 
   plan->sink_task = AddTask(*plan, TaskKind::kSink, "sink", 0);
-  OrderWriters(graph, live, value_register, node_task, *plan);
+  OrderWriters(graph, live, placed, node_tasks, *plan);
   for (std::size_t i = 0; i < graph.outputs.size(); ++i) {
     const auto& [name, value] = graph.outputs[i];
-    const int slot = Consume(*plan, plan->sink_task, output_registers[i]);
     TaskDesc& sink = plan->tasks[static_cast<std::size_t>(plan->sink_task)];
-    sink.input_slots.push_back(slot);
-    sink.input_metas.push_back(graph.values[static_cast<std::size_t>(value)].meta);
+    for (int reg : output_registers[i]) {
+      const int slot = Consume(*plan, plan->sink_task, reg);
+      plan->tasks[static_cast<std::size_t>(plan->sink_task)].input_slots.push_back(slot);
+      sink.input_metas.push_back(graph.values[static_cast<std::size_t>(value)].meta);
+    }
     plan->output_names.push_back(name);
     plan->output_metas.push_back(graph.values[static_cast<std::size_t>(value)].meta);
+    plan->output_pieces.push_back(static_cast<int>(output_registers[i].size()));
+  }
+
+  // A register read on another device than its producer's is a pipeline-stage boundary: two slots,
+  // so that the producer works on the next call while the consumer works on this one.
+  for (RegisterDesc& reg : plan->registers) {
+    if (reg.slot_bytes == 0 || !reg.variable.empty() || reg.register_num > 1) continue;
+    const StreamId& from = plan->streams[static_cast<std::size_t>(plan->tasks[static_cast<std::size_t>(reg.producer)].stream)];
+    for (int consumer : reg.consumers) {
+      const StreamId& to = plan->streams[static_cast<std::size_t>(plan->tasks[static_cast<std::size_t>(consumer)].stream)];
+      if (from.kind == StreamKind::kCompute && to.kind == StreamKind::kCompute && !(from.device == to.device)) {
+        reg.register_num = 2;
+      }
+    }
   }
   return plan;
 }

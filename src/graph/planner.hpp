@@ -1,7 +1,9 @@
 #pragma once
-// Compiles a built job into a Plan: prunes ops no output needs, makes every remaining op an actor,
-// gives every value a register (2 slots on the source edges, 1 elsewhere), checks that a kernel
-// exists for every (op, device, dtype), and assigns actors to streams.
+// Compiles a built job into a Plan: prunes ops no output needs, places every remaining op on its
+// devices (one replica per device in the mirrored view, with the gradients averaged by all-reduce
+// actors before the updates), makes every op replica an actor, gives every value a register (2 slots
+// on the source edges and between devices, 1 elsewhere), checks that a kernel exists for every
+// (op, device, dtype), and assigns actors to their devices' streams.
 #include <memory>
 
 #include "actors/plan.hpp"
@@ -16,6 +18,10 @@ struct PlanOptions {
   int compute_streams = 1;
   /// Slots on the source edges (tick and inputs): how many calls can be fed ahead.
   int source_register_num = 2;
+  /// CPU devices of the session (machine 0). Each device has its own compute streams.
+  int devices = 1;
+  /// Intra-op threads of each device's kernels (its share of the cores); 0: every core.
+  int threads_per_device = 0;
 };
 
 /// Throws std::invalid_argument naming the op for anything that cannot run.

@@ -143,6 +143,9 @@ void LowerTraining(const std::shared_ptr<JobGraph>& graph) {
     graph->outputs.emplace_back(fmt::format("{}{}", kWatchOutputPrefix, w), grad.ValueId());
   }
   grads.resize(variables.size());
+  for (const Blob& grad : grads) {
+    if (grad.Defined()) graph->variable_gradients.push_back(grad.ValueId());
+  }
   const double gradient_scale = 1.0 / (static_cast<double>(loss.GetShape().NumElements()) * optimizer.loss_scale_factor);
   if (optimizer.clip_norm) {
     // One op over every gradient, so that the norm is global; the updates then see clipped gradients.
@@ -173,6 +176,9 @@ void LowerTraining(const std::shared_ptr<JobGraph>& graph) {
     const UpdateAttrs update{optimizer, attrs.spec.regularizer, gradient_scale};
     Blob grad = grads[i];
     const std::string name = attrs.name + "-update";
+    const PlacementOverride placed(*graph, graph->nodes[static_cast<std::size_t>(
+                                               graph->values[static_cast<std::size_t>(variables[i].ValueId())].producer)]
+                                               .placement);  // an update runs where its variable lives
     switch (optimizer.kind) {
       case Optimizer::Kind::kSgd:
         if (optimizer.momentum == 0.0) {

@@ -75,13 +75,21 @@ void BindJob(py::module_& m) {
       });
 
   py::class_<JobBuilder>(m, "JobBuilder")
-      .def(py::init([](std::string name, JobType type, DType default_dtype, bool channels_last_convolutions) {
+      .def(py::init([](std::string name, JobType type, DType default_dtype, bool channels_last_convolutions,
+                       bool mirrored) {
              return JobBuilder(std::move(name), type,
                                JobConfig{.default_dtype = default_dtype,
-                                         .channels_last_convolutions = channels_last_convolutions});
+                                         .channels_last_convolutions = channels_last_convolutions,
+                                         .view = mirrored ? LogicalView::kMirrored : LogicalView::kConsistent});
            }),
            py::arg("name"), py::arg("type"), py::arg("default_dtype") = DType::kF32,
-           py::arg("channels_last_convolutions") = true)
+           py::arg("channels_last_convolutions") = true, py::arg("mirrored") = false)
+      .def("push_placement",
+           [](JobBuilder& b, std::string device_tag, const std::vector<std::string>& machine_device_ids) {
+             b.PushPlacement(Placement(std::move(device_tag), machine_device_ids));
+           },
+           py::arg("device_tag"), py::arg("machine_device_ids"))
+      .def("pop_placement", &JobBuilder::PopPlacement)
       .def("placeholder",
            [](JobBuilder& b, std::string name, std::vector<std::int64_t> shape, DType dtype) {
              return b.Placeholder(std::move(name), Shape(std::move(shape)), dtype);

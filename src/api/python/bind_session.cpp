@@ -57,9 +57,19 @@ std::vector<Tensor> InputTensors(const Job& job, const std::vector<py::array>& i
   return tensors;
 }
 
-py::list ToList(const std::vector<Tensor>& tensors) {
+// One entry per output: its array, or a list of arrays (one per device) for a mirrored output.
+py::list ToList(const Outputs& outputs) {
   py::list list;
-  for (const Tensor& tensor : tensors) list.append(ToArray(tensor));
+  for (std::size_t i = 0; i < outputs.Size(); ++i) {
+    const std::vector<Tensor> pieces = outputs.Pieces(i);
+    if (pieces.size() == 1) {
+      list.append(ToArray(pieces[0]));
+      continue;
+    }
+    py::list per_device;
+    for (const Tensor& piece : pieces) per_device.append(ToArray(piece));
+    list.append(per_device);
+  }
   return list;
 }
 
@@ -118,8 +128,10 @@ void BindSession(py::module_& m) {
 
   py::class_<PySession>(m, "Session")
       .def(py::init([](int scheduler_threads, int cpu_compute_streams, int max_calls_in_flight,
-                       double shutdown_timeout_s, std::uint64_t seed) {
+                       double shutdown_timeout_s, std::uint64_t seed, int cpu_devices, int gpu_devices) {
              SessionOptions options;
+             options.cpu_devices = cpu_devices;
+             options.gpu_devices = gpu_devices;
              options.scheduler_threads = scheduler_threads;
              options.cpu_compute_streams = cpu_compute_streams;
              options.max_calls_in_flight = max_calls_in_flight;
@@ -128,7 +140,19 @@ void BindSession(py::module_& m) {
              return std::make_unique<PySession>(options);
            }),
            py::arg("scheduler_threads") = 0, py::arg("cpu_compute_streams") = 1, py::arg("max_calls_in_flight") = 128,
-           py::arg("shutdown_timeout_s") = 30.0, py::arg("seed") = 0)
+           py::arg("shutdown_timeout_s") = 30.0, py::arg("seed") = 0, py::arg("cpu_devices") = 1,
+           py::arg("gpu_devices") = 0)
+      .def("resource",
+           [](PySession& self) {
+             const Resource r = self.Get().GetResource();
+             py::dict d;
+             d["machine_num"] = r.machines;
+             d["cpu_device_num"] = r.cpu_devices;
+             d["gpu_device_num"] = r.gpu_devices;
+             d["threads_per_device"] = r.threads_per_device;
+             d["scheduler_threads"] = r.scheduler_threads;
+             return d;
+           })
       .def("close", &PySession::Close)
       .def("start_profiling", [](PySession& self) { self.Get().StartProfiling(); })
       .def("stop_profiling", [](PySession& self) { return self.Get().StopProfiling(); })
@@ -141,7 +165,7 @@ void BindSession(py::module_& m) {
                py::gil_scoped_release nogil;
                outputs = self.Get().Call(job, std::move(tensors));
              }
-             return ToList(outputs.Tensors());
+             return ToList(outputs);
            },
            py::arg("job"), py::arg("inputs"))
       // Async: the inputs are copied, so the caller may reuse its arrays at once. The callback gets
@@ -152,7 +176,7 @@ void BindSession(py::module_& m) {
              Session::Callback done = [callable = PyCallable(std::move(callback))](CallResult result) {
                py::gil_scoped_acquire gil;
                if (result.Ok()) {
-                 callable.Object()(ToList(result.outputs.Tensors()), py::none());
+                 callable.Object()(ToList(result.outputs), py::none());
                } else {
                  callable.Object()(py::none(), ExceptionObject(result.error));
                }

@@ -1,0 +1,61 @@
+#pragma once
+// Collectives over the pieces of one logical blob that several devices hold. One collective actor
+// per process owns the pieces of every local device and issues one call for all of them, so every
+// device takes part in the collectives in the plan's order (the planner chains them with control
+// edges: the rule that keeps NCCL and Gloo from deadlocking). Backends: in-process shared memory
+// here; Gloo between processes and NCCL between GPUs implement the same interface.
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "common/tensor_meta.hpp"
+
+namespace weir::internal {
+
+enum class ReduceOp : std::uint8_t { kSum, kMean };
+
+/// Where piece `rank` of `extent` elements split `ranks` ways begins: as evenly as possible, the
+/// first `extent % ranks` pieces one element longer (OneFlow's balanced split).
+inline std::int64_t SplitBegin(std::int64_t extent, int ranks, int rank) {
+  const std::int64_t base = extent / ranks;
+  const std::int64_t longer = extent % ranks;
+  return base * rank + std::min<std::int64_t>(rank, longer);
+}
+
+/// The shape of piece `rank` of `logical` split `ranks` ways along `axis`.
+Shape SplitShape(const Shape& logical, int axis, int ranks, int rank);
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  /// "in_process", later "gloo" or "nccl".
+  virtual std::string_view Backend() const = 0;
+  /// Devices taking part.
+  virtual int Size() const = 0;
+
+  // Every method takes one view per device in rank order. Outputs may alias each other (devices
+  // sharing memory read one buffer) or their own rank's input.
+
+  /// outputs[r] = op over every inputs[k] (all of one shape and dtype).
+  virtual void AllReduce(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs, ReduceOp op) = 0;
+  /// outputs[r] = piece r (split along `axis`) of op over every inputs[k].
+  virtual void ReduceScatter(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs, int axis,
+                             ReduceOp op) = 0;
+  /// outputs[r] = the concatenation of every inputs[k] along `axis`.
+  virtual void AllGather(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs, int axis) = 0;
+  /// inputs[k] are the pieces of one logical tensor split along `in_axis`; outputs[r] become its
+  /// pieces split along `out_axis`.
+  virtual void AllToAll(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs, int in_axis,
+                        int out_axis) = 0;
+  /// outputs[r] = inputs[root] (the other inputs are not read).
+  virtual void Broadcast(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs, int root) = 0;
+  /// Point to point: the piece of rank `from` to rank `to`.
+  virtual void SendRecv(const ConstTensorView& input, int from, const TensorView& output, int to) = 0;
+};
+
+/// The shared-memory backend between the devices of this process: every collective reads the
+/// pieces where they are and writes the results once (no staging copies beyond the reduction).
+/// Reductions are split over the intra-op pool.
+std::unique_ptr<Communicator> MakeInProcessCommunicator(int devices);
+
+}  // namespace weir::internal

@@ -1,0 +1,328 @@
+// Several CPU devices in one session: placement, the mirrored view (data parallelism with averaged
+// gradients), pipeline stages on different devices, and the errors a bad placement or a wrong
+// number of per-device inputs gives.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cmath>
+#include <future>
+#include <random>
+#include <thread>
+
+#include "graph/planner.hpp"
+#include "weir/optimizers.hpp"
+#include "weir/weir.hpp"
+
+using namespace weir;
+
+namespace {
+
+constexpr std::int64_t kFeatures = 12;
+constexpr std::int64_t kClasses = 4;
+
+Tensor RandomImages(Shape shape, std::uint32_t seed) {
+  Tensor t(std::move(shape), DType::kF32);
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  for (std::int64_t i = 0; i < t.NumElements(); ++i) t.Data<float>()[i] = dist(gen);
+  return t;
+}
+
+Tensor RandomLabels(std::int64_t n, std::uint32_t seed) {
+  Tensor t(Shape{n}, DType::kI32);
+  std::mt19937 gen(seed);
+  for (std::int64_t i = 0; i < n; ++i) t.Data<std::int32_t>()[i] = static_cast<std::int32_t>(gen() % kClasses);
+  return t;
+}
+
+// Rows [begin, end) of a tensor (its first axis).
+Tensor Rows(const Tensor& t, std::int64_t begin, std::int64_t end) {
+  std::vector<std::int64_t> dims = t.GetShape().Dims();
+  const std::int64_t row = t.NumElements() / dims[0] * static_cast<std::int64_t>(SizeOf(t.GetDType()));
+  dims[0] = end - begin;
+  Tensor out(Shape(dims), t.GetDType());
+  std::memcpy(out.RawData(), static_cast<const std::byte*>(t.RawData()) + begin * row,
+              static_cast<std::size_t>((end - begin) * row));
+  return out;
+}
+
+enum class Model { kMlp, kConv };
+
+// The seeds' MLP shape in small, or a LeNet-like conv net; `batch` is the batch each replica sees.
+Job TrainJob(const std::string& name, Model model, std::int64_t batch, LogicalView view, const Optimizer& optimizer) {
+  JobConfig config;
+  config.view = view;
+  JobBuilder builder(name, JobType::kTrain, config);
+  const Initializer init = TruncatedNormalInitializer(0, 0.3);
+  Blob features;
+  if (model == Model::kMlp) {
+    features = builder.Placeholder("images", Shape{batch, kFeatures});
+  } else {
+    Blob images = builder.Placeholder("images", Shape{batch, 1, 8, 8});
+    Blob conv = Conv2DLayer(images, 4, {.kernel_size = {3, 3}, .padding = SamePadding(),
+                                        .activation = Activation::kRelu, .kernel_initializer = init, .name = "conv"});
+    features = Flatten(MaxPool2D(conv));
+  }
+  Blob labels = builder.Placeholder("labels", Shape{batch}, DType::kI32);
+  Blob hidden = Dense(features, 16, {.activation = Activation::kRelu, .kernel_initializer = init, .name = "hidden"});
+  Blob logits = Dense(hidden, kClasses, {.kernel_initializer = init, .name = "output"});
+  Blob loss = SparseSoftmaxCrossEntropy(labels, logits, "loss");
+  builder.Minimize(optimizer, loss);
+  builder.Output("loss", loss);
+  return builder.Build();
+}
+
+Shape ImageShape(Model model, std::int64_t batch) {
+  return model == Model::kMlp ? Shape{batch, kFeatures} : Shape{batch, 1, 8, 8};
+}
+
+// Trains `steps` steps of the whole batch on one device, and the same batches split over `devices`
+// mirrored devices; returns both sessions' variables.
+std::pair<std::map<std::string, Tensor>, std::map<std::string, Tensor>> TrainBoth(Model model, int devices,
+                                                                                 std::int64_t batch,
+                                                                                 const Optimizer& optimizer, int steps) {
+  Session one;
+  Session many({.cpu_devices = devices});
+  const Job whole = TrainJob("train", model, batch, LogicalView::kConsistent, optimizer);
+  const Job mirrored = TrainJob("train", model, batch / devices, LogicalView::kMirrored, optimizer);
+  for (int step = 0; step < steps; ++step) {
+    const Tensor images = RandomImages(ImageShape(model, batch), 100 + static_cast<std::uint32_t>(step));
+    const Tensor labels = RandomLabels(batch, 200 + static_cast<std::uint32_t>(step));
+    const Outputs expected = one.Call(whole, {images, labels});
+    std::vector<Tensor> inputs;
+    const std::int64_t per = batch / devices;
+    for (int d = 0; d < devices; ++d) inputs.push_back(Rows(images, d * per, (d + 1) * per));
+    for (int d = 0; d < devices; ++d) inputs.push_back(Rows(labels, d * per, (d + 1) * per));
+    const Outputs got = many.Call(mirrored, inputs);
+    // Per-device losses, concatenated, are the whole batch's losses.
+    REQUIRE(got.Pieces("loss").size() == static_cast<std::size_t>(devices));
+    CHECK(got.Pieces("loss")[1].GetShape() == Shape{per});
+    const std::vector<float> a = expected["loss"].ToVector<float>();
+    const std::vector<float> b = got["loss"].ToVector<float>();
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) CHECK(b[i] == doctest::Approx(a[i]).epsilon(1e-4));
+  }
+  return {one.GetVariables(), many.GetVariables()};
+}
+
+void CheckSameVariables(const std::map<std::string, Tensor>& a, const std::map<std::string, Tensor>& b) {
+  REQUIRE(a.size() == b.size());
+  for (const auto& [name, value] : a) {
+    CAPTURE(name);
+    REQUIRE(b.count(name) == 1);
+    if (value.GetDType() != DType::kF32) {
+      CHECK(b.at(name).ToVector<std::int64_t>() == value.ToVector<std::int64_t>());
+      continue;
+    }
+    const std::vector<float> x = value.ToVector<float>();
+    const std::vector<float> y = b.at(name).ToVector<float>();
+    for (std::size_t i = 0; i < x.size(); ++i) CHECK(y[i] == doctest::Approx(x[i]).epsilon(1e-4).scale(1e-3));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("placements parse OneFlow's machine:device ids and refuse malformed ones, naming them") {
+  const Placement two("cpu", {"0:0-1"});
+  CHECK(two.Devices() == std::vector<DeviceId>{{0, 0}, {0, 1}});
+  CHECK(two.ToString() == R"(cpu "0:0-1")");
+  CHECK(Placement("gpu", {"0:3", "1:0-2"}).Devices().size() == 4);
+  CHECK_THROWS_WITH_AS(Placement("tpu", {"0:0"}), R"([placement] argument 'device_tag' must be "cpu" or "gpu", got "tpu")",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(Placement("cpu", {"0:1-0"}),
+                       R"([placement] machine_device_ids entries look like "0:0" or "0:0-3", got "0:1-0")",
+                       std::invalid_argument);
+  CHECK_THROWS_AS(Placement("cpu", {"0"}), std::invalid_argument);
+  CHECK_THROWS_AS(Placement("cpu", {"a:0"}), std::invalid_argument);
+  CHECK_THROWS_AS(Placement("cpu", {}), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(Placement("cpu", {"0:0-1", "0:1"}), "[placement] device 0:1 is named twice in 0:0-1, 0:1",
+                       std::invalid_argument);
+}
+
+TEST_CASE("a session reports its devices; GPU requests become CPU devices without CUDA kernels") {
+  Session session({.cpu_devices = 2});
+  const Resource resource = session.GetResource();
+  CHECK(resource.cpu_devices == 2);
+  CHECK(resource.machines == 1);
+  CHECK(resource.threads_per_device == std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / 2));
+  CHECK(resource.scheduler_threads >= 2);
+  Session gpus({.gpu_devices = 3});
+  CHECK(gpus.GetResource().cpu_devices == 3);
+  CHECK(gpus.GetResource().gpu_devices == 0);
+  CHECK_THROWS_WITH_AS(Session({.cpu_devices = 0}), "[SessionOptions] cpu_devices must be at least 1, got 0",
+                       std::invalid_argument);
+}
+
+TEST_CASE("mirrored MLP training on 2 and 3 devices ends with the variables of one device on the whole batch") {
+  SUBCASE("SGD, 2 devices") {
+    auto [one, many] = TrainBoth(Model::kMlp, 2, 12, Sgd(PiecewiseConstantScheduler({}, {0.5}), 0.0), 4);
+    CheckSameVariables(one, many);
+  }
+  SUBCASE("momentum, 3 devices") {
+    auto [one, many] = TrainBoth(Model::kMlp, 3, 12, Sgd(PiecewiseConstantScheduler({}, {0.2}), 0.9), 4);
+    CheckSameVariables(one, many);
+  }
+  SUBCASE("Adam, 2 devices") {
+    auto [one, many] = TrainBoth(Model::kMlp, 2, 8, Adam(PiecewiseConstantScheduler({}, {0.01})), 4);
+    CheckSameVariables(one, many);
+  }
+}
+
+TEST_CASE("mirrored conv-net training on 2 and 3 devices ends with the variables of one device") {
+  for (int devices : {2, 3}) {
+    CAPTURE(devices);
+    auto [one, many] = TrainBoth(Model::kConv, devices, 6, Sgd(PiecewiseConstantScheduler({}, {0.3}), 0.0), 3);
+    CheckSameVariables(one, many);
+  }
+}
+
+TEST_CASE("a mirrored train plan has one replica per device and one all-reduce per gradient, chained in order") {
+  Session session({.cpu_devices = 2});
+  const Job job = TrainJob("dp", Model::kMlp, 4, LogicalView::kMirrored, Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.0));
+  const std::string dot = session.PlanDot(job);
+  CHECK(dot.find("all_reduce(") != std::string::npos);
+  CHECK(dot.find("cpu:1") != std::string::npos);
+  CHECK(dot.find("cpu:0-1") != std::string::npos);  // the collective actor spans the devices
+
+  const auto plan = internal::CompilePlan(job.Graph(), {.devices = 2, .threads_per_device = 1});
+  int reductions = 0;
+  int updates = 0;
+  int chain_edges = 0;
+  for (const internal::TaskDesc& task : plan->tasks) {
+    if (task.op_type == "all_reduce") ++reductions;
+    if (task.op_type == "sgd_update") ++updates;
+  }
+  for (const internal::RegisterDesc& reg : plan->registers) {
+    if (reg.name.starts_with("ctrl:all_reduce(")) ++chain_edges;
+  }
+  CHECK(reductions == 4);    // hidden and output weight and bias
+  CHECK(updates == 4);       // each variable is updated once, not per device
+  CHECK(chain_edges == 3);   // one deterministic order of collectives
+  CHECK(plan->input_pieces == std::vector<int>{2, 2});
+  CHECK(plan->output_pieces == std::vector<int>{2});
+}
+
+TEST_CASE("two stages on two devices (pipeline) compute what one device computes, and overlap across calls") {
+  auto build = [](bool staged) {
+    JobBuilder builder("pipeline", JobType::kTrain);
+    const Initializer init = TruncatedNormalInitializer(0, 0.3);
+    Blob images = builder.Placeholder("images", Shape{8, kFeatures});
+    Blob labels = builder.Placeholder("labels", Shape{8}, DType::kI32);
+    Blob hidden;
+    {
+      std::optional<ScopedPlacement> stage;
+      if (staged) stage.emplace(builder, Placement("cpu", {"0:0"}));
+      hidden = Dense(images, 16, {.activation = Activation::kRelu, .kernel_initializer = init, .name = "hidden"});
+    }
+    std::optional<ScopedPlacement> stage;
+    if (staged) stage.emplace(builder, Placement("cpu", {"0:1"}));
+    Blob logits = Dense(hidden, kClasses, {.kernel_initializer = init, .name = "output"});
+    Blob loss = SparseSoftmaxCrossEntropy(labels, logits, "loss");
+    builder.Minimize(Sgd(PiecewiseConstantScheduler({}, {0.3}), 0.0), loss);
+    builder.Output("loss", loss);
+    return builder.Build();
+  };
+  Session one;
+  Session two({.cpu_devices = 2});
+  const Job plain = build(false);
+  const Job staged = build(true);
+  for (int step = 0; step < 4; ++step) {
+    const std::vector<Tensor> inputs{RandomImages({8, kFeatures}, 7 + static_cast<std::uint32_t>(step)),
+                                     RandomLabels(8, 9 + static_cast<std::uint32_t>(step))};
+    const std::vector<float> a = one.Call(plain, inputs)["loss"].ToVector<float>();
+    const std::vector<float> b = two.Call(staged, inputs)["loss"].ToVector<float>();
+    for (std::size_t i = 0; i < a.size(); ++i) CHECK(b[i] == doctest::Approx(a[i]).epsilon(1e-5));
+  }
+  CheckSameVariables(one.GetVariables(), two.GetVariables());
+
+  const auto plan = internal::CompilePlan(staged.Graph(), {.devices = 2});
+  bool hidden_on_0 = false;
+  bool output_on_1 = false;
+  for (const internal::TaskDesc& task : plan->tasks) {
+    const int device = plan->streams[static_cast<std::size_t>(task.stream)].device.index;
+    if (task.name.starts_with("hidden") && task.kind == internal::TaskKind::kKernel) hidden_on_0 = hidden_on_0 || device == 0;
+    if (task.name.starts_with("output") && task.kind == internal::TaskKind::kKernel) output_on_1 = output_on_1 || device == 1;
+  }
+  CHECK(hidden_on_0);
+  CHECK(output_on_1);
+  // The activations cross the stage boundary in two slots, so stage 0 runs ahead by one call.
+  bool boundary = false;
+  for (const internal::RegisterDesc& reg : plan->registers) {
+    if (reg.name.starts_with("hidden") && reg.name.ends_with("/out") && reg.register_num == 2) boundary = true;
+  }
+  CHECK(boundary);
+}
+
+TEST_CASE("a placement beyond the session's devices fails that job's compile, naming it; the session stays usable") {
+  Session session({.cpu_devices = 2});
+  auto job_on = [](const std::string& name, const std::string& ids) {
+    JobBuilder builder(name);
+    Blob x = builder.Placeholder("x", Shape{2});
+    ScopedPlacement place(builder, Placement("cpu", {ids}));
+    builder.Output("y", ScalarMul(x, 2.0));
+    return builder.Build();
+  };
+  const Tensor x = Tensor::FromVector<float>(Shape{2}, {1, 2});
+  CHECK_THROWS_WITH_AS(
+      session.Call(job_on("far", "0:5"), {x}),
+      doctest::Contains(R"(op 'scalar_0' is placed on cpu "0:5", but the session has one machine (0) with 2 devices (0:0-1))"),
+      std::invalid_argument);
+  CHECK_THROWS_WITH_AS(session.Call(job_on("remote", "1:0"), {x}), doctest::Contains(R"(placed on cpu "1:0")"),
+                       std::invalid_argument);
+  CHECK(session.Call(job_on("near", "0:1"), {x})["y"].ToVector<float>() == std::vector<float>{2, 4});
+  CHECK_THROWS_AS(JobBuilder("pop").PopPlacement(), std::logic_error);
+}
+
+TEST_CASE("a mirrored job given the wrong number of per-device inputs names the counts; nothing runs") {
+  Session session({.cpu_devices = 2});
+  JobConfig config;
+  config.view = LogicalView::kMirrored;
+  JobBuilder builder("mirrored_double", JobType::kPredict, config);
+  Blob x = builder.Placeholder("x", Shape{2});
+  builder.Output("y", ScalarMul(x, 2.0));
+  const Job job = builder.Build();
+  const Tensor a = Tensor::FromVector<float>(Shape{2}, {1, 2});
+  const Tensor b = Tensor::FromVector<float>(Shape{2}, {3, 4});
+  CHECK_THROWS_WITH_AS(session.Call(job, {a}),
+                       "[job 'mirrored_double'] expects 2 inputs, one per device of each mirrored placeholder (2 x x: "
+                       "x: f32(2)), got 1",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(session.Call(job, {a, Tensor::FromVector<float>(Shape{3}, {1, 2, 3})}),
+                       "[job 'mirrored_double'] input 'x[1]': expected shape (2), got (3)", std::invalid_argument);
+  const Outputs out = session.Call(job, {a, b});
+  CHECK(out["y"].ToVector<float>() == std::vector<float>{2, 4, 6, 8});
+  const std::vector<Tensor> pieces = out.Pieces("y");
+  REQUIRE(pieces.size() == 2);
+  CHECK(pieces[1].ToVector<float>() == std::vector<float>{6, 8});
+}
+
+TEST_CASE("two mirrored train jobs with collectives, called alternately and asynchronously, never deadlock") {
+  Session session({.cpu_devices = 2});
+  auto job = [](const std::string& name, const std::string& prefix) {
+    JobConfig config;
+    config.view = LogicalView::kMirrored;
+    JobBuilder builder(name, JobType::kTrain, config);
+    Blob x = builder.Placeholder("x", Shape{4, kFeatures});
+    Blob labels = builder.Placeholder("labels", Shape{4}, DType::kI32);
+    Blob logits = Dense(x, kClasses, {.kernel_initializer = TruncatedNormalInitializer(0, 0.1), .name = prefix});
+    Blob loss = SparseSoftmaxCrossEntropy(labels, logits);
+    builder.Minimize(Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.0), loss);
+    builder.Output("loss", loss);
+    return builder.Build();
+  };
+  const Job a = job("job_a", "a");
+  const Job b = job("job_b", "b");
+  const std::vector<Tensor> inputs{RandomImages({4, kFeatures}, 1), RandomImages({4, kFeatures}, 2), RandomLabels(4, 3),
+                                   RandomLabels(4, 4)};
+  std::atomic<int> done{0};
+  auto all_done = std::make_shared<std::promise<void>>();
+  constexpr int kCalls = 200;
+  for (int i = 0; i < kCalls; ++i) {
+    session.CallAsync(i % 2 == 0 ? a : b, inputs, [&done, all_done](CallResult result) {
+      result.ThrowIfError();
+      if (done.fetch_add(1) + 1 == kCalls) all_done->set_value();
+    });
+  }
+  REQUIRE(all_done->get_future().wait_for(std::chrono::seconds(60)) == std::future_status::ready);
+  session.Sync();
+}

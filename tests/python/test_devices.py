@@ -1,0 +1,134 @@
+"""Several CPU devices from Python: flow.config.cpu_device_num, placement scopes, the mirrored view
+with one array per device (training like one device on the whole batch), pipeline stages, and
+the errors a bad placement or a wrong list length give."""
+
+import numpy as np
+import pytest
+
+import weir as flow
+import weir.typing as tp
+
+BATCH = 12
+FEATURES = 10
+
+
+def _data(step, batch=BATCH):
+    rng = np.random.default_rng(step)
+    return rng.uniform(-1, 1, (batch, FEATURES)).astype(np.float32), rng.integers(0, 4, batch).astype(np.int32)
+
+
+def _mlp(images, labels):
+    init = flow.truncated_normal(0.3)
+    hidden = flow.layers.dense(images, 16, activation=flow.nn.relu, kernel_initializer=init, name="hidden")
+    logits = flow.layers.dense(hidden, 4, kernel_initializer=init, name="output")
+    loss = flow.nn.sparse_softmax_cross_entropy_with_logits(labels, logits, name="loss")
+    flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.5]), momentum=0.9).minimize(loss)
+    return loss
+
+
+def _train_one_device(steps):
+    @flow.global_function(type="train")
+    def train(images: tp.Numpy.Placeholder((BATCH, FEATURES)),
+              labels: tp.Numpy.Placeholder((BATCH,), dtype=flow.int32)) -> tp.Numpy:
+        return _mlp(images, labels)
+
+    losses = [train(*_data(step)) for step in range(steps)]
+    return losses, {name: var.numpy() for name, var in flow.get_all_variables().items()}
+
+
+def test_mirrored_training_on_two_devices_matches_one_device_on_the_whole_batch():
+    losses, expected = _train_one_device(3)
+    flow.clear_default_session()
+
+    flow.config.cpu_device_num(2)
+    config = flow.FunctionConfig()
+    config.default_logical_view(flow.scope.mirrored_view())
+
+    @flow.global_function(type="train", function_config=config)
+    def train(images: tp.ListNumpy.Placeholder((BATCH // 2, FEATURES)),
+              labels: tp.ListNumpy.Placeholder((BATCH // 2,), dtype=flow.int32)) -> tp.ListNumpy:
+        return _mlp(images, labels)
+
+    for step in range(3):
+        images, labels = _data(step)
+        loss = train([images[:6], images[6:]], [labels[:6], labels[6:]])
+        assert isinstance(loss, list) and len(loss) == 2 and loss[0].shape == (6,)
+        np.testing.assert_allclose(np.concatenate(loss), losses[step], rtol=1e-5)
+    got = {name: var.numpy() for name, var in flow.get_all_variables().items()}
+    assert sorted(got) == sorted(expected)
+    for name in expected:
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-4, atol=1e-6, err_msg=name)
+    assert flow.current_resource()["cpu_device_num"] == 2
+    dot = flow.plan_dot(train)
+    assert "cpu:1" in dot and "all_reduce(" in dot
+
+
+def test_a_list_of_the_wrong_length_names_the_argument_and_the_counts():
+    flow.config.cpu_device_num(2)
+    config = flow.FunctionConfig()
+    config.default_logical_view(flow.scope.mirrored_view())
+
+    @flow.global_function(function_config=config)
+    def double(x: tp.ListNumpy.Placeholder((3,))) -> tp.ListNumpy:
+        return x * 2
+
+    x = np.ones(3, np.float32)
+    with pytest.raises(ValueError, match=r"double\(\): argument 'x' must be a list of 2 entries \(one per device of the session\), got 3"):
+        double([x, x, x])
+    out = double([x, x + 1])
+    np.testing.assert_allclose(out[1], np.full(3, 4.0))
+
+
+def test_a_placement_beyond_the_session_is_a_clear_error():
+    flow.config.cpu_device_num(2)
+
+    @flow.global_function()
+    def far(x: tp.Numpy.Placeholder((2,))) -> tp.Numpy:
+        with flow.scope.placement("cpu", "0:5"):
+            return x * 2
+
+    with pytest.raises(ValueError, match=r'placed on cpu "0:5", but the session has one machine \(0\) with 2 devices'):
+        far(np.ones(2, np.float32))
+
+
+def test_placement_scopes_nest_and_place_ops_on_their_devices():
+    flow.config.cpu_device_num(3)
+
+    @flow.global_function()
+    def nested(x: tp.Numpy.Placeholder((2,))) -> tp.Numpy:
+        with flow.scope.placement("cpu", "0:1"):
+            y = x * 2
+            with flow.scope.placement("cpu", ["0:2"]):
+                z = y + 1
+            return z * 3
+
+    np.testing.assert_allclose(nested(np.ones(2, np.float32)), [9, 9])
+    dot = flow.plan_dot(nested)
+    assert "cpu:1" in dot and "cpu:2" in dot
+
+
+def test_two_placement_stages_compute_what_one_device_computes():
+    losses, expected = _train_one_device(3)
+    flow.clear_default_session()
+    flow.config.gpu_device_num(2)  # no CUDA kernels: two CPU devices
+
+    @flow.global_function(type="train")
+    def train(images: tp.Numpy.Placeholder((BATCH, FEATURES)),
+              labels: tp.Numpy.Placeholder((BATCH,), dtype=flow.int32)) -> tp.Numpy:
+        init = flow.truncated_normal(0.3)
+        with flow.scope.placement("gpu", "0:0"):
+            hidden = flow.layers.dense(images, 16, activation=flow.nn.relu, kernel_initializer=init, name="hidden")
+        with flow.scope.placement("gpu", "0:1"):
+            logits = flow.layers.dense(hidden, 4, kernel_initializer=init, name="output")
+            loss = flow.nn.sparse_softmax_cross_entropy_with_logits(labels, logits, name="loss")
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.5]), momentum=0.9).minimize(loss)
+        return loss
+
+    for step in range(3):
+        np.testing.assert_allclose(train(*_data(step)), losses[step], rtol=1e-5)
+    got = {name: var.numpy() for name, var in flow.get_all_variables().items()}
+    for name in expected:
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-4, atol=1e-6, err_msg=name)
+    assert flow.current_resource()["cpu_device_num"] == 2
+    dot = flow.plan_dot(train)
+    assert "cpu:0" in dot and "cpu:1" in dot
