@@ -14,6 +14,7 @@ struct ActorProfile {
   std::string name;     ///< the op's name (or the placeholder's, "source_tick", "sink")
   std::string kind;     ///< "kernel", "input", "variable", "sink" or "source_tick"
   std::string op_type;  ///< the op's type for kernels ("conv2d"), else empty
+  std::string device;   ///< where it runs: "cpu:0", or "cpu:0-1" for a collective actor
   std::int64_t firings = 0;
   double busy_seconds = 0;
 };
@@ -40,7 +41,8 @@ struct Profile {
 
   /// A table per job: calls, mean latency, busy time per call, and the rest of a call's latency
   /// (runtime overhead and waiting when calls run one at a time), then one line per actor with its
-  /// share of the busy time. `max_actors` lines at most per job (0: all).
+  /// share of the busy time. Jobs on several devices also get each device's busy time a call.
+  /// `max_actors` lines at most per job (0: all).
   std::string Format(std::size_t max_actors = 25) const;
 };
 

@@ -15,6 +15,11 @@ std::string_view Name(TaskKind kind) {
   return "?";
 }
 
+std::string Plan::DeviceName(const TaskDesc& task) const {
+  const StreamId& stream = streams[static_cast<std::size_t>(task.stream)];
+  return stream.kind == StreamKind::kCollective ? fmt::format("cpu:0-{}", devices - 1) : stream.device.ToString();
+}
+
 std::size_t Plan::RegisterBytes() const {
   std::size_t bytes = 0;
   for (const RegisterDesc& reg : registers) bytes += reg.slot_bytes * static_cast<std::size_t>(reg.register_num);
@@ -43,9 +48,7 @@ std::string Plan::ToDot() const {
     for (const TaskDesc& task : tasks) {
       if (task.stream != static_cast<int>(s)) continue;
       const std::string detail = task.kind == TaskKind::kKernel ? task.op_type : std::string(Name(task.kind));
-      const std::string device = streams[s].kind == StreamKind::kCollective
-                                     ? fmt::format("cpu:0-{}", devices - 1)
-                                     : streams[s].device.ToString();
+      const std::string device = DeviceName(task);
       dot += fmt::format("    t{} [label=\"{}\\n{}\\n{}\"{}];\n", task.id, Escape(task.name), Escape(detail), device,
                          task.kind == TaskKind::kKernel ? "" : ", style=rounded");
     }

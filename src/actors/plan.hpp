@@ -53,6 +53,8 @@ struct TaskDesc {
   KernelFactory kernel_factory = nullptr;
   // Input tasks: which call input to copy. Sink: output i is consumed[input_slots[i]].
   int input_index = -1;
+  /// Input tasks: where this piece starts in the call input (a consistent input split along axis 0).
+  std::size_t input_offset = 0;
   /// Threads the kernel may split its work over (its device's share of the cores); 0: every core.
   int intra_op_threads = 0;
 };
@@ -69,9 +71,13 @@ struct Plan {
   /// call's inputs are every placeholder's pieces, placeholder after placeholder.
   std::vector<int> input_pieces;
   /// Pieces of each output: the sink writes them one after the other (concatenated along axis 0).
+  /// Output metas are a mirrored job's per-device metas, a consistent job's logical ones.
   std::vector<int> output_pieces;
   /// Devices of the session the plan was compiled for.
   int devices = 1;
+  /// A mirrored job: outputs of several pieces are per-device results (Outputs::Pieces); in a
+  /// consistent job they are the slices of one logical result.
+  bool mirrored = false;
   /// Things the user should know about how the job was placed; the session prints them once.
   std::vector<std::string> notices;
   /// Variables this plan reads (and the subset it writes), for the session's cross-job ordering.
@@ -83,6 +89,8 @@ struct Plan {
   /// Attrs of the kernels the planner fused (graph/fusion.hpp); a deque, so tasks' pointers stay put.
   std::deque<std::any> fused_attrs;
 
+  /// Where `task` runs: "cpu:1", or "cpu:0-1" for a collective actor spanning the devices.
+  std::string DeviceName(const TaskDesc& task) const;
   /// Bytes of register memory the plan needs (every slot of every register).
   std::size_t RegisterBytes() const;
   /// Graphviz dot: one node per actor (grouped by stream, labelled with its device), one edge per

@@ -416,6 +416,7 @@ JobProfile JobRuntime::Profile() const {
     actor.name = desc.name;
     actor.kind = std::string(Name(desc.kind));
     if (desc.kind == TaskKind::kKernel) actor.op_type = desc.op_type;
+    actor.device = impl_->plan->DeviceName(desc);
     actor.firings = task->Counters().firings.load(std::memory_order_relaxed);
     actor.busy_seconds = static_cast<double>(task->Counters().busy_nanos.load(std::memory_order_relaxed)) * 1e-9;
     profile.actors.push_back(std::move(actor));

@@ -85,7 +85,8 @@ bool Task::Work(CallRecord*& call) {
       // it completes (registers.hpp).
       RegisterSlot& out = store_.Slot(desc_.produced[0], protocol_.ProducedSlot(0));
       out.data = failed ? nullptr
-                        : static_cast<std::byte*>(call->inputs[static_cast<std::size_t>(desc_.input_index)].RawData());
+                        : static_cast<std::byte*>(call->inputs[static_cast<std::size_t>(desc_.input_index)].RawData()) +
+                              desc_.input_offset;
       break;
     }
     case TaskKind::kKernel:
@@ -115,17 +116,24 @@ bool Task::Work(CallRecord*& call) {
           call->outputs.reserve(plan.output_pieces.size());
           std::size_t i = 0;
           for (int pieces : plan.output_pieces) {
-            const TensorMeta& meta = desc_.input_metas[i];
-            std::vector<std::int64_t> dims = meta.shape.Dims();
+            // The pieces' first dimensions add up (uneven splits too); scalars per device make a vector.
+            std::vector<std::int64_t> dims = desc_.input_metas[i].shape.Dims();
             if (pieces > 1) {
-              if (dims.empty()) dims.push_back(1);  // scalars per device make a vector
-              dims[0] *= pieces;
+              if (dims.empty()) dims.push_back(0);
+              else dims[0] = 0;
+              for (int p = 0; p < pieces; ++p) {
+                const Shape& piece = desc_.input_metas[i + static_cast<std::size_t>(p)].shape;
+                dims[0] += piece.Rank() == 0 ? 1 : piece[0];
+              }
             }
-            Tensor output(Shape(dims), meta.dtype);
+            Tensor output(Shape(dims), desc_.input_metas[i].dtype);
+            std::size_t offset = 0;
             for (int p = 0; p < pieces; ++p, ++i) {
               const std::size_t k = static_cast<std::size_t>(desc_.input_slots[i]);
-              std::memcpy(static_cast<std::byte*>(output.RawData()) + static_cast<std::size_t>(p) * meta.NumBytes(),
-                          store_.Slot(desc_.consumed[k], protocol_.ConsumedSlot(k)).data, meta.NumBytes());
+              const std::size_t bytes = desc_.input_metas[i].NumBytes();
+              std::memcpy(static_cast<std::byte*>(output.RawData()) + offset,
+                          store_.Slot(desc_.consumed[k], protocol_.ConsumedSlot(k)).data, bytes);
+              offset += bytes;
             }
             call->outputs.push_back(std::move(output));
           }

@@ -33,6 +33,20 @@ std::string Profile::Format(std::size_t max_actors) const {
     } else {
       out += "\n";
     }
+    // Busy time per device, in order of first appearance: shows whether the devices share the work.
+    std::vector<std::pair<std::string, double>> devices;
+    for (const ActorProfile& actor : job.actors) {
+      auto it = std::find_if(devices.begin(), devices.end(), [&](const auto& d) { return d.first == actor.device; });
+      if (it == devices.end()) it = devices.insert(devices.end(), {actor.device, 0.0});
+      it->second += actor.busy_seconds;
+    }
+    if (devices.size() > 1 && job.calls > 0) {
+      out += "  busy by device, ms a call:";
+      for (const auto& [device, seconds] : devices) {
+        out += fmt::format(" {} {:.3f}", device, seconds * 1e3 / static_cast<double>(job.calls));
+      }
+      out += "\n";
+    }
     std::vector<const ActorProfile*> order;
     for (const ActorProfile& actor : job.actors) {
       if (actor.firings > 0) order.push_back(&actor);
@@ -40,13 +54,13 @@ std::string Profile::Format(std::size_t max_actors) const {
     std::stable_sort(order.begin(), order.end(), [](const ActorProfile* a, const ActorProfile* b) {
       return a->busy_seconds > b->busy_seconds;
     });
-    out += fmt::format("  {:<40} {:<11} {:<34} {:>8} {:>10} {:>11} {:>7}\n", "actor", "kind", "op type", "firings",
-                       "total ms", "a firing us", "share");
+    out += fmt::format("  {:<40} {:<8} {:<11} {:<34} {:>8} {:>10} {:>11} {:>7}\n", "actor", "device", "kind", "op type",
+                       "firings", "total ms", "a firing us", "share");
     const std::size_t shown = max_actors == 0 ? order.size() : std::min(order.size(), max_actors);
     for (std::size_t i = 0; i < shown; ++i) {
       const ActorProfile& actor = *order[i];
-      out += fmt::format("  {:<40} {:<11} {:<34} {:>8} {:>10.3f} {:>11.1f} {:>6.1f}%\n", actor.name, actor.kind,
-                         actor.op_type, actor.firings, actor.busy_seconds * 1e3,
+      out += fmt::format("  {:<40} {:<8} {:<11} {:<34} {:>8} {:>10.3f} {:>11.1f} {:>6.1f}%\n", actor.name, actor.device,
+                         actor.kind, actor.op_type, actor.firings, actor.busy_seconds * 1e3,
                          actor.busy_seconds * 1e6 / static_cast<double>(actor.firings),
                          busy > 0 ? 100 * actor.busy_seconds / busy : 0.0);
     }

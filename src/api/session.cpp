@@ -393,7 +393,8 @@ class SessionImpl {
     }
     auto output_shape = std::make_shared<OutputShape>();
     output_shape->names = std::make_shared<const std::vector<std::string>>(job.OutputNames());
-    if (std::any_of(plan->output_pieces.begin(), plan->output_pieces.end(), [](int pieces) { return pieces > 1; })) {
+    if (plan->mirrored &&
+        std::any_of(plan->output_pieces.begin(), plan->output_pieces.end(), [](int pieces) { return pieces > 1; })) {
       auto layout = std::make_shared<Outputs::PieceLayout>();
       layout->pieces = plan->output_pieces;
       for (const TensorMeta& meta : plan->output_metas) layout->piece_shapes.push_back(meta.shape);

@@ -31,6 +31,13 @@ const OpDef& FindOp(std::string_view type) {
   throw std::invalid_argument(fmt::format("[{}] unknown op type", type));
 }
 
+std::vector<std::string_view> RegisteredOpTypes() {
+  std::lock_guard lock(DefsMutex());
+  std::vector<std::string_view> types;
+  for (const OpDef& def : Defs()) types.push_back(def.type);
+  return types;
+}
+
 int ResolveAxis(std::string_view op_type, std::string_view what, int axis, int rank) {
   const int resolved = axis < 0 ? axis + rank : axis;
   if (resolved < 0 || resolved >= rank) {

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "common/tensor_meta.hpp"
+#include "graph/sbp.hpp"
 #include "weir/job.hpp"
 
 namespace weir::internal {
@@ -54,9 +55,14 @@ struct OpDef {
   /// Inputs the kernel writes in place (variables an optimizer updates). The planner orders every
   /// other reader of such an input before the writer, within each call.
   std::vector<int> mutates_inputs;
+  /// How the op can run on several devices in the consistent view (graph/sbp.hpp); empty: only with
+  /// every input and output broadcast, once on the whole tensors.
+  SbpFn sbp;
 };
 
 void RegisterOp(OpDef def);
+/// Every registered op type (for tests that walk the registry).
+std::vector<std::string_view> RegisteredOpTypes();
 /// The OpDef of `type`; throws std::invalid_argument for an unknown type.
 const OpDef& FindOp(std::string_view type);
 

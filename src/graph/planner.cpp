@@ -2,11 +2,14 @@
 
 #include "graph/fusion.hpp"
 #include "graph/op_registry.hpp"
+#include "graph/sbp.hpp"
 #include "kernels/collectives/collective_attrs.hpp"
+#include "kernels/fused_attrs.hpp"
 
 #include <algorithm>
 #include <any>
 #include <map>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 
@@ -118,6 +121,7 @@ struct Placed {
   std::vector<int> devices;
   bool PerDevice() const { return registers.size() > 1 || per_device; }
   bool per_device = false;  // a mirrored value on one device still differs from a broadcast one
+  Sbp sbp;                  // consistent view: how the registers hold the logical value
 };
 
 // Ops that write an input in place (optimizer updates) act after every other reader of that input
@@ -151,13 +155,23 @@ void OrderWriters(const JobGraph& graph, const std::vector<bool>& live, const st
   }
 }
 
+// The signatures an op (or a fused kernel) declares besides all-broadcast; constants declare none.
+std::vector<SbpSignature> SignaturesOf(std::string_view op_type, const SbpContext& ctx) {
+  if (op_type == "matmul_bias_act") {  // the matmul's data-parallel signature, bias whole
+    const int a_rows = ctx.Get<FusedMatMulAttrs>().matmul.transpose_a ? 1 : 0;
+    return {{{Sbp::S(a_rows), Sbp::B(), Sbp::B()}, {Sbp::S(0)}}};
+  }
+  if (op_type == "conv2d_bias_act") return {{{Sbp::S(0), Sbp::B(), Sbp::B()}, {Sbp::S(0)}}};
+  if (op_type == "constant") return {};
+  const OpDef& def = FindOp(op_type);
+  return def.sbp ? def.sbp(ctx) : std::vector<SbpSignature>{};
+}
+
 // Where each node runs: device indices of the session, checked against what the session has.
 struct Placer {
   const JobGraph& graph;
   int devices;
   bool mirrored;
-  std::vector<std::string>& notices;
-  bool noticed_consistent = false;
 
   std::vector<int> Devices(const OpNode& node) {
     const Placement* placement = nullptr;
@@ -177,16 +191,6 @@ struct Placer {
         }
         ids.push_back(id.device);
       }
-    }
-    if (!mirrored && ids.size() > 1) {
-      if (!noticed_consistent) {
-        noticed_consistent = true;
-        notices.push_back(fmt::format(
-            "job '{}': the consistent view does not split blobs across devices yet; ops placed on several devices "
-            "run on the first of them (cpu:{}). Use the mirrored view for data parallelism.",
-            graph.name, ids.front()));
-      }
-      ids.resize(1);
     }
     return ids;
   }
@@ -213,6 +217,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   plan->job_name = graph.name;
   plan->keep_alive = graph_ptr;
   plan->devices = options.devices;
+  plan->mirrored = graph.config.view == LogicalView::kMirrored;
   for (int d = 0; d < options.devices; ++d) {
     for (int s = 0; s < options.compute_streams; ++s) {
       plan->streams.push_back({Device{Device::Kind::kCpu, d}, StreamKind::kCompute, s});
@@ -221,7 +226,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   int collective_stream = -1;  // created with the first collective
   std::vector<int> collectives;  // in plan order, chained by control edges
   const bool mirrored = graph.config.view == LogicalView::kMirrored;
-  Placer placer{graph, options.devices, mirrored, plan->notices};
+  Placer placer{graph, options.devices, mirrored};
 
   const std::vector<bool> live = LiveNodes(graph);
   std::vector<Placed> placed(graph.values.size());
@@ -244,10 +249,10 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   }
 
   // Fused chains (graph/fusion.hpp): every node of a chain but the last runs inside the last one's
-  // kernel and gets no task. A mirrored job averages each gradient before its update, so a weight
-  // gradient's matmul cannot be fused with the update there.
+  // kernel and gets no task. On several devices each weight gradient is averaged (mirrored) or summed
+  // (consistent) before its update, so the gradient's matmul cannot be fused with the update there.
   std::vector<FusedChain> chains = FindFusedChains(graph, live);
-  if (mirrored && options.devices > 1) {
+  if (options.devices > 1) {
     std::erase_if(chains, [](const FusedChain& chain) { return chain.op_type == "matmul_sgd_update"; });
   }
   std::vector<int> chain_ending_at(graph.nodes.size(), -1);
@@ -271,7 +276,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
       plan->streams.push_back({Device::Cpu(), StreamKind::kCollective, 0});
     }
     const int devices = static_cast<int>(piece.registers.size());
-    const std::any& attrs = plan->fused_attrs.emplace_back(AllReduceAttrs{ReduceOp::kMean, devices});
+    const std::any& attrs = plan->fused_attrs.emplace_back(CollectiveAttrs{.op = ReduceOp::kMean, .devices = devices});
     const int task = AddKernelTask(*plan, "all_reduce", fmt::format("all_reduce({})", info.name), &attrs,
                                    std::vector<TensorMeta>(static_cast<std::size_t>(devices), info.meta), {info.meta},
                                    collective_stream);
@@ -283,6 +288,119 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     piece = Placed{{AddRegister(*plan, fmt::format("all_reduce({})", info.name), task, 1, info.meta)},
                    {piece.devices.front()}};
   };
+  // Consistent view: a boxing actor on the collective stream, chained after the previous collective.
+  auto boxing_task = [&](std::string_view op_type, const std::string& value_name, CollectiveAttrs collective,
+                         const std::vector<int>& from, std::vector<TensorMeta> in_metas,
+                         std::vector<TensorMeta> out_metas) {
+    if (collective_stream < 0) {
+      collective_stream = static_cast<int>(plan->streams.size());
+      plan->streams.push_back({Device::Cpu(), StreamKind::kCollective, 0});
+    }
+    const std::any& attrs = plan->fused_attrs.emplace_back(collective);
+    const int task = AddKernelTask(*plan, op_type, fmt::format("{}({})", op_type, value_name), &attrs,
+                                   std::move(in_metas), out_metas, collective_stream);
+    for (int reg : from) plan->tasks[static_cast<std::size_t>(task)].input_slots.push_back(Consume(*plan, task, reg));
+    if (!collectives.empty()) AddControlEdge(*plan, collectives.back(), task);
+    collectives.push_back(task);
+    std::vector<int> registers;
+    for (const TensorMeta& meta : out_metas) {
+      registers.push_back(AddRegister(*plan, fmt::format("{}({})", op_type, value_name), task, 1, meta));
+    }
+    return registers;
+  };
+  auto pieces_of = [&](const TensorMeta& logical, const Sbp& sbp, std::size_t devices) {
+    std::vector<TensorMeta> metas;
+    for (std::size_t r = 0; r < devices; ++r) {
+      metas.push_back({PieceShape(logical.shape, sbp, static_cast<int>(devices), static_cast<int>(r)), logical.dtype});
+    }
+    return metas;
+  };
+  // The registers of `value` with SBP `to` on `devices`, boxing what it has into that (graph/sbp.hpp).
+  // A broadcast value is one buffer every device reads, wherever it was made.
+  auto box = [&](int value, const Sbp& to, const std::vector<int>& devices) -> Placed {
+    const Placed from = placed[static_cast<std::size_t>(value)];
+    const ValueInfo& info = graph.values[static_cast<std::size_t>(value)];
+    if (from.sbp == to && (to.IsBroadcast() || from.devices == devices)) return from;
+    const int k_from = static_cast<int>(from.devices.size());
+    const int k = static_cast<int>(devices.size());
+    if (to.IsPartialSum()) {
+      throw std::logic_error(fmt::format("[compile] job '{}': no boxing makes '{}' partial-sum from {}", graph.name,
+                                         info.name, from.sbp.ToString()));
+    }
+    if (!from.sbp.IsBroadcast() && to.IsSplit() && from.devices == devices) {  // piece to piece
+      const bool partial = from.sbp.IsPartialSum();
+      const std::vector<int> registers = boxing_task(
+          partial ? "reduce_scatter" : "all_to_all", info.name,
+          {.devices = k, .axis = partial ? to.axis : from.sbp.axis, .out_axis = to.axis}, from.registers,
+          partial ? std::vector<TensorMeta>(static_cast<std::size_t>(k), info.meta) : pieces_of(info.meta, from.sbp, from.registers.size()),
+          pieces_of(info.meta, to, devices.size()));
+      return Placed{registers, devices, false, to};
+    }
+    Placed whole = from;
+    if (!from.sbp.IsBroadcast()) {  // gather or sum the pieces into one buffer
+      const bool partial = from.sbp.IsPartialSum();
+      whole.registers = boxing_task(partial ? "all_reduce" : "all_gather", info.name,
+                                    {.op = ReduceOp::kSum, .devices = k_from, .axis = from.sbp.axis}, from.registers,
+                                    partial ? std::vector<TensorMeta>(from.registers.size(), info.meta)
+                                            : pieces_of(info.meta, from.sbp, from.registers.size()),
+                                    {info.meta});
+      whole.devices = {from.devices.front()};
+      whole.sbp = Sbp::B();
+    }
+    if (to.IsBroadcast()) return whole;
+    const std::vector<int> registers = boxing_task("scatter", info.name, {.devices = k, .axis = to.axis},
+                                                   whole.registers, {info.meta}, pieces_of(info.meta, to, devices.size()));
+    return Placed{registers, devices, false, to};
+  };
+  // Bytes that boxing `value` into `to` moves between devices (the choice's cost); a local slice of
+  // a broadcast buffer costs a little, so that an op of broadcast inputs stays whole.
+  auto boxing_cost = [&](int value, const Sbp& to, const std::vector<int>& devices) {
+    const Placed& from = placed[static_cast<std::size_t>(value)];
+    const double bytes = static_cast<double>(graph.values[static_cast<std::size_t>(value)].meta.NumBytes());
+    if (from.sbp == to && (to.IsBroadcast() || from.devices == devices)) return 0.0;
+    if (to.IsPartialSum()) return std::numeric_limits<double>::infinity();
+    const double k = static_cast<double>(from.devices.size());
+    if (!from.sbp.IsBroadcast() && to.IsSplit() && from.devices == devices) {
+      return from.sbp.IsPartialSum() ? bytes * (k - 1) / k : bytes * (k - 1) / (k * k);
+    }
+    double cost = from.sbp.IsPartialSum() ? 2 * bytes * (k - 1) / k : from.sbp.IsSplit() ? bytes * (k - 1) / k : 0;
+    if (to.IsSplit()) cost += 0.01 * bytes / static_cast<double>(devices.size());
+    return cost;
+  };
+  // The signature a consistent op runs with: the declared one (then all-broadcast) that moves the
+  // fewest bytes, the first declared on a tie. Splits need at least one element per device.
+  auto choose = [&](std::string_view op_type, const std::any* attrs, const std::vector<int>& inputs,
+                    const std::vector<int>& outputs, const std::vector<int>& devices) {
+    SbpSignature all_broadcast{std::vector<Sbp>(inputs.size(), Sbp::B()), std::vector<Sbp>(outputs.size(), Sbp::B())};
+    const int k = static_cast<int>(devices.size());
+    if (k == 1) return all_broadcast;
+    std::vector<TensorMeta> in_metas, out_metas;
+    for (int value : inputs) in_metas.push_back(graph.values[static_cast<std::size_t>(value)].meta);
+    for (int value : outputs) out_metas.push_back(graph.values[static_cast<std::size_t>(value)].meta);
+    std::vector<SbpSignature> candidates = SignaturesOf(op_type, {op_type, attrs, in_metas, out_metas});
+    auto fits = [k](const std::vector<Sbp>& sbps, const std::vector<TensorMeta>& metas) {
+      if (sbps.size() != metas.size()) return false;
+      for (std::size_t i = 0; i < sbps.size(); ++i) {
+        if (!sbps[i].IsSplit()) continue;
+        if (sbps[i].axis < 0 || sbps[i].axis >= metas[i].shape.Rank() || metas[i].shape[sbps[i].axis] < k) return false;
+      }
+      return true;
+    };
+    std::erase_if(candidates, [&](const SbpSignature& c) { return !fits(c.inputs, in_metas) || !fits(c.outputs, out_metas); });
+    candidates.push_back(all_broadcast);
+    const SbpSignature* best = nullptr;
+    double best_cost = std::numeric_limits<double>::infinity();
+    for (const SbpSignature& candidate : candidates) {
+      double cost = 0;
+      for (std::size_t i = 0; i < inputs.size(); ++i) cost += boxing_cost(inputs[i], candidate.inputs[i], devices);
+      if (best == nullptr || cost < best_cost) {
+        best = &candidate;
+        best_cost = cost;
+      }
+    }
+    return *best;
+  };
+
   std::vector<bool> gradient(graph.values.size(), false);
   for (int value : graph.variable_gradients) gradient[static_cast<std::size_t>(value)] = true;
 
@@ -296,15 +414,27 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
       const ValueInfo& value = graph.values[static_cast<std::size_t>(node.outputs[0])];
       Placed& out = placed[static_cast<std::size_t>(node.outputs[0])];
       out.per_device = mirrored;
-      const int pieces = plan->input_pieces[index];
+      // Consistent: data parallel by default, the batch (axis 0) split over the placement. Each
+      // piece is a range of the caller's tensor: no copy.
+      const int k = static_cast<int>(devices.size());
+      const bool split = !mirrored && k > 1 && value.meta.shape.Rank() >= 1 && value.meta.shape[0] >= k;
+      out.sbp = split ? Sbp::S(0) : Sbp::B();
+      const int pieces = mirrored ? plan->input_pieces[index] : split ? k : 1;
+      const std::vector<TensorMeta> metas = pieces_of(value.meta, out.sbp, static_cast<std::size_t>(pieces));
       for (int r = 0; r < pieces; ++r) {
         const int device = devices[static_cast<std::size_t>(r)];
         const int task = AddTask(*plan, TaskKind::kInput, pieces == 1 ? node.name : fmt::format("{}:{}", node.name, device),
                                  device_stream(device));
         node_tasks[n].push_back(task);
-        plan->tasks[static_cast<std::size_t>(task)].input_index = input_base[index] + r;
+        TaskDesc& desc = plan->tasks[static_cast<std::size_t>(task)];
+        desc.input_index = input_base[index] + (mirrored ? r : 0);
+        if (split) {
+          desc.input_offset = static_cast<std::size_t>(SplitBegin(value.meta.shape[0], k, r)) *
+                              (value.meta.NumBytes() / static_cast<std::size_t>(value.meta.shape[0]));
+        }
         Consume(*plan, task, tick);
-        out.registers.push_back(AddRegister(*plan, value.name, task, options.source_register_num, value.meta));
+        out.registers.push_back(
+            AddRegister(*plan, value.name, task, options.source_register_num, metas[static_cast<std::size_t>(r)]));
         out.devices.push_back(device);
       }
       continue;
@@ -326,8 +456,14 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     // A reshape changes no byte: its readers read its input's register (no actor, no copy). Not a
     // variable's: an output naming the reshape must not alias a variable that a writer changes.
     if (node.type == "reshape") {
-      const Placed& input = placed[static_cast<std::size_t>(node.inputs[0])];
+      Placed input = placed[static_cast<std::size_t>(node.inputs[0])];
+      SbpSignature signature{{input.sbp}, {input.sbp}};
+      if (!mirrored) {
+        signature = choose(node.type, &node.attrs, node.inputs, node.outputs, devices);
+        input = box(node.inputs[0], signature.inputs[0], devices);
+      }
       if (plan->registers[static_cast<std::size_t>(input.registers.front())].variable.empty()) {
+        input.sbp = signature.outputs[0];
         placed[static_cast<std::size_t>(node.outputs[0])] = input;
         continue;
       }
@@ -343,6 +479,47 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
       name = graph.nodes[static_cast<std::size_t>(chain.nodes.front())].name;
       attrs = &plan->fused_attrs.emplace_back(chain.attrs);
       inputs = chain.inputs;
+    }
+    if (!mirrored) {
+      // Consistent view: the op's signature decides its replicas (one per device of the placement,
+      // or one on its first device when everything is broadcast) and the boxing of its inputs.
+      const SbpSignature signature = choose(op_type, attrs, inputs, node.outputs, devices);
+      std::vector<Placed> boxed;
+      for (std::size_t i = 0; i < inputs.size(); ++i) boxed.push_back(box(inputs[i], signature.inputs[i], devices));
+      const bool whole = std::all_of(signature.inputs.begin(), signature.inputs.end(), [](const Sbp& s) { return s.IsBroadcast(); }) &&
+                         std::all_of(signature.outputs.begin(), signature.outputs.end(), [](const Sbp& s) { return s.IsBroadcast(); });
+      const std::vector<int> replicas = whole ? std::vector<int>{devices.front()} : devices;
+      const int k = static_cast<int>(replicas.size());
+      for (int r = 0; r < k; ++r) {
+        const int device = replicas[static_cast<std::size_t>(r)];
+        std::vector<TensorMeta> input_metas;
+        std::vector<TensorMeta> output_metas;
+        for (std::size_t i = 0; i < inputs.size(); ++i) {
+          const TensorMeta& logical = graph.values[static_cast<std::size_t>(inputs[i])].meta;
+          input_metas.push_back({PieceShape(logical.shape, signature.inputs[i], k, r), logical.dtype});
+        }
+        for (std::size_t j = 0; j < node.outputs.size(); ++j) {
+          const TensorMeta& logical = graph.values[static_cast<std::size_t>(node.outputs[j])].meta;
+          output_metas.push_back({PieceShape(logical.shape, signature.outputs[j], k, r), logical.dtype});
+        }
+        const int task = AddKernelTask(*plan, op_type, k == 1 ? name : fmt::format("{}:{}", name, device), attrs,
+                                       input_metas, output_metas, device_stream(device));
+        plan->tasks[static_cast<std::size_t>(task)].intra_op_threads = options.threads_per_device;
+        node_tasks[n].push_back(task);
+        if (inputs.empty()) Consume(*plan, task, tick);  // ops without inputs (constants) fire once per call
+        for (const Placed& input : boxed) {
+          const int reg = input.registers.size() == 1 ? input.registers.front() : input.registers[static_cast<std::size_t>(r)];
+          plan->tasks[static_cast<std::size_t>(task)].input_slots.push_back(Consume(*plan, task, reg));
+        }
+        for (std::size_t j = 0; j < node.outputs.size(); ++j) {
+          const ValueInfo& info = graph.values[static_cast<std::size_t>(node.outputs[j])];
+          Placed& out = placed[static_cast<std::size_t>(node.outputs[j])];
+          out.registers.push_back(AddRegister(*plan, info.name, task, 1, output_metas[j]));
+          out.devices.push_back(device);
+          out.sbp = signature.outputs[j];
+        }
+      }
+      continue;
     }
     // An op that writes in place (an optimizer update, a moving average) runs once: whatever of
     // its inputs differs per device is averaged first.
@@ -406,6 +583,14 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   std::map<int, int> copies;  // written value -> its copy's register, however many outputs name it
   std::vector<std::vector<int>> output_registers;
   for (const auto& [name, value] : graph.outputs) {
+    // The sink concatenates pieces along axis 0: a consistent result split otherwise (or partial)
+    // is gathered first.
+    if (!mirrored) {
+      const Placed& result = placed[static_cast<std::size_t>(value)];
+      if (!(result.sbp.IsBroadcast() || result.sbp == Sbp::S(0))) {
+        placed[static_cast<std::size_t>(value)] = box(value, Sbp::B(), result.devices);
+      }
+    }
     const Placed& piece = placed[static_cast<std::size_t>(value)];
     if (!written[static_cast<std::size_t>(value)]) {
       output_registers.push_back(piece.registers);
@@ -430,7 +615,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     for (int reg : output_registers[i]) {
       const int slot = Consume(*plan, plan->sink_task, reg);
       plan->tasks[static_cast<std::size_t>(plan->sink_task)].input_slots.push_back(slot);
-      sink.input_metas.push_back(graph.values[static_cast<std::size_t>(value)].meta);
+      sink.input_metas.push_back(plan->registers[static_cast<std::size_t>(reg)].meta);  // a piece's
     }
     plan->output_names.push_back(name);
     plan->output_metas.push_back(graph.values[static_cast<std::size_t>(value)].meta);

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <future>
 #include <random>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "graph/planner.hpp"
@@ -325,4 +327,118 @@ TEST_CASE("two mirrored train jobs with collectives, called alternately and asyn
   }
   REQUIRE(all_done->get_future().wait_for(std::chrono::seconds(60)) == std::future_status::ready);
   session.Sync();
+}
+
+TEST_CASE("the profile of a mirrored job names each actor's device and sums busy time by device") {
+  Session session({.cpu_devices = 2});
+  const Job job = TrainJob("profiled", Model::kMlp, 4, LogicalView::kMirrored, Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.0));
+  const std::vector<Tensor> inputs{RandomImages({4, kFeatures}, 1), RandomImages({4, kFeatures}, 2), RandomLabels(4, 3),
+                                   RandomLabels(4, 4)};
+  session.Call(job, inputs);
+  session.StartProfiling();
+  for (int i = 0; i < 3; ++i) session.Call(job, inputs);
+  const Profile profile = session.StopProfiling();
+  REQUIRE(profile.jobs.size() == 1);
+  std::set<std::string> devices;
+  for (const ActorProfile& actor : profile.jobs[0].actors) {
+    devices.insert(actor.device);
+    if (actor.op_type == "all_reduce") CHECK(actor.device == "cpu:0-1");
+  }
+  CHECK(devices == std::set<std::string>{"cpu:0", "cpu:1", "cpu:0-1"});
+  CHECK(profile.Format().find("busy by device, ms a call: cpu:0") != std::string::npos);
+}
+
+namespace {
+
+// Trains `steps` steps of the same batches on one device and, in the consistent view, on `devices`.
+std::pair<std::map<std::string, Tensor>, std::map<std::string, Tensor>> TrainConsistent(
+    Model model, int devices, std::int64_t batch, const Optimizer& optimizer, int steps) {
+  Session one;
+  Session many({.cpu_devices = devices});
+  const Job job = TrainJob("train", model, batch, LogicalView::kConsistent, optimizer);
+  for (int step = 0; step < steps; ++step) {
+    const std::vector<Tensor> inputs{RandomImages(ImageShape(model, batch), 300 + static_cast<std::uint32_t>(step)),
+                                     RandomLabels(batch, 400 + static_cast<std::uint32_t>(step))};
+    const std::vector<float> a = one.Call(job, inputs)["loss"].ToVector<float>();
+    const Outputs got = many.Call(job, inputs);
+    CHECK(got.Pieces("loss").size() == 1);  // a consistent result is one logical tensor
+    const std::vector<float> b = got["loss"].ToVector<float>();
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) CHECK(b[i] == doctest::Approx(a[i]).epsilon(1e-4));
+  }
+  return {one.GetVariables(), many.GetVariables()};
+}
+
+}  // namespace
+
+TEST_CASE("consistent-view training splits the batch over the devices and ends with one device's variables") {
+  SUBCASE("MLP, SGD, 2 devices") {
+    auto [one, many] = TrainConsistent(Model::kMlp, 2, 12, Sgd(PiecewiseConstantScheduler({}, {0.5}), 0.0), 4);
+    CheckSameVariables(one, many);
+  }
+  SUBCASE("MLP, momentum, 3 devices, a batch of 10 split 4/3/3") {
+    auto [one, many] = TrainConsistent(Model::kMlp, 3, 10, Sgd(PiecewiseConstantScheduler({}, {0.2}), 0.9), 4);
+    CheckSameVariables(one, many);
+  }
+  SUBCASE("MLP, Adam, 2 devices") {
+    auto [one, many] = TrainConsistent(Model::kMlp, 2, 8, Adam(PiecewiseConstantScheduler({}, {0.01})), 3);
+    CheckSameVariables(one, many);
+  }
+  SUBCASE("conv net, 2 and 3 devices, 7 images") {
+    for (int devices : {2, 3}) {
+      CAPTURE(devices);
+      auto [one, many] = TrainConsistent(Model::kConv, devices, 7, Sgd(PiecewiseConstantScheduler({}, {0.3}), 0.0), 3);
+      CheckSameVariables(one, many);
+    }
+  }
+}
+
+TEST_CASE("a consistent data-parallel plan replicates the ops per device and all-reduces the weight gradients") {
+  const Job job = TrainJob("dp", Model::kMlp, 8, LogicalView::kConsistent, Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.0));
+  const auto plan = internal::CompilePlan(job.Graph(), {.devices = 2, .threads_per_device = 1});
+  std::map<std::string, int> by_type;
+  for (const internal::TaskDesc& task : plan->tasks) ++by_type[task.op_type];
+  CHECK(by_type["all_reduce"] == 4);   // P -> B for each weight and bias gradient
+  CHECK(by_type["all_gather"] == 0);   // nothing needs a whole batch
+  CHECK(by_type["sgd_update"] == 4);   // each variable updated once
+  CHECK(by_type["sparse_softmax_cross_entropy"] == 2);
+  CHECK(plan->input_pieces == std::vector<int>{1, 1});  // the caller passes whole batches
+  CHECK(plan->output_pieces == std::vector<int>{2});   // the sink joins the loss's slices
+}
+
+TEST_CASE("boxing between SBPs: every collective round-trips values exactly, uneven splits included") {
+  auto build = [] {
+    JobBuilder builder("boxing");
+    Blob x = builder.Placeholder("x", Shape{7, 6});
+    Blob cube = builder.Placeholder("cube", Shape{7, 6, 4});
+    Tensor table(Shape{7, 6}, DType::kF32);
+    for (std::int64_t i = 0; i < table.NumElements(); ++i) table.Data<float>()[i] = static_cast<float>(i % 5) - 2.f;
+    builder.Output("column_sums", ReduceSum(x, {{0}}));                   // S(0) -> P -> all_reduce
+    builder.Output("column_softmax", Softmax(x, {0}));                    // S(0) -> all_to_all -> S(1) -> all_gather
+    builder.Output("plus_table", Add(x, builder.Constant(table)));        // the constant scattered to S(0)
+    builder.Output("scattered", Softmax(ReduceSum(cube, {{0}}), {1}));    // P -> reduce_scatter -> S(0)
+    builder.Output("transposed", Transpose(x, {{1, 0}}));                 // S(1) -> all_gather
+    return builder.Build();
+  };
+  const Job job = build();
+  const std::vector<Tensor> inputs{RandomImages({7, 6}, 5), RandomImages({7, 6, 4}, 6)};
+  Session one;
+  const Outputs expected = one.Call(job, inputs);
+  for (int devices : {2, 3}) {
+    CAPTURE(devices);
+    Session many({.cpu_devices = devices});
+    const std::string dot = many.PlanDot(job);
+    for (const char* collective : {"all_reduce(", "all_to_all(", "all_gather(", "reduce_scatter(", "scatter("}) {
+      CAPTURE(collective);
+      CHECK(dot.find(collective) != std::string::npos);
+    }
+    const Outputs got = many.Call(job, inputs);
+    for (std::size_t i = 0; i < expected.Size(); ++i) {
+      CAPTURE(expected.Names()[i]);
+      REQUIRE(got[i].GetShape() == expected[i].GetShape());
+      const std::vector<float> a = expected[i].ToVector<float>();
+      const std::vector<float> b = got[i].ToVector<float>();
+      for (std::size_t j = 0; j < a.size(); ++j) CHECK(b[j] == doctest::Approx(a[j]).epsilon(1e-5));
+    }
+  }
 }

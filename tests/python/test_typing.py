@@ -552,10 +552,16 @@ class TestCallArgs:
         a = np.array([1, 2], np.int32)
         assert sig.flatten_call_args(([a],))[0] is a
         assert sig.flatten_call_args(((a,),))[0] is a
-        with pytest.raises(ValueError, match=r"'x' must be a list with exactly 1 entry \(one per device.*list of 2"):
+        with pytest.raises(ValueError, match=r"'x' must be a list of 1 entry \(one per device of the session\), got 2: .*list of 2"):
             sig.flatten_call_args(([a, a],))
-        with pytest.raises(ValueError, match="exactly 1 entry"):
+        with pytest.raises(ValueError, match="a list of 1 entry"):
             sig.flatten_call_args(([],))
+        # A session of two devices takes one array per device, in device order.
+        b = np.array([3, 4], np.int32)
+        both = sig.flatten_call_args(([a, b],), devices=2)
+        assert both[0] is a and both[1] is b
+        with pytest.raises(ValueError, match=r"'x' must be a list of 2 entries \(one per device of the session\), got 1"):
+            sig.flatten_call_args(([a],), devices=2)
         with pytest.raises(TypeError, match=r"'x' must be a list of numpy arrays \(tp.ListNumpy\), got a numpy.ndarray"):
             sig.flatten_call_args((a,))
         with pytest.raises(TypeError, match=r"argument 'x'\[0\] has dtype float64"):
@@ -574,7 +580,7 @@ class TestCallArgs:
             sig.flatten_call_args(([a],))
         with pytest.raises(ValueError, match=r"'x'\[0\] must be a tensor list of exactly 1 array"):
             sig.flatten_call_args(([[a, a]],))
-        with pytest.raises(ValueError, match=r"'x' must be a list with exactly 1 entry"):
+        with pytest.raises(ValueError, match=r"'x' must be a list of 1 entry"):
             sig.flatten_call_args(([[a], [a]],))
         with pytest.raises(ValueError, match=r"'x'\[0\]\[0\] has shape"):
             sig.flatten_call_args(([[np.zeros(5, np.float32)]],))
@@ -878,8 +884,12 @@ class TestLocalBlobAndFuture:
         assert lb.numpy_lists()[0][0] is a
         assert lb.shape == (2, 2) and lb.dtype is dtypes.int32
         assert np.asarray(lb, dtype=np.float64).dtype == np.float64 and float(np.mean(lb)) == 1.5
-        with pytest.raises(IndexError, match="1 device"):
+        with pytest.raises(IndexError, match=r"1 device\(s\)"):
             lb.numpy(1)
+        # A mirrored result: one array per device; numpy() is device 0's, np.asarray the concatenation.
+        two = LocalBlob([a, a + 4])
+        assert two.numpy(1)[0, 0] == 4 and len(two.numpy_list()) == 2
+        assert np.asarray(two).shape == (4, 2)
         with pytest.warns(DeprecationWarning, match="ndarray"):
             assert lb.ndarray() is a
         assert "LocalBlob(array(" in repr(lb)

@@ -108,11 +108,12 @@ void BindSession(py::module_& m) {
       .def_readonly("name", &ActorProfile::name)
       .def_readonly("kind", &ActorProfile::kind)
       .def_readonly("op_type", &ActorProfile::op_type)
+      .def_readonly("device", &ActorProfile::device)
       .def_readonly("firings", &ActorProfile::firings)
       .def_readonly("busy_seconds", &ActorProfile::busy_seconds)
       .def("__repr__", [](const ActorProfile& a) {
-        return fmt::format("ActorProfile(name='{}', kind='{}', op_type='{}', firings={}, busy_seconds={:.6f})", a.name,
-                           a.kind, a.op_type, a.firings, a.busy_seconds);
+        return fmt::format("ActorProfile(name='{}', device='{}', kind='{}', op_type='{}', firings={}, busy_seconds={:.6f})",
+                           a.name, a.device, a.kind, a.op_type, a.firings, a.busy_seconds);
       });
   py::class_<JobProfile>(m, "JobProfile", "One job's calls (count, summed latency) and its actors.")
       .def_readonly("job", &JobProfile::job)

@@ -22,7 +22,8 @@ WEIR_REGISTER_OP({.type = "avg_pool2d",
                   .num_inputs = 1,
                   .input_names = {"x"},
                   .infer = InferAvgPool2D,
-                  .gradient = AvgPool2DGradient});
+                  .gradient = AvgPool2DGradient,
+                  .sbp = BatchSplitSbp});
 
 }  // namespace
 }  // namespace internal

@@ -14,7 +14,8 @@ std::vector<TensorMeta> InferAvgPool2DGrad(const InferContext& ctx) {
   return {x};
 }
 
-WEIR_REGISTER_OP({.type = "avg_pool2d_grad", .num_inputs = 1, .input_names = {"dy"}, .infer = InferAvgPool2DGrad});
+WEIR_REGISTER_OP({.type = "avg_pool2d_grad", .num_inputs = 1, .input_names = {"dy"}, .infer = InferAvgPool2DGrad,
+                  .sbp = BatchSplitSbp});
 
 }  // namespace
 }  // namespace weir::internal

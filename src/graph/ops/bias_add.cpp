@@ -39,11 +39,23 @@ std::vector<Blob> BiasAddGradient(const GradContext& ctx) {
   return {ctx.needs_grad[0] ? dy : Blob(), dbias};
 }
 
+// x split along any axis: the bias splits with it along the bias axis, and is whole elsewhere.
+std::vector<SbpSignature> BiasAddSbp(const SbpContext& ctx) {
+  const int rank = ctx.inputs[0].shape.Rank();
+  const int bias_axis = ResolveAxis(ctx.op_type, "axis", ctx.Get<BiasAddAttrs>().axis, rank);
+  std::vector<SbpSignature> signatures;
+  for (int axis = 0; axis < rank; ++axis) {
+    signatures.push_back({{Sbp::S(axis), axis == bias_axis ? Sbp::S(0) : Sbp::B()}, {Sbp::S(axis)}});
+  }
+  return signatures;
+}
+
 WEIR_REGISTER_OP({.type = "bias_add",
                   .num_inputs = 2,
                   .input_names = {"x", "bias"},
                   .infer = InferBiasAdd,
-                  .gradient = BiasAddGradient});
+                  .gradient = BiasAddGradient,
+                  .sbp = BiasAddSbp});
 
 }  // namespace
 }  // namespace internal

@@ -67,7 +67,8 @@ WEIR_REGISTER_OP({.type = "cast",
                   .num_inputs = 1,
                   .input_names = {"x"},
                   .infer = InferCast,
-                  .gradient = CastGradient});
+                  .gradient = CastGradient,
+                  .sbp = ElementwiseRule()});
 
 }  // namespace
 }  // namespace internal

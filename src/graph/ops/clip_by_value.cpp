@@ -37,7 +37,8 @@ WEIR_REGISTER_OP({.type = "clip_by_value",
                   .num_inputs = 1,
                   .input_names = {"x"},
                   .infer = InferClipByValue,
-                  .gradient = ClipByValueGradient});
+                  .gradient = ClipByValueGradient,
+                  .sbp = ElementwiseRule()});
 
 }  // namespace
 }  // namespace internal

@@ -5,7 +5,8 @@
 namespace weir::internal {
 namespace {
 
-WEIR_REGISTER_OP({.type = "clip_by_value_grad", .num_inputs = 2, .input_names = {"dy", "x"}, .infer = InferElementwiseGrad});
+WEIR_REGISTER_OP({.type = "clip_by_value_grad", .num_inputs = 2, .input_names = {"dy", "x"}, .infer = InferElementwiseGrad,
+                  .sbp = ElementwiseRule()});
 
 }  // namespace
 }  // namespace weir::internal

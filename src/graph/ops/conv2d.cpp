@@ -30,11 +30,20 @@ std::vector<Blob> Conv2DGradient(const GradContext& ctx) {
   return {dx, dweight};
 }
 
+// Images are independent: the batch splits (data parallel); the filters split the output channels.
+std::vector<SbpSignature> ConvSbp(const SbpContext& ctx) {
+  const int channels = ctx.Get<Conv2DAttrs>().data_format == DataFormat::kNCHW ? 1 : 3;
+  std::vector<SbpSignature> signatures{{{Sbp::S(0), Sbp::B()}, {Sbp::S(0)}}};
+  if (ctx.Get<Conv2DAttrs>().groups == 1) signatures.push_back({{Sbp::B(), Sbp::S(0)}, {Sbp::S(channels)}});
+  return signatures;
+}
+
 WEIR_REGISTER_OP({.type = "conv2d",
                   .num_inputs = 2,
                   .input_names = {"x", "weight"},
                   .infer = InferConv2D,
-                  .gradient = Conv2DGradient});
+                  .gradient = Conv2DGradient,
+                  .sbp = ConvSbp});
 
 }  // namespace
 }  // namespace internal

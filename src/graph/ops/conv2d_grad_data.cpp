@@ -20,10 +20,14 @@ std::vector<TensorMeta> InferConv2DGradData(const InferContext& ctx) {
   return {x};
 }
 
+// dx of each image needs only that image's dy (and the whole weight).
+std::vector<SbpSignature> GradDataSbp(const SbpContext&) { return {{{Sbp::S(0), Sbp::B()}, {Sbp::S(0)}}}; }
+
 WEIR_REGISTER_OP({.type = "conv2d_grad_data",
                   .num_inputs = 2,
                   .input_names = {"dy", "weight"},
-                  .infer = InferConv2DGradData});
+                  .infer = InferConv2DGradData,
+                  .sbp = GradDataSbp});
 
 }  // namespace
 }  // namespace weir::internal

@@ -20,10 +20,14 @@ std::vector<TensorMeta> InferConv2DGradFilter(const InferContext& ctx) {
   return {weight};
 }
 
+// The filter gradient sums over the batch: each device's images give an addend.
+std::vector<SbpSignature> GradFilterSbp(const SbpContext&) { return {{{Sbp::S(0), Sbp::S(0)}, {Sbp::P()}}}; }
+
 WEIR_REGISTER_OP({.type = "conv2d_grad_filter",
                   .num_inputs = 2,
                   .input_names = {"dy", "x"},
-                  .infer = InferConv2DGradFilter});
+                  .infer = InferConv2DGradFilter,
+                  .sbp = GradFilterSbp});
 
 }  // namespace
 }  // namespace weir::internal

@@ -11,7 +11,8 @@ std::vector<TensorMeta> InferDropoutGrad(const InferContext& ctx) {
   return {ctx.inputs[0]};
 }
 
-WEIR_REGISTER_OP({.type = "dropout_grad", .num_inputs = 2, .input_names = {"dy", "mask"}, .infer = InferDropoutGrad});
+WEIR_REGISTER_OP({.type = "dropout_grad", .num_inputs = 2, .input_names = {"dy", "mask"}, .infer = InferDropoutGrad,
+                  .sbp = ElementwiseRule()});
 
 }  // namespace
 }  // namespace weir::internal

@@ -16,7 +16,8 @@ WEIR_REGISTER_OP({.type = "identity",
                   .num_inputs = 1,
                   .input_names = {"x"},
                   .infer = InferIdentity,
-                  .gradient = IdentityGradient});
+                  .gradient = IdentityGradient,
+                  .sbp = ElementwiseRule(true)});
 
 }  // namespace
 }  // namespace internal

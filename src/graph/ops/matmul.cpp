@@ -50,11 +50,25 @@ std::vector<Blob> MatMulGradient(const GradContext& ctx) {
   return {da, db};
 }
 
+// OneFlow's three matmul signatures (sbp_parallel.proto): rows of a split (data parallel), columns
+// of b split (model parallel), the inner dimension split (partial sums); and linearity in each operand.
+std::vector<SbpSignature> MatMulSbp(const SbpContext& ctx) {
+  const auto& attrs = ctx.Get<MatMulAttrs>();
+  const int a_rows = attrs.transpose_a ? 1 : 0;
+  const int b_columns = attrs.transpose_b ? 0 : 1;
+  return {{{Sbp::S(a_rows), Sbp::B()}, {Sbp::S(0)}},
+          {{Sbp::B(), Sbp::S(b_columns)}, {Sbp::S(1)}},
+          {{Sbp::S(1 - a_rows), Sbp::S(1 - b_columns)}, {Sbp::P()}},
+          {{Sbp::P(), Sbp::B()}, {Sbp::P()}},
+          {{Sbp::B(), Sbp::P()}, {Sbp::P()}}};
+}
+
 WEIR_REGISTER_OP({.type = "matmul",
                   .num_inputs = 2,
                   .input_names = {"a", "b"},
                   .infer = InferMatMul,
-                  .gradient = MatMulGradient});
+                  .gradient = MatMulGradient,
+                  .sbp = MatMulSbp});
 
 }  // namespace
 }  // namespace internal

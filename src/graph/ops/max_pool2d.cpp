@@ -21,7 +21,8 @@ WEIR_REGISTER_OP({.type = "max_pool2d",
                   .num_inputs = 1,
                   .input_names = {"x"},
                   .infer = InferMaxPool2D,
-                  .gradient = MaxPool2DGradient});
+                  .gradient = MaxPool2DGradient,
+                  .sbp = BatchSplitSbp});
 
 }  // namespace
 }  // namespace internal

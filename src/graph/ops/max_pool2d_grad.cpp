@@ -13,7 +13,8 @@ std::vector<TensorMeta> InferMaxPool2DGrad(const InferContext& ctx) {
   return {x};
 }
 
-WEIR_REGISTER_OP({.type = "max_pool2d_grad", .num_inputs = 2, .input_names = {"dy", "x"}, .infer = InferMaxPool2DGrad});
+WEIR_REGISTER_OP({.type = "max_pool2d_grad", .num_inputs = 2, .input_names = {"dy", "x"}, .infer = InferMaxPool2DGrad,
+                  .sbp = BatchSplitSbp});
 
 }  // namespace
 }  // namespace weir::internal

@@ -36,7 +36,8 @@ std::vector<TensorMeta> InferOneHot(const InferContext& ctx) {
   return {{Shape(std::move(dims)), attrs.dtype}};
 }
 
-WEIR_REGISTER_OP({.type = "one_hot", .num_inputs = 1, .input_names = {"indices"}, .infer = InferOneHot});
+WEIR_REGISTER_OP({.type = "one_hot", .num_inputs = 1, .input_names = {"indices"}, .infer = InferOneHot,
+                  .sbp = BatchSplitSbp});
 
 }  // namespace
 }  // namespace internal

@@ -25,11 +25,18 @@ std::vector<Blob> ReduceMeanGradient(const GradContext& ctx) {
   return {ReduceGradient(ctx.output_grads[0], x, attrs, count == 0 ? 1.0 : 1.0 / static_cast<double>(count))};
 }
 
+// Only the axes kept split: a mean over a split axis is not the sum of the pieces' means.
+std::vector<SbpSignature> ReduceMeanSbp(const SbpContext& ctx) {
+  const auto& attrs = ctx.Get<ReduceAttrs>();
+  return ReduceSbp(ctx, attrs.axes, attrs.keep_dims, /*sums=*/false);
+}
+
 WEIR_REGISTER_OP({.type = "reduce_mean",
                   .num_inputs = 1,
                   .input_names = {"x"},
                   .infer = InferReduceMean,
-                  .gradient = ReduceMeanGradient});
+                  .gradient = ReduceMeanGradient,
+                  .sbp = ReduceMeanSbp});
 
 }  // namespace
 }  // namespace internal

@@ -21,11 +21,18 @@ std::vector<Blob> ReduceSumGradient(const GradContext& ctx) {
   return {ReduceGradient(ctx.output_grads[0], ctx.inputs[0].GetShape(), ctx.Get<ReduceAttrs>(), 1.0)};
 }
 
+// A reduced axis split gives partial sums; the other axes stay split.
+std::vector<SbpSignature> ReduceSumSbp(const SbpContext& ctx) {
+  const auto& attrs = ctx.Get<ReduceAttrs>();
+  return ReduceSbp(ctx, attrs.axes, attrs.keep_dims, /*sums=*/true);
+}
+
 WEIR_REGISTER_OP({.type = "reduce_sum",
                   .num_inputs = 1,
                   .input_names = {"x"},
                   .infer = InferReduceSum,
-                  .gradient = ReduceSumGradient});
+                  .gradient = ReduceSumGradient,
+                  .sbp = ReduceSumSbp});
 
 }  // namespace
 }  // namespace internal

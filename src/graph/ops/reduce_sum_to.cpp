@@ -1,5 +1,7 @@
 // reduce_sum_to: x summed down to a target shape that broadcasts to x's shape (the adjoint of
 // broadcast_to). Gradient rules use it to reduce a broadcast operand's gradient to its shape.
+#include <algorithm>
+
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
 #include "graph/ops/gradient_ops.hpp"
@@ -18,7 +20,28 @@ std::vector<TensorMeta> InferReduceSumTo(const InferContext& ctx) {
   return {{shape, x.dtype}};
 }
 
-WEIR_REGISTER_OP({.type = "reduce_sum_to", .num_inputs = 1, .input_names = {"x"}, .infer = InferReduceSumTo});
+// The axes summed away (those the target lacks or has as 1) give partial sums when split.
+std::vector<SbpSignature> ReduceSumToSbp(const SbpContext& ctx) {
+  const Shape& x = ctx.inputs[0].shape;
+  const Shape& target = ctx.Get<ReduceSumToAttrs>().shape;
+  std::vector<int> reduced;
+  for (int axis = 0; axis < x.Rank(); ++axis) {
+    const int aligned = axis - (x.Rank() - target.Rank());
+    if (aligned < 0 || (target[aligned] == 1 && x[axis] != 1)) reduced.push_back(axis);
+  }
+  // Leading axes disappear, the others stay (as 1 where summed): keep_dims for the trailing ones.
+  std::vector<SbpSignature> signatures;
+  for (int axis = 0; axis < x.Rank(); ++axis) {
+    const int aligned = axis - (x.Rank() - target.Rank());
+    const bool summed = std::find(reduced.begin(), reduced.end(), axis) != reduced.end();
+    signatures.push_back({{Sbp::S(axis)}, {summed ? Sbp::P() : Sbp::S(aligned)}});
+  }
+  signatures.push_back({{Sbp::P()}, {Sbp::P()}});
+  return signatures;
+}
+
+WEIR_REGISTER_OP({.type = "reduce_sum_to", .num_inputs = 1, .input_names = {"x"}, .infer = InferReduceSumTo,
+                  .sbp = ReduceSumToSbp});
 
 }  // namespace
 

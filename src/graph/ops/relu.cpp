@@ -21,7 +21,8 @@ WEIR_REGISTER_OP({.type = "relu",
                   .num_inputs = 1,
                   .input_names = {"x"},
                   .infer = InferRelu,
-                  .gradient = ReluGradient});
+                  .gradient = ReluGradient,
+                  .sbp = ElementwiseRule()});
 
 }  // namespace
 }  // namespace internal

@@ -6,7 +6,8 @@
 namespace weir::internal {
 namespace {
 
-WEIR_REGISTER_OP({.type = "relu_grad", .num_inputs = 2, .input_names = {"dy", "y"}, .infer = InferElementwiseGrad});
+WEIR_REGISTER_OP({.type = "relu_grad", .num_inputs = 2, .input_names = {"dy", "y"}, .infer = InferElementwiseGrad,
+                  .sbp = ElementwiseRule()});
 
 }  // namespace
 

@@ -46,11 +46,20 @@ std::vector<Blob> ReshapeGradient(const GradContext& ctx) {
   return {Reshape(ctx.output_grads[0], {.shape = ctx.inputs[0].GetShape().Dims()})};
 }
 
+// Row-major: a reshape that keeps the first dimension keeps each slice of it together.
+std::vector<SbpSignature> ReshapeSbp(const SbpContext& ctx) {
+  const Shape& in = ctx.inputs[0].shape;
+  const Shape& out = ctx.outputs[0].shape;
+  if (in.Rank() == 0 || out.Rank() == 0 || in[0] != out[0]) return {};
+  return {{{Sbp::S(0)}, {Sbp::S(0)}}};
+}
+
 WEIR_REGISTER_OP({.type = "reshape",
                   .num_inputs = 1,
                   .input_names = {"x"},
                   .infer = InferReshape,
-                  .gradient = ReshapeGradient});
+                  .gradient = ReshapeGradient,
+                  .sbp = ReshapeSbp});
 
 }  // namespace
 }  // namespace internal

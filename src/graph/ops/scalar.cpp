@@ -59,11 +59,18 @@ std::vector<Blob> ScalarGradient(const GradContext& ctx) {
   throw OpError(ctx.op_type, "unknown kind {}", static_cast<int>(attrs.kind));
 }
 
+// Every split; a scaling (x·s, x/s) is linear, so partial sums stay partial sums.
+std::vector<SbpSignature> ScalarSbp(const SbpContext& ctx) {
+  const ScalarOpKind kind = ctx.Get<ScalarAttrs>().kind;
+  return ElementwiseSbp(ctx, kind == ScalarOpKind::kMul || kind == ScalarOpKind::kDiv);
+}
+
 WEIR_REGISTER_OP({.type = "scalar",
                   .num_inputs = 1,
                   .input_names = {"x"},
                   .infer = InferScalar,
-                  .gradient = ScalarGradient});
+                  .gradient = ScalarGradient,
+                  .sbp = ScalarSbp});
 
 }  // namespace
 }  // namespace internal

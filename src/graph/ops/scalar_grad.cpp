@@ -16,7 +16,8 @@ std::vector<TensorMeta> InferScalarGrad(const InferContext& ctx) {
   return {dy};
 }
 
-WEIR_REGISTER_OP({.type = "scalar_grad", .num_inputs = 2, .input_names = {"dy", "x"}, .infer = InferScalarGrad});
+WEIR_REGISTER_OP({.type = "scalar_grad", .num_inputs = 2, .input_names = {"dy", "x"}, .infer = InferScalarGrad,
+                  .sbp = ElementwiseRule()});
 
 }  // namespace
 

@@ -21,7 +21,8 @@ WEIR_REGISTER_OP({.type = "sigmoid",
                   .num_inputs = 1,
                   .input_names = {"x"},
                   .infer = InferSigmoid,
-                  .gradient = SigmoidGradient});
+                  .gradient = SigmoidGradient,
+                  .sbp = ElementwiseRule()});
 
 }  // namespace
 }  // namespace internal

@@ -36,7 +36,8 @@ WEIR_REGISTER_OP({.type = "sigmoid_cross_entropy",
                   .num_inputs = 2,
                   .input_names = {"labels", "logits"},
                   .infer = InferSigmoidCrossEntropy,
-                  .gradient = SigmoidCrossEntropyGradient});
+                  .gradient = SigmoidCrossEntropyGradient,
+                  .sbp = BatchSplitSbp});
 
 }  // namespace
 }  // namespace internal

@@ -16,7 +16,8 @@ std::vector<TensorMeta> InferSigmoidCrossEntropyGrad(const InferContext& ctx) {
 WEIR_REGISTER_OP({.type = "sigmoid_cross_entropy_grad",
                   .num_inputs = 3,
                   .input_names = {"labels", "logits", "dy"},
-                  .infer = InferSigmoidCrossEntropyGrad});
+                  .infer = InferSigmoidCrossEntropyGrad,
+                  .sbp = BatchSplitSbp});
 
 }  // namespace
 }  // namespace weir::internal

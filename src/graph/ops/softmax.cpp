@@ -21,11 +21,17 @@ std::vector<Blob> SoftmaxGradient(const GradContext& ctx) {
   return {SoftmaxGrad(ctx.output_grads[0], ctx.outputs[0], ctx.Get<SoftmaxAttrs>().axis)};
 }
 
+// Rows are independent: any axis but the softmax axis splits.
+std::vector<SbpSignature> SoftmaxSbp(const SbpContext& ctx) {
+  return ElementwiseSbpExcept(ctx, {ctx.Get<SoftmaxAttrs>().axis});
+}
+
 WEIR_REGISTER_OP({.type = "softmax",
                   .num_inputs = 1,
                   .input_names = {"x"},
                   .infer = InferSoftmax,
-                  .gradient = SoftmaxGradient});
+                  .gradient = SoftmaxGradient,
+                  .sbp = SoftmaxSbp});
 
 }  // namespace
 }  // namespace internal

@@ -40,7 +40,8 @@ WEIR_REGISTER_OP({.type = "softmax_cross_entropy",
                   .num_inputs = 2,
                   .input_names = {"labels", "logits"},
                   .infer = InferSoftmaxCrossEntropy,
-                  .gradient = SoftmaxCrossEntropyGradient});
+                  .gradient = SoftmaxCrossEntropyGradient,
+                  .sbp = BatchSplitSbp});
 
 }  // namespace
 }  // namespace internal

@@ -17,7 +17,8 @@ std::vector<TensorMeta> InferSoftmaxCrossEntropyGrad(const InferContext& ctx) {
 WEIR_REGISTER_OP({.type = "softmax_cross_entropy_grad",
                   .num_inputs = 3,
                   .input_names = {"labels", "logits", "dy"},
-                  .infer = InferSoftmaxCrossEntropyGrad});
+                  .infer = InferSoftmaxCrossEntropyGrad,
+                  .sbp = BatchSplitSbp});
 
 }  // namespace
 }  // namespace weir::internal

@@ -14,7 +14,13 @@ std::vector<TensorMeta> InferSoftmaxGrad(const InferContext& ctx) {
   return outputs;
 }
 
-WEIR_REGISTER_OP({.type = "softmax_grad", .num_inputs = 2, .input_names = {"dy", "y"}, .infer = InferSoftmaxGrad});
+// Rows are independent: any axis but the softmax axis splits.
+std::vector<SbpSignature> SoftmaxGradSbp(const SbpContext& ctx) {
+  return ElementwiseSbpExcept(ctx, {ctx.Get<SoftmaxAttrs>().axis});
+}
+
+WEIR_REGISTER_OP({.type = "softmax_grad", .num_inputs = 2, .input_names = {"dy", "y"}, .infer = InferSoftmaxGrad,
+                  .sbp = SoftmaxGradSbp});
 
 }  // namespace
 

@@ -34,7 +34,8 @@ WEIR_REGISTER_OP({.type = "sparse_softmax_cross_entropy",
                   .num_inputs = 2,
                   .input_names = {"labels", "logits"},
                   .infer = InferSparseSoftmaxCrossEntropy,
-                  .gradient = SparseSoftmaxCrossEntropyGradient});
+                  .gradient = SparseSoftmaxCrossEntropyGradient,
+                  .sbp = BatchSplitSbp});
 
 }  // namespace
 }  // namespace internal

@@ -19,7 +19,8 @@ std::vector<TensorMeta> InferSparseSoftmaxCrossEntropyGrad(const InferContext& c
 WEIR_REGISTER_OP({.type = "sparse_softmax_cross_entropy_grad",
                   .num_inputs = 3,
                   .input_names = {"labels", "logits", "dy"},
-                  .infer = InferSparseSoftmaxCrossEntropyGrad});
+                  .infer = InferSparseSoftmaxCrossEntropyGrad,
+                  .sbp = BatchSplitSbp});
 
 }  // namespace
 

@@ -21,7 +21,8 @@ WEIR_REGISTER_OP({.type = "tanh",
                   .num_inputs = 1,
                   .input_names = {"x"},
                   .infer = InferTanh,
-                  .gradient = TanhGradient});
+                  .gradient = TanhGradient,
+                  .sbp = ElementwiseRule()});
 
 }  // namespace
 }  // namespace internal

@@ -35,11 +35,21 @@ std::vector<Blob> TransposeGradient(const GradContext& ctx) {
   return {Transpose(ctx.output_grads[0], {.perm = std::move(inverse)})};
 }
 
+// A split moves with its axis: input axis perm[i] becomes output axis i.
+std::vector<SbpSignature> TransposeSbp(const SbpContext& ctx) {
+  const std::vector<int>& perm = ctx.Get<TransposeAttrs>().perm;
+  std::vector<SbpSignature> signatures;
+  for (std::size_t i = 0; i < perm.size(); ++i) signatures.push_back({{Sbp::S(perm[i])}, {Sbp::S(static_cast<int>(i))}});
+  signatures.push_back({{Sbp::P()}, {Sbp::P()}});
+  return signatures;
+}
+
 WEIR_REGISTER_OP({.type = "transpose",
                   .num_inputs = 1,
                   .input_names = {"x"},
                   .infer = InferTranspose,
-                  .gradient = TransposeGradient});
+                  .gradient = TransposeGradient,
+                  .sbp = TransposeSbp});
 
 }  // namespace
 }  // namespace internal

@@ -28,7 +28,8 @@ std::vector<Blob> UnaryGradient(const GradContext& ctx) {
   return {AddOp1("unary_grad", {ctx.output_grads[0], v}, attrs, {})};
 }
 
-WEIR_REGISTER_OP({.type = "unary", .num_inputs = 1, .input_names = {"x"}, .infer = InferUnary, .gradient = UnaryGradient});
+WEIR_REGISTER_OP({.type = "unary", .num_inputs = 1, .input_names = {"x"}, .infer = InferUnary, .gradient = UnaryGradient,
+                  .sbp = ElementwiseRule()});
 
 }  // namespace
 }  // namespace internal

@@ -6,7 +6,8 @@
 namespace weir::internal {
 namespace {
 
-WEIR_REGISTER_OP({.type = "unary_grad", .num_inputs = 2, .input_names = {"dy", "x_or_y"}, .infer = InferElementwiseGrad});
+WEIR_REGISTER_OP({.type = "unary_grad", .num_inputs = 2, .input_names = {"dy", "x_or_y"}, .infer = InferElementwiseGrad,
+                  .sbp = ElementwiseRule()});
 
 }  // namespace
 }  // namespace weir::internal

@@ -1,14 +1,17 @@
 #pragma once
-// Attributes of the collective actors the planner inserts (they are plan tasks, not graph ops).
+// Attributes of the collective (boxing) actors the planner inserts; they are plan tasks, not graph
+// ops, and their op type names the collective: all_reduce, reduce_scatter, all_gather, all_to_all,
+// scatter.
 #include "kernels/collectives/communicator.hpp"
 
 namespace weir::internal {
 
-/// All-reduce of one piece per device into one result that every device reads (devices of one
-/// process share memory, so the result is one buffer).
-struct AllReduceAttrs {
-  ReduceOp op = ReduceOp::kMean;
+struct CollectiveAttrs {
+  ReduceOp op = ReduceOp::kSum;  // all_reduce, reduce_scatter
   int devices = 1;
+  int axis = 0;      // the split axis of reduce_scatter's outputs, all_gather's inputs, scatter's outputs,
+                     // all_to_all's inputs
+  int out_axis = 0;  // all_to_all: the split axis of the outputs
 };
 
 }  // namespace weir::internal

@@ -47,6 +47,8 @@ class Communicator {
   /// pieces split along `out_axis`.
   virtual void AllToAll(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs, int in_axis,
                         int out_axis) = 0;
+  /// outputs[r] = piece r of `input` split along `axis` (one device's whole tensor to many).
+  virtual void Scatter(const ConstTensorView& input, std::span<const TensorView> outputs, int axis) = 0;
   /// outputs[r] = inputs[root] (the other inputs are not read).
   virtual void Broadcast(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs, int root) = 0;
   /// Point to point: the piece of rank `from` to rank `to`.

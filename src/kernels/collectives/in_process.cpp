@@ -195,6 +195,19 @@ class InProcessCommunicator final : public Communicator {
     }
   }
 
+  void Scatter(const ConstTensorView& input, std::span<const TensorView> outputs, int axis) override {
+    CheckRanks("scatter", static_cast<std::size_t>(devices_), outputs.size());
+    const Shape& logical = input.GetShape();
+    const std::size_t bytes = SizeOf(input.GetDType());
+    for (int r = 0; r < devices_; ++r) {
+      Box from{&logical, Zeros(logical)};
+      from.start[static_cast<std::size_t>(axis)] = SplitBegin(logical[axis], devices_, r);
+      const Shape& piece = outputs[static_cast<std::size_t>(r)].GetShape();
+      CopyBox(static_cast<const std::byte*>(input.data), from, static_cast<std::byte*>(outputs[static_cast<std::size_t>(r)].data),
+              {&piece, Zeros(piece)}, piece.Dims(), bytes);
+    }
+  }
+
   void Broadcast(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs, int root) override {
     CheckRanks("broadcast", inputs.size(), outputs.size());
     if (root < 0 || root >= devices_) {

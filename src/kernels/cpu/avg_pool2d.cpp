@@ -24,8 +24,9 @@ class AvgPool2DCpu final : public DnnlPool2DKernel {
 class AvgPool2DGradCpu final : public DnnlPool2DKernel {
  public:
   explicit AvgPool2DGradCpu(const KernelSetup& setup) {
-    const auto& attrs = setup.Get<Pool2DGradAttrs>();
-    Init(MakePool2DGeometry(attrs.pool, attrs.x_shape, setup.inputs[0].shape), [](const Pool2DGeometry& g) {
+    // x's shape from the output meta, not the attrs: a device's piece of a split batch is smaller.
+    Init(MakePool2DGeometry(setup.Get<Pool2DGradAttrs>().pool, setup.outputs[0].shape, setup.inputs[0].shape),
+         [](const Pool2DGeometry& g) {
       const DnnlPool2D d = MakeDnnlPool2D(g);
       // The backward primitive needs a forward one as a hint; it is never run.
       const dnnl::pooling_forward::primitive_desc hint(
@@ -57,8 +58,7 @@ template <typename T> class AvgPool2DReferenceCpu final : public Kernel {
 template <typename T> class AvgPool2DGradReferenceCpu final : public Kernel {
  public:
   explicit AvgPool2DGradReferenceCpu(const KernelSetup& setup)
-      : geometry_(MakePool2DGeometry(setup.Get<Pool2DGradAttrs>().pool, setup.Get<Pool2DGradAttrs>().x_shape,
-                                     setup.inputs[0].shape)) {}
+      : geometry_(MakePool2DGeometry(setup.Get<Pool2DGradAttrs>().pool, setup.outputs[0].shape, setup.inputs[0].shape)) {}
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     AvgPoolGradReference(geometry_, inputs[0].As<T>(), outputs[0].As<T>());

@@ -1,0 +1,60 @@
+// The kernels of the collective actors: every device's piece in, through the in-process
+// communicator. A result every device reads whole (all_reduce, all_gather) is one buffer, which
+// the devices of this process share; split results are one piece per device.
+#include <string_view>
+#include <vector>
+
+#include "kernels/collectives/collective_attrs.hpp"
+#include "kernels/kernel.hpp"
+
+namespace weir::internal {
+
+namespace {
+
+class CollectiveKernel final : public Kernel {
+ public:
+  explicit CollectiveKernel(const KernelSetup& setup)
+      : op_type_(setup.op_type), attrs_(setup.Get<CollectiveAttrs>()),
+        communicator_(MakeInProcessCommunicator(attrs_.devices)),
+        outputs_(static_cast<std::size_t>(attrs_.devices)) {}
+
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    // One output shared by every device, or one per device.
+    for (std::size_t r = 0; r < outputs_.size(); ++r) outputs_[r] = outputs[outputs.size() == 1 ? 0 : r];
+    if (op_type_ == "all_reduce") {
+      communicator_->AllReduce(inputs, outputs_, attrs_.op);
+    } else if (op_type_ == "all_gather") {
+      communicator_->AllGather(inputs, outputs_, attrs_.axis);
+    } else if (op_type_ == "reduce_scatter") {
+      communicator_->ReduceScatter(inputs, outputs_, attrs_.axis, attrs_.op);
+    } else if (op_type_ == "all_to_all") {
+      communicator_->AllToAll(inputs, outputs_, attrs_.axis, attrs_.out_axis);
+    } else {  // scatter: one whole input, a piece per device
+      communicator_->Scatter(inputs[0], outputs_, attrs_.axis);
+    }
+  }
+
+ private:
+  std::string op_type_;
+  CollectiveAttrs attrs_;
+  std::unique_ptr<Communicator> communicator_;
+  std::vector<TensorView> outputs_;
+};
+
+}  // namespace
+
+WEIR_REGISTER_KERNELS {
+  for (std::string_view op : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "scatter"}) {
+    for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
+      RegisterKernel({std::string(op), Device::Kind::kCpu, dtype}, &MakeKernel<CollectiveKernel>);
+    }
+  }
+  // Splits and gathers copy bytes, so they take every dtype (labels, masks).
+  for (std::string_view op : {"all_gather", "all_to_all", "scatter"}) {
+    for (DType dtype : {DType::kU8, DType::kBool}) {
+      RegisterKernel({std::string(op), Device::Kind::kCpu, dtype}, &MakeKernel<CollectiveKernel>);
+    }
+  }
+}
+
+}  // namespace weir::internal
