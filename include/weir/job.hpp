@@ -112,6 +112,19 @@ inline Regularizer L1(double l = 0.01) { return {l, 0.0}; }
 inline Regularizer L2(double l = 0.01) { return {0.0, l}; }
 inline Regularizer L1L2(double l1 = 0.01, double l2 = 0.01) { return {l1, l2}; }
 
+/// How a consistent blob or variable lies on the devices of its placement (OneFlow's
+/// flow.distribute): whole on every device, split along an axis, or left to the compiler.
+struct Distribute {
+  enum class Kind : std::uint8_t { kAuto, kBroadcast, kSplit };
+  Kind kind = Kind::kAuto;
+  int axis = 0;  // kSplit only
+
+  static Distribute Auto() { return {}; }
+  static Distribute Broadcast() { return {Kind::kBroadcast, 0}; }
+  static Distribute Split(int axis) { return {Kind::kSplit, axis}; }
+  friend bool operator==(const Distribute&, const Distribute&) = default;
+};
+
 /// A variable: state owned by the session, global by name (jobs naming the same variable share
 /// it), kept across calls, saved in checkpoints.
 struct VariableSpec {
@@ -122,6 +135,10 @@ struct VariableSpec {
   Regularizer regularizer;
   /// Trainable variables are updated by the optimizer of a train job.
   bool trainable = true;
+  /// Consistent view on several devices: Split(0) gives each device a slice of the rows (model
+  /// parallelism; its optimizer slots are split alike); Auto and Broadcast keep it whole. The
+  /// variable stays one logical tensor for GetVariable and checkpoints.
+  Distribute distribute;
 };
 
 struct Optimizer;

@@ -23,6 +23,9 @@ struct DenseOptions {
   Regularizer bias_regularizer;
   bool trainable = true;
   std::string name = "Dense";
+  /// Split(0) splits the weight (units, in) and the bias by output units over the devices (model
+  /// parallelism, OneFlow's model_distribute); Auto or Broadcast keeps them whole.
+  Distribute model_distribute;
 };
 
 /// x (N, in) · weightᵀ + bias, weight (units, in), bias (units); inputs of rank > 2 are flattened to

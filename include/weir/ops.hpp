@@ -277,6 +277,17 @@ struct FlattenAttrs {
 /// OneFlow's flow.flatten: a reshape merging axes start_dim..end_dim; a 0-D x counts as (1).
 Blob Flatten(const Blob& x, FlattenAttrs attrs = {}, std::string_view name = {});
 
+struct ParallelCastAttrs {
+  /// How the result lies on the devices (Auto: as the input does).
+  Distribute value;
+  /// How the gradient flowing back through it lies (Auto: as the compiler chooses).
+  Distribute gradient;
+};
+/// x itself, laid out on the devices as `attrs` says (OneFlow's blob.with_distribute and
+/// with_gradient_distribute): a hint the consistent view's compiler follows, boxing as needed. No
+/// effect in the mirrored view or on one device.
+Blob ParallelCast(const Blob& x, ParallelCastAttrs attrs, std::string_view name = {});
+
 /// Reverse-mode gradients: d(sum(y))/d(x) for every x in `xs`, as blobs of the same job (an
 /// undefined Blob where x does not reach y). Throws std::invalid_argument naming the op when a
 /// path from x to y crosses an op without a gradient.

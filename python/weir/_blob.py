@@ -77,17 +77,29 @@ class Blob(BlobDef):
 
         return distribute.auto()
 
+    # Layout hints for the consistent view on several devices (flow.distribute): the same values,
+    # laid out as asked; the compiler boxes around them.
     def with_distribute(self, distribute):
-        return self
+        from weir import distribute as _distribute
+
+        hint = _distribute.to_c(distribute, "with_distribute")
+        return type(self)(_C.parallel_cast(self._c, hint, _C.Distribute("auto")), self._job, self.batch_axis)
 
     def with_split_distribute(self, axis):
-        return self
+        from weir import distribute as _distribute
+
+        return self.with_distribute(_distribute.split(axis))
 
     def with_broadcast_distribute(self):
-        return self
+        from weir import distribute as _distribute
+
+        return self.with_distribute(_distribute.broadcast())
 
     def with_gradient_distribute(self, distribute):
-        return self
+        from weir import distribute as _distribute
+
+        hint = _distribute.to_c(distribute, "with_gradient_distribute")
+        return type(self)(_C.parallel_cast(self._c, _C.Distribute("auto"), hint), self._job, self.batch_axis)
 
     def __repr__(self) -> str:
         return f"Blob(name={self.logical_blob_name!r}, shape={self.shape}, dtype={self.dtype!r})"

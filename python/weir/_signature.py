@@ -730,6 +730,13 @@ class LocalBlob:
             raise IndexError(f"LocalBlob.numpy({i}): the blob has {len(self._arrays)} device(s), index must be in [0, {len(self._arrays)})")
         return self._arrays[i]
 
+    def __getattr__(self, name):
+        # Array methods and attributes (loss.mean(), .shape) on the blob's array, as the docs'
+        # async_get callbacks use them.
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self._array, name)
+
     def numpy_list(self) -> list:
         """Per-device arrays (mirrored view)."""
         return list(self._arrays)

@@ -1,5 +1,7 @@
-"""``flow.distribute``: SBP hints (split, broadcast). Weir runs one device per job for now, so
-they are validated and recorded but change nothing yet."""
+"""``flow.distribute``: SBP hints (split, broadcast, auto) for the consistent view on several
+devices: ``get_variable(distribute=split(0))`` and ``layers.dense(model_distribute=split(0))`` split
+a variable by rows over the devices (model parallelism); ``blob.with_distribute(...)`` lays a blob
+out as asked. They change no value, and nothing on one device or in the mirrored view."""
 
 from __future__ import annotations
 
@@ -34,6 +36,17 @@ def split(axis: int) -> Distribute:
     if not isinstance(axis, int) or not 0 <= axis < len(_SPLITS):
         raise ValueError(f"flow.distribute.split: axis must be an int in [0, 11), got {axis!r}")
     return _SPLITS[axis]
+
+
+def to_c(distribute, what: str):
+    """The C++ Distribute of a flow.distribute object (None: auto)."""
+    from weir import _C
+
+    if distribute is None:
+        return _C.Distribute("auto")
+    if not isinstance(distribute, Distribute):
+        raise TypeError(f"{what}: expected flow.distribute.split/broadcast/auto, got {distribute!r}")
+    return _C.Distribute(distribute.kind, distribute.axis or 0)
 
 
 def assert_is_valid_distribute(distribute) -> None:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from weir import _C, _context, initializers
+from weir import _C, _context, distribute, initializers
 from weir._image import check_format, pair, padding_spec
 from weir._ops_util import check_blob, wrap
 
@@ -18,12 +18,20 @@ def _regularizer(value, what):
     return value
 
 
-def _layer_name(name: str, op: str) -> str:
-    """The layer's scoped name; a layer name may be used once per job (OneFlow's reuse=False)."""
+def _layer_name(name, op: str, default: str = "") -> str:
+    """The layer's scoped name; a name given may be used once per job (OneFlow's reuse=False). A layer
+    left unnamed takes `default`, then `default_1`, `default_2`...: programs that stack unnamed dense
+    layers (the docs' hybrid_parallelism_mlp.py) get one set of variables per layer."""
     context = _context.current(op)
-    full = _context.scoped_name(name)
-    if full in context.layer_names:
-        raise ValueError(f"{op}: job {context.function_name} already has a layer named {full!r}")
+    if name is None:
+        full, n = _context.scoped_name(default), 0
+        while full in context.layer_names:
+            n += 1
+            full = _context.scoped_name(f"{default}_{n}")
+    else:
+        full = _context.scoped_name(name)
+        if full in context.layer_names:
+            raise ValueError(f"{op}: job {context.function_name} already has a layer named {full!r}")
     context.layer_names.add(full)
     return full
 
@@ -37,13 +45,13 @@ def _activate(out, activation, name):
 
 
 def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None, bias_initializer=None,
-          kernel_regularizer=None, bias_regularizer=None, trainable=True, name="Dense", model_distribute=None):
+          kernel_regularizer=None, bias_regularizer=None, trainable=True, name=None, model_distribute=None):
     """inputs (N, in) · weightᵀ + bias with weight (units, in) and bias (units); inputs of rank > 2
     are flattened to (-1, last) and reshaped back. Both initializers default to constant 0."""
     x = check_blob(inputs, "flow.layers.dense", "inputs")
     if int(units) <= 0:
         raise ValueError(f"flow.layers.dense: units must be positive, got {units}")
-    full = _layer_name(name, "flow.layers.dense")
+    full = _layer_name(name, "flow.layers.dense", "Dense")
     out = wrap(
         _C.dense(
             x._c, int(units), "none", bool(use_bias),
@@ -51,7 +59,7 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
             initializers.resolve(bias_initializer, "flow.layers.dense: bias_initializer"),
             _regularizer(kernel_regularizer, "flow.layers.dense: kernel_regularizer"),
             _regularizer(bias_regularizer, "flow.layers.dense: bias_regularizer"),
-            bool(trainable), full,
+            bool(trainable), full, distribute.to_c(model_distribute, "flow.layers.dense: model_distribute"),
         ),
         x,
     )
@@ -60,7 +68,7 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
 
 def conv2d(inputs, filters, kernel_size=1, strides=1, padding="VALID", data_format="NCHW", dilation_rate=None,
            groups=1, activation=None, use_bias=True, kernel_initializer=None, bias_initializer=None,
-           kernel_regularizer=None, bias_regularizer=None, trainable=True, name="Conv2d", weight_name=None,
+           kernel_regularizer=None, bias_regularizer=None, trainable=True, name=None, weight_name=None,
            bias_name=None):
     """2-D convolution with variables "<name>-weight" (filters, C/groups, kh, kw) for NCHW or
     (filters, kh, kw, C) for NHWC, and "<name>-bias" (filters). The kernel initializer defaults to
@@ -71,7 +79,7 @@ def conv2d(inputs, filters, kernel_size=1, strides=1, padding="VALID", data_form
         raise ValueError(f"{op}: weight_name/bias_name are not supported; variables are named <name>-weight/-bias")
     data_format = check_format(data_format, op)
     kind, pads = padding_spec(padding, op, data_format)
-    full = _layer_name(name, op)
+    full = _layer_name(name, op, "Conv2d")
     kernel_init = None if kernel_initializer is None else initializers.resolve(kernel_initializer, f"{op}: kernel_initializer")
     out = wrap(
         _C.conv2d_layer(

@@ -159,8 +159,11 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     reg = regularizer if regularizer is not None else _C.Regularizer()
     if not isinstance(reg, _C.Regularizer):
         raise TypeError(f"flow.get_variable: regularizer must come from flow.regularizers, got {regularizer!r}")
+    from weir import distribute as _distribute
+
     blob = context.builder.variable(
-        full_name, [int(d) for d in shape], c_dtype, init, reg, True if trainable is None else bool(trainable)
+        full_name, [int(d) for d in shape], c_dtype, init, reg, True if trainable is None else bool(trainable),
+        _distribute.to_c(distribute, f"flow.get_variable({full_name!r}): distribute"),
     )
     variable = Blob(blob, context.builder)
     context.variables[full_name] = variable

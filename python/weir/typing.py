@@ -121,8 +121,12 @@ def _validate_placeholder_args(where: str, shape, dtype, batch_axis, allow_none_
     return shape, dtype, batch_axis
 
 
-def _make_placeholder(family, shape, dtype=_dtypes.float32, batch_axis=0):
+def _make_placeholder(family, shape, dtype=_dtypes.float32, batch_axis=0, name=None):
     where = f"tp.{family.__qualname__}()"
+    # Some docs programs name their placeholders; Weir names each after its parameter, so the name
+    # is checked and kept for reference only.
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"{where}: name must be a str, got {name!r}")
     shape, dtype, batch_axis = _validate_placeholder_args(
         where, shape, dtype, batch_axis, family._allow_none_batch_axis
     )
@@ -137,6 +141,7 @@ def _make_placeholder(family, shape, dtype=_dtypes.float32, batch_axis=0):
             "shape": shape,
             "dtype": dtype,
             "batch_axis": batch_axis,
+            "placeholder_name": name,
         },
     )
 

@@ -35,6 +35,8 @@ struct RegisterDesc {
   std::size_t slot_bytes = 0;
   /// Non-empty: the one slot is this session variable's storage, not planned memory.
   std::string variable;
+  /// Where the slot starts in the variable's storage: a device's rows of a split variable.
+  std::size_t variable_offset = 0;
 };
 
 struct TaskDesc {

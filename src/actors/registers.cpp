@@ -29,11 +29,11 @@ RegisterStore::RegisterStore(const Plan& plan, const VariableResolver& variables
     first_slot_.push_back(static_cast<int>(slots_.size()));
     if (!reg.variable.empty()) {
       Tensor variable = variables(reg.variable);
-      if (variable.NumBytes() != reg.slot_bytes || reg.register_num != 1) {
-        throw std::logic_error(fmt::format("[runtime] variable '{}' has {} bytes, its register {}", reg.variable,
-                                           variable.NumBytes(), reg.slot_bytes));
+      if (reg.variable_offset + reg.slot_bytes > variable.NumBytes() || reg.register_num != 1) {
+        throw std::logic_error(fmt::format("[runtime] variable '{}' has {} bytes, its register {} from byte {}",
+                                           reg.variable, variable.NumBytes(), reg.slot_bytes, reg.variable_offset));
       }
-      slots_.push_back({static_cast<std::byte*>(variable.RawData()), nullptr, false});
+      slots_.push_back({static_cast<std::byte*>(variable.RawData()) + reg.variable_offset, nullptr, false});
       variables_.push_back(std::move(variable));
       continue;
     }

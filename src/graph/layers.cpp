@@ -15,12 +15,18 @@ Blob Dense(const Blob& x, std::int64_t units, const DenseOptions& options) {
   if (shape.Rank() < 2) throw std::invalid_argument(fmt::format("[dense] expects an input of rank >= 2, got {}", shape));
   const std::int64_t in = shape[-1];
   Blob input = shape.Rank() == 2 ? x : Reshape(x, {{-1, in}});
+  const Distribute& split = options.model_distribute;
+  if (split.kind == Distribute::Kind::kSplit && split.axis != 0) {
+    throw std::invalid_argument(fmt::format("[dense] 'model_distribute' must be split(0) (output units), got split({})",
+                                            split.axis));
+  }
   const Blob weight = internal::AddVariable(x.Graph(), options.name + "-weight",
                                             {.shape = Shape{units, in},
                                              .dtype = x.GetDType(),
                                              .initializer = options.kernel_initializer,
                                              .regularizer = options.kernel_regularizer,
-                                             .trainable = options.trainable});
+                                             .trainable = options.trainable,
+                                             .distribute = split});
   Blob out = MatMul(input, weight, {.transpose_b = true}, options.name + "-matmul");
   if (options.use_bias) {
     const Blob bias = internal::AddVariable(x.Graph(), options.name + "-bias",
@@ -28,7 +34,8 @@ Blob Dense(const Blob& x, std::int64_t units, const DenseOptions& options) {
                                              .dtype = x.GetDType(),
                                              .initializer = options.bias_initializer,
                                              .regularizer = options.bias_regularizer,
-                                             .trainable = options.trainable});
+                                             .trainable = options.trainable,
+                                             .distribute = split});
     out = BiasAdd(out, bias, {.axis = 1}, options.name + "-bias_add");
   }
   switch (options.activation) {

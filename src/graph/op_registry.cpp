@@ -23,6 +23,14 @@ void RegisterOp(OpDef def) {
   Defs().push_back(std::move(def));
 }
 
+const OpDef* TryFindOp(std::string_view type) {
+  std::lock_guard lock(DefsMutex());
+  for (const OpDef& def : Defs()) {
+    if (def.type == type) return &def;
+  }
+  return nullptr;
+}
+
 const OpDef& FindOp(std::string_view type) {
   std::lock_guard lock(DefsMutex());
   for (const OpDef& def : Defs()) {

@@ -63,6 +63,8 @@ struct OpDef {
 void RegisterOp(OpDef def);
 /// Every registered op type (for tests that walk the registry).
 std::vector<std::string_view> RegisteredOpTypes();
+/// The OpDef of `type`, or nullptr (constants and fused kernels have none).
+const OpDef* TryFindOp(std::string_view type);
 /// The OpDef of `type`; throws std::invalid_argument for an unknown type.
 const OpDef& FindOp(std::string_view type);
 

@@ -139,17 +139,19 @@ void OrderWriters(const JobGraph& graph, const std::vector<bool>& live, const st
     for (int input : FindOp(node.type).mutates_inputs) {
       if (input >= static_cast<int>(node.inputs.size())) continue;  // an optional input left out
       const int value = node.inputs[static_cast<std::size_t>(input)];
-      const int reg = placed[static_cast<std::size_t>(value)].registers.front();
-      const RegisterDesc& desc = plan.registers[static_cast<std::size_t>(reg)];
-      if (desc.variable.empty()) {
-        throw std::invalid_argument(fmt::format("[{}] op '{}' writes input {} in place, which must be a variable",
-                                                node.type, node.name, input));
-      }
-      plan.variables_written.push_back(desc.variable);
-      const int writer = node_tasks[n].front();  // writers run once (CompilePlan)
-      const std::vector<int> readers = desc.consumers;  // copy: control edges add registers
-      for (int reader : readers) {
-        if (reader != writer) AddControlEdge(plan, reader, writer);
+      const std::vector<int>& registers = placed[static_cast<std::size_t>(value)].registers;
+      for (std::size_t r = 0; r < registers.size(); ++r) {  // a split variable: each device writes its rows
+        const RegisterDesc& desc = plan.registers[static_cast<std::size_t>(registers[r])];
+        if (desc.variable.empty()) {
+          throw std::invalid_argument(fmt::format("[{}] op '{}' writes input {} in place, which must be a variable",
+                                                  node.type, node.name, input));
+        }
+        if (r == 0) plan.variables_written.push_back(desc.variable);
+        const int writer = node_tasks[n][node_tasks[n].size() == 1 ? 0 : r];
+        const std::vector<int> readers = desc.consumers;  // copy: control edges add registers
+        for (int reader : readers) {
+          if (reader != writer) AddControlEdge(plan, reader, writer);
+        }
       }
     }
   }
@@ -162,9 +164,8 @@ std::vector<SbpSignature> SignaturesOf(std::string_view op_type, const SbpContex
     return {{{Sbp::S(a_rows), Sbp::B(), Sbp::B()}, {Sbp::S(0)}}};
   }
   if (op_type == "conv2d_bias_act") return {{{Sbp::S(0), Sbp::B(), Sbp::B()}, {Sbp::S(0)}}};
-  if (op_type == "constant") return {};
-  const OpDef& def = FindOp(op_type);
-  return def.sbp ? def.sbp(ctx) : std::vector<SbpSignature>{};
+  const OpDef* def = TryFindOp(op_type);  // constants have no OpDef
+  return def != nullptr && def->sbp ? def->sbp(ctx) : std::vector<SbpSignature>{};
 }
 
 // Where each node runs: device indices of the session, checked against what the session has.
@@ -388,6 +389,20 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     };
     std::erase_if(candidates, [&](const SbpSignature& c) { return !fits(c.inputs, in_metas) || !fits(c.outputs, out_metas); });
     candidates.push_back(all_broadcast);
+    // An op writing an input in place writes the variable where it is: no boxing of that input.
+    if (const OpDef* def = TryFindOp(op_type); def != nullptr) {
+      for (int m : def->mutates_inputs) {
+        if (m >= static_cast<int>(inputs.size())) continue;
+        const Sbp& has = placed[static_cast<std::size_t>(inputs[static_cast<std::size_t>(m)])].sbp;
+        std::erase_if(candidates, [&](const SbpSignature& c) { return !(c.inputs[static_cast<std::size_t>(m)] == has); });
+        if (candidates.empty()) {
+          throw std::invalid_argument(fmt::format(
+              "[{}] cannot update '{}' in place: it is {} over {} devices and the op runs only whole (use an "
+              "elementwise optimizer such as SGD, momentum, Adam or RMSProp with split variables)",
+              op_type, graph.values[static_cast<std::size_t>(inputs[static_cast<std::size_t>(m)])].name, has.ToString(), k));
+        }
+      }
+    }
     const SbpSignature* best = nullptr;
     double best_cost = std::numeric_limits<double>::infinity();
     for (const SbpSignature& candidate : candidates) {
@@ -442,6 +457,39 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
 
     if (node.type == kVariableOp) {
       const auto& attrs = std::any_cast<const VariableAttrs&>(node.attrs);
+      const Distribute& distribute = attrs.spec.distribute;
+      const int k = static_cast<int>(devices.size());
+      if (!mirrored && k > 1 && distribute.kind == Distribute::Kind::kSplit) {
+        // Model parallelism: each device's register is its range of rows of the one variable.
+        const ValueInfo& value = graph.values[static_cast<std::size_t>(node.outputs[0])];
+        const Shape& shape = value.meta.shape;
+        if (distribute.axis != 0) {
+          throw std::invalid_argument(fmt::format(
+              "[variable] '{}' is split along axis {}: Weir splits variables along axis 0 only (each device's "
+              "rows are one range of the variable's storage)", attrs.name, distribute.axis));
+        }
+        if (shape.Rank() == 0 || shape[0] < k) {
+          throw std::invalid_argument(fmt::format("[variable] '{}' {} split along axis 0 over {} devices needs at "
+                                                  "least {} rows", attrs.name, shape, k, k));
+        }
+        const Sbp split = Sbp::S(0);
+        const std::vector<TensorMeta> metas = pieces_of(value.meta, split, devices.size());
+        Placed& out = placed[static_cast<std::size_t>(node.outputs[0])];
+        out = Placed{{}, devices, false, split};
+        for (int r = 0; r < k; ++r) {
+          const int device = devices[static_cast<std::size_t>(r)];
+          const int task = AddTask(*plan, TaskKind::kVariable, fmt::format("{}:{}", node.name, device), device_stream(device));
+          node_tasks[n].push_back(task);
+          Consume(*plan, task, tick);
+          const int reg = AddRegister(*plan, value.name, task, 1, metas[static_cast<std::size_t>(r)]);
+          plan->registers[static_cast<std::size_t>(reg)].variable = attrs.name;
+          plan->registers[static_cast<std::size_t>(reg)].variable_offset =
+              static_cast<std::size_t>(SplitBegin(shape[0], k, r)) * (value.meta.NumBytes() / static_cast<std::size_t>(shape[0]));
+          out.registers.push_back(reg);
+        }
+        plan->variables_read.push_back(attrs.name);
+        continue;
+      }
       const int task = AddTask(*plan, TaskKind::kVariable, node.name, device_stream(devices.front()));
       node_tasks[n].push_back(task);
       Consume(*plan, task, tick);
@@ -451,6 +499,26 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
       placed[static_cast<std::size_t>(node.outputs[0])] = Placed{{reg}, {devices.front()}};
       plan->variables_read.push_back(attrs.name);
       continue;
+    }
+
+    // A parallel_cast is a layout hint: its input boxed into the hinted SBP, aliased (not a variable's
+    // register, which the reshape rule below explains).
+    if (node.type == "parallel_cast") {
+      const Distribute& hint = std::any_cast<const ParallelCastAttrs&>(node.attrs).value;
+      Placed input = placed[static_cast<std::size_t>(node.inputs[0])];
+      if (!mirrored && devices.size() > 1 && hint.kind != Distribute::Kind::kAuto) {
+        const TensorMeta& meta = graph.values[static_cast<std::size_t>(node.inputs[0])].meta;
+        const Sbp to = hint.kind == Distribute::Kind::kSplit ? Sbp::S(hint.axis) : Sbp::B();
+        if (to.IsSplit() && meta.shape[to.axis] < static_cast<std::int64_t>(devices.size())) {
+          throw std::invalid_argument(fmt::format("[parallel_cast] op '{}': {} cannot split along axis {} over {} devices",
+                                                  node.name, meta.shape, to.axis, devices.size()));
+        }
+        input = box(node.inputs[0], to, devices);
+      }
+      if (plan->registers[static_cast<std::size_t>(input.registers.front())].variable.empty()) {
+        placed[static_cast<std::size_t>(node.outputs[0])] = input;
+        continue;
+      }
     }
 
     // A reshape changes no byte: its readers read its input's register (no actor, no copy). Not a
@@ -585,14 +653,15 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   for (const auto& [name, value] : graph.outputs) {
     // The sink concatenates pieces along axis 0: a consistent result split otherwise (or partial)
     // is gathered first.
-    if (!mirrored) {
-      const Placed& result = placed[static_cast<std::size_t>(value)];
-      if (!(result.sbp.IsBroadcast() || result.sbp == Sbp::S(0))) {
-        placed[static_cast<std::size_t>(value)] = box(value, Sbp::B(), result.devices);
-      }
+    // A split variable the job writes is gathered into its own buffer before the writes, so it needs
+    // no copy either.
+    Placed piece = placed[static_cast<std::size_t>(value)];
+    if (!mirrored && (!(piece.sbp.IsBroadcast() || piece.sbp == Sbp::S(0)) ||
+                      (written[static_cast<std::size_t>(value)] && piece.registers.size() > 1))) {
+      piece = box(value, Sbp::B(), piece.devices);
     }
-    const Placed& piece = placed[static_cast<std::size_t>(value)];
-    if (!written[static_cast<std::size_t>(value)]) {
+    if (!written[static_cast<std::size_t>(value)] ||
+        plan->registers[static_cast<std::size_t>(piece.registers.front())].variable.empty()) {
       output_registers.push_back(piece.registers);
       continue;
     }

@@ -57,6 +57,15 @@ std::vector<SbpSignature> BatchSplitSbp(const SbpContext& ctx) {
   return {{std::vector<Sbp>(ctx.inputs.size(), Sbp::S(0)), std::vector<Sbp>(ctx.outputs.size(), Sbp::S(0))}};
 }
 
+std::vector<SbpSignature> UpdateSbp(const SbpContext& ctx) {
+  const Shape& variable = ctx.inputs[0].shape;
+  if (variable.Rank() == 0) return {};
+  SbpSignature signature;
+  for (const TensorMeta& input : ctx.inputs) signature.inputs.push_back(input.shape == variable ? Sbp::S(0) : Sbp::B());
+  signature.outputs.assign(ctx.outputs.size(), Sbp::S(0));
+  return {signature};
+}
+
 SbpFn ElementwiseRule(bool linear) {
   return [linear](const SbpContext& ctx) { return ElementwiseSbp(ctx, linear); };
 }

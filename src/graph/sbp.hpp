@@ -64,6 +64,10 @@ std::vector<SbpSignature> ElementwiseSbpExcept(const SbpContext& ctx, std::vecto
 /// Ops whose examples are independent (convolutions, pooling, per-example losses): every input and
 /// output splits along axis 0, the batch.
 std::vector<SbpSignature> BatchSplitSbp(const SbpContext& ctx);
+/// Elementwise optimizer updates of a split variable: every input of the variable's shape (the
+/// variable, its gradient, its slots) split along axis 0 with it, the others (learning rate, step)
+/// whole. The update writes each device's rows in place.
+std::vector<SbpSignature> UpdateSbp(const SbpContext& ctx);
 /// The ElementwiseSbp rule for ops whose inputs all have the output's shape.
 SbpFn ElementwiseRule(bool linear = false);
 

@@ -85,6 +85,7 @@ Blob Slot(const std::shared_ptr<JobGraph>& graph, const VariableAttrs& variable,
   spec.shape = variable.spec.shape;
   spec.dtype = variable.spec.dtype;
   spec.trainable = false;
+  spec.distribute = variable.spec.distribute;  // a split variable's slots are split alike
   return AddVariable(graph, fmt::format("{}-{}", variable.name, suffix), spec);
 }
 

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cmath>
 #include <future>
 #include <random>
@@ -441,4 +442,119 @@ TEST_CASE("boxing between SBPs: every collective round-trips values exactly, une
       for (std::size_t j = 0; j < a.size(); ++j) CHECK(b[j] == doctest::Approx(a[j]).epsilon(1e-5));
     }
   }
+}
+
+namespace {
+
+// The docs' hybrid MLP: a data-parallel hidden layer, then an output layer split by output units
+// over the devices (model parallelism).
+Job HybridJob(std::int64_t batch, const Optimizer& optimizer, Distribute output = Distribute::Split(0)) {
+  JobBuilder builder("hybrid", JobType::kTrain);
+  const Initializer init = TruncatedNormalInitializer(0, 0.3);
+  Blob images = builder.Placeholder("images", Shape{batch, kFeatures});
+  Blob labels = builder.Placeholder("labels", Shape{batch}, DType::kI32);
+  Blob hidden = Dense(images, 16, {.activation = Activation::kRelu, .kernel_initializer = init, .name = "hidden"});
+  Blob logits = Dense(hidden, 6, {.kernel_initializer = init, .name = "output", .model_distribute = output});
+  Blob loss = SparseSoftmaxCrossEntropy(labels, logits, "loss");
+  builder.Minimize(optimizer, loss);
+  builder.Output("loss", loss);
+  return builder.Build();
+}
+
+}  // namespace
+
+TEST_CASE("model parallelism: a dense layer split by output units trains like one device, variables stay whole") {
+  for (int devices : {2, 3}) {
+    for (const Optimizer& optimizer : {Sgd(PiecewiseConstantScheduler({}, {0.3}), 0.9), Adam(PiecewiseConstantScheduler({}, {0.01}))}) {
+      CAPTURE(devices);
+      Session one;
+      Session many({.cpu_devices = devices});
+      const Job job = HybridJob(8, optimizer);
+      for (int step = 0; step < 3; ++step) {
+        const std::vector<Tensor> inputs{RandomImages({8, kFeatures}, 50 + static_cast<std::uint32_t>(step)),
+                                         RandomLabels(8, 60 + static_cast<std::uint32_t>(step))};
+        const std::vector<float> a = one.Call(job, inputs)["loss"].ToVector<float>();
+        const std::vector<float> b = many.Call(job, inputs)["loss"].ToVector<float>();
+        for (std::size_t i = 0; i < a.size(); ++i) CHECK(b[i] == doctest::Approx(a[i]).epsilon(1e-4));
+      }
+      CheckSameVariables(one.GetVariables(), many.GetVariables());
+      CHECK(many.GetVariable("output-weight").GetShape() == Shape{6, 16});  // the logical shape
+    }
+  }
+  // Each device holds and updates its rows of the split weight in place.
+  const auto plan = internal::CompilePlan(HybridJob(8, Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.9)).Graph(), {.devices = 2});
+  int weight_pieces = 0;
+  int updates = 0;
+  for (const internal::RegisterDesc& reg : plan->registers) {
+    if (reg.variable == "output-weight") {
+      ++weight_pieces;
+      CHECK(reg.slot_bytes == 3 * 16 * sizeof(float));
+    }
+  }
+  for (const internal::TaskDesc& task : plan->tasks) {
+    if (task.op_type == "momentum_update" && task.name.starts_with("output-weight-update")) ++updates;
+  }
+  CHECK(weight_pieces == 2);
+  CHECK(updates == 2);
+}
+
+TEST_CASE("split variables checkpoint whole and load back into their pieces") {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("weir_split_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const Job job = HybridJob(6, Sgd(PiecewiseConstantScheduler({}, {0.3}), 0.0));
+  const std::vector<Tensor> inputs{RandomImages({6, kFeatures}, 1), RandomLabels(6, 2)};
+  std::map<std::string, Tensor> trained;
+  {
+    Session session({.cpu_devices = 2});
+    session.Call(job, inputs);
+    session.SaveCheckpoint(dir.string());
+    trained = session.GetVariables();
+  }
+  Session fresh({.cpu_devices = 3});
+  fresh.Compile(job);
+  fresh.LoadCheckpoint(dir.string());
+  CheckSameVariables(trained, fresh.GetVariables());
+  Session one;  // and the same checkpoint on one device gives the same next step
+  one.Compile(job);
+  one.LoadCheckpoint(dir.string());
+  const std::vector<float> a = one.Call(job, inputs)["loss"].ToVector<float>();
+  const std::vector<float> b = fresh.Call(job, inputs)["loss"].ToVector<float>();
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(b[i] == doctest::Approx(a[i]).epsilon(1e-5));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a split variable that only a whole-tensor optimizer can update is a clear compile error") {
+  Session session({.cpu_devices = 2});
+  const Job job = HybridJob(4, Lamb(PiecewiseConstantScheduler({}, {0.1})));
+  CHECK_THROWS_WITH_AS(session.Compile(job), doctest::Contains("[lamb_update] cannot update 'output-weight' in place: it is S(0)"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(session.Compile(HybridJob(4, Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.0), Distribute::Split(1))),
+                       "[dense] 'model_distribute' must be split(0) (output units), got split(1)", std::invalid_argument);
+}
+
+TEST_CASE("layout hints box a blob and its gradient as asked, and change no value") {
+  auto build = [](bool hinted) {
+    JobBuilder builder("hints", JobType::kTrain);
+    Blob x = builder.Placeholder("x", Shape{6, 4});
+    Blob w = builder.Variable("w", {.shape = Shape{4, 4}, .initializer = TruncatedNormalInitializer(0, 0.5)});
+    Blob h = MatMul(x, w);
+    if (hinted) h = ParallelCast(h, {.value = Distribute::Split(1), .gradient = Distribute::Broadcast()});
+    Blob y = ReduceSum(Square(Relu(h)), {{1}});
+    builder.Minimize(Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.0), y);
+    builder.Output("y", y);
+    return builder.Build();
+  };
+  const Tensor x = RandomImages({6, 4}, 9);
+  Session one;
+  Session many({.cpu_devices = 2});
+  const Job plain = build(false);
+  const Job hinted = build(true);
+  const std::string dot = many.PlanDot(hinted);
+  CHECK(dot.find("all_to_all(") != std::string::npos);  // S(0) -> S(1) as hinted
+  for (int step = 0; step < 2; ++step) {
+    const std::vector<float> a = one.Call(plain, {x})["y"].ToVector<float>();
+    const std::vector<float> b = many.Call(hinted, {x})["y"].ToVector<float>();
+    for (std::size_t i = 0; i < a.size(); ++i) CHECK(b[i] == doctest::Approx(a[i]).epsilon(1e-5));
+  }
+  CheckSameVariables(one.GetVariables(), many.GetVariables());
 }

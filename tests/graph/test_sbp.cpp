@@ -11,6 +11,7 @@
 #include "graph/sbp.hpp"
 #include "kernels/collectives/communicator.hpp"
 #include "kernels/kernel.hpp"
+#include "weir/optimizers.hpp"
 #include "weir/weir.hpp"
 
 using namespace weir;
@@ -19,7 +20,8 @@ using namespace weir::internal;
 namespace {
 
 // Random inputs of the op's input metas: floats in [0.5, 1.5] (safe for log, sqrt and division),
-// integers in [0, 3) (valid labels and indices: every case has at least 3 classes).
+// i32 in [0, 3) (valid labels and indices: every case has at least 3 classes), i64 in [1, 3] (train
+// steps: bias corrections divide by 1 - beta^step).
 std::vector<Tensor> RandomInputs(const std::vector<TensorMeta>& metas, std::uint32_t seed) {
   std::mt19937 gen(seed);
   std::vector<Tensor> tensors;
@@ -30,7 +32,7 @@ std::vector<Tensor> RandomInputs(const std::vector<TensorMeta>& metas, std::uint
         case DType::kF32: t.Data<float>()[i] = std::uniform_real_distribution<float>(0.5f, 1.5f)(gen); break;
         case DType::kF64: t.Data<double>()[i] = std::uniform_real_distribution<double>(0.5, 1.5)(gen); break;
         case DType::kI32: t.Data<std::int32_t>()[i] = static_cast<std::int32_t>(gen() % 3); break;
-        case DType::kI64: t.Data<std::int64_t>()[i] = static_cast<std::int64_t>(gen() % 3); break;
+        case DType::kI64: t.Data<std::int64_t>()[i] = 1 + static_cast<std::int64_t>(gen() % 3); break;  // steps >= 1
         case DType::kU8: t.Data<std::uint8_t>()[i] = static_cast<std::uint8_t>(gen() % 2); break;
         default: break;
       }
@@ -126,7 +128,11 @@ std::set<std::string> CheckJob(const Job& job) {
     for (int v : node.inputs) in_metas.push_back(graph.values[static_cast<std::size_t>(v)].meta);
     for (int v : node.outputs) out_metas.push_back(graph.values[static_cast<std::size_t>(v)].meta);
     const std::vector<Tensor> inputs = RandomInputs(in_metas, 7);
-    const std::vector<Tensor> expected = RunKernel(node, inputs, in_metas, out_metas);
+    // Updates write inputs in place: the one-device run works on copies, whose final values are
+    // expected of the pieces too.
+    std::vector<Tensor> whole_inputs;
+    for (const Tensor& input : inputs) whole_inputs.push_back(input.Clone());
+    const std::vector<Tensor> expected = RunKernel(node, whole_inputs, in_metas, out_metas);
     const std::vector<SbpSignature> signatures = def.sbp({node.type, &node.attrs, in_metas, out_metas});
     if (signatures.empty()) continue;  // none for these shapes (a reshape that moves axis 0)
     for (int devices : {2, 3}) {
@@ -156,6 +162,18 @@ std::set<std::string> CheckJob(const Job& job) {
             piece_out.push_back({PieceShape(out_metas[j].shape, signature.outputs[j], devices, r), out_metas[j].dtype});
           }
           outputs_by_rank.push_back(RunKernel(node, piece_inputs, piece_in, piece_out));
+          for (int m : def.mutates_inputs) {  // the written pieces come back as extra "outputs"
+            if (m < static_cast<int>(piece_inputs.size())) outputs_by_rank.back().push_back(piece_inputs[static_cast<std::size_t>(m)]);
+          }
+        }
+        std::size_t extra = out_metas.size();
+        for (int m : def.mutates_inputs) {
+          if (m >= static_cast<int>(inputs.size())) continue;
+          std::vector<Tensor> pieces;
+          for (const auto& outputs : outputs_by_rank) pieces.push_back(outputs[extra]);
+          CheckClose(Assemble(pieces, in_metas[static_cast<std::size_t>(m)], signature.inputs[static_cast<std::size_t>(m)]),
+                     whole_inputs[static_cast<std::size_t>(m)]);
+          ++extra;
         }
         for (std::size_t j = 0; j < out_metas.size(); ++j) {
           std::vector<Tensor> pieces;
@@ -227,6 +245,15 @@ TEST_CASE("every declared SBP signature of every op gives the one-device result 
     const std::vector<Blob> grads = Gradients(out, {x, w});
     builder.Output("dx", grads[0]);
     builder.Output("dw", grads[1]);
+    merge(builder.Build());
+  }
+  // Elementwise optimizer updates of a variable split by rows (model parallelism).
+  for (const Optimizer& optimizer : {Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.0), Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.9),
+                                     Adam(PiecewiseConstantScheduler({}, {0.1})), RmsProp(PiecewiseConstantScheduler({}, {0.1}))}) {
+    JobBuilder builder("updates", JobType::kTrain);
+    Blob x = builder.Placeholder("x", Shape{4, 5});
+    Blob y = Dense(x, 7, {.kernel_regularizer = L2(0.1), .name = "layer"});
+    builder.Minimize(optimizer, y);
     merge(builder.Build());
   }
   // Every op that declares signatures was exercised.

@@ -132,3 +132,59 @@ def test_two_placement_stages_compute_what_one_device_computes():
     assert flow.current_resource()["cpu_device_num"] == 2
     dot = flow.plan_dot(train)
     assert "cpu:0" in dot and "cpu:1" in dot
+
+
+def test_consistent_training_on_two_devices_matches_one_device():
+    losses, expected = _train_one_device(3)
+    flow.clear_default_session()
+    flow.config.cpu_device_num(2)  # the same program, its batch split over two devices
+
+    @flow.global_function(type="train")
+    def train(images: tp.Numpy.Placeholder((BATCH, FEATURES)),
+              labels: tp.Numpy.Placeholder((BATCH,), dtype=flow.int32)) -> tp.Numpy:
+        return _mlp(images, labels)
+
+    for step in range(3):
+        loss = train(*_data(step))
+        assert loss.shape == (BATCH,)
+        np.testing.assert_allclose(loss, losses[step], rtol=1e-5)
+    got = {name: var.numpy() for name, var in flow.get_all_variables().items()}
+    for name in expected:
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-4, atol=1e-6, err_msg=name)
+    dot = flow.plan_dot(train)
+    assert "all_reduce(" in dot and "cpu:1" in dot
+
+
+def _hybrid(images, labels):
+    init = flow.truncated_normal(0.3)
+    hidden = flow.layers.dense(images, 16, activation=flow.nn.relu, kernel_initializer=init, name="hidden")
+    hidden = hidden.with_split_distribute(1).with_gradient_distribute(flow.distribute.broadcast())
+    logits = flow.layers.dense(hidden, 4, kernel_initializer=init, name="output",
+                               model_distribute=flow.distribute.split(0))
+    scale = flow.get_variable("scale", shape=(4, 1), initializer=flow.ones_initializer(),
+                              distribute=flow.distribute.split(0))
+    logits = logits * flow.reshape(scale, [4])
+    loss = flow.nn.sparse_softmax_cross_entropy_with_logits(labels, logits, name="loss")
+    flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.5]), momentum=0.9).minimize(loss)
+    return loss
+
+
+def test_model_parallel_layers_and_hints_train_like_one_device():
+    results = []
+    for devices in (1, 2):
+        flow.clear_default_session()
+        flow.config.cpu_device_num(devices)
+
+        @flow.global_function(type="train")
+        def train(images: tp.Numpy.Placeholder((BATCH, FEATURES)),
+                  labels: tp.Numpy.Placeholder((BATCH,), dtype=flow.int32)) -> tp.Numpy:
+            return _hybrid(images, labels)
+
+        losses = [train(*_data(step)) for step in range(3)]
+        results.append((losses, {name: var.numpy() for name, var in flow.get_all_variables().items()}))
+    (one_losses, one_vars), (two_losses, two_vars) = results
+    for a, b in zip(one_losses, two_losses):
+        np.testing.assert_allclose(b, a, rtol=1e-5)
+    assert two_vars["output-weight"].shape == (4, 16)
+    for name in one_vars:
+        np.testing.assert_allclose(two_vars[name], one_vars[name], rtol=1e-4, atol=1e-6, err_msg=name)

@@ -28,3 +28,15 @@ def test_hybrid_parallelism_lenet_trains_as_a_two_stage_pipeline(tmp_path):
     losses = _losses("hybrid_parallelism_lenet.py", "--epochs", "1", "--max-steps", "60", cwd=tmp_path)
     assert len(losses) == 3
     assert losses[-1] < losses[0] / 2
+
+
+def test_consistent_strategy_splits_lenet_batches_over_two_devices(tmp_path):
+    losses = _losses("consistent_strategy.py", "--epochs", "1", "--max-steps", "60", cwd=tmp_path)
+    assert len(losses) == 3
+    assert losses[-1] < losses[0] / 2
+
+
+def test_hybrid_parallelism_mlp_trains_a_model_parallel_output_layer(tmp_path):
+    # Its callbacks print when the loop's current step is a multiple of 20, as the docs' program does.
+    losses = _losses("hybrid_parallelism_mlp.py", "--epochs", "1", "--max-steps", "200", cwd=tmp_path)
+    assert losses and min(losses) < 0.6

@@ -64,6 +64,15 @@ void BindJob(py::module_& m) {
       .def_readonly("l1", &Regularizer::l1)
       .def_readonly("l2", &Regularizer::l2);
 
+  py::class_<Distribute>(m, "Distribute")
+      .def(py::init([](const std::string& kind, int axis) {
+             if (kind == "auto") return Distribute::Auto();
+             if (kind == "broadcast") return Distribute::Broadcast();
+             if (kind == "split") return Distribute::Split(axis);
+             throw std::invalid_argument(fmt::format("[distribute] kind must be auto, broadcast or split, got '{}'", kind));
+           }),
+           py::arg("kind"), py::arg("axis") = 0);
+
   py::class_<Job>(m, "Job")
       .def_property_readonly("name", &Job::Name)
       .def_property_readonly("type", &Job::Type)
@@ -102,15 +111,16 @@ void BindJob(py::module_& m) {
            py::arg("value"), py::arg("name") = "")
       .def("variable",
            [](JobBuilder& b, const std::string& name, std::vector<std::int64_t> shape, std::optional<DType> dtype,
-              const Initializer& initializer, const Regularizer& regularizer, bool trainable) {
+              const Initializer& initializer, const Regularizer& regularizer, bool trainable, const Distribute& distribute) {
              return b.Variable(name, VariableSpec{.shape = Shape(std::move(shape)),
                                                   .dtype = dtype,
                                                   .initializer = initializer,
                                                   .regularizer = regularizer,
-                                                  .trainable = trainable});
+                                                  .trainable = trainable,
+                                                  .distribute = distribute});
            },
            py::arg("name"), py::arg("shape"), py::arg("dtype"), py::arg("initializer"), py::arg("regularizer"),
-           py::arg("trainable"))
+           py::arg("trainable"), py::arg("distribute") = Distribute::Auto())
       .def("minimize", &JobBuilder::Minimize, py::arg("optimizer"), py::arg("loss"))
       .def("output", &JobBuilder::Output, py::arg("name"), py::arg("blob"))
       .def("build", &JobBuilder::Build);
@@ -178,7 +188,7 @@ void BindJob(py::module_& m) {
         [](const Blob& x, std::int64_t units, const std::string& activation, bool use_bias,
            const Initializer& kernel_initializer, const Initializer& bias_initializer,
            const Regularizer& kernel_regularizer, const Regularizer& bias_regularizer, bool trainable,
-           std::string name) {
+           std::string name, const Distribute& model_distribute) {
           return Dense(x, units,
                        {.activation = ParseActivation(activation),
                         .use_bias = use_bias,
@@ -187,11 +197,17 @@ void BindJob(py::module_& m) {
                         .kernel_regularizer = kernel_regularizer,
                         .bias_regularizer = bias_regularizer,
                         .trainable = trainable,
-                        .name = std::move(name)});
+                        .name = std::move(name),
+                        .model_distribute = model_distribute});
         },
         py::arg("x"), py::arg("units"), py::arg("activation"), py::arg("use_bias"), py::arg("kernel_initializer"),
         py::arg("bias_initializer"), py::arg("kernel_regularizer"), py::arg("bias_regularizer"), py::arg("trainable"),
-        py::arg("name"));
+        py::arg("name"), py::arg("model_distribute") = Distribute::Auto());
+  m.def("parallel_cast",
+        [](const Blob& x, const Distribute& value, const Distribute& gradient) {
+          return ParallelCast(x, {.value = value, .gradient = gradient});
+        },
+        py::arg("x"), py::arg("value"), py::arg("gradient"));
   m.def("dropout",
         [](const Blob& x, double rate, std::uint64_t seed, std::string name) {
           return Dropout(x, {.rate = rate, .seed = seed, .name = std::move(name)});

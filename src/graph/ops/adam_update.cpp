@@ -21,7 +21,8 @@ WEIR_REGISTER_OP({.type = "adam_update",
                   .num_inputs = -1,
                   .input_names = {"variable", "gradient", "learning_rate", "m", "v", "train_step"},
                   .infer = InferAdamUpdate,
-                  .mutates_inputs = {0, 3, 4}});
+                  .mutates_inputs = {0, 3, 4},
+                  .sbp = UpdateSbp});
 
 }  // namespace
 }  // namespace weir::internal

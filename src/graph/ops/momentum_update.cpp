@@ -9,7 +9,8 @@ WEIR_REGISTER_OP({.type = "momentum_update",
                   .num_inputs = 4,
                   .input_names = {"variable", "gradient", "learning_rate", "momentum"},
                   .infer = InferUpdate,
-                  .mutates_inputs = {0, 3}});
+                  .mutates_inputs = {0, 3},
+                  .sbp = UpdateSbp});
 
 }  // namespace
 }  // namespace weir::internal

@@ -19,7 +19,8 @@ WEIR_REGISTER_OP({.type = "rmsprop_update",
                   .num_inputs = -1,
                   .input_names = {"variable", "gradient", "learning_rate", "mean_square", "mean_gradient"},
                   .infer = InferRmsPropUpdate,
-                  .mutates_inputs = {0, 3, 4}});  // the planner skips the mean_gradient slot when absent
+                  .mutates_inputs = {0, 3, 4},
+                  .sbp = UpdateSbp});  // the planner skips the mean_gradient slot when absent
 
 }  // namespace
 }  // namespace weir::internal

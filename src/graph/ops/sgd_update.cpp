@@ -8,7 +8,8 @@ WEIR_REGISTER_OP({.type = "sgd_update",
                   .num_inputs = 3,
                   .input_names = {"variable", "gradient", "learning_rate"},
                   .infer = InferUpdate,
-                  .mutates_inputs = {0}});
+                  .mutates_inputs = {0},
+                  .sbp = UpdateSbp});
 
 }  // namespace
 }  // namespace weir::internal
