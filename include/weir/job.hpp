@@ -24,8 +24,9 @@ enum class JobType : std::uint8_t { kPredict, kTrain };
 
 /// How a job on several devices sees its blobs (OneFlow's logical views).
 enum class LogicalView : std::uint8_t {
-  /// One logical blob over the placement (the default). Weir does not split consistent blobs across
-  /// devices yet: an op placed on several devices runs on the first of them.
+  /// One logical blob over the placement (the default): the compiler splits it over the devices by
+  /// the SBP signatures ops declare, data parallel by default (inputs split along the batch,
+  /// variables whole unless VariableSpec::distribute splits them), and boxes between them.
   kConsistent,
   /// One replica of every op per device (data parallelism): placeholders and outputs have one piece
   /// per device, every variable is one logical variable, and the gradients of the devices are

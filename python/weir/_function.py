@@ -127,20 +127,24 @@ def function_config() -> FunctionConfig:
 class _Compiled:
     """A job function compiled in one session."""
 
-    __slots__ = ("session", "c_session", "job", "template", "devices")
+    __slots__ = ("session", "c_session", "owed", "job", "template", "devices")
 
     def __init__(self, session, job, template):
         self.session = session
         self.c_session = session.c_session()  # resolved once, not under the session lock per call
+        self.owed = session.owed_callbacks
         self.devices = session.devices()  # a mirrored placeholder takes one array per device
         self.job = job
         self.template = template
 
 
 class _PendingResult:
-    """An async call's result meeting the callback registered for it, whichever comes first.
-    The job runs from the moment it is called (as in OneFlow), not when the callback is
-    registered."""
+    """An async call's result meeting the callbacks registered for it. The job runs from the
+    moment it is called (as in OneFlow), not when a callback is registered. The runtime's callback
+    thread only stores the result; the callbacks run when the session releases the call, on the
+    releasing thread (``_session.OwedCallbacks``), or at registration if that came first."""
+
+    __slots__ = ("_lock", "_done", "_arrays", "_error", "_callbacks", "_released")
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -148,21 +152,28 @@ class _PendingResult:
         self._arrays = None
         self._error = None
         self._callbacks = []
+        self._released = False
 
     def deliver(self, arrays, error):
-        with self._lock:
-            self._arrays, self._error = arrays, error
-            callbacks, self._callbacks = self._callbacks, []
-            self._done.set()
-        for callback in callbacks:
-            callback(arrays, error)
+        self._arrays, self._error = arrays, error
+        self._done.set()
 
     def register(self, callback):
         with self._lock:
-            if not self._done.is_set():
+            if not self._released:
                 self._callbacks.append(callback)
                 return
         callback(self._arrays, self._error)
+
+    def release(self):
+        """Waits for the result, then runs the callbacks registered so far; later ones run when
+        they are registered."""
+        self._done.wait()
+        with self._lock:
+            self._released = True
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback(self._arrays, self._error)
 
     def wait(self):
         self._done.wait()
@@ -262,18 +273,25 @@ class JobFunction:
             if self.signature.returns_future:
                 return LegacyFuture(lambda: [], template, lambda deliver: deliver([]))
             return None
-        if self.signature.is_async:
+        owed = compiled.owed
+        if self.signature.is_async or self.signature.returns_future:
             pending = _PendingResult()
             session.call_async(compiled.job, arrays, pending.deliver)
-            return _Registrar(pending, template, self.__name__)
-        if self.signature.returns_future:
-            pending = _PendingResult()
-            session.call_async(compiled.job, arrays, pending.deliver)
+            owed.add(self, pending)
+            # The loop waits here for the call ASYNC_CALLS_AHEAD back, and runs its callback.
+            owed.run_ahead_of(self, _session.ASYNC_CALLS_AHEAD)
+            if self.signature.is_async:
+                return _Registrar(pending, template, self.__name__)
             return LegacyFuture(
                 lambda: pending.wait(),
                 template,
                 lambda deliver: pending.register(lambda outputs, error: _raise_or(error, deliver, outputs)),
             )
+        if owed and not _session.in_callback():
+            # A sync call comes after the callbacks of the calls before it, as in the runtime's
+            # one ordered stream of calls; they run before it starts, so an exception from one
+            # never costs this call's result.
+            owed.run_all()
         return template.build(session.call(compiled.job, arrays))
 
 
@@ -322,6 +340,7 @@ class _Registrar:
         """The registrar of a call that produced nothing: the callback gets None at once."""
         pending = _PendingResult()
         pending.deliver([], None)
+        pending.release()
         return cls(pending, template, name)
 
     def __call__(self, callback):

@@ -1,5 +1,6 @@
 """The default session: the C++ session that runs every job function, the job functions
-registered with it, and the resource configuration set before it starts.
+registered with it, the callbacks its async calls still owe, and the resource configuration
+set before it starts.
 
 OneFlow's model (reference §1): importing opens a default session; the first job call or
 checkpoint call initialises it, compiling every registered job function; ``flow.config.*``
@@ -10,6 +11,7 @@ only counts before that. Weir relaxes one rule on purpose: a job function may be
 from __future__ import annotations
 
 import atexit
+import collections
 import os
 import sys
 import threading
@@ -33,6 +35,116 @@ class ResourceConfig:
         self.options = {}  # every other documented knob, recorded as given
 
 
+# When an async call's callback runs: always on a thread that calls into Weir, never on the
+# runtime's callback thread, and at points fixed by the sequence of calls alone, so that what a
+# program observes after a loop does not depend on timing (README, "When callbacks run"):
+# - an async call of a job function returns once at most ASYNC_CALLS_AHEAD calls of that job
+#   function still owe their callback: it waits for the oldest ones and runs their callbacks
+#   (with every callback owed by an earlier call, of any job function, before them);
+# - a sync call, flow.sync_default_session(), a checkpoint call, clear_default_session() and the
+#   interpreter's exit run every callback owed by the calls made before them.
+# So a loop of N async calls overlaps its host work with up to ASYNC_CALLS_AHEAD calls, and when
+# it ends exactly the callbacks of its first N - ASYNC_CALLS_AHEAD calls have run. Two keeps the
+# runtime busy while the caller prepares the next input (bench/async_pipeline.py) and leaves out
+# only the last two batches of a loop that reads its callbacks' results without a sync.
+ASYNC_CALLS_AHEAD = 2
+
+_callback_depth = threading.local()
+
+
+def in_callback() -> bool:
+    """True on a thread that is running a job function's callback."""
+    return getattr(_callback_depth, "value", 0) > 0
+
+
+class OwedCallbacks:
+    """The async calls of a session whose callbacks have not run yet, in call order.
+
+    Each entry is (job function, pending result); ``pending.release()`` waits for the call's
+    result, runs the callbacks registered so far and lets later ones run at registration."""
+
+    def __init__(self):
+        self._lock = threading.Lock()  # guards _calls and _owed
+        self._run_lock = threading.Lock()  # one runner at a time, so callbacks keep call order
+        self._calls = collections.deque()
+        self._owed = {}  # job function -> its entries in _calls
+
+    def __bool__(self) -> bool:
+        return bool(self._calls)
+
+    def add(self, function, pending) -> None:
+        with self._lock:
+            self._calls.append((function, pending))
+            self._owed[function] = self._owed.get(function, 0) + 1
+
+    def run_ahead_of(self, function, keep: int) -> None:
+        """Runs owed callbacks, oldest first, until `function` owes at most `keep`. A callback's
+        exception is raised once the others due here have run."""
+        if in_callback():
+            return  # a call made by a callback: the thread running that callback runs the rest
+        with self._run_lock:
+            # Never past the calls made so far: callbacks that call again must not keep us here.
+            with self._lock:
+                count = len(self._calls)
+            self._run(lambda popped: popped < count and self._owed.get(function, 0) > keep)
+
+    def run_all(self) -> None:
+        """Runs the callbacks owed by every call made so far (not those of calls these callbacks
+        make). The first exception a callback raised is raised after all have run."""
+        if in_callback():
+            raise RuntimeError(
+                "a sync point (flow.sync_default_session(), a sync call, a checkpoint or session call) "
+                "inside a job function's callback would wait for that callback itself"
+            )
+        if not self._calls:
+            return
+        with self._run_lock:
+            # Only the runner pops and others append: the calls made so far are the first ones.
+            with self._lock:
+                count = len(self._calls)
+            self._run(lambda popped: popped < count)
+
+    def _run(self, more) -> None:
+        error = None
+        popped = 0
+        while True:
+            with self._lock:
+                if not self._calls or not more(popped):
+                    break
+                function, pending = self._calls.popleft()
+                popped += 1
+                owed = self._owed[function] - 1
+                if owed:
+                    self._owed[function] = owed
+                else:
+                    del self._owed[function]
+            _callback_depth.value = getattr(_callback_depth, "value", 0) + 1
+            try:
+                pending.release()
+            except Exception as e:  # noqa: BLE001 - raised below, once the others due have run
+                if error is None:
+                    error = e
+            finally:
+                _callback_depth.value -= 1
+        if error is not None:
+            raise error
+
+
+class _CSession(_C.Session):
+    """The C++ session, whose sync() also runs the callbacks still owed (checkpoint and profiler
+    calls sync through it)."""
+
+    def __init__(self, owed: OwedCallbacks, **kwargs):
+        super().__init__(**kwargs)
+        self.owed = owed
+
+    def sync(self):
+        if in_callback():
+            self.owed.run_all()  # raises: it would wait for the running callback
+        super().sync()
+        self.owed.run_all()
+
+
 class Session:
     """A session: its job functions, its C++ session (made when it starts), its config."""
 
@@ -41,6 +153,7 @@ class Session:
         self._lock = threading.RLock()
         self._c = None
         self._closed = False
+        self.owed_callbacks = OwedCallbacks()
         # Job functions registered while this session is current, in definition order.
         self._functions = []
         # Per job function: the compiled job of this session.
@@ -62,7 +175,8 @@ class Session:
                 raise RuntimeError("this session was closed by flow.clear_default_session(); use the new default session")
             if self._c is None:
                 threads = self.config.compute_thread_pool_size or 0
-                self._c = _C.Session(
+                self._c = _CSession(
+                    self.owed_callbacks,
                     scheduler_threads=threads,
                     cpu_devices=self.config.cpu_device_num or 1,
                     gpu_devices=self.config.gpu_device_num or 0,
@@ -84,7 +198,8 @@ class Session:
         return max(self.config.cpu_device_num or 1, self.config.gpu_device_num or 0)
 
     def sync(self) -> None:
-        """Waits for every call and callback; re-raises the first exception a callback raised."""
+        """Waits for every call, then runs the callbacks still owed on this thread; re-raises the
+        first exception a callback raised."""
         c = self._c
         if c is not None:
             c.sync()
@@ -109,8 +224,8 @@ def default_session() -> Session:
 
 
 def sync_default_session() -> None:
-    """Blocks until every job call launched so far and its callback have finished; re-raises
-    an exception raised inside a callback."""
+    """Blocks until every job call launched so far has finished and runs, on this thread, every
+    callback still owed; re-raises an exception raised inside a callback."""
     _current.sync()
 
 
@@ -126,8 +241,9 @@ def clear_default_session() -> None:
 
 @atexit.register
 def _close_at_exit() -> None:
-    # Pending callbacks run before the interpreter goes away; a callback's exception is
-    # reported (it cannot be raised anywhere useful any more).
+    # Owed callbacks run before the interpreter goes away (a program may print its callbacks'
+    # results without a sync); a callback's exception is reported (it cannot be raised anywhere
+    # useful any more).
     try:
         _current.close()
     except BaseException:  # noqa: BLE001 - last chance to say what went wrong

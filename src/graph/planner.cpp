@@ -129,6 +129,7 @@ struct Placed {
 // checkpoint or another job sees the updated values.
 void OrderWriters(const JobGraph& graph, const std::vector<bool>& live, const std::vector<Placed>& placed,
                   const std::vector<std::vector<int>>& node_tasks, Plan& plan) {
+  std::vector<std::pair<int, int>> held;  // (writer, register it holds until its write is done)
   for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
     if (!live[n]) continue;
     const OpNode& node = graph.nodes[n];
@@ -139,20 +140,48 @@ void OrderWriters(const JobGraph& graph, const std::vector<bool>& live, const st
     for (int input : FindOp(node.type).mutates_inputs) {
       if (input >= static_cast<int>(node.inputs.size())) continue;  // an optional input left out
       const int value = node.inputs[static_cast<std::size_t>(input)];
-      const std::vector<int>& registers = placed[static_cast<std::size_t>(value)].registers;
-      for (std::size_t r = 0; r < registers.size(); ++r) {  // a split variable: each device writes its rows
-        const RegisterDesc& desc = plan.registers[static_cast<std::size_t>(registers[r])];
-        if (desc.variable.empty()) {
-          throw std::invalid_argument(fmt::format("[{}] op '{}' writes input {} in place, which must be a variable",
-                                                  node.type, node.name, input));
+      if (plan.registers[static_cast<std::size_t>(placed[static_cast<std::size_t>(value)].registers.front())].variable.empty()) {
+        throw std::invalid_argument(fmt::format("[{}] op '{}' writes input {} in place, which must be a variable",
+                                                node.type, node.name, input));
+      }
+      const std::string variable =
+          plan.registers[static_cast<std::size_t>(placed[static_cast<std::size_t>(value)].registers.front())].variable;
+      for (const int writer : node_tasks[n]) {
+        // The register the writer writes through: the variable, or its rows on the writer's device
+        // (found by name: a fused kernel's inputs are not the update node's).
+        const TaskDesc& task = plan.tasks[static_cast<std::size_t>(writer)];
+        const auto through = std::find_if(task.consumed.begin(), task.consumed.end(), [&](int reg) {
+          return plan.registers[static_cast<std::size_t>(reg)].variable == variable;
+        });
+        if (through == task.consumed.end()) {
+          throw std::logic_error(fmt::format("[compile] op '{}' writes '{}' but reads no register of it", node.name, variable));
         }
-        if (r == 0) plan.variables_written.push_back(desc.variable);
-        const int writer = node_tasks[n][node_tasks[n].size() == 1 ? 0 : r];
-        const std::vector<int> readers = desc.consumers;  // copy: control edges add registers
-        for (int reader : readers) {
-          if (reader != writer) AddControlEdge(plan, reader, writer);
+        const int written = *through;
+        const RegisterDesc desc = plan.registers[static_cast<std::size_t>(written)];
+        if (writer == node_tasks[n].front()) plan.variables_written.push_back(desc.variable);
+        // Every other reader of bytes the writer writes acts first, in this call; and the writer holds
+        // every register of the variable that overlaps them (the whole one included), so that the
+        // next call reads the variable only once the write is done.
+        const std::size_t begin = desc.variable_offset;
+        const std::size_t end = begin + desc.slot_bytes;
+        for (std::size_t r = 0; r < plan.registers.size(); ++r) {
+          const RegisterDesc& other = plan.registers[r];
+          if (other.variable != desc.variable || other.variable_offset >= end ||
+              other.variable_offset + other.slot_bytes <= begin) {
+            continue;
+          }
+          const std::vector<int> readers = other.consumers;  // copy: control edges add registers
+          for (int reader : readers) {
+            // The op's other replicas write other rows: no order between them (it would be a cycle).
+            if (std::find(node_tasks[n].begin(), node_tasks[n].end(), reader) == node_tasks[n].end()) {
+              AddControlEdge(plan, reader, writer);
+            }
+          }
+          if (static_cast<int>(r) != written) held.emplace_back(writer, static_cast<int>(r));
         }
       }
+      for (const auto& [writer, reg] : held) Consume(plan, writer, reg);
+      held.clear();
     }
   }
 }
@@ -318,6 +347,34 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   };
   // The registers of `value` with SBP `to` on `devices`, boxing what it has into that (graph/sbp.hpp).
   // A broadcast value is one buffer every device reads, wherever it was made.
+  // A whole variable seen as row ranges (S(0)) on `devices`: one variable register per device
+  // pointing into the one storage, no copy. Updates write their rows in place through them.
+  std::map<std::pair<int, std::vector<int>>, Placed> variable_rows;
+  auto is_variable_register = [&](const Placed& value) {
+    return value.registers.size() == 1 && value.sbp.IsBroadcast() &&
+           !plan->registers[static_cast<std::size_t>(value.registers.front())].variable.empty();
+  };
+  auto rows_of_variable = [&](int value, const std::vector<int>& devices) -> Placed {
+    const auto key = std::make_pair(value, devices);
+    if (const auto it = variable_rows.find(key); it != variable_rows.end()) return it->second;
+    const RegisterDesc whole = plan->registers[static_cast<std::size_t>(placed[static_cast<std::size_t>(value)].registers.front())];
+    const TensorMeta& meta = graph.values[static_cast<std::size_t>(value)].meta;
+    const int k = static_cast<int>(devices.size());
+    const std::vector<TensorMeta> metas = pieces_of(meta, Sbp::S(0), devices.size());
+    Placed rows{{}, devices, false, Sbp::S(0)};
+    for (int r = 0; r < k; ++r) {
+      const int device = devices[static_cast<std::size_t>(r)];
+      const int task = AddTask(*plan, TaskKind::kVariable, fmt::format("{}:rows{}", whole.name, device), device_stream(device));
+      Consume(*plan, task, tick);
+      const int reg = AddRegister(*plan, whole.name, task, 1, metas[static_cast<std::size_t>(r)]);
+      plan->registers[static_cast<std::size_t>(reg)].variable = whole.variable;
+      plan->registers[static_cast<std::size_t>(reg)].variable_offset =
+          static_cast<std::size_t>(SplitBegin(meta.shape[0], k, r)) * (meta.NumBytes() / static_cast<std::size_t>(meta.shape[0]));
+      rows.registers.push_back(reg);
+    }
+    variable_rows.emplace(key, rows);
+    return rows;
+  };
   auto box = [&](int value, const Sbp& to, const std::vector<int>& devices) -> Placed {
     const Placed from = placed[static_cast<std::size_t>(value)];
     const ValueInfo& info = graph.values[static_cast<std::size_t>(value)];
@@ -327,6 +384,26 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     if (to.IsPartialSum()) {
       throw std::logic_error(fmt::format("[compile] job '{}': no boxing makes '{}' partial-sum from {}", graph.name,
                                          info.name, from.sbp.ToString()));
+    }
+    if (to == Sbp::S(0) && is_variable_register(from) && info.meta.shape.Rank() >= 1) return rows_of_variable(value, devices);
+    if (from.sbp.IsPartialSum() && to.IsSplit() && from.devices == devices) {
+      // P -> S in shared memory: each device sums its own piece of every device's addend, all devices
+      // at once (no collective actor, no whole sum): the reduce-scatter of the in-process backend.
+      const std::vector<TensorMeta> metas = pieces_of(info.meta, to, devices.size());
+      Placed pieces{{}, devices, false, to};
+      for (int r = 0; r < k; ++r) {
+        const int device = devices[static_cast<std::size_t>(r)];
+        const std::any& attrs = plan->fused_attrs.emplace_back(
+            CollectiveAttrs{.op = ReduceOp::kSum, .devices = k, .axis = to.axis, .rank = r});
+        const int task = AddKernelTask(*plan, "reduce_scatter", fmt::format("reduce_scatter({}):{}", info.name, device),
+                                       &attrs, std::vector<TensorMeta>(static_cast<std::size_t>(k), info.meta),
+                                       {metas[static_cast<std::size_t>(r)]}, device_stream(device));
+        plan->tasks[static_cast<std::size_t>(task)].intra_op_threads = options.threads_per_device;
+        for (int reg : from.registers) plan->tasks[static_cast<std::size_t>(task)].input_slots.push_back(Consume(*plan, task, reg));
+        pieces.registers.push_back(AddRegister(*plan, fmt::format("reduce_scatter({})", info.name), task, 1,
+                                               metas[static_cast<std::size_t>(r)]));
+      }
+      return pieces;
     }
     if (!from.sbp.IsBroadcast() && to.IsSplit() && from.devices == devices) {  // piece to piece
       const bool partial = from.sbp.IsPartialSum();
@@ -393,8 +470,14 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     if (const OpDef* def = TryFindOp(op_type); def != nullptr) {
       for (int m : def->mutates_inputs) {
         if (m >= static_cast<int>(inputs.size())) continue;
-        const Sbp& has = placed[static_cast<std::size_t>(inputs[static_cast<std::size_t>(m)])].sbp;
-        std::erase_if(candidates, [&](const SbpSignature& c) { return !(c.inputs[static_cast<std::size_t>(m)] == has); });
+        const Placed& variable = placed[static_cast<std::size_t>(inputs[static_cast<std::size_t>(m)])];
+        const Sbp& has = variable.sbp;
+        // A whole variable is also its own rows (rows_of_variable): an update may write them per device.
+        const bool rows = is_variable_register(variable);
+        std::erase_if(candidates, [&](const SbpSignature& c) {
+          const Sbp& wants = c.inputs[static_cast<std::size_t>(m)];
+          return !(wants == has || (rows && wants == Sbp::S(0)));
+        });
         if (candidates.empty()) {
           throw std::invalid_argument(fmt::format(
               "[{}] cannot update '{}' in place: it is {} over {} devices and the op runs only whole (use an "

@@ -394,14 +394,17 @@ TEST_CASE("consistent-view training splits the batch over the devices and ends w
   }
 }
 
-TEST_CASE("a consistent data-parallel plan replicates the ops per device and all-reduces the weight gradients") {
+TEST_CASE("a consistent data-parallel plan replicates the ops per device and reduce-scatters the weight gradients") {
   const Job job = TrainJob("dp", Model::kMlp, 8, LogicalView::kConsistent, Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.0));
   const auto plan = internal::CompilePlan(job.Graph(), {.devices = 2, .threads_per_device = 1});
   std::map<std::string, int> by_type;
   for (const internal::TaskDesc& task : plan->tasks) ++by_type[task.op_type];
-  CHECK(by_type["all_reduce"] == 4);   // P -> B for each weight and bias gradient
+  // Each weight and bias gradient is a partial sum per device; each device sums its rows of it
+  // (reduce_scatter) and updates its rows of the variable in place: no whole gradient exists.
+  CHECK(by_type["reduce_scatter"] == 8);
+  CHECK(by_type["sgd_update"] == 8);
+  CHECK(by_type["all_reduce"] == 0);
   CHECK(by_type["all_gather"] == 0);   // nothing needs a whole batch
-  CHECK(by_type["sgd_update"] == 4);   // each variable updated once
   CHECK(by_type["sparse_softmax_cross_entropy"] == 2);
   CHECK(plan->input_pieces == std::vector<int>{1, 1});  // the caller passes whole batches
   CHECK(plan->output_pieces == std::vector<int>{2});   // the sink joins the loss's slices

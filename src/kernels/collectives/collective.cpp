@@ -19,6 +19,10 @@ class CollectiveKernel final : public Kernel {
         outputs_(static_cast<std::size_t>(attrs_.devices)) {}
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    if (attrs_.rank >= 0) {  // this device's piece of a reduce-scatter, computed on its own stream
+      ReducePiece(inputs, outputs[0], attrs_.axis, attrs_.rank, attrs_.op);
+      return;
+    }
     // One output shared by every device, or one per device.
     for (std::size_t r = 0; r < outputs_.size(); ++r) outputs_[r] = outputs[outputs.size() == 1 ? 0 : r];
     if (op_type_ == "all_reduce") {

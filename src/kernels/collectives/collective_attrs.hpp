@@ -12,6 +12,9 @@ struct CollectiveAttrs {
   int axis = 0;      // the split axis of reduce_scatter's outputs, all_gather's inputs, scatter's outputs,
                      // all_to_all's inputs
   int out_axis = 0;  // all_to_all: the split axis of the outputs
+  /// -1: one actor for every device. Otherwise this device's part of a collective that each device
+  /// runs itself on its own stream (the in-process reduce_scatter: each device sums its piece).
+  int rank = -1;
 };
 
 }  // namespace weir::internal

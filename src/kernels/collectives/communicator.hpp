@@ -55,6 +55,10 @@ class Communicator {
   virtual void SendRecv(const ConstTensorView& input, int from, const TensorView& output, int to) = 0;
 };
 
+/// In shared memory: `output` = piece `rank` (split along `axis` over inputs.size() devices) of op over
+/// every input. Each device computes its own piece of a reduce-scatter this way, all at once.
+void ReducePiece(std::span<const ConstTensorView> inputs, const TensorView& output, int axis, int rank, ReduceOp op);
+
 /// The shared-memory backend between the devices of this process: every collective reads the
 /// pieces where they are and writes the results once (no staging copies beyond the reduction).
 /// Reductions are split over the intra-op pool.

@@ -91,6 +91,30 @@ void Reduce(std::span<const ConstTensorView> inputs, void* out, std::int64_t beg
   }
 }
 
+template <typename T>
+void ReducePieceTyped(std::span<const ConstTensorView> inputs, T* out, int axis, int rank, ReduceOp op) {
+  const Shape& shape = inputs[0].GetShape();
+  const int devices = static_cast<int>(inputs.size());
+  std::int64_t outer = 1;
+  std::int64_t inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= shape[d];
+  for (int d = axis + 1; d < shape.Rank(); ++d) inner *= shape[d];
+  const std::int64_t extent = shape[axis];
+  const std::int64_t begin = SplitBegin(extent, devices, rank) * inner;
+  const std::int64_t rows = (SplitBegin(extent, devices, rank + 1) - SplitBegin(extent, devices, rank)) * inner;
+  // One contiguous run of `rows` elements per outer index (one run in all for axis 0).
+  for (std::int64_t o = 0; o < outer; ++o) {
+    const std::int64_t from = o * extent * inner + begin;
+    T* dst = out + o * rows;
+    for (std::int64_t i = 0; i < rows; ++i) {
+      T sum = inputs[0].As<T>()[from + i];
+      for (int k = 1; k < devices; ++k) sum += inputs[static_cast<std::size_t>(k)].As<T>()[from + i];
+      if (op == ReduceOp::kMean) sum /= static_cast<T>(devices);
+      dst[i] = sum;
+    }
+  }
+}
+
 class InProcessCommunicator final : public Communicator {
  public:
   explicit InProcessCommunicator(int devices) : devices_(devices) {
@@ -240,6 +264,17 @@ class InProcessCommunicator final : public Communicator {
 };
 
 }  // namespace
+
+void ReducePiece(std::span<const ConstTensorView> inputs, const TensorView& output, int axis, int rank, ReduceOp op) {
+  switch (inputs[0].GetDType()) {
+    case DType::kF32: ReducePieceTyped<float>(inputs, output.As<float>(), axis, rank, op); return;
+    case DType::kF64: ReducePieceTyped<double>(inputs, output.As<double>(), axis, rank, op); return;
+    case DType::kI32: ReducePieceTyped<std::int32_t>(inputs, output.As<std::int32_t>(), axis, rank, op); return;
+    case DType::kI64: ReducePieceTyped<std::int64_t>(inputs, output.As<std::int64_t>(), axis, rank, op); return;
+    default:
+      throw std::invalid_argument(fmt::format("[reduce_scatter] takes f32, f64, i32 or i64, got {}", inputs[0].GetDType()));
+  }
+}
 
 std::unique_ptr<Communicator> MakeInProcessCommunicator(int devices) {
   return std::make_unique<InProcessCommunicator>(devices);
