@@ -188,3 +188,17 @@ def test_model_parallel_layers_and_hints_train_like_one_device():
     assert two_vars["output-weight"].shape == (4, 16)
     for name in one_vars:
         np.testing.assert_allclose(two_vars[name], one_vars[name], rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+def test_default_placement_scope_places_a_job_outside_its_scopes():
+    flow.config.cpu_device_num(2)
+    config = flow.FunctionConfig()
+    config.default_placement_scope(flow.scope.placement("cpu", "0:1"))
+
+    @flow.global_function(function_config=config)
+    def triple(x: tp.Numpy.Placeholder((4,))) -> tp.Numpy:
+        return x * 3
+
+    np.testing.assert_allclose(triple(np.ones(4, np.float32)), np.full(4, 3.0))
+    dot = flow.plan_dot(triple)
+    assert "scalar\\ncpu:1" in dot and "scalar\\ncpu:0" not in dot
