@@ -1,9 +1,8 @@
 # Two commands on a fresh Debian 12 machine: `make demo` and `make test`.
 BUILD ?= build
 BUILD_SAN ?= build-asan
-# The Python package: .venv (Debian's python3 with its site packages) and pip's meson build folder.
+# The Python package: .venv (Debian's python3 with its site packages), installed by pip from $(BUILD).
 VENV ?= .venv
-BUILD_PY ?= build-py
 MESON_FLAGS ?=
 JOBS ?= $(shell nproc)
 
@@ -14,21 +13,29 @@ all: build venv
 setup:
 	@scripts/setup.sh
 
-# The Python package builds in $(BUILD_PY) (pip), not here.
-$(BUILD)/build.ninja:
-	meson setup $(BUILD) -Dpython=disabled $(MESON_FLAGS)
+$(VENV)/bin/python: | setup
+	/usr/bin/python3 -m venv --system-site-packages $(VENV)
+
+# One build for C++ and Python: $(BUILD) holds the library, its tests, examples and benchmarks, and
+# the package weir, which pip installs into .venv through meson-python from this same folder
+# (builddir=): meson-python reconfigures it with pyproject.toml's arguments, which leave these
+# options as they are, and recompiles only what changed. meson-python passes its native file (the
+# venv's python) and prefix; configuring with the same ones first keeps its reconfigure a no-op.
+PY_NATIVE_FILE = .mesonpy-native-file.ini
+$(BUILD)/build.ninja: | $(VENV)/bin/python
+	printf "\n[binaries]\npython = '%s'\n" "$(abspath $(VENV))/bin/python" > $(PY_NATIVE_FILE)
+	meson setup $(BUILD) --prefix=/usr --native-file=$(abspath $(PY_NATIVE_FILE)) -Dpython=enabled \
+	  -Dtests=true -Dexamples=true -Dbenchmarks=true $(MESON_FLAGS)
 
 configure: setup $(BUILD)/build.ninja
 
 build: configure
 	ninja -C $(BUILD) -j $(JOBS)
 
-# `pip install .` through meson-python into .venv, so `.venv/bin/python -c "import weir"` works.
-# The build folder persists, so a second install only rebuilds what changed. No network: --no-index.
-venv: setup
-	@test -x $(VENV)/bin/python || /usr/bin/python3 -m venv --system-site-packages $(VENV)
-	$(VENV)/bin/python -m pip install --quiet --no-build-isolation --no-deps --no-index \
-	  --config-settings=builddir=$(abspath $(BUILD_PY)) .
+# `.venv/bin/python -c "import weir"` works: pip installs the package built in $(BUILD). No network.
+venv: build
+	$(abspath $(VENV))/bin/python -m pip install --quiet --no-build-isolation --no-deps --no-index \
+	  --config-settings=builddir=$(abspath $(BUILD)) .
 
 # The real MNIST IDX files, into $WEIR_DATA_DIR (default ~/.cache/weir/mnist); no network once there.
 data:
@@ -57,18 +64,19 @@ test-python: venv data
 
 $(BUILD_SAN)/build.ninja:
 	meson setup $(BUILD_SAN) -Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false \
-	  -Dcuda=disabled -Dbenchmarks=false -Dexamples=false -Dpython=disabled $(MESON_FLAGS)
+	  -Dcuda=disabled -Dtests=true -Dpython=disabled $(MESON_FLAGS)
 
 test-sanitize: setup $(BUILD_SAN)/build.ninja
 	ninja -C $(BUILD_SAN) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  meson test -C $(BUILD_SAN) --print-errorlogs --num-processes 1 --timeout-multiplier 4
 
-bench: build
+bench: build venv
 	WEIR_BENCH_DEPS=1 scripts/setup.sh
 	$(BUILD)/bench/actor_overhead
 	/usr/bin/python3 bench/compare_pytorch.py --build $(BUILD)
 	/usr/bin/python3 bench/async_pipeline.py --build $(BUILD)
+	/usr/bin/python3 bench/data_parallel.py
 
 clean:
-	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_PY) $(VENV)
+	rm -rf $(BUILD) $(BUILD_SAN) $(VENV) .mesonpy-native-file.ini

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-tsan}
 [[ -f $build/build.ninja ]] || meson setup "$build" -Dcuda=disabled -Dbuildtype=debugoptimized -Db_sanitize=thread \
-  -Dbenchmarks=false -Dexamples=false -Dpython=disabled >/dev/null
+  -Dtests=true -Dpython=disabled >/dev/null
 ninja -C "$build" tests/test_common tests/test_actors tests/test_session tests/test_training tests/test_devices
 for suite in common actors session training devices; do
   log="$build/tsan-$suite.log"
