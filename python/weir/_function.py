@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import threading
+import traceback
 import warnings
 
 from weir import _C, _context, _session, dtypes
@@ -138,6 +140,39 @@ class _Compiled:
         self.template = template
 
 
+class _CompileFailure:
+    """Why a job function did not trace or compile in a session. Each call of that function raises
+    it again (a new exception of the original type), naming the function, where it was defined
+    and the line of the job function's body that created the failing op."""
+
+    __slots__ = ("_type", "message", "_cause")
+
+    _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+    def __init__(self, function, error):
+        name = function.__name__
+        code = getattr(function._fn, "__code__", None)
+        where = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
+        lines = [f"job function '{name}'{where} does not compile: {error}"]
+        # The innermost frame outside the weir package is the user's line that made the op.
+        user_frame = None
+        for frame in traceback.extract_tb(error.__traceback__):
+            if not os.path.abspath(frame.filename).startswith(self._PACKAGE_DIR + os.sep):
+                user_frame = frame
+        if user_frame is not None:
+            lines.append(f"  the op was created at {user_frame.filename}:{user_frame.lineno}: {user_frame.line or ''}".rstrip())
+        self.message = "\n".join(lines)
+        self._type = type(error)
+        self._cause = error
+
+    def throw(self):
+        try:
+            error = self._type(self.message)
+        except Exception:  # noqa: BLE001 - an exception type that takes other arguments
+            error = RuntimeError(self.message)
+        raise error from self._cause
+
+
 class _PendingResult:
     """An async call's result meeting the callbacks registered for it. The job runs from the
     moment it is called (as in OneFlow), not when a callback is registered. The runtime's callback
@@ -197,14 +232,20 @@ class JobFunction:
         return f"<weir job function {self.__name__} ({self.job_type})>"
 
     # --- compile
-    def _compile_in(self, session) -> _Compiled:
+    def _compile_in(self, session):
+        """This function's compiled job in `session`, or the _CompileFailure that its calls raise:
+        a job function that does not trace or compile fails alone, the session and every other
+        job function stay usable."""
         compiled = session.compiled.get(self)
         if compiled is not None:
             return compiled
         with self._lock:
             compiled = session.compiled.get(self)
             if compiled is None:
-                compiled = self._trace(session)
+                try:
+                    compiled = self._trace(session)
+                except Exception as error:  # noqa: BLE001 - kept, and raised by this function's calls
+                    compiled = _CompileFailure(self, error)
                 session.compiled[self] = compiled
         return compiled
 
@@ -254,12 +295,17 @@ class JobFunction:
     def _compiled(self) -> _Compiled:
         session = _session.default_session()
         compiled = session.compiled.get(self)
-        if compiled is not None:
+        if isinstance(compiled, _Compiled):
             return compiled
+        if compiled is not None:
+            compiled.throw()
         if self not in session._functions:
             session.register(self)
         session.start()  # compiles every registered job function, this one included
-        return session.compiled[self]
+        compiled = session.compiled[self]
+        if isinstance(compiled, _CompileFailure):
+            compiled.throw()
+        return compiled
 
     # --- call
     def __call__(self, *args, **kwargs):

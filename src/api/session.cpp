@@ -386,7 +386,15 @@ class SessionImpl {
     plan_options.compute_streams = options_.cpu_compute_streams;
     plan_options.devices = options_.cpu_devices;
     plan_options.threads_per_device = ThreadsPerDevice();
-    std::shared_ptr<const Plan> plan = CompilePlan(job.Graph(), plan_options);
+    std::shared_ptr<const Plan> plan;
+    try {
+      plan = CompilePlan(job.Graph(), plan_options);
+    } catch (const std::invalid_argument& error) {
+      // Nothing of the job is kept: the session stays usable for every other job.
+      throw std::invalid_argument(fmt::format("[session] job '{}' does not compile: {}", job.Name(), error.what()));
+    } catch (const std::exception& error) {
+      throw std::runtime_error(fmt::format("[session] job '{}' does not compile: {}", job.Name(), error.what()));
+    }
     for (const std::string& notice : plan->notices) std::fprintf(stderr, "[weir] %s\n", notice.c_str());
     for (const OpNode& node : job.Graph()->nodes) {
       if (node.type == kVariableOp) variables_.GetOrCreate(std::any_cast<const VariableAttrs&>(node.attrs), job.Name());

@@ -360,3 +360,36 @@ TEST_CASE("profiling times each actor and each call, only while on") {
   CHECK(second.jobs[0].calls == 1);
   CHECK(second.Format(1).find("more actors") != std::string::npos);
 }
+
+TEST_CASE("a job that does not build or compile fails alone, naming the job and the op; the session stays usable") {
+  Session session;
+  JobBuilder good_builder("good");
+  good_builder.Output("y", ScalarMul(good_builder.Placeholder("x", Shape{4}), 2.0));
+  const Job good = good_builder.Build();
+  CHECK(session.Call(good, {Filled(Shape{4}, 1.f)})["y"].ToVector<float>() == std::vector<float>(4, 2.f));
+
+  // A shape error while building names the job and the op.
+  JobBuilder bad_builder("bad");
+  Blob a = bad_builder.Placeholder("a", Shape{4, 3});
+  Blob b = bad_builder.Placeholder("b", Shape{5, 3});
+  CHECK_THROWS_WITH_AS(MatMul(a, b), "job 'bad', op 'matmul_0': [matmul] inner dims differ: (4,3) vs (5,3)",
+                       std::invalid_argument);
+
+  // A job the planner refuses (a placement beyond the session's one device) names the job, keeps nothing.
+  JobBuilder far_builder("far");
+  Blob x = far_builder.Placeholder("x", Shape{4});
+  {
+    ScopedPlacement place(far_builder, Placement("cpu", {"0:3"}));
+    far_builder.Output("y", ScalarMul(x, 2.0));
+  }
+  const Job far = far_builder.Build();
+  CHECK_THROWS_WITH_AS(session.Compile(far), doctest::Contains("[session] job 'far' does not compile: "),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(session.Call(far, {Filled(Shape{4}, 1.f)}), doctest::Contains("job 'far' does not compile"),
+                       std::invalid_argument);
+
+  // Every other job, and the session's variable calls, keep working.
+  CHECK(session.Call(good, {Filled(Shape{4}, 3.f)})["y"].ToVector<float>() == std::vector<float>(4, 6.f));
+  CHECK(session.GetVariables().empty());
+  session.Sync();
+}

@@ -454,3 +454,37 @@ def test_channels_last_convolutions_change_speed_not_results():
     np.testing.assert_allclose(results[True], results[False], rtol=1e-5, atol=1e-6)
     with pytest.raises(TypeError, match="channels_last_convolutions"):
         flow.FunctionConfig().channels_last_convolutions("yes")
+
+
+def test_a_job_function_that_does_not_compile_fails_alone_naming_itself_and_the_users_line(tmp_path):
+    @flow.global_function()
+    def before(x: tp.Numpy.Placeholder((4, 3))) -> tp.Numpy:
+        return flow.math.relu(x)
+
+    @flow.global_function()
+    def broken(x: tp.Numpy.Placeholder((4, 3)), y: tp.Numpy.Placeholder((5, 3))) -> tp.Numpy:
+        return flow.matmul(x, y)  # the line the error points at
+
+    @flow.global_function()
+    def typo(x: tp.Numpy.Placeholder((4, 3))) -> tp.Numpy:
+        return flow.math.relu(undefined_name)  # noqa: F821 - a bug in the job function's body
+
+    @flow.global_function()
+    def after(x: tp.Numpy.Placeholder((4, 3))) -> tp.Numpy:
+        return flow.math.relu(x) * 2
+
+    x = np.ones((4, 3), np.float32)
+    np.testing.assert_array_equal(before(x), x)  # the session starts: every job function compiles
+    for _ in range(2):  # every call of the broken job raises the same error
+        with pytest.raises(ValueError) as info:
+            broken(x, np.ones((5, 3), np.float32))
+        message = str(info.value)
+        assert message.startswith(f"job function 'broken' ({__file__}:")
+        assert "op 'matmul_0': [matmul] inner dims differ: (4,3) vs (5,3)" in message
+        assert f"the op was created at {__file__}:" in message and "# the line the error points at" in message
+    with pytest.raises(NameError, match=r"job function 'typo' .*undefined_name"):
+        typo(x)
+    np.testing.assert_array_equal(before(x), x)
+    np.testing.assert_array_equal(after(x), 2 * x)
+    flow.train.CheckPoint().save(str(tmp_path / "model"))  # checkpoint calls keep working
+    flow.sync_default_session()
