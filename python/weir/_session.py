@@ -130,6 +130,18 @@ class OwedCallbacks:
             raise error
 
 
+def _warn_if_launched_on_several_processes() -> None:
+    """weir-launch (and torchrun) set WORLD_SIZE; until sessions span processes, say so once
+    rather than let N processes train N independent models silently (docs/distributed.md)."""
+    world = os.environ.get("WORLD_SIZE", "1")
+    if world.isdigit() and int(world) > 1:
+        print(
+            f"[weir] WORLD_SIZE={world}, but sessions do not span processes yet: rank "
+            f"{os.environ.get('RANK', '?')} runs a one-process session of its own (docs/distributed.md)",
+            file=sys.stderr,
+        )
+
+
 class _CSession(_C.Session):
     """The C++ session, whose sync() also runs the callbacks still owed (checkpoint and profiler
     calls sync through it)."""
@@ -174,6 +186,7 @@ class Session:
             if self._closed:
                 raise RuntimeError("this session was closed by flow.clear_default_session(); use the new default session")
             if self._c is None:
+                _warn_if_launched_on_several_processes()
                 threads = self.config.compute_thread_pool_size or 0
                 self._c = _CSession(
                     self.owed_callbacks,
