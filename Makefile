@@ -47,7 +47,7 @@ data:
 DEMO_DIR ?= $(BUILD)/demo
 demo: build venv data
 	mkdir -p $(DEMO_DIR)
-	cd $(DEMO_DIR) && $(abspath $(VENV))/bin/python $(CURDIR)/examples/python/async_single_job.py --epochs 20
+	cd $(DEMO_DIR) && rm -rf mlp_models_1 && $(abspath $(VENV))/bin/python $(CURDIR)/examples/python/async_single_job.py --epochs 20
 	cd $(DEMO_DIR) && $(abspath $(VENV))/bin/python $(CURDIR)/examples/python/async_batch_job.py
 	$(BUILD)/examples/predict_mlp
 	$(BUILD)/examples/train_mnist_mlp --epochs 15 --save $(BUILD)/mlp_model

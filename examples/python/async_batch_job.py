@@ -1,23 +1,25 @@
-"""The seeds' async_batch_job.py: loads ./mlp_models_1 and evaluates it on the test set with
-results delivered to a callback (tp.Callback[Tuple[tp.Numpy, tp.Numpy]]); prints the accuracy.
-
-    .venv/bin/python examples/python/async_batch_job.py [--model ./mlp_models_1]
-"""
-
-import argparse
-import os
-import sys
-from typing import Tuple
-
+# Weir: OneFlow's docs program basics_topics/async_batch_job.py (async_get.md, "Get multiple results
+# asynchronously"): loads ./mlp_models_1 (saved by async_single_job.py) and prints the MLP's test
+# accuracy, from tp.Callback[Tuple[tp.Numpy, tp.Numpy]] results. Unchanged but for its imports.
 import numpy as np
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import weir as flow  # noqa: E402
-import weir.typing as tp  # noqa: E402
-from mlp import mlp  # noqa: E402
+import weir as flow
+from typing import Tuple
+import weir.typing as tp
 
 BATCH_SIZE = 100
+
+
+def mlp(data):
+    initializer = flow.truncated_normal(0.1)
+    reshape = flow.reshape(data, [data.shape[0], -1])
+    hidden = flow.layers.dense(
+        reshape,
+        512,
+        activation=flow.nn.relu,
+        kernel_initializer=initializer,
+        name="hidden",
+    )
+    return flow.layers.dense(hidden, 10, kernel_initializer=initializer, name="output")
 
 
 @flow.global_function(type="predict")
@@ -27,7 +29,10 @@ def eval_job(
 ) -> tp.Callback[Tuple[tp.Numpy, tp.Numpy]]:
     with flow.scope.placement("cpu", "0:0"):
         logits = mlp(images)
-        loss = flow.nn.sparse_softmax_cross_entropy_with_logits(labels, logits, name="softmax_loss")
+        loss = flow.nn.sparse_softmax_cross_entropy_with_logits(
+            labels, logits, name="softmax_loss"
+        )
+
     return (labels, logits)
 
 
@@ -48,18 +53,16 @@ def acc(arguments: Tuple[tp.Numpy, tp.Numpy]):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="./mlp_models_1")
-    args = parser.parse_args()
-
     check_point = flow.train.CheckPoint()
-    check_point.load(args.model)
-    (train_images, train_labels), (test_images, test_labels) = flow.data.load_mnist(BATCH_SIZE, BATCH_SIZE)
+    check_point.load("./mlp_models_1")
+    (train_images, train_labels), (test_images, test_labels) = flow.data.load_mnist(
+        BATCH_SIZE
+    )
     for epoch in range(1):
         for i, (images, labels) in enumerate(zip(test_images, test_labels)):
             eval_job(images, labels)(acc)
-    flow.sync_default_session()  # every callback has run (the seed relied on luck here)
-    print("accuracy: {:.1f}%".format(g_correct * 100 / g_total))
+
+    print("accuracy: {0:.1f}%".format(g_correct * 100 / g_total))
 
 
 if __name__ == "__main__":

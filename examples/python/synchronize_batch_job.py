@@ -1,23 +1,48 @@
-"""The seeds' synchronize_batch_job.py: loads ./lenet_models_1 and evaluates LeNet on the test set
-with sync calls returning (labels, logits); prints the accuracy.
-
-    .venv/bin/python examples/python/synchronize_batch_job.py [--model ./lenet_models_1]
-"""
-
-import argparse
-import os
-import sys
-from typing import Tuple
-
+# Weir: OneFlow's docs program basics_topics/synchronize_batch_job.py (async_get.md, "Get multiple
+# results synchronously"): loads ./lenet_models_1 (saved by synchronize_single_job.py) and prints
+# LeNet's test accuracy, from sync calls returning (labels, logits). Unchanged but for its imports.
+#lenet_eval.py
 import numpy as np
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import weir as flow  # noqa: E402
-import weir.typing as tp  # noqa: E402
-from lenet import lenet  # noqa: E402
+import weir as flow
+from typing import Tuple
+import weir.typing as tp
 
 BATCH_SIZE = 100
+
+
+def lenet(data, train=False):
+    initializer = flow.truncated_normal(0.1)
+    conv1 = flow.layers.conv2d(
+        data,
+        32,
+        5,
+        padding="SAME",
+        activation=flow.nn.relu,
+        name="conv1",
+        kernel_initializer=initializer,
+    )
+    pool1 = flow.nn.max_pool2d(conv1, ksize=2, strides=2, padding="SAME", name="pool1")
+    conv2 = flow.layers.conv2d(
+        pool1,
+        64,
+        5,
+        padding="SAME",
+        activation=flow.nn.relu,
+        name="conv2",
+        kernel_initializer=initializer,
+    )
+    pool2 = flow.nn.max_pool2d(conv2, ksize=2, strides=2, padding="SAME", name="pool2")
+    reshape = flow.reshape(pool2, [pool2.shape[0], -1])
+    hidden = flow.layers.dense(
+        reshape,
+        512,
+        activation=flow.nn.relu,
+        kernel_initializer=initializer,
+        name="dense1",
+    )
+    if train:
+        hidden = flow.nn.dropout(hidden, rate=0.5)
+    return flow.layers.dense(hidden, 10, kernel_initializer=initializer, name="dense2")
 
 
 @flow.global_function(type="predict")
@@ -27,7 +52,10 @@ def eval_job(
 ) -> Tuple[tp.Numpy, tp.Numpy]:
     with flow.scope.placement("gpu", "0:0"):
         logits = lenet(images, train=False)
-        loss = flow.nn.sparse_softmax_cross_entropy_with_logits(labels, logits, name="softmax_loss")
+        loss = flow.nn.sparse_softmax_cross_entropy_with_logits(
+            labels, logits, name="softmax_loss"
+        )
+
     return (labels, logits)
 
 
@@ -35,30 +63,27 @@ g_total = 0
 g_correct = 0
 
 
-def acc(labels, logits):
+def acc(labels, logtis):
     global g_total
     global g_correct
 
-    predictions = np.argmax(logits, 1)
+    predictions = np.argmax(logtis, 1)
     right_count = np.sum(predictions == labels)
     g_total += labels.shape[0]
     g_correct += right_count
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="./lenet_models_1")
-    args = parser.parse_args()
+if __name__ == "__main__":
 
     check_point = flow.train.CheckPoint()
-    check_point.load(args.model)
-    (train_images, train_labels), (test_images, test_labels) = flow.data.load_mnist(BATCH_SIZE, BATCH_SIZE)
+    check_point.load("./lenet_models_1")
+    (train_images, train_labels), (test_images, test_labels) = flow.data.load_mnist(
+        BATCH_SIZE, BATCH_SIZE
+    )
+
     for epoch in range(1):
         for i, (images, labels) in enumerate(zip(test_images, test_labels)):
-            labels, logits = eval_job(images, labels)
-            acc(labels, logits)
-    print("accuracy: {:.1f}%".format(g_correct * 100 / g_total))
+            labels, logtis = eval_job(images, labels)
+            acc(labels, logtis)
 
-
-if __name__ == "__main__":
-    main()
+    print("accuracy: {0:.1f}%".format(g_correct * 100 / g_total))

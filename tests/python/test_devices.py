@@ -202,3 +202,47 @@ def test_default_placement_scope_places_a_job_outside_its_scopes():
     np.testing.assert_allclose(triple(np.ones(4, np.float32)), np.full(4, 3.0))
     dot = flow.plan_dot(triple)
     assert "scalar\\ncpu:1" in dot and "scalar\\ncpu:0" not in dot
+
+
+def test_first_api_docs_programs_train_on_two_devices_like_one_device():
+    # The docs' earlier consistent_strategy.py and hybrid_parallelism_mlp.py (OneFlow 0.2's first API;
+    # examples/python/ now holds the later versions): training set up in the function config
+    # (primary_lr, naive update, add_loss), the consistent strategy named, named placeholders,
+    # unnamed dense layers (one set of variables each), results through .get() / .async_get().
+    results = []
+    for devices in (1, 2):
+        flow.clear_default_session()
+        flow.config.cpu_device_num(devices)
+        config = flow.function_config()
+        config.default_data_type(flow.float)
+        with pytest.warns(DeprecationWarning):
+            config.default_distribute_strategy(flow.distribute.consistent_strategy())
+            config.train.primary_lr(0.5)
+            config.train.model_update_conf({"naive_conf": {}})
+
+        with pytest.warns(DeprecationWarning):
+
+            @flow.global_function(config)
+            def train_job(images: tp.Numpy.Placeholder((BATCH, FEATURES), dtype=flow.float, name="myimages"),
+                          labels: tp.Numpy.Placeholder((BATCH,), dtype=flow.int32, name="mylabels")):
+                initializer = flow.truncated_normal(0.3)
+                hidden = flow.layers.dense(images, 16, activation=flow.nn.relu, kernel_initializer=initializer)
+                logits = flow.layers.dense(hidden, 4, kernel_initializer=initializer,
+                                           model_distribute=flow.distribute.split(axis=0))
+                loss = flow.nn.sparse_softmax_cross_entropy_with_logits(labels, logits, name="softmax_loss")
+                flow.losses.add_loss(loss)
+                return loss
+
+        with pytest.warns(DeprecationWarning):
+            losses = [train_job(*_data(0)).get().ndarray().copy()]
+        for _ in range(2):  # the same batch again: its loss falls
+            train_job(*_data(0)).async_get(lambda loss: losses.append(loss.numpy().copy()))
+        flow.sync_default_session()
+        results.append((losses, {name: var.numpy() for name, var in flow.get_all_variables().items()}))
+    (one_losses, one_vars), (two_losses, two_vars) = results
+    assert len(two_losses) == 3 and two_losses[2].mean() < two_losses[0].mean()
+    for a, b in zip(one_losses, two_losses):
+        np.testing.assert_allclose(b, a, rtol=1e-5)
+    assert two_vars["Dense_1-weight"].shape == (4, 16) and two_vars["Dense-weight"].shape == (16, FEATURES)
+    for name in one_vars:
+        np.testing.assert_allclose(two_vars[name], one_vars[name], rtol=1e-4, atol=1e-6, err_msg=name)

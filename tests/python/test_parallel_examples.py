@@ -1,5 +1,6 @@
-"""The docs' multi-device programs (imports changed, plus step flags) run on 2 CPU devices on real
-MNIST (`make data`) and print what the docs print: the mean loss every 20 steps."""
+"""The docs' multi-device programs in examples/python/ (OneFlow's published programs with only the
+imports changed, plus flags marked "Weir:" for shorter runs) run on 2 CPU devices on real MNIST
+(`make data`) and print what the docs print: the mean loss every 20 steps."""
 
 import os
 import re
@@ -37,6 +38,6 @@ def test_consistent_strategy_splits_lenet_batches_over_two_devices(tmp_path):
 
 
 def test_hybrid_parallelism_mlp_trains_a_model_parallel_output_layer(tmp_path):
-    # Its callbacks print when the loop's current step is a multiple of 20, as the docs' program does.
     losses = _losses("hybrid_parallelism_mlp.py", "--epochs", "1", "--max-steps", "200", cwd=tmp_path)
-    assert losses and min(losses) < 0.6
+    assert len(losses) == 10  # every 20th step
+    assert losses[-1] < losses[0] / 4
