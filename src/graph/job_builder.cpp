@@ -267,13 +267,7 @@ std::vector<Blob> AddOp(std::string_view type, const std::vector<Blob>& inputs, 
   CheckBuilding(*graph, type);
   const std::string node_name = UniqueName(*graph, type, name);
   const InferContext context{type, node_name, &attrs, metas};
-  std::vector<TensorMeta> output_metas;
-  try {
-    output_metas = def.infer(context);
-  } catch (const std::invalid_argument& error) {
-    // A shape error in a large job is only actionable with the job and the op it came from.
-    throw std::invalid_argument(fmt::format("job '{}', op '{}': {}", graph->name, node_name, error.what()));
-  }
+  std::vector<TensorMeta> output_metas = def.infer(context);
 
   const int node = static_cast<int>(graph->nodes.size());
   std::vector<int> outputs;

@@ -480,7 +480,7 @@ def test_a_job_function_that_does_not_compile_fails_alone_naming_itself_and_the_
             broken(x, np.ones((5, 3), np.float32))
         message = str(info.value)
         assert message.startswith(f"job function 'broken' ({__file__}:")
-        assert "op 'matmul_0': [matmul] inner dims differ: (4,3) vs (5,3)" in message
+        assert "[matmul] inner dims differ: (4,3) vs (5,3)" in message
         assert f"the op was created at {__file__}:" in message and "# the line the error points at" in message
     with pytest.raises(NameError, match=r"job function 'typo' .*undefined_name"):
         typo(x)
