@@ -3,17 +3,30 @@
 
 Runs, each configuration in its own process, alternated and rotated over --reps rounds:
   Weir C++     bench/train_step (build folder): defaults, and on one core (--scheduler-threads 1,
-               OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1)
+               OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, the process pinned to one core)
   Weir Python  bench/weir_python_models.py (.venv/bin/python): defaults
-  PyTorch      bench/pytorch_models.py (/usr/bin/python3): 1 thread, and the 2-core candidates of
-               shared/reference/pytorch_cpu_anchors.md 4.2 for that model. "PyTorch best" is the
-               candidate with the best median, chosen separately per model for train and inference;
-               "PyTorch 1 thread" the best of the 1-thread candidates (LeNet: NCHW or channels_last).
+  PyTorch      bench/pytorch_models.py (/usr/bin/python3): 1 thread (pinned to one core, as Weir's
+               1-core run), and the 2-core candidates of shared/reference/pytorch_cpu_anchors.md 4.2
+               for that model. "PyTorch best" is the candidate with the best median, chosen
+               separately per model for train and inference; "PyTorch 1 thread" the best of the
+               1-thread candidates (LeNet: NCHW or channels_last).
+  sgemm        the hardware limit: numpy -> OpenBLAS float32 sgemm 2048^3 on 1 core (pinned) and on
+               2 threads, blocks of >= 0.5 s, median of 5, checked against float64 (benchlib.py sgemm)
   Whole process (MLP): bench/mlp_epoch_process.py, Weir Python vs PyTorch at the MLP's best train
                setting: interpreter start, MNIST load, 1 epoch (600 steps), test-set evaluation.
+The peer at its best: this workplace may set OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, which hold
+OpenBLAS (so PyTorch's dense layers) to older kernels. Before the rounds, PyTorch's float32 results
+on the benchmark's shapes (the MLP's and LeNet's matmuls, both models' forward and backward) are
+checked against float64 with both variables removed (benchlib.py torch-check, OpenBLAS 1 and 2
+threads); if they are right (max relative error <= 1e-4), PyTorch's and the sgemm processes run
+without them, else with the environment as it is, and the output says so. They run with
+OPENBLAS_VERBOSE=2, and the OpenBLAS core type they loaded is reported (torch_openblas_core).
+Weir's own processes keep the environment as it is.
 Prints the medians over the processes (each process reports the median of its own --repeats runs),
-peak RSS, CPU use and foreign load per configuration, and the ratios Weir ÷ PyTorch in steps per
-second (> 1 = Weir faster). Weir runs with its defaults: no thread tuning. Last line: one JSON object.
+peak RSS, CPU use and foreign load per configuration, each one's GFLOP/s as a share of the sgemm
+peak (1-core configurations against the 1-core peak, the others against the 2-thread one; FLOPs per
+step from pytorch_cpu_anchors.md 3.2), and the ratios Weir ÷ PyTorch in steps per second (> 1 =
+Weir faster). Weir runs with its defaults: no thread tuning. Last line: one JSON object.
 
   /usr/bin/python3 bench/compare_pytorch.py --build build                # everything, ~10-15 min
   /usr/bin/python3 bench/compare_pytorch.py --build build --models mlp --quick   # ~2 min
@@ -21,12 +34,12 @@ second (> 1 = Weir faster). Weir runs with its defaults: no thread tuning. Last 
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import ROOT, ProcessFailed, QuietRunner, median_of, rounded  # noqa: E402
+from benchlib import (MAX_REL_ERR, OPENBLAS_HINTS, ROOT, SGEMM_SIZE, ProcessFailed, QuietRunner,  # noqa: E402
+                      median_of, one_core, peak_of, rounded, run_process, sgemm_argv, torch_check_argv)
 
 # name -> (torch threads, OpenBLAS threads, OMP_WAIT_POLICY or None, channels_last)
 TORCH_CONFIGS = {
@@ -42,8 +55,11 @@ TORCH_CONFIGS = {
 # The candidates per model: the best and near-best of the anchors' thread matrix (4.2) plus 1 thread.
 # torch 2 + OpenBLAS 2 with spinning pools (4.5x slower for the MLP) only when --torch-configs names it.
 DEFAULT_TORCH_CONFIGS = {"mlp": "t1b1,t1b2,t1b2p,t2b2p", "lenet": "t1b1,t1b1c,t2b1,t2b1c"}
-ONE_THREAD = ("t1b1", "t1b1c")
+ONE_THREAD = ("t1b1", "t1b1c")  # pinned to one core
 MODELS = ("mlp", "lenet")
+# FLOPs per step at batch 100 (pytorch_cpu_anchors.md 3.2; 1 FMA = 2 FLOP): train step, inference (forward).
+TRAIN_FLOP = {"mlp": 163.6e6, "lenet": 7238.5e6}
+INFER_FLOP = {"mlp": 81.31e6, "lenet": 2454.6e6}
 
 
 def parse_args():
@@ -119,66 +135,154 @@ def weir_python_env(args):
     return {"PYTHONPATH": args.weir_pythonpath} if args.weir_pythonpath else {}
 
 
-def configurations(args):
-    """(key, model, label, kind, argv, extra environment) for every train-step configuration."""
+def choose_peer_environment(args):
+    """Decides whether PyTorch's (and the sgemm) processes run without the OpenBLAS hints: they do
+    when PyTorch's float32 results on the benchmark's shapes match float64 without them (OpenBLAS 1
+    and 2 threads), else they keep the environment as it is (checked too). Returns a dict: keep_hints,
+    hints (those in this environment), max_rel_err and core (of the check the peer runs as), note."""
+    hints = {name: os.environ[name] for name in OPENBLAS_HINTS if name in os.environ}
+
+    def check(keep_hints):
+        worst, cores, why = 0.0, [], None
+        for threads in (1, 2):
+            argv = torch_check_argv(args.python, threads, keep_hints)
+            try:
+                figures = run_process(argv, None, args.timeout)
+            except ProcessFailed as error:  # e.g. SIGILL: kernels the CPU lacks
+                return float("inf"), None, str(error).strip().splitlines()[-1]
+            if figures["max_rel_err"] > worst:
+                worst, why = figures["max_rel_err"], figures["worst"]
+            cores.append(figures.get("openblas_core", "?"))
+        return worst, ",".join(dict.fromkeys(cores)), why
+
+    shown = ", ".join(f"{name}={value}" for name, value in hints.items()) or "none set"
+    error, core, why = check(keep_hints=False)
+    if error <= MAX_REL_ERR:
+        note = (f"PyTorch and sgemm run with {' and '.join(OPENBLAS_HINTS)} unset (in this environment: {shown}): "
+                f"OpenBLAS core {core}; float32 vs float64 on the benchmark's shapes, max relative error "
+                f"{error:.1e} ({why})")
+        return {"keep_hints": False, "hints": hints, "max_rel_err": error, "core": core, "note": note}
+    if not hints:
+        sys.exit(f"compare_pytorch: PyTorch's float32 results are off by {error:.2e} (relative) against float64 "
+                 f"({why}; OpenBLAS core {core}); no OpenBLAS hints to fall back to")
+    unset_error, unset_core, unset_why = error, core, why
+    error, core, why = check(keep_hints=True)
+    if error > MAX_REL_ERR:
+        sys.exit(f"compare_pytorch: PyTorch's float32 results are off against float64 without the OpenBLAS hints "
+                 f"({unset_error:.2e}, {unset_why}) and with them ({error:.2e}, {why})")
+    note = (f"FALLBACK: PyTorch and sgemm run with the hinted OpenBLAS environment ({shown}), OpenBLAS core {core} "
+            f"(max relative error {error:.1e}): without the hints (core {unset_core}) their float32 results "
+            f"were off by {unset_error:.2e} against float64 ({unset_why})")
+    return {"keep_hints": True, "hints": hints, "max_rel_err": error, "core": core, "note": note}
+
+
+def configurations(args, peer):
+    """(key, model, label, kind, argv, extra environment, pinned) for every configuration: the sgemm
+    peaks, then the train-step configurations. `peer`: from choose_peer_environment."""
     binary = os.path.join(args.build, "bench", "train_step")
     if not os.access(binary, os.X_OK):
         sys.exit(f"compare_pytorch: {binary} not found; build it with `ninja -C {args.build} bench/train_step`")
-    one_core = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    configs = []
+    one_thread = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    configs = [("sgemm/1", "sgemm", "sgemm OpenBLAS 1 core", "sgemm",
+                sgemm_argv(args.python, 1, peer["keep_hints"]), {}, True),
+               ("sgemm/2", "sgemm", "sgemm OpenBLAS 2 threads", "sgemm",
+                sgemm_argv(args.python, 2, peer["keep_hints"]), {}, False)]
     for model in args.models:
         steps = args.steps_mlp if model == "mlp" else args.steps_lenet
         common = ["--model", model, "--steps", str(steps), "--repeats", str(args.repeats)]
         configs += [
-            (f"{model}/weir", model, "weir C++, defaults", "weir", [binary] + common, {}),
+            (f"{model}/weir", model, "weir C++, defaults", "weir", [binary] + common, {}, False),
             (f"{model}/weir_1core", model, "weir C++, 1 core", "weir",
-             [binary] + common + ["--scheduler-threads", "1", "--no-async"], one_core),
+             [binary] + common + ["--scheduler-threads", "1", "--no-async"], one_thread, True),
         ]
         if not args.no_python:
             configs.append((f"{model}/weir_py", model, "weir Python, defaults", "weir_py",
                             [args.weir_python, os.path.join(ROOT, "bench", "weir_python_models.py")] + common,
-                            weir_python_env(args)))
+                            weir_python_env(args), False))
         script = os.path.join(ROOT, "bench", "pytorch_models.py")
         for name in args.torch_names[model]:
-            configs.append((f"{model}/torch_{name}", model, torch_label(name), "torch",
-                            [args.python, script] + common + torch_flags(name), {}))
+            label = torch_label(name) + (", 1 core" if name in ONE_THREAD else "")
+            configs.append((f"{model}/torch_{name}", model, label, "torch",
+                            [args.python, script] + common + torch_flags(name), {}, name in ONE_THREAD))
     return configs
+
+
+def peer_run(runner, peer, argv, pinned=False):
+    """Runs one of PyTorch's (or the sgemm) processes in the peer's environment."""
+    return runner.run(argv, {"OPENBLAS_VERBOSE": "2"}, unset=() if peer["keep_hints"] else OPENBLAS_HINTS,
+                      cpus=one_core() if pinned else None)
 
 
 def main():
     args = parse_args()
-    configs = configurations(args)
+    started = time.monotonic()
+    peer = choose_peer_environment(args)
+    print(peer["note"], flush=True)
+    configs = configurations(args, peer)
     runner = QuietRunner(args.max_foreign, args.retries, args.quiet_budget, args.timeout)
     samples = {key: [] for key, *_ in configs}
     failed = {}  # key -> why; a configuration that fails once (e.g. an op Python lacks) is dropped
-    started = time.monotonic()
-    print(f"models {','.join(args.models)}, batch 100: {len(configs)} configurations x {args.reps} processes, "
-          f"{args.repeats} timed runs each (MLP {args.steps_mlp} steps, LeNet {args.steps_lenet}), alternated",
-          flush=True)
+    print(f"models {','.join(args.models)}, batch 100: {len(configs)} configurations (2 of them sgemm) x {args.reps} "
+          f"processes, {args.repeats} timed runs each (MLP {args.steps_mlp} steps, LeNet {args.steps_lenet}), "
+          f"alternated; 1-core configurations pinned to core {min(one_core())}", flush=True)
     for rep in range(args.reps):
         # Rotate the order each round so that slow drifts of the machine hit every configuration.
         order = configs[rep % len(configs):] + configs[:rep % len(configs)]
-        for key, model, label, kind, argv, extra_env in order:
+        for key, model, label, kind, argv, extra_env, pinned in order:
             if key in failed:
                 continue
             try:
-                figures = runner.run(argv, extra_env)
+                if kind in ("torch", "sgemm"):
+                    figures = peer_run(runner, peer, argv, pinned)
+                else:  # Weir's processes: the environment as it is
+                    figures = runner.run(argv, extra_env, cpus=one_core() if pinned else None)
             except ProcessFailed as error:
-                if kind == "torch" or key.endswith("/weir"):
+                if kind in ("torch", "sgemm") or key.endswith("/weir"):
                     sys.exit(f"compare_pytorch: {error}")
                 failed[key] = str(error).strip().splitlines()[-1]
-                print(f"  {model:<5} {label:<30} FAILED, dropped: {failed[key]}", flush=True)
+                print(f"  {model:<5} {label:<36} FAILED, dropped: {failed[key]}", flush=True)
                 continue
             samples[key].append(figures)
-            print(f"  round {rep + 1}/{args.reps}  {model:<5} {label:<30} train {figures['train_steps_per_s']:8.1f}/s  "
-                  f"infer {figures['infer_calls_per_s']:8.1f}/s  RSS {figures['peak_rss_mb']:5.0f} MB  "
-                  f"foreign {figures.get('foreign_cores', 0):.2f} cores", flush=True)
+            if kind == "sgemm":
+                what = f"{figures['gflops_median']:8.1f} GFLOP/s  (OpenBLAS core {figures.get('openblas_core', '?')})"
+            else:
+                what = (f"train {figures['train_steps_per_s']:8.1f}/s  infer {figures['infer_calls_per_s']:8.1f}/s  "
+                        f"RSS {figures['peak_rss_mb']:5.0f} MB")
+            print(f"  round {rep + 1}/{args.reps}  {model:<5} {label:<36} {what}  cores {figures['cores']:.2f}  "
+                  f"foreign {figures.get('foreign_cores', 0):.2f}", flush=True)
 
     def median(key, field):
         return median_of(samples.get(key, []), field)
 
     labels = {key: label for key, _, label, *_ in configs}
-    result = {}
+    pinned = {key: pin for key, *_, pin in configs}
+    peak1, peak2 = peak_of(samples["sgemm/1"]), peak_of(samples["sgemm/2"])
+    torch_cores = sorted({figures["openblas_core"] for key, _, _, kind, *_ in configs if kind == "torch"
+                          for figures in samples[key] if figures.get("openblas_core")})
+    sgemm_cores = sorted({figures["openblas_core"] for figures in samples["sgemm/1"] + samples["sgemm/2"]
+                          if figures.get("openblas_core")})
+    result = {
+        "torch_openblas_core": ",".join(torch_cores) or None,
+        "torch_openblas_hints_unset": not peer["keep_hints"],
+        "openblas_hints_in_environment": peer["hints"],
+        "torch_check_max_rel_err": peer["max_rel_err"],
+        "sgemm_gflops_1core": peak1,
+        "sgemm_gflops_2cores": peak2,
+        "sgemm_gflops_2cores_best": max((f["gflops_best"] for f in samples["sgemm/2"]), default=None),
+        "sgemm_openblas_core": ",".join(sgemm_cores) or None,
+    }
+    # Each configuration's GFLOP/s and share of the sgemm peak on as many cores as it may use.
+    for key, model, _, kind, *_ in configs:
+        if kind == "sgemm":
+            continue
+        peak = peak1 if pinned[key] else peak2
+        name = key.split("/", 1)[1]
+        for what, field, flop in (("train", "train_steps_per_s", TRAIN_FLOP[model]),
+                                  ("infer", "infer_calls_per_s", INFER_FLOP[model])):
+            rate = median(key, field)
+            gflops = rate * flop / 1e9 if rate else None
+            result[f"{model}_{name}_{what}_gflops"] = gflops
+            result[f"{model}_{name}_{what}_peak_share"] = gflops / peak if gflops and peak else None
     best = {}
     for model in args.models:
         torch_keys = [key for key, m, _, kind, *_ in configs if m == model and kind == "torch"]
@@ -212,6 +316,11 @@ def main():
             f"{model}_torch_1thread_train_steps_per_s": median(one_train, "train_steps_per_s"),
             f"{model}_weir_peak_rss_mb": median(f"{model}/weir", "peak_rss_mb"),
             f"{model}_torch_peak_rss_mb": median(best_train, "peak_rss_mb"),
+            f"{model}_torch_best_train_peak_share": result[f"{model}_{best_train.split('/', 1)[1]}_train_peak_share"],
+            f"{model}_torch_best_infer_peak_share": result[f"{model}_{best_infer.split('/', 1)[1]}_infer_peak_share"],
+            f"{model}_torch_1thread_train_peak_share": result[f"{model}_{one_train.split('/', 1)[1]}_train_peak_share"],
+            f"{model}_weir_1core_cores": median(f"{model}/weir_1core", "cores"),
+            f"{model}_torch_1thread_cores": median(one_train, "cores"),
         })
     if "mlp" in args.models:
         cpp, python = median("mlp/weir", "train_ms_per_step"), median("mlp/weir_py", "train_ms_per_step")
@@ -235,7 +344,10 @@ def main():
               f"1 warm-up + {args.epoch_reps} runs each, alternated", flush=True)
         for rep in range(args.epoch_reps + 1):
             for side in (("weir", "torch") if rep % 2 == 0 else ("torch", "weir")):
-                figures = runner.run(sides[side], weir_python_env(args) if side == "weir" else None)
+                if side == "weir":
+                    figures = runner.run(sides[side], weir_python_env(args))
+                else:
+                    figures = peer_run(runner, peer, sides[side], pinned=torch_name in ONE_THREAD)
                 if rep > 0:  # the first round warms the page cache
                     epochs[side].append(figures)
                 print(f"  {'warm-up' if rep == 0 else f'run {rep}/{args.epoch_reps}'}  {side:<5} "
@@ -250,35 +362,49 @@ def main():
     else:
         result["mlp_epoch_process_ratio"] = None
 
+    def show(value, digits=3):
+        return "-" if value is None else f"{value:.{digits}f}"
+
     print()
-    header = (f"{'model':<6} {'configuration':<30} {'train/s':>9} {'ms/step':>8} {'async/s':>9} "
-              f"{'infer/s':>9} {'ms/call':>8} {'RSS MB':>7} {'cores':>6} {'foreign':>8}")
+    print(f"hardware limit (numpy -> OpenBLAS sgemm {SGEMM_SIZE}^3, OpenBLAS core {result['sgemm_openblas_core']}, "
+          f"best median of the processes): 1 core {show(peak1, 1)} GFLOP/s, 2 threads {show(peak2, 1)} GFLOP/s; "
+          f"'% pk' = GFLOP/s against the 1-core peak for 1-core configurations, else the 2-thread one")
+    header = (f"{'model':<6} {'configuration':<36} {'train/s':>9} {'ms/step':>8} {'GFLOP/s':>8} {'% pk':>5} "
+              f"{'async/s':>9} {'infer/s':>9} {'ms/call':>8} {'% pk':>5} {'RSS MB':>7} {'cores':>6} {'foreign':>8}")
     print(header)
     print("-" * len(header))
 
     def cell(value, width, digits):
         return f"{value:>{width}.{digits}f}" if value is not None else f"{'-':>{width}}"
 
-    columns = [("train_steps_per_s", 9, 1), ("train_ms_per_step", 8, 2), ("train_async_steps_per_s", 9, 1),
-               ("infer_calls_per_s", 9, 1), ("infer_ms_per_call", 8, 2), ("peak_rss_mb", 7, 0), ("cores", 6, 2),
-               ("foreign_cores", 8, 2)]
-    for key, model, label, *_ in configs:
-        suffix = "  (failed)" if key in failed else ""
-        print(f"{model:<6} {label:<30} "
-              + " ".join(cell(median(key, field), width, digits) for field, width, digits in columns) + suffix)
-
-    def show(value, digits=3):
-        return "-" if value is None else f"{value:.{digits}f}"
+    for key, model, label, kind, *_ in configs:
+        if kind == "sgemm":
+            continue
+        name = key.split("/", 1)[1]
+        train_share, infer_share = (result[f"{model}_{name}_{what}_peak_share"] for what in ("train", "infer"))
+        cells = [cell(median(key, "train_steps_per_s"), 9, 1), cell(median(key, "train_ms_per_step"), 8, 2),
+                 cell(result[f"{model}_{name}_train_gflops"], 8, 1),
+                 cell(100 * train_share if train_share else None, 5, 1),
+                 cell(median(key, "train_async_steps_per_s"), 9, 1), cell(median(key, "infer_calls_per_s"), 9, 1),
+                 cell(median(key, "infer_ms_per_call"), 8, 2), cell(100 * infer_share if infer_share else None, 5, 1),
+                 cell(median(key, "peak_rss_mb"), 7, 0), cell(median(key, "cores"), 6, 2),
+                 cell(median(key, "foreign_cores"), 8, 2)]
+        print(f"{model:<6} {label:<36} " + " ".join(cells) + ("  (failed)" if key in failed else ""))
 
     print()
+    print(f"PyTorch's processes loaded OpenBLAS core {result['torch_openblas_core']}. {peer['note']}")
     for model in args.models:
         print(f"{model}: PyTorch best train {result[f'{model}_torch_best_train_config']}, "
               f"inference {result[f'{model}_torch_best_infer_config']}")
         print(f"  Weir / PyTorch best (steps/s, > 1 = Weir faster): train {show(result[f'{model}_train_ratio'])} "
               f"(async {show(result[f'{model}_train_async_ratio'])}, Python {show(result[f'{model}_train_ratio_python'])})"
               f", inference {show(result[f'{model}_infer_ratio'])} (Python {show(result[f'{model}_infer_ratio_python'])})")
-        print(f"  Weir 1 core / PyTorch 1 thread: train {show(result[f'{model}_train_ratio_1thread'])}, "
-              f"inference {show(result[f'{model}_infer_ratio_1thread'])}")
+        print(f"  Weir 1 core / PyTorch 1 thread (both pinned to one core): train "
+              f"{show(result[f'{model}_train_ratio_1thread'])}, inference {show(result[f'{model}_infer_ratio_1thread'])}")
+        print(f"  share of the sgemm peak, train: Weir {show(100 * (result[f'{model}_weir_train_peak_share'] or 0), 1)} %, "
+              f"PyTorch best {show(100 * (result[f'{model}_torch_best_train_peak_share'] or 0), 1)} %; "
+              f"Weir 1 core {show(100 * (result[f'{model}_weir_1core_train_peak_share'] or 0), 1)} %, PyTorch 1 thread "
+              f"{show(100 * (result[f'{model}_torch_1thread_train_peak_share'] or 0), 1)} % (of the 1-core peak)")
     if "python_overhead" in result:
         print(f"Weir Python MLP train step vs C++: overhead {show(result['python_overhead'])} (target <= 0.05)")
     if result["mlp_epoch_process_ratio"] is not None:
@@ -295,7 +421,9 @@ def main():
                    "failed_configurations": sorted(failed), "reps": args.reps, "repeats": args.repeats,
                    "steps_mlp": args.steps_mlp, "steps_lenet": args.steps_lenet,
                    "elapsed_s": time.monotonic() - started})
-    print(json.dumps(rounded(result)))
+    figures = rounded(result)
+    figures["torch_check_max_rel_err"] = float(f"{peer['max_rel_err']:.3g}")  # too small for rounded()
+    print(json.dumps(figures))
 
 
 if __name__ == "__main__":
