@@ -215,6 +215,16 @@ class Executor final : public caf::event_based_actor, public MessageSink {
       Run(task);
     }
     local_.clear();
+    FlushOutboxes();
+    if (finished_count_ == finished_.size() && !reported_) {
+      reported_ = true;
+      job_->ExecutorFinished();
+      quit();
+    }
+  }
+
+  // Sends what this executor has for the others, one batch each.
+  void FlushOutboxes() {
     for (std::size_t e = 0; e < outboxes_.size(); ++e) {
       if (outboxes_[e].empty()) continue;
       if (auto peer = caf::actor_cast<caf::actor>(job_->executors[e])) {
@@ -223,16 +233,16 @@ class Executor final : public caf::event_based_actor, public MessageSink {
       }
       outboxes_[e].clear();
     }
-    if (finished_count_ == finished_.size() && !reported_) {
-      reported_ = true;
-      job_->ExecutorFinished();
-      quit();
-    }
   }
 
   void Run(Task& task) {
     TaskProtocol& protocol = task.Protocol();
-    while (protocol.CanAct()) task.Act(*this);
+    while (protocol.CanAct()) {
+      // Before an act (perhaps a long kernel), hand the other executors what is ready for them:
+      // holding it back until this executor ran out of work serialised the devices.
+      FlushOutboxes();
+      task.Act(*this);
+    }
     if (protocol.ShouldEndStream()) protocol.EndStream(*this);
     if (protocol.Finished()) MarkFinished(task);
   }
@@ -275,7 +285,7 @@ struct Runtime::Impl {
     // a mistyped one is only printed and ignored.
     const int threads = options.scheduler_threads > 0 ? options.scheduler_threads : DefaultThreads();
     config->set("scheduler.max-threads", static_cast<std::size_t>(threads));
-    config->set("scheduler.policy", caf::atom("stealing"));
+    config->set("scheduler.policy", options.share_work ? caf::atom("sharing") : caf::atom("stealing"));
     // An idle CAF worker polls, then sleeps in 50 µs steps (CAF's "moderate" phase), then waits on
     // a condition variable that new work signals. The 50 µs steps (100 µs and more with the
     // kernel's timer slack) were the latency of any call that arrived after a short pause, such as

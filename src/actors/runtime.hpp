@@ -22,6 +22,11 @@ struct RuntimeOptions {
   Hosting hosting = Hosting::kActorPerStream;
   /// How long shutdown waits for the end-of-stream cascade before it stops actors by force.
   std::chrono::milliseconds shutdown_timeout{30000};
+  /// One shared run queue whose every enqueue wakes an idle thread (CAF's work sharing), instead of
+  /// per-thread queues (work stealing). Several devices need it: a message one device's thread
+  /// sends lands on that thread's own queue under work stealing, where a sleeping peer finds it
+  /// only after up to 10 ms, so the devices took turns instead of computing side by side.
+  bool share_work = false;
 };
 
 class JobRuntime;

@@ -188,7 +188,7 @@ class SessionImpl {
         runtime_(std::make_unique<Runtime>(RuntimeOptions{
             options_.scheduler_threads,
             options.hosting == ActorHosting::kActorPerOp ? Hosting::kActorPerTask : Hosting::kActorPerStream,
-            options.shutdown_timeout})) {}
+            options.shutdown_timeout, /*share_work=*/options_.cpu_devices > 1})) {}
 
   /// Each device's share of the cores; 0 (every core) with one device.
   int ThreadsPerDevice() const {

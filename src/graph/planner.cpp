@@ -267,7 +267,15 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     return device * options.compute_streams + s;
   };
 
-  plan->source_task = AddTask(*plan, TaskKind::kSourceTick, "source_tick", 0);
+  // With several devices a call's source tick and sink get an executor of their own (a control
+  // stream): on device 0's, a call could neither start nor complete while device 0 ran a kernel,
+  // which held back the next call of a pipeline and every call's callback.
+  int control_stream = 0;
+  if (options.devices > 1) {
+    plan->streams.push_back({Device::Cpu(), StreamKind::kControl, 0});
+    control_stream = static_cast<int>(plan->streams.size()) - 1;
+  }
+  plan->source_task = AddTask(*plan, TaskKind::kSourceTick, "source_tick", control_stream);
   const int tick = AddRegister(*plan, "tick", plan->source_task, options.source_register_num, {Shape{0}, DType::kU8});
 
   // Every placeholder's pieces, live or not: the caller passes them all.
@@ -759,7 +767,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     output_registers.push_back({copy->second});
   }
 
-  plan->sink_task = AddTask(*plan, TaskKind::kSink, "sink", 0);
+  plan->sink_task = AddTask(*plan, TaskKind::kSink, "sink", control_stream);
   OrderWriters(graph, live, placed, node_tasks, *plan);
   for (std::size_t i = 0; i < graph.outputs.size(); ++i) {
     const auto& [name, value] = graph.outputs[i];

@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "api/test_ops_for_tests.hpp"
 #include "graph/planner.hpp"
 #include "weir/optimizers.hpp"
 #include "weir/weir.hpp"
@@ -297,6 +298,26 @@ TEST_CASE("a mirrored job given the wrong number of per-device inputs names the 
   const std::vector<Tensor> pieces = out.Pieces("y");
   REQUIRE(pieces.size() == 2);
   CHECK(pieces[1].ToVector<float>() == std::vector<float>{6, 8});
+}
+
+TEST_CASE("the devices compute side by side: each device's replica runs while the other's does") {
+  // A regression test: an executor sent what other executors needed only once it ran out of work
+  // of its own, so device 1 got the variable from device 0 only after device 0's kernels had run,
+  // and the devices took turns. The rendezvous fails a call whose two replicas never meet.
+  testing::RegisterRendezvousOp();
+  Session session({.cpu_devices = 2});
+  JobConfig config;
+  config.view = LogicalView::kMirrored;
+  JobBuilder builder("side_by_side", JobType::kPredict, config);
+  Blob x = builder.Placeholder("x", Shape{2});
+  Blob w = builder.Variable("w", {.shape = Shape{2}, .initializer = ConstantInitializer(1)});
+  builder.Output("y", testing::Rendezvous(Add(x, w)));
+  const Job job = builder.Build();
+  for (int call = 0; call < 3; ++call) {
+    const Outputs out = session.Call(job, {Tensor::FromVector<float>(Shape{2}, {1, 2}),
+                                           Tensor::FromVector<float>(Shape{2}, {3, static_cast<float>(call)})});
+    CHECK(out["y"].ToVector<float>() == std::vector<float>{2, 3, 4, static_cast<float>(call) + 1});
+  }
 }
 
 TEST_CASE("two mirrored train jobs with collectives, called alternately and asynchronously, never deadlock") {

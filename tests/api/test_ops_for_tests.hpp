@@ -1,9 +1,12 @@
 #pragma once
 // Ops that exist only in the tests: an identity that spins for a given time or fails on demand,
-// counting its runs, so tests can control timing and faults inside real actors.
+// counting its runs, so tests can control timing and faults inside real actors; and a rendezvous
+// that only completes when every device's replica runs at once.
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
@@ -56,6 +59,52 @@ inline void RegisterProbeOp() {
                             return std::vector<internal::TensorMeta>{ctx.inputs[0]};
                           }});
     internal::RegisterKernel({"test_probe", Device::Kind::kCpu, DType::kF32}, &internal::MakeKernel<ProbeKernel>);
+    return true;
+  }();
+  (void)registered;
+}
+
+/// test_rendezvous: each run waits, up to 5 s, until `parties` runs (one per device's replica) are
+/// inside the kernel at once, then copies x. It fails the call when they never meet: the replicas
+/// of one call did not compute side by side.
+inline constexpr int kRendezvousParties = 2;
+
+class RendezvousKernel final : public internal::Kernel {
+ public:
+  explicit RendezvousKernel(const internal::KernelSetup&) {}
+  void Run(std::span<const internal::ConstTensorView> inputs, std::span<const internal::TensorView> outputs) override {
+    static std::mutex mutex;
+    static std::condition_variable met;
+    static int arrived = 0;
+    static std::int64_t generation = 0;
+    {
+      std::unique_lock lock(mutex);
+      const std::int64_t mine = generation;
+      if (++arrived == kRendezvousParties) {
+        arrived = 0;
+        ++generation;
+        met.notify_all();
+      } else if (!met.wait_for(lock, std::chrono::seconds(5), [&] { return generation != mine; })) {
+        --arrived;
+        throw internal::KernelError("[rendezvous] the other device's replica did not run within 5 s");
+      }
+    }
+    std::memcpy(outputs[0].data, inputs[0].data, inputs[0].meta->NumBytes());
+  }
+};
+
+inline Blob Rendezvous(const Blob& x) { return internal::AddOp1("test_rendezvous", {x}, std::any{}, {}); }
+
+inline void RegisterRendezvousOp() {
+  static const bool registered = [] {
+    internal::RegisterOp({.type = "test_rendezvous",
+                          .num_inputs = 1,
+                          .input_names = {"x"},
+                          .infer = [](const internal::InferContext& ctx) {
+                            return std::vector<internal::TensorMeta>{ctx.inputs[0]};
+                          }});
+    internal::RegisterKernel({"test_rendezvous", Device::Kind::kCpu, DType::kF32},
+                             &internal::MakeKernel<RendezvousKernel>);
     return true;
   }();
   (void)registered;
