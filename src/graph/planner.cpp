@@ -122,6 +122,7 @@ struct Placed {
   bool PerDevice() const { return registers.size() > 1 || per_device; }
   bool per_device = false;  // a mirrored value on one device still differs from a broadcast one
   Sbp sbp;                  // consistent view: how the registers hold the logical value
+  bool mean = false;        // partial pieces that are averaged, not summed (a mirrored job's gradients)
 };
 
 // Ops that write an input in place (optimizer updates) act after every other reader of that input
@@ -402,7 +403,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
       for (int r = 0; r < k; ++r) {
         const int device = devices[static_cast<std::size_t>(r)];
         const std::any& attrs = plan->fused_attrs.emplace_back(
-            CollectiveAttrs{.op = ReduceOp::kSum, .devices = k, .axis = to.axis, .rank = r});
+            CollectiveAttrs{.op = from.mean ? ReduceOp::kMean : ReduceOp::kSum, .devices = k, .axis = to.axis, .rank = r});
         const int task = AddKernelTask(*plan, "reduce_scatter", fmt::format("reduce_scatter({}):{}", info.name, device),
                                        &attrs, std::vector<TensorMeta>(static_cast<std::size_t>(k), info.meta),
                                        {metas[static_cast<std::size_t>(r)]}, device_stream(device));
@@ -417,7 +418,9 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
       const bool partial = from.sbp.IsPartialSum();
       const std::vector<int> registers = boxing_task(
           partial ? "reduce_scatter" : "all_to_all", info.name,
-          {.devices = k, .axis = partial ? to.axis : from.sbp.axis, .out_axis = to.axis}, from.registers,
+          {.op = from.mean ? ReduceOp::kMean : ReduceOp::kSum, .devices = k, .axis = partial ? to.axis : from.sbp.axis,
+           .out_axis = to.axis},
+          from.registers,
           partial ? std::vector<TensorMeta>(static_cast<std::size_t>(k), info.meta) : pieces_of(info.meta, from.sbp, from.registers.size()),
           pieces_of(info.meta, to, devices.size()));
       return Placed{registers, devices, false, to};
@@ -426,12 +429,14 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     if (!from.sbp.IsBroadcast()) {  // gather or sum the pieces into one buffer
       const bool partial = from.sbp.IsPartialSum();
       whole.registers = boxing_task(partial ? "all_reduce" : "all_gather", info.name,
-                                    {.op = ReduceOp::kSum, .devices = k_from, .axis = from.sbp.axis}, from.registers,
+                                    {.op = from.mean ? ReduceOp::kMean : ReduceOp::kSum, .devices = k_from, .axis = from.sbp.axis},
+                                    from.registers,
                                     partial ? std::vector<TensorMeta>(from.registers.size(), info.meta)
                                             : pieces_of(info.meta, from.sbp, from.registers.size()),
                                     {info.meta});
       whole.devices = {from.devices.front()};
       whole.sbp = Sbp::B();
+      whole.mean = false;
     }
     if (to.IsBroadcast()) return whole;
     const std::vector<int> registers = boxing_task("scatter", info.name, {.devices = k, .axis = to.axis},
@@ -639,7 +644,27 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
       attrs = &plan->fused_attrs.emplace_back(chain.attrs);
       inputs = chain.inputs;
     }
-    if (!mirrored) {
+    // An op that writes in place (an optimizer update, a moving average).
+    const bool writes = node.type != "constant" && !FindOp(node.type).mutates_inputs.empty();
+    // Mirrored view on several devices: an update whose per-device inputs are all gradients (pieces
+    // to average) runs as the consistent view runs it: each device averages its rows of every
+    // device's gradient (the in-process reduce-scatter) and updates its rows of the variable in
+    // place, rather than one device averaging whole gradients and updating whole variables.
+    bool mirrored_update = false;
+    if (mirrored && writes && devices.size() > 1) {
+      bool averaged = false;
+      bool others_whole = true;
+      for (int value : inputs) {
+        const Placed& input = placed[static_cast<std::size_t>(value)];
+        if (input.sbp.IsPartialSum() && input.devices == devices) {
+          averaged = true;
+        } else if (input.PerDevice()) {
+          others_whole = false;
+        }
+      }
+      mirrored_update = averaged && others_whole;
+    }
+    if (!mirrored || mirrored_update) {
       // Consistent view: the op's signature decides its replicas (one per device of the placement,
       // or one on its first device when everything is broadcast) and the boxing of its inputs.
       const SbpSignature signature = choose(op_type, attrs, inputs, node.outputs, devices);
@@ -680,11 +705,10 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
       }
       continue;
     }
-    // An op that writes in place (an optimizer update, a moving average) runs once: whatever of
-    // its inputs differs per device is averaged first.
-    const bool writes = node.type != "constant" && !FindOp(node.type).mutates_inputs.empty();
-    if (writes) {
-      for (int value : inputs) all_reduce(value);
+    // Any other writer runs once: whatever of its inputs differs per device is averaged first. So
+    // are gradients any other op reads.
+    for (int value : inputs) {
+      if (writes || placed[static_cast<std::size_t>(value)].sbp.IsPartialSum()) all_reduce(value);
     }
     bool per_device = false;
     for (int value : inputs) {
@@ -727,9 +751,17 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
       }
     }
     // The gradients of a mirrored job's variables are averaged as soon as they are ready, while the
-    // backward pass goes on.
+    // backward pass goes on: by their updates' reduce-scatter (pieces to average until then), or by
+    // an all-reduce when another op reads them.
     for (int value : node.outputs) {
-      if (gradient[static_cast<std::size_t>(value)]) all_reduce(value);
+      if (!gradient[static_cast<std::size_t>(value)]) continue;
+      Placed& piece = placed[static_cast<std::size_t>(value)];
+      if (piece.registers.size() > 1) {
+        piece.sbp = Sbp::P();
+        piece.mean = true;
+      } else {
+        all_reduce(value);
+      }
     }
   }
 
@@ -746,6 +778,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     // is gathered first.
     // A split variable the job writes is gathered into its own buffer before the writes, so it needs
     // no copy either.
+    if (mirrored && placed[static_cast<std::size_t>(value)].sbp.IsPartialSum()) all_reduce(value);
     Placed piece = placed[static_cast<std::size_t>(value)];
     if (!mirrored && (!(piece.sbp.IsBroadcast() || piece.sbp == Sbp::S(0)) ||
                       (written[static_cast<std::size_t>(value)] && piece.registers.size() > 1))) {

@@ -170,6 +170,10 @@ TEST_CASE("mirrored MLP training on 2 and 3 devices ends with the variables of o
     auto [one, many] = TrainBoth(Model::kMlp, 2, 8, Adam(PiecewiseConstantScheduler({}, {0.01})), 4);
     CheckSameVariables(one, many);
   }
+  SUBCASE("LAMB (whole-tensor updates after an all-reduce), 3 devices") {
+    auto [one, many] = TrainBoth(Model::kMlp, 3, 12, Lamb(PiecewiseConstantScheduler({}, {0.05})), 4);
+    CheckSameVariables(one, many);
+  }
 }
 
 TEST_CASE("mirrored conv-net training on 2 and 3 devices ends with the variables of one device") {
@@ -180,30 +184,43 @@ TEST_CASE("mirrored conv-net training on 2 and 3 devices ends with the variables
   }
 }
 
-TEST_CASE("a mirrored train plan has one replica per device and one all-reduce per gradient, chained in order") {
+TEST_CASE("a mirrored train plan has one replica per device; each device averages and updates its rows of each variable") {
   Session session({.cpu_devices = 2});
   const Job job = TrainJob("dp", Model::kMlp, 4, LogicalView::kMirrored, Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.0));
   const std::string dot = session.PlanDot(job);
-  CHECK(dot.find("all_reduce(") != std::string::npos);
+  CHECK(dot.find("reduce_scatter(") != std::string::npos);
   CHECK(dot.find("cpu:1") != std::string::npos);
-  CHECK(dot.find("cpu:0-1") != std::string::npos);  // the collective actor spans the devices
 
   const auto plan = internal::CompilePlan(job.Graph(), {.devices = 2, .threads_per_device = 1});
+  std::map<std::string, int> by_type;
+  for (const internal::TaskDesc& task : plan->tasks) {
+    ++by_type[task.op_type];
+    if (task.op_type == "reduce_scatter") {  // on the device's own stream, not a collective actor
+      CHECK(plan->streams[static_cast<std::size_t>(task.stream)].kind == internal::StreamKind::kCompute);
+    }
+  }
+  CHECK(by_type["reduce_scatter"] == 8);  // hidden and output weight and bias, one per device each
+  CHECK(by_type["sgd_update"] == 8);      // each device updates its rows of each variable in place
+  CHECK(by_type["all_reduce"] == 0);      // no whole gradient is made
+  CHECK(plan->input_pieces == std::vector<int>{2, 2});
+  CHECK(plan->output_pieces == std::vector<int>{2});
+
+  // A whole-tensor update (LAMB) averages whole gradients: one all-reduce each, chained in one order.
+  const Job lamb = TrainJob("dp_lamb", Model::kMlp, 4, LogicalView::kMirrored, Lamb(PiecewiseConstantScheduler({}, {0.1})));
+  const auto lamb_plan = internal::CompilePlan(lamb.Graph(), {.devices = 2, .threads_per_device = 1});
   int reductions = 0;
   int updates = 0;
   int chain_edges = 0;
-  for (const internal::TaskDesc& task : plan->tasks) {
+  for (const internal::TaskDesc& task : lamb_plan->tasks) {
     if (task.op_type == "all_reduce") ++reductions;
-    if (task.op_type == "sgd_update") ++updates;
+    if (task.op_type == "lamb_update") ++updates;
   }
-  for (const internal::RegisterDesc& reg : plan->registers) {
+  for (const internal::RegisterDesc& reg : lamb_plan->registers) {
     if (reg.name.starts_with("ctrl:all_reduce(")) ++chain_edges;
   }
-  CHECK(reductions == 4);    // hidden and output weight and bias
+  CHECK(reductions == 4);
   CHECK(updates == 4);       // each variable is updated once, not per device
   CHECK(chain_edges == 3);   // one deterministic order of collectives
-  CHECK(plan->input_pieces == std::vector<int>{2, 2});
-  CHECK(plan->output_pieces == std::vector<int>{2});
 }
 
 TEST_CASE("two stages on two devices (pipeline) compute what one device computes, and overlap across calls") {
@@ -353,7 +370,8 @@ TEST_CASE("two mirrored train jobs with collectives, called alternately and asyn
 
 TEST_CASE("the profile of a mirrored job names each actor's device and sums busy time by device") {
   Session session({.cpu_devices = 2});
-  const Job job = TrainJob("profiled", Model::kMlp, 4, LogicalView::kMirrored, Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.0));
+  // LAMB averages whole gradients on the collective stream, which spans the devices.
+  const Job job = TrainJob("profiled", Model::kMlp, 4, LogicalView::kMirrored, Lamb(PiecewiseConstantScheduler({}, {0.1})));
   const std::vector<Tensor> inputs{RandomImages({4, kFeatures}, 1), RandomImages({4, kFeatures}, 2), RandomLabels(4, 3),
                                    RandomLabels(4, 4)};
   session.Call(job, inputs);
