@@ -83,10 +83,20 @@ struct JobRuntime::Impl {
   std::deque<std::shared_ptr<CallRecord>> calls_in_flight;
   std::function<void()> call_done_hook;  // set before the first launch
 
-  // Profiling: tasks read the flag on every firing; calls launched while it is on add latency.
-  std::atomic<bool> profiling{false};
+  // Profiling and tracing (bits kInstrumentProfile, kInstrumentTrace): tasks read the flag on every
+  // firing; calls launched while it is on have their launch time recorded.
+  std::atomic<std::uint8_t> instrument{0};
   std::atomic<std::int64_t> profiled_calls{0};
   std::atomic<std::int64_t> profiled_call_nanos{0};
+  std::vector<TracedCall> traced_calls;  // appended by the sink's executor while tracing
+
+  void SetInstrument(std::uint8_t bit, bool on) {
+    if (on) {
+      instrument.fetch_or(bit, std::memory_order_relaxed);
+    } else {
+      instrument.fetch_and(static_cast<std::uint8_t>(~bit), std::memory_order_relaxed);
+    }
+  }
 
   std::mutex mutex;
   std::condition_variable finished_cv;
@@ -97,11 +107,20 @@ struct JobRuntime::Impl {
   std::exception_ptr fault;
 
   void CallDone(CallRecord* call) {
-    if (call->profiled_launch != std::chrono::steady_clock::time_point{} && profiling.load(std::memory_order_relaxed)) {
-      const auto latency = std::chrono::steady_clock::now() - call->profiled_launch;
-      profiled_calls.fetch_add(1, std::memory_order_relaxed);
-      profiled_call_nanos.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(latency).count(),
-                                    std::memory_order_relaxed);
+    if (call->profiled_launch != std::chrono::steady_clock::time_point{}) {
+      const std::uint8_t on = instrument.load(std::memory_order_relaxed);
+      const auto now = std::chrono::steady_clock::now();
+      if (on & kInstrumentProfile) {
+        profiled_calls.fetch_add(1, std::memory_order_relaxed);
+        profiled_call_nanos.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(now - call->profiled_launch).count(),
+                                      std::memory_order_relaxed);
+      }
+      if (on & kInstrumentTrace) {
+        auto nanos = [](std::chrono::steady_clock::time_point t) {
+          return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+        };
+        traced_calls.push_back({call->call_id, nanos(call->profiled_launch), nanos(now)});
+      }
     }
     std::shared_ptr<CallRecord> keep;
     {
@@ -318,7 +337,7 @@ std::unique_ptr<JobRuntime> Runtime::Instantiate(std::shared_ptr<const Plan> pla
   JobRuntime::Impl* raw = job.get();  // tasks die with the Impl, so the raw pointer stays valid
   for (const TaskDesc& desc : p.tasks) {
     job->tasks.push_back(std::make_unique<Task>(
-        p, desc, *job->store, [raw](CallRecord* call) { raw->CallDone(call); }, job->profiling));
+        p, desc, *job->store, [raw](CallRecord* call) { raw->CallDone(call); }, job->instrument));
   }
 
   if (options_.hosting == Hosting::kActorPerStream) {
@@ -358,7 +377,7 @@ JobRuntime::~JobRuntime() {
 }
 
 void JobRuntime::Launch(const std::shared_ptr<CallRecord>& record) {
-  if (impl_->profiling.load(std::memory_order_relaxed)) record->profiled_launch = std::chrono::steady_clock::now();
+  if (impl_->instrument.load(std::memory_order_relaxed)) record->profiled_launch = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(impl_->calls_mutex);
     impl_->calls_in_flight.push_back(record);
@@ -412,7 +431,36 @@ void JobRuntime::SetProfiling(bool on) {
     impl_->profiled_calls.store(0, std::memory_order_relaxed);
     impl_->profiled_call_nanos.store(0, std::memory_order_relaxed);
   }
-  impl_->profiling.store(on, std::memory_order_relaxed);
+  impl_->SetInstrument(kInstrumentProfile, on);
+}
+
+void JobRuntime::SetTracing(bool on) {
+  if (on) {
+    for (const auto& task : impl_->tasks) task->Firings().clear();
+    impl_->traced_calls.clear();
+  }
+  impl_->SetInstrument(kInstrumentTrace, on);
+}
+
+JobTrace JobRuntime::Trace() const {
+  const Plan& plan = *impl_->plan;
+  JobTrace trace;
+  trace.job = plan.job_name;
+  trace.calls = impl_->traced_calls;
+  for (const auto& task : impl_->tasks) {
+    const TaskDesc& desc = task->Desc();
+    if (task->Firings().empty()) continue;
+    TracedTask traced;
+    traced.name = desc.name;
+    traced.kind = std::string(Name(desc.kind));
+    if (desc.kind == TaskKind::kKernel) traced.op_type = desc.op_type;
+    traced.device = plan.DeviceName(desc);
+    traced.stream = plan.streams[static_cast<std::size_t>(desc.stream)].ToString();
+    for (const TensorMeta& meta : desc.output_metas) traced.bytes += static_cast<std::int64_t>(meta.NumBytes());
+    traced.firings = task->Firings();
+    trace.tasks.push_back(std::move(traced));
+  }
+  return trace;
 }
 
 JobProfile JobRuntime::Profile() const {

@@ -7,6 +7,7 @@
 #include "actors/dispatcher.hpp"
 #include "actors/plan.hpp"
 #include "actors/registers.hpp"
+#include "actors/trace.hpp"
 #include "weir/profile.hpp"
 
 namespace weir::internal {
@@ -73,6 +74,10 @@ class JobRuntime {
   std::string DescribeWaiting() const;
   /// Turning profiling on zeroes this job's counters first.
   void SetProfiling(bool on);
+  /// Turning tracing on clears what was recorded. Call both only while no call is in flight.
+  void SetTracing(bool on);
+  /// The firings and calls recorded while tracing; only while no call is in flight.
+  JobTrace Trace() const;
   /// The counters so far, actors in plan order.
   JobProfile Profile() const;
 

@@ -22,9 +22,9 @@ TaskProtocol Task::MakeProtocol(const Plan& plan, const TaskDesc& desc) {
 }
 
 Task::Task(const Plan& plan, const TaskDesc& desc, RegisterStore& store, std::function<void(CallRecord*)> on_call_done,
-           const std::atomic<bool>& profiling)
+           const std::atomic<std::uint8_t>& instrument)
     : plan_(&plan), desc_(desc), store_(store), on_call_done_(std::move(on_call_done)), protocol_(MakeProtocol(plan, desc)),
-      profiling_(profiling) {
+      instrument_(instrument) {
   if (desc.kind != TaskKind::kKernel) return;
   const KernelSetup setup{desc.op_type, desc.name, desc.attrs, desc.input_metas, desc.output_metas,
                           plan.streams[static_cast<std::size_t>(desc.stream)].device};
@@ -44,13 +44,19 @@ void Task::Launch(CallRecord* record) {
 void Task::Act(MessageSink& sink) {
   CallRecord* call = nullptr;
   bool failed = false;
-  if (profiling_.load(std::memory_order_relaxed)) {
+  if (const std::uint8_t instrument = instrument_.load(std::memory_order_relaxed)) {
     using Clock = std::chrono::steady_clock;
     const Clock::time_point start = Clock::now();
     failed = Work(call);
     const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
-    counters_.firings.fetch_add(1, std::memory_order_relaxed);
-    counters_.busy_nanos.fetch_add(nanos, std::memory_order_relaxed);
+    if (instrument & kInstrumentProfile) {
+      counters_.firings.fetch_add(1, std::memory_order_relaxed);
+      counters_.busy_nanos.fetch_add(nanos, std::memory_order_relaxed);
+    }
+    if (instrument & kInstrumentTrace) {
+      firings_.push_back({std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count(), nanos,
+                          call != nullptr ? call->call_id : -1});
+    }
   } else {
     failed = Work(call);
   }

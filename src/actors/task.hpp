@@ -12,6 +12,7 @@
 #include "actors/plan.hpp"
 #include "actors/registers.hpp"
 #include "actors/task_protocol.hpp"
+#include "actors/trace.hpp"
 #include "kernels/kernel.hpp"
 
 namespace weir::internal {
@@ -26,9 +27,10 @@ class Task {
  public:
   /// Creates the kernel of a kernel task (oneDNN primitives etc. are built here, once).
   /// `on_call_done` is the sink's way out: it receives each call once the outputs are in place.
-  /// `profiling` (owned by the job's runtime) says whether firings are timed into Counters().
+  /// `instrument` (owned by the job's runtime) says whether firings are timed into Counters()
+  /// (kInstrumentProfile) and recorded into Firings() (kInstrumentTrace).
   Task(const Plan& plan, const TaskDesc& desc, RegisterStore& store, std::function<void(CallRecord*)> on_call_done,
-       const std::atomic<bool>& profiling);
+       const std::atomic<std::uint8_t>& instrument);
 
   TaskProtocol& Protocol() { return protocol_; }
   const TaskDesc& Desc() const { return desc_; }
@@ -38,6 +40,9 @@ class Task {
   /// recorded on the call and travels with the piece.
   void Act(MessageSink& sink);
   TaskCounters& Counters() { return counters_; }
+  /// The firings recorded while tracing. Only the executor hosting the task appends, so read or
+  /// clear it only while no call is in flight.
+  std::vector<TracedFiring>& Firings() { return firings_; }
 
  private:
   static TaskProtocol MakeProtocol(const Plan& plan, const TaskDesc& desc);
@@ -53,8 +58,9 @@ class Task {
   std::vector<ConstTensorView> input_views_;
   std::vector<TensorView> output_views_;
   std::deque<CallRecord*> launches_;
-  const std::atomic<bool>& profiling_;
+  const std::atomic<std::uint8_t>& instrument_;
   TaskCounters counters_;
+  std::vector<TracedFiring> firings_;
 };
 
 }  // namespace weir::internal

@@ -18,6 +18,7 @@
 
 #include "actors/dispatcher.hpp"
 #include "actors/runtime.hpp"
+#include "api/trace.hpp"
 #include "api/variable_store.hpp"
 #include "common/intra_op_pool.hpp"
 #include "graph/planner.hpp"
@@ -307,6 +308,36 @@ class SessionImpl {
     for (auto& [graph, entry] : jobs_) entry.runtime->SetProfiling(true);
   }
 
+  void StartTrace() {
+    Exclusive([&] {
+      std::lock_guard lock(jobs_mutex_);
+      if (tracing_) throw std::logic_error("[session] StartTrace: a trace is already being recorded (call StopTrace first)");
+      tracing_ = true;
+      trace_start_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch()).count();
+      for (auto& [graph, entry] : jobs_) entry.runtime->SetTracing(true);
+    });
+  }
+
+  void StopTrace(const std::string& path) {
+    std::vector<JobTrace> traces;
+    const std::int64_t start_ns = Exclusive([&] {
+      std::lock_guard lock(jobs_mutex_);
+      if (!tracing_) throw std::logic_error("[session] StopTrace: no trace is being recorded (call StartTrace first)");
+      tracing_ = false;
+      std::vector<Entry*> entries;
+      for (auto& [graph, entry] : jobs_) entries.push_back(&entry);
+      std::sort(entries.begin(), entries.end(), [](const Entry* a, const Entry* b) { return a->order < b->order; });
+      for (Entry* entry : entries) {
+        entry->runtime->SetTracing(false);
+        JobTrace trace = entry->runtime->Trace();
+        if (!trace.calls.empty() || !trace.tasks.empty()) traces.push_back(std::move(trace));
+      }
+      return trace_start_ns_;
+    });
+    WriteChromeTrace(path, traces, start_ns);
+  }
+
   Profile StopProfiling() {
     std::lock_guard lock(jobs_mutex_);
     if (!profiling_) throw std::logic_error("[session] StopProfiling: profiling is not on (call StartProfiling first)");
@@ -425,6 +456,7 @@ class SessionImpl {
       }
     });
     if (profiling_) entry.runtime->SetProfiling(true);
+    if (tracing_) entry.runtime->SetTracing(true);
     Entry& added = jobs_.emplace(job.Graph().get(), std::move(entry)).first->second;
     std::lock_guard gate(gate_mutex_);
     for (auto& [graph, other] : jobs_) {
@@ -452,6 +484,8 @@ class SessionImpl {
   std::mutex jobs_mutex_;
   std::map<const JobGraph*, Entry> jobs_;
   bool profiling_ = false;  // guarded by jobs_mutex_, with profile_start_
+  bool tracing_ = false;    // guarded by jobs_mutex_, with trace_start_ns_
+  std::int64_t trace_start_ns_ = 0;
   std::chrono::steady_clock::time_point profile_start_;
 };
 
@@ -550,6 +584,10 @@ void Session::SaveCheckpoint(const std::string& path, SaveOptions options, const
 void Session::StartProfiling() { impl_->StartProfiling(); }
 
 Profile Session::StopProfiling() { return impl_->StopProfiling(); }
+
+void Session::StartTrace() { impl_->StartTrace(); }
+
+void Session::StopTrace(const std::string& path) { impl_->StopTrace(path); }
 
 LoadReport Session::LoadCheckpoint(const std::string& path, const std::vector<std::string>& names) {
   const std::map<std::string, Tensor> loaded = weir::LoadCheckpoint(path);

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <thread>
 
@@ -392,4 +395,48 @@ TEST_CASE("a job that does not build or compile fails alone, naming the job and 
   CHECK(session.Call(good, {Filled(Shape{4}, 3.f)})["y"].ToVector<float>() == std::vector<float>(4, 6.f));
   CHECK(session.GetVariables().empty());
   session.Sync();
+}
+
+TEST_CASE("a trace records every firing and call between StartTrace and StopTrace as Chrome trace JSON") {
+  Session session;
+  const Job job = ProbeJob("traced", {});
+  session.Call(job, {Filled(Shape{4}, 1.f)});  // before the trace
+  CHECK_THROWS_WITH_AS(session.StopTrace("unused.json"),
+                       "[session] StopTrace: no trace is being recorded (call StartTrace first)", std::logic_error);
+  session.StartTrace();
+  CHECK_THROWS_WITH_AS(session.StartTrace(),
+                       "[session] StartTrace: a trace is already being recorded (call StopTrace first)", std::logic_error);
+  session.Call(job, {Filled(Shape{4}, 1.f)});
+  session.CallAsync(job, {Filled(Shape{4}, 2.f)}, [](CallResult result) { result.ThrowIfError(); });
+  const std::string path = (std::filesystem::temp_directory_path() / "weir_test_trace.json").string();
+  session.StopTrace(path);  // waits for the async call
+  session.Call(job, {Filled(Shape{4}, 1.f)});  // after it
+
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(path);
+  auto count = [&](std::string_view needle) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+    return n;
+  };
+  CHECK(text.starts_with("{\"displayTimeUnit\":\"ms\",\"traceEvents\":["));
+  CHECK(count(R"("args":{"name":"calls"})") == 1);
+  CHECK(count(R"("args":{"name":"cpu:0"})") == 1);
+  CHECK(count(R"("args":{"name":"traced cpu:0/compute0"})") == 1);
+  CHECK(count(R"({"ph":"b","cat":"call","name":"traced")") == 2);  // the two calls inside
+  CHECK(count(R"({"ph":"e","cat":"call","name":"traced")") == 2);
+  CHECK(count(R"("cat":"test_probe","name":"test_probe_0")") == 2);  // each op fired once per call
+  CHECK(count(R"("cat":"scalar")") == 4);  // x * 2 and + 1, once per call
+  CHECK(count(R"("call":0,)") == 0);  // the call before the trace is not in it
+
+  CHECK_THROWS_WITH_AS(
+      [&] {
+        session.StartTrace();
+        session.StopTrace("/nonexistent-dir/trace.json");
+      }(),
+      doctest::Contains("[session] StopTrace: cannot write '/nonexistent-dir/trace.json'"), std::runtime_error);
+  session.StartTrace();  // the failed write ended that trace
+  session.StopTrace(path);
+  std::filesystem::remove(path);
 }

@@ -67,3 +67,75 @@ def test_profile_is_empty_until_the_block_ends_and_rejects_bad_arguments():
     with flow.profiler.profile() as empty:
         pass
     assert empty.jobs == []
+
+
+def test_trace_writes_a_timeline_of_every_firing_and_call_by_device(tmp_path):
+    import json
+
+    flow.config.cpu_device_num(2)
+
+    @flow.global_function(type="train")
+    def train(x: tp.Numpy.Placeholder((8, 6)), labels: tp.Numpy.Placeholder((8,), dtype=flow.int32)) -> tp.Numpy:
+        hidden = flow.layers.dense(x, 5, activation=flow.nn.relu, name="hidden")
+        logits = flow.layers.dense(hidden, 3, name="out")
+        loss = flow.nn.sparse_softmax_cross_entropy_with_logits(labels, logits, name="loss")
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0).minimize(loss)
+        return loss
+
+    x = np.random.default_rng(0).standard_normal((8, 6)).astype(np.float32)
+    labels = np.arange(8, dtype=np.int32) % 3
+    train(x, labels)  # before the trace: not in it
+    path = tmp_path / "run.json"
+    with flow.profiler.trace(path):
+        for _ in range(2):
+            train(x, labels)
+    train(x, labels)  # after it: not in it either
+
+    events = json.loads(path.read_text())["traceEvents"]
+    processes = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    # The devices, and "cpu:0-1" for collective actors on the collective stream (here a scatter).
+    assert {"calls", "cpu:0", "cpu:1"} <= set(processes.values()) <= {"calls", "cpu:0", "cpu:1", "cpu:0-1"}
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    device_of = {name: pid for pid, name in processes.items()}
+    assert "train cpu:0/compute0" in threads.values() and "train cpu:1/compute0" in threads.values()
+    spans = [e for e in events if e["ph"] in "be"]
+    call_ids = sorted({e["id"] for e in spans})
+    assert len(call_ids) == 2 and [e["ph"] for e in spans].count("b") == 2  # the two calls of the block
+    slices = [e for e in events if e["ph"] == "X"]
+    assert {e["args"]["call"] for e in slices} == set(call_ids)
+    by_name = {}
+    for e in slices:
+        assert e["ts"] >= 0 and e["dur"] >= 0 and (e["pid"], e["tid"]) in threads
+        by_name.setdefault(e["name"], []).append(e)
+    # Each device runs its replica of the layers, twice; each device reduces its rows of each
+    # weight gradient, and those slices are marked as collectives.
+    for device in (0, 1):
+        replica = by_name[f"hidden-matmul:{device}"]
+        assert len(replica) == 2 and all(e["pid"] == device_of[f"cpu:{device}"] for e in replica)
+        assert replica[0]["cat"] == "matmul_bias_act" and replica[0]["args"]["bytes"] == 4 * 5 * 4
+    collectives = [e for e in slices if e["cat"] == "collective"]
+    assert collectives and "reduce_scatter" in {e["args"]["op_type"] for e in collectives}
+    # A call's span covers its firings.
+    for call in call_ids:
+        begin = next(e["ts"] for e in spans if e["id"] == call and e["ph"] == "b")
+        end = next(e["ts"] for e in spans if e["id"] == call and e["ph"] == "e")
+        inside = [e for e in slices if e["args"]["call"] == call and e["args"]["kind"] == "kernel"]
+        assert inside and all(begin <= e["ts"] and e["ts"] + e["dur"] <= end + 1e-3 for e in inside)
+
+
+def test_trace_errors_name_what_is_wrong(tmp_path):
+    @flow.global_function()
+    def double(x: tp.Numpy.Placeholder((4,))) -> tp.Numpy:
+        return x * 2
+
+    double(np.ones(4, np.float32))
+    with pytest.raises(RuntimeError, match=r"StopTrace: cannot write '.*no_such_dir/run.json'"):
+        with flow.profiler.trace(tmp_path / "no_such_dir" / "run.json"):
+            double(np.ones(4, np.float32))
+    session = flow._session.default_session().c_session()
+    with pytest.raises(RuntimeError, match="no trace is being recorded"):
+        session.stop_trace(str(tmp_path / "x.json"))
+    with flow.profiler.trace(tmp_path / "ok.json"):  # the failed write left no trace running
+        with pytest.raises(RuntimeError, match="a trace is already being recorded"):
+            session.start_trace()
+    assert (tmp_path / "ok.json").exists()

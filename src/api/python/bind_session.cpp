@@ -157,6 +157,10 @@ void BindSession(py::module_& m) {
       .def("close", &PySession::Close)
       .def("start_profiling", [](PySession& self) { self.Get().StartProfiling(); })
       .def("stop_profiling", [](PySession& self) { return self.Get().StopProfiling(); })
+      // Both wait for the calls in flight, whose callbacks may need the GIL.
+      .def("start_trace", [](PySession& self) { self.Get().StartTrace(); }, py::call_guard<py::gil_scoped_release>())
+      .def("stop_trace", [](PySession& self, const std::string& path) { self.Get().StopTrace(path); },
+           py::arg("path"), py::call_guard<py::gil_scoped_release>())
       // Sync: the arrays are borrowed, which is safe because the caller holds them until we return.
       .def("call",
            [](PySession& self, const Job& job, const std::vector<py::array>& inputs) {

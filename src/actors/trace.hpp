@@ -1,0 +1,47 @@
+#pragma once
+// What a job's actors record while the session traces (Session::StartTrace): plain data that the
+// API turns into a Chrome trace (src/api/trace.cpp). Times are steady-clock nanoseconds since the
+// clock's epoch.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace weir::internal {
+
+/// What a job's tasks record, bits of the job's `instrument` flag: busy time (profiling) and every
+/// firing's interval (tracing).
+inline constexpr std::uint8_t kInstrumentProfile = 1;
+inline constexpr std::uint8_t kInstrumentTrace = 2;
+
+/// One firing of an actor.
+struct TracedFiring {
+  std::int64_t start_ns = 0;
+  std::int64_t duration_ns = 0;
+  std::int64_t call_id = -1;
+};
+
+/// One call, from its launch (after admission) to its completion by the final actor.
+struct TracedCall {
+  std::int64_t call_id = -1;
+  std::int64_t launch_ns = 0;
+  std::int64_t done_ns = 0;
+};
+
+/// An actor that fired while tracing.
+struct TracedTask {
+  std::string name;
+  std::string kind;     // "kernel", "input", "variable", "sink", "source_tick"
+  std::string op_type;  // kernels only
+  std::string device;   // "cpu:0", or "cpu:0-1" for a collective actor
+  std::string stream;   // its executor's stream, "cpu:0/compute0"
+  std::int64_t bytes = 0;  // what one firing produces
+  std::vector<TracedFiring> firings;
+};
+
+struct JobTrace {
+  std::string job;
+  std::vector<TracedCall> calls;
+  std::vector<TracedTask> tasks;
+};
+
+}  // namespace weir::internal

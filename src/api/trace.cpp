@@ -1,0 +1,108 @@
+#include "api/trace.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace weir::internal {
+namespace {
+
+// A JSON string literal: quotes, backslashes and control characters escaped.
+std::string Quoted(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += fmt::format("\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+bool IsCollective(std::string_view op_type) {
+  return op_type == "all_reduce" || op_type == "reduce_scatter" || op_type == "all_gather" || op_type == "all_to_all" ||
+         op_type == "scatter";
+}
+
+}  // namespace
+
+void WriteChromeTrace(const std::string& path, const std::vector<JobTrace>& jobs, std::int64_t start_ns) {
+  auto micros = [start_ns](std::int64_t ns) { return static_cast<double>(ns - start_ns) * 1e-3; };
+  std::vector<std::string> events;
+  auto metadata = [&](std::string_view what, int pid, int tid, std::string_view name) {
+    events.push_back(fmt::format(R"({{"ph":"M","name":"{}","pid":{},"tid":{},"args":{{"name":{}}}}})", what, pid, tid,
+                                 Quoted(name)));
+  };
+
+  // pid 0: the calls, one track per job; then one process per device, in order of their names.
+  metadata("process_name", 0, 0, "calls");
+  std::map<std::string, int> device_pid;
+  for (const JobTrace& job : jobs) {
+    for (const TracedTask& task : job.tasks) device_pid.emplace(task.device, 0);
+  }
+  int next_pid = 1;
+  for (auto& [device, pid] : device_pid) {
+    pid = next_pid++;
+    metadata("process_name", pid, 0, device);
+    events.push_back(fmt::format(R"({{"ph":"M","name":"process_sort_index","pid":{},"tid":0,"args":{{"sort_index":{}}}}})",
+                                 pid, pid));
+  }
+
+  std::map<std::pair<int, std::string>, int> track_tid;  // (pid, job + stream) -> tid
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    const JobTrace& job = jobs[j];
+    const int calls_tid = static_cast<int>(j) + 1;
+    metadata("thread_name", 0, calls_tid, job.job);
+    for (const TracedCall& call : job.calls) {
+      for (const auto& [phase, ns] : {std::pair{'b', call.launch_ns}, std::pair{'e', call.done_ns}}) {
+        events.push_back(fmt::format(R"({{"ph":"{}","cat":"call","name":{},"id":{},"pid":0,"tid":{},"ts":{:.3f},)"
+                                     R"("args":{{"call":{}}}}})",
+                                     phase, Quoted(job.job), call.call_id, calls_tid, micros(ns), call.call_id));
+      }
+    }
+    for (const TracedTask& task : job.tasks) {
+      const int pid = device_pid.at(task.device);
+      const auto [it, added] = track_tid.try_emplace({pid, job.job + " " + task.stream}, 0);
+      if (added) {
+        it->second = static_cast<int>(track_tid.size());
+        metadata("thread_name", pid, it->second, job.job + " " + task.stream);
+      }
+      const std::string_view category = IsCollective(task.op_type) ? "collective"
+                                        : task.op_type.empty()       ? std::string_view(task.kind)
+                                                                     : std::string_view(task.op_type);
+      const std::string name = Quoted(task.name);
+      const std::string args_tail = fmt::format(R"("kind":{},"op_type":{},"bytes":{})", Quoted(task.kind),
+                                                Quoted(task.op_type), task.bytes);
+      for (const TracedFiring& firing : task.firings) {
+        events.push_back(fmt::format(R"({{"ph":"X","cat":{},"name":{},"pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},)"
+                                     R"("args":{{"call":{},{}}}}})",
+                                     Quoted(category), name, pid, it->second, micros(firing.start_ns),
+                                     static_cast<double>(firing.duration_ns) * 1e-3, firing.call_id, args_tail));
+      }
+    }
+  }
+
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) {
+    throw std::runtime_error(fmt::format("[session] StopTrace: cannot write '{}': {}", path, std::strerror(errno)));
+  }
+  out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  for (std::size_t i = 0; i < events.size(); ++i) out << events[i] << (i + 1 < events.size() ? ",\n" : "\n");
+  out << "]}\n";
+  out.flush();
+  if (!out) throw std::runtime_error(fmt::format("[session] StopTrace: writing '{}' failed", path));
+}
+
+}  // namespace weir::internal
