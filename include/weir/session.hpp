@@ -93,6 +93,12 @@ struct SessionOptions {
   std::chrono::milliseconds shutdown_timeout{30000};
   /// Mixed into every variable's initializer seed (with a hash of its name).
   std::uint64_t seed = 0;
+  /// When calls are in flight and no actor has fired for this long, the watchdog reports what every
+  /// job waits for (DescribeState()) on stderr, once per stall. 0 turns it off. The default is
+  /// generous, so that only a real stall (a kernel or collective that never returns) reports.
+  std::chrono::milliseconds watchdog_timeout{300000};
+  /// Receives the watchdog's report instead of stderr (tests, logging).
+  std::function<void(const std::string&)> watchdog_handler;
 };
 
 /// What a session really has (OneFlow's flow.current_resource()).
@@ -145,6 +151,12 @@ class Session {
   /// Compiles `job` if needed and returns its plan as Graphviz dot (actors with their devices,
   /// registers, register_num; collective actors named by their collective).
   std::string PlanDot(const Job& job);
+
+  /// What every job with calls in flight waits for: its calls in flight and the oldest one's age,
+  /// the kernel each busy executor is inside, and for each actor that holds something and cannot
+  /// fire, its inputs without a readable piece (and their producers) and its outputs without a free
+  /// slot (and who holds them). The watchdog prints the same. Waits at most about 1 s a job.
+  std::string DescribeState();
   /// Compiles `job` now rather than at its first call; creates and initialises its variables.
   void Compile(const Job& job);
 

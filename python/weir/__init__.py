@@ -100,6 +100,17 @@ def cast_to_current_logical_view(blob):
     return blob
 
 
+def describe_state() -> str:
+    """What every job function with calls in flight waits for, on demand (the watchdog prints the
+    same when nothing moves for ``flow.config.watchdog_timeout`` seconds): its calls in flight and
+    the oldest one's age, the kernel each busy executor is inside, and each actor that cannot fire,
+    with the inputs it lacks and the outputs whose slots others still hold."""
+    session = _session.default_session()
+    if not session.started:
+        return "no calls in flight\n"
+    return session.c_session().describe_state()
+
+
 def plan_dot(job_function) -> str:
     """The compiled plan of ``job_function`` (compiled in the default session if it is not yet)
     as Graphviz dot: every actor labelled with its device (``cpu:0``, ``cpu:1``), collective

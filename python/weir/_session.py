@@ -32,6 +32,7 @@ class ResourceConfig:
         self.cpu_device_num = None
         self.machine_num = 1
         self.compute_thread_pool_size = None
+        self.watchdog_timeout = 300.0  # seconds; flow.config.watchdog_timeout
         self.options = {}  # every other documented knob, recorded as given
 
 
@@ -193,6 +194,7 @@ class Session:
                     scheduler_threads=threads,
                     cpu_devices=self.config.cpu_device_num or 1,
                     gpu_devices=self.config.gpu_device_num or 0,
+                    watchdog_timeout_s=self.config.watchdog_timeout,
                 )
             return self._c
 

@@ -10,7 +10,7 @@ from weir import _session
 
 __all__ = [
     "gpu_device_num", "cpu_device_num", "machine_num", "compute_thread_pool_size", "enable_debug_mode",
-    "enable_legacy_model_io", "legacy_model_io_enabled", "load_library", "load_library_now",
+    "enable_legacy_model_io", "legacy_model_io_enabled", "load_library", "load_library_now", "watchdog_timeout",
 ]
 
 
@@ -55,6 +55,17 @@ def compute_thread_pool_size(val):
     config = _config("compute_thread_pool_size")
     if config is not None:
         config.compute_thread_pool_size = _count(val, "compute_thread_pool_size")
+
+
+def watchdog_timeout(seconds):
+    """Weir's own: when calls are in flight and no actor has fired for this many seconds, the
+    watchdog prints what every job waits for (``weir.describe_state()``), once per stall; 0 turns it
+    off. Default 300."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
+        raise ValueError(f"flow.config.watchdog_timeout: expected a number of seconds >= 0, got {seconds!r}")
+    config = _config("watchdog_timeout")
+    if config is not None:
+        config.watchdog_timeout = float(seconds)
 
 
 def enable_debug_mode(val=True):

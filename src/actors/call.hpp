@@ -37,6 +37,8 @@ struct CallRecord {
   bool completed = false;  // guarded by the dispatcher's mutex
   /// Set at launch while the job is profiled; the epoch otherwise.
   std::chrono::steady_clock::time_point profiled_launch{};
+  /// Set at launch (the watchdog reports the oldest call's age).
+  std::chrono::steady_clock::time_point launched{};
 
  private:
   mutable std::mutex error_mutex_;

@@ -11,6 +11,7 @@
 
 #include <caf/all.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "actors/registers.hpp"
 #include "actors/task.hpp"
@@ -89,6 +90,14 @@ struct JobRuntime::Impl {
   std::atomic<std::int64_t> profiled_calls{0};
   std::atomic<std::int64_t> profiled_call_nanos{0};
   std::vector<TracedCall> traced_calls;  // appended by the sink's executor while tracing
+
+  // Progress, for the watchdog: each executor counts its acts and says which task it is inside.
+  // Single writer each (its executor), read by the watchdog; plain relaxed stores, no lock prefix.
+  struct alignas(64) ExecutorProgress {
+    std::atomic<std::int64_t> acts{0};
+    std::atomic<int> running{-1};
+  };
+  std::unique_ptr<ExecutorProgress[]> progress;  // one per executor
 
   void SetInstrument(std::uint8_t bit, bool on) {
     if (on) {
@@ -182,12 +191,17 @@ class Executor final : public caf::event_based_actor, public MessageSink {
         },
         [this](describe_atom, DescribeMsg msg) {
           OnReceive();
-          std::string text;
+          std::string text = fmt::format("  executor {} ({}):\n", index_, StreamName());
+          int idle = 0;
           for (int id : job_->hosted[static_cast<std::size_t>(index_)]) {
-            Task& task = *job_->tasks[static_cast<std::size_t>(id)];
-            text += fmt::format("  {} ({}): {}\n", task.Desc().name, Name(task.Desc().kind),
-                                task.Protocol().DescribeWaiting());
+            const std::string line = DescribeBlocked(*job_->tasks[static_cast<std::size_t>(id)]);
+            if (line.empty()) {
+              ++idle;
+            } else {
+              text += line;
+            }
           }
+          if (idle > 0) text += fmt::format("    {} other actor(s) wait for every input (nothing reached them)\n", idle);
           std::lock_guard lock(msg.request->mutex);
           msg.request->answers[static_cast<std::size_t>(index_)] = std::move(text);
           --msg.request->pending;
@@ -242,6 +256,37 @@ class Executor final : public caf::event_based_actor, public MessageSink {
     }
   }
 
+  std::string StreamName() const {
+    const Plan& plan = *job_->plan;
+    const TaskDesc& first = plan.tasks[static_cast<std::size_t>(job_->hosted[static_cast<std::size_t>(index_)].front())];
+    return plan.streams[static_cast<std::size_t>(first.stream)].ToString();
+  }
+
+  // One line on why `task` cannot fire, with names; empty when it waits for all of its inputs and
+  // holds nothing (upstream of it is where the stall is) or when it has ended.
+  std::string DescribeBlocked(Task& task) const {
+    const Plan& plan = *job_->plan;
+    const BlockedOn blocked = task.Protocol().Blocked();
+    const TaskDesc& desc = task.Desc();
+    const bool all_inputs_empty = blocked.empty_inputs.size() == desc.consumed.size();
+    if (!blocked.Any() || blocked.waits_for_launch || (all_inputs_empty && blocked.full_outputs.empty())) return {};
+    auto task_name = [&](int id) { return fmt::format("'{}'", plan.tasks[static_cast<std::size_t>(id)].name); };
+    auto register_name = [&](int id) { return plan.registers[static_cast<std::size_t>(id)].name; };
+    std::vector<std::string> reasons;
+    for (int reg : blocked.empty_inputs) {
+      reasons.push_back(fmt::format("input '{}' (from {}) has no readable piece", register_name(reg),
+                                    task_name(plan.registers[static_cast<std::size_t>(reg)].producer)));
+    }
+    for (const BlockedOn::FullOutput& full : blocked.full_outputs) {
+      std::vector<std::string> holders;
+      for (int holder : full.holders) holders.push_back(task_name(holder));
+      reasons.push_back(fmt::format("output '{}' has no free slot ({} of {} held by {})", register_name(full.register_id),
+                                    full.register_num, full.register_num, fmt::join(holders, ", ")));
+    }
+    return fmt::format("    '{}' ({}{}) waits: {}\n", desc.name, Name(desc.kind),
+                       desc.kind == TaskKind::kKernel ? ", " + desc.op_type : std::string(), fmt::join(reasons, "; "));
+  }
+
   // Sends what this executor has for the others, one batch each.
   void FlushOutboxes() {
     for (std::size_t e = 0; e < outboxes_.size(); ++e) {
@@ -256,11 +301,15 @@ class Executor final : public caf::event_based_actor, public MessageSink {
 
   void Run(Task& task) {
     TaskProtocol& protocol = task.Protocol();
+    auto& progress = job_->progress[static_cast<std::size_t>(index_)];
     while (protocol.CanAct()) {
       // Before an act (perhaps a long kernel), hand the other executors what is ready for them:
       // holding it back until this executor ran out of work serialised the devices.
       FlushOutboxes();
+      progress.running.store(task.Desc().id, std::memory_order_relaxed);
       task.Act(*this);
+      progress.running.store(-1, std::memory_order_relaxed);
+      progress.acts.store(progress.acts.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     }
     if (protocol.ShouldEndStream()) protocol.EndStream(*this);
     if (protocol.Finished()) MarkFinished(task);
@@ -359,6 +408,7 @@ std::unique_ptr<JobRuntime> Runtime::Instantiate(std::shared_ptr<const Plan> pla
     }
   }
   job->executors_running = static_cast<int>(job->hosted.size());
+  job->progress = std::make_unique<JobRuntime::Impl::ExecutorProgress[]>(job->hosted.size());
   std::vector<caf::actor> executors;
   for (std::size_t e = 0; e < job->hosted.size(); ++e) {
     executors.push_back(impl_->system.spawn<Executor>(job, static_cast<int>(e)));
@@ -377,7 +427,8 @@ JobRuntime::~JobRuntime() {
 }
 
 void JobRuntime::Launch(const std::shared_ptr<CallRecord>& record) {
-  if (impl_->instrument.load(std::memory_order_relaxed)) record->profiled_launch = std::chrono::steady_clock::now();
+  record->launched = std::chrono::steady_clock::now();
+  if (impl_->instrument.load(std::memory_order_relaxed)) record->profiled_launch = record->launched;
   {
     std::lock_guard lock(impl_->calls_mutex);
     impl_->calls_in_flight.push_back(record);
@@ -491,14 +542,44 @@ std::string JobRuntime::DescribeWaiting() const {
     BeforeSend();
     caf::anon_send(executor, describe_atom::value, DescribeMsg{request});
   }
+  std::string oldest;
+  int in_flight = 0;
+  {
+    std::lock_guard lock(impl_->calls_mutex);
+    in_flight = static_cast<int>(impl_->calls_in_flight.size());
+    if (in_flight > 0) {
+      const CallRecord& call = *impl_->calls_in_flight.front();
+      oldest = fmt::format("; the oldest, call {}, was launched {:.1f} s ago", call.call_id,
+                           std::chrono::duration<double>(std::chrono::steady_clock::now() - call.launched).count());
+    }
+  }
   std::unique_lock lock(request->mutex);
+  // An executor inside a kernel answers only when the kernel returns: wait a little, not for it.
   request->answered.wait_for(lock, std::chrono::seconds(1), [&] { return request->pending == 0; });
-  std::string out = fmt::format("job '{}':\n", impl_->plan->job_name);
+  const Plan& plan = *impl_->plan;
+  std::string out = fmt::format("job '{}': {} call(s) in flight{}\n", plan.job_name, in_flight, oldest);
   for (std::size_t e = 0; e < request->answers.size(); ++e) {
-    out += request->answers[e].empty() ? fmt::format("  executor {}: busy (inside a kernel) or finished\n", e)
-                                       : request->answers[e];
+    if (!request->answers[e].empty()) {
+      out += request->answers[e];
+      continue;
+    }
+    const int running = impl_->progress[e].running.load(std::memory_order_relaxed);
+    if (running >= 0) {
+      const TaskDesc& task = plan.tasks[static_cast<std::size_t>(running)];
+      out += fmt::format("  executor {} ({}): inside '{}' ({}{}), which has not returned\n", e,
+                         plan.streams[static_cast<std::size_t>(task.stream)].ToString(), task.name, Name(task.kind),
+                         task.kind == TaskKind::kKernel ? ", " + task.op_type : std::string());
+    } else {
+      out += fmt::format("  executor {}: did not answer within 1 s (finished, or busy)\n", e);
+    }
   }
   return out;
+}
+
+std::int64_t JobRuntime::Acts() const {
+  std::int64_t acts = 0;
+  for (std::size_t e = 0; e < impl_->hosted.size(); ++e) acts += impl_->progress[e].acts.load(std::memory_order_relaxed);
+  return acts;
 }
 
 }  // namespace weir::internal

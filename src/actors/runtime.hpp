@@ -70,8 +70,13 @@ class JobRuntime {
   int CallsInFlight() const;
   /// Runs `hook` on the actor thread each time a call leaves the final actor.
   void SetCallDoneHook(std::function<void()> hook);
-  /// One line per actor: what it waits for (the watchdog's dump).
+  /// What the job waits for (the watchdog's report): calls in flight and the oldest one's age, then
+  /// per executor the kernel it is inside, or each actor that holds something and cannot fire:
+  /// its consumed registers without a readable slot (and their producers) and its produced
+  /// registers without a free slot (and the consumers holding them). Waits at most 1 s.
   std::string DescribeWaiting() const;
+  /// Acts of all of this job's actors so far (the watchdog's sign of progress).
+  std::int64_t Acts() const;
   /// Turning profiling on zeroes this job's counters first.
   void SetProfiling(bool on);
   /// Turning tracing on clears what was recorded. Call both only while no call is in flight.

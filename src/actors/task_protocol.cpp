@@ -1,5 +1,6 @@
 #include "actors/task_protocol.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -17,6 +18,7 @@ TaskProtocol::TaskProtocol(int task_id, std::vector<ConsumedEdge> consumed, std:
   for (ProducedEdge& edge : produced) {
     if (edge.register_num < 1) throw std::invalid_argument("[protocol] register_num must be at least 1");
     Produced p{edge, std::vector<int>(static_cast<std::size_t>(edge.register_num), 0)};
+    p.holding.assign(static_cast<std::size_t>(edge.register_num), std::vector<bool>(edge.consumers.size(), false));
     p.free = edge.register_num;
     produced_.push_back(std::move(p));
   }
@@ -56,6 +58,13 @@ void TaskProtocol::Receive(const ActorMsg& msg) {
           p->reading[static_cast<std::size_t>(msg.slot)] == 0) {
         throw std::logic_error(fmt::format("[protocol] task {} got an unexpected return of register {} slot {}",
                                            task_id_, msg.register_id, msg.slot));
+      }
+      std::vector<bool>& holding = p->holding[static_cast<std::size_t>(msg.slot)];
+      for (std::size_t i = 0; i < holding.size(); ++i) {
+        if (holding[i] && p->edge.consumers[i] == msg.src_task) {
+          holding[i] = false;
+          break;
+        }
       }
       if (--p->reading[static_cast<std::size_t>(msg.slot)] == 0) ++p->free;
       --total_reading_;
@@ -102,6 +111,7 @@ void TaskProtocol::CompleteAct(MessageSink& sink) {
     if (consumers == 0) continue;  // nobody reads it: the slot is free again at once
     --p.free;
     p.reading[static_cast<std::size_t>(slot)] = consumers;
+    p.holding[static_cast<std::size_t>(slot)].assign(static_cast<std::size_t>(consumers), true);
     total_reading_ += consumers;
     for (int consumer : p.edge.consumers) {
       sink.Send({consumer, task_id_, p.edge.register_id, slot, MsgKind::kReadable});
@@ -131,6 +141,29 @@ void TaskProtocol::EndStream(MessageSink& sink) {
       sink.Send({consumer, task_id_, p.edge.register_id, 0, MsgKind::kEndOfStream});
     }
   }
+}
+
+BlockedOn TaskProtocol::Blocked() const {
+  BlockedOn blocked;
+  if (stream_ended_) return blocked;
+  blocked.waits_for_launch = external_trigger_ && external_tokens_ == 0;
+  for (const Consumed& c : consumed_) {
+    if (c.count == 0) blocked.empty_inputs.push_back(c.edge.register_id);
+  }
+  for (const Produced& p : produced_) {
+    if (p.free > 0) continue;
+    BlockedOn::FullOutput full{p.edge.register_id, p.edge.register_num, {}};
+    for (const std::vector<bool>& slot : p.holding) {
+      for (std::size_t i = 0; i < slot.size(); ++i) {
+        const int consumer = p.edge.consumers[i];
+        if (slot[i] && std::find(full.holders.begin(), full.holders.end(), consumer) == full.holders.end()) {
+          full.holders.push_back(consumer);
+        }
+      }
+    }
+    blocked.full_outputs.push_back(std::move(full));
+  }
+  return blocked;
 }
 
 int TaskProtocol::InFlight(std::size_t j) const { return produced_[j].edge.register_num - produced_[j].free; }

@@ -40,6 +40,20 @@ struct ProducedEdge {
   std::vector<int> consumers;
 };
 
+/// Why an actor cannot fire now (the watchdog's report): consumed registers with no readable
+/// slot, and produced registers with no free slot with the consumers still holding their slots.
+struct BlockedOn {
+  bool waits_for_launch = false;  // the source tick: no call to emit
+  std::vector<int> empty_inputs;  // register ids
+  struct FullOutput {
+    int register_id = 0;
+    int register_num = 0;
+    std::vector<int> holders;  // consumer task ids that have not returned a slot
+  };
+  std::vector<FullOutput> full_outputs;
+  bool Any() const { return waits_for_launch || !empty_inputs.empty() || !full_outputs.empty(); }
+};
+
 class TaskProtocol {
  public:
   /// `external_trigger`: the actor has no consumed registers and fires once per external token
@@ -77,6 +91,8 @@ class TaskProtocol {
   std::int64_t ActCount() const { return act_count_; }
   /// What the actor waits for, for the watchdog and for test failures.
   std::string DescribeWaiting() const;
+  /// The same, as ids for a report with names.
+  BlockedOn Blocked() const;
 
  private:
   struct Consumed {
@@ -89,6 +105,7 @@ class TaskProtocol {
   struct Produced {
     ProducedEdge edge;
     std::vector<int> reading;  // consumers still holding each slot
+    std::vector<std::vector<bool>> holding;  // [slot][i]: edge.consumers[i] has not returned it
     int head = 0;              // next slot to write
     int free = 0;
   };

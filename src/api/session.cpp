@@ -189,7 +189,9 @@ class SessionImpl {
         runtime_(std::make_unique<Runtime>(RuntimeOptions{
             options_.scheduler_threads,
             options.hosting == ActorHosting::kActorPerOp ? Hosting::kActorPerTask : Hosting::kActorPerStream,
-            options.shutdown_timeout, /*share_work=*/options_.cpu_devices > 1})) {}
+            options.shutdown_timeout, /*share_work=*/options_.cpu_devices > 1})) {
+    StartWatchdog();
+  }
 
   /// Each device's share of the cores; 0 (every core) with one device.
   int ThreadsPerDevice() const {
@@ -208,6 +210,12 @@ class SessionImpl {
   }
 
   ~SessionImpl() {
+    {
+      std::lock_guard lock(watchdog_mutex_);
+      watchdog_stop_ = true;
+    }
+    watchdog_cv_.notify_all();
+    if (watchdog_.joinable()) watchdog_.join();
     dispatcher_->Close();
     if (!dispatcher_->WaitAllCompleted(options_.shutdown_timeout)) {
       std::string dump;
@@ -336,6 +344,64 @@ class SessionImpl {
       return trace_start_ns_;
     });
     WriteChromeTrace(path, traces, start_ns);
+  }
+
+  std::string DescribeState() {
+    std::lock_guard lock(jobs_mutex_);
+    std::vector<const Entry*> entries;
+    for (const auto& [graph, entry] : jobs_) {
+      if (entry.runtime->CallsInFlight() > 0) entries.push_back(&entry);
+    }
+    if (entries.empty()) return "no calls in flight\n";
+    std::sort(entries.begin(), entries.end(), [](const Entry* a, const Entry* b) { return a->order < b->order; });
+    std::string out;
+    for (const Entry* entry : entries) out += entry->runtime->DescribeWaiting();
+    return out;
+  }
+
+  // The watchdog: while calls are in flight, reports once per stall when no actor of any job has
+  // fired for options_.watchdog_timeout. Polls the executors' act counters (no cost to them).
+  void StartWatchdog() {
+    if (options_.watchdog_timeout.count() <= 0) return;
+    watchdog_ = std::thread([this] {
+      using Clock = std::chrono::steady_clock;
+      const auto timeout = options_.watchdog_timeout;
+      const auto poll = std::clamp<std::chrono::milliseconds>(timeout / 4, std::chrono::milliseconds(10),
+                                                               std::chrono::milliseconds(1000));
+      std::int64_t last_acts = -1;
+      Clock::time_point last_progress = Clock::now();
+      bool reported = false;
+      std::unique_lock lock(watchdog_mutex_);
+      while (!watchdog_cv_.wait_for(lock, poll, [&] { return watchdog_stop_; })) {
+        lock.unlock();
+        std::int64_t acts = 0;
+        int in_flight = 0;
+        {
+          std::lock_guard jobs(jobs_mutex_);
+          for (const auto& [graph, entry] : jobs_) {
+            acts += entry.runtime->Acts();
+            in_flight += entry.runtime->CallsInFlight();
+          }
+        }
+        const Clock::time_point now = Clock::now();
+        if (in_flight == 0 || acts != last_acts) {
+          last_acts = acts;
+          last_progress = now;
+          reported = false;
+        } else if (!reported && now - last_progress >= timeout) {
+          reported = true;
+          const std::string report = fmt::format(
+              "[weir] watchdog: no actor has fired for {:.1f} s with {} call(s) in flight:\n{}",
+              std::chrono::duration<double>(now - last_progress).count(), in_flight, DescribeState());
+          if (options_.watchdog_handler) {
+            options_.watchdog_handler(report);
+          } else {
+            std::fputs(report.c_str(), stderr);
+          }
+        }
+        lock.lock();
+      }
+    });
   }
 
   Profile StopProfiling() {
@@ -484,6 +550,10 @@ class SessionImpl {
   std::mutex jobs_mutex_;
   std::map<const JobGraph*, Entry> jobs_;
   bool profiling_ = false;  // guarded by jobs_mutex_, with profile_start_
+  std::thread watchdog_;
+  std::mutex watchdog_mutex_;
+  std::condition_variable watchdog_cv_;
+  bool watchdog_stop_ = false;  // guarded by watchdog_mutex_
   bool tracing_ = false;    // guarded by jobs_mutex_, with trace_start_ns_
   std::int64_t trace_start_ns_ = 0;
   std::chrono::steady_clock::time_point profile_start_;
@@ -586,6 +656,8 @@ void Session::StartProfiling() { impl_->StartProfiling(); }
 Profile Session::StopProfiling() { return impl_->StopProfiling(); }
 
 void Session::StartTrace() { impl_->StartTrace(); }
+
+std::string Session::DescribeState() { return impl_->DescribeState(); }
 
 void Session::StopTrace(const std::string& path) { impl_->StopTrace(path); }
 

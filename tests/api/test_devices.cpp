@@ -600,3 +600,68 @@ TEST_CASE("layout hints box a blob and its gradient as asked, and change no valu
   }
   CheckSameVariables(one.GetVariables(), many.GetVariables());
 }
+
+TEST_CASE("the watchdog reports a stall once: the kernel that does not return, the stage it holds up, the oldest call") {
+  testing::RegisterBlockOp();
+  testing::BlockReset();
+  std::mutex mutex;
+  std::condition_variable reported;
+  std::vector<std::string> reports;
+  SessionOptions options{.cpu_devices = 2};
+  options.watchdog_timeout = std::chrono::milliseconds(200);
+  options.watchdog_handler = [&](const std::string& report) {
+    {
+      std::lock_guard lock(mutex);
+      reports.push_back(report);
+    }
+    reported.notify_all();
+  };
+  Session session(options);
+  // Two stages: device 0 doubles, device 1 runs the blocking kernel. With the kernel stuck on call
+  // 0, device 0 fills both slots of the boundary register and then has nowhere to write.
+  JobBuilder builder("stalled");
+  Blob x = builder.Placeholder("x", Shape{2});
+  Blob doubled;
+  {
+    ScopedPlacement stage(builder, Placement("cpu", {"0:0"}));
+    doubled = ScalarMul(x, 2.0, "double");
+  }
+  {
+    ScopedPlacement stage(builder, Placement("cpu", {"0:1"}));
+    builder.Output("y", testing::Block(doubled));
+  }
+  const Job job = builder.Build();
+  CHECK(session.DescribeState() == "no calls in flight\n");
+  std::atomic<int> done{0};
+  for (int call = 0; call < 4; ++call) {
+    session.CallAsync(job, {Tensor::FromVector<float>(Shape{2}, {1, static_cast<float>(call)})},
+                      [&](CallResult result) {
+                        result.ThrowIfError();
+                        ++done;
+                      });
+  }
+  {
+    std::unique_lock lock(mutex);
+    REQUIRE(reported.wait_for(lock, std::chrono::seconds(10), [&] { return !reports.empty(); }));
+  }
+  const std::string report = reports.front();
+  INFO(report);
+  CHECK(report.starts_with("[weir] watchdog: no actor has fired for "));
+  CHECK(report.find("with 4 call(s) in flight") != std::string::npos);
+  CHECK(report.find("job 'stalled': 4 call(s) in flight; the oldest, call 0, was launched ") != std::string::npos);
+  CHECK(report.find("inside 'test_block_0' (kernel, test_block), which has not returned") != std::string::npos);
+  CHECK(report.find("'double' (kernel, scalar) waits: output 'double/out' has no free slot (2 of 2 held by "
+                    "'test_block_0')") != std::string::npos);
+  // On demand, the same; and the watchdog reports a stall once, not every poll.
+  CHECK(session.DescribeState().find("inside 'test_block_0'") != std::string::npos);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  {
+    std::lock_guard lock(mutex);
+    CHECK(reports.size() == 1);
+  }
+  testing::BlockRelease();
+  session.Sync();
+  CHECK(done == 4);
+  CHECK(session.DescribeState() == "no calls in flight\n");
+  testing::BlockReset();
+}

@@ -110,4 +110,55 @@ inline void RegisterRendezvousOp() {
   (void)registered;
 }
 
+/// test_block: each run waits until BlockRelease() (at most 10 s), then copies x: a kernel that
+/// does not return, for the watchdog's tests.
+struct BlockGate {
+  std::mutex mutex;
+  std::condition_variable released_cv;
+  bool released = false;
+};
+inline BlockGate& Gate() {
+  static BlockGate gate;
+  return gate;
+}
+inline void BlockReset() {
+  std::lock_guard lock(Gate().mutex);
+  Gate().released = false;
+}
+inline void BlockRelease() {
+  {
+    std::lock_guard lock(Gate().mutex);
+    Gate().released = true;
+  }
+  Gate().released_cv.notify_all();
+}
+
+class BlockKernel final : public internal::Kernel {
+ public:
+  explicit BlockKernel(const internal::KernelSetup&) {}
+  void Run(std::span<const internal::ConstTensorView> inputs, std::span<const internal::TensorView> outputs) override {
+    {
+      std::unique_lock lock(Gate().mutex);
+      Gate().released_cv.wait_for(lock, std::chrono::seconds(10), [] { return Gate().released; });
+    }
+    std::memcpy(outputs[0].data, inputs[0].data, inputs[0].meta->NumBytes());
+  }
+};
+
+inline Blob Block(const Blob& x) { return internal::AddOp1("test_block", {x}, std::any{}, {}); }
+
+inline void RegisterBlockOp() {
+  static const bool registered = [] {
+    internal::RegisterOp({.type = "test_block",
+                          .num_inputs = 1,
+                          .input_names = {"x"},
+                          .infer = [](const internal::InferContext& ctx) {
+                            return std::vector<internal::TensorMeta>{ctx.inputs[0]};
+                          }});
+    internal::RegisterKernel({"test_block", Device::Kind::kCpu, DType::kF32}, &internal::MakeKernel<BlockKernel>);
+    return true;
+  }();
+  (void)registered;
+}
+
 }  // namespace weir::testing

@@ -139,3 +139,17 @@ def test_trace_errors_name_what_is_wrong(tmp_path):
         with pytest.raises(RuntimeError, match="a trace is already being recorded"):
             session.start_trace()
     assert (tmp_path / "ok.json").exists()
+
+
+def test_describe_state_says_what_calls_wait_for_and_the_watchdog_can_be_set():
+    assert flow.describe_state() == "no calls in flight\n"  # before the session starts
+    flow.config.watchdog_timeout(0.5)
+    with pytest.raises(ValueError, match=r"watchdog_timeout: expected a number of seconds >= 0, got -1"):
+        flow.config.watchdog_timeout(-1)
+
+    @flow.global_function()
+    def double(x: tp.Numpy.Placeholder((4,))) -> tp.Numpy:
+        return x * 2
+
+    np.testing.assert_array_equal(double(np.ones(4, np.float32)), np.full(4, 2.0))
+    assert flow.describe_state() == "no calls in flight\n"  # the call completed

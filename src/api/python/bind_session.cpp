@@ -129,7 +129,8 @@ void BindSession(py::module_& m) {
 
   py::class_<PySession>(m, "Session")
       .def(py::init([](int scheduler_threads, int cpu_compute_streams, int max_calls_in_flight,
-                       double shutdown_timeout_s, std::uint64_t seed, int cpu_devices, int gpu_devices) {
+                       double shutdown_timeout_s, std::uint64_t seed, int cpu_devices, int gpu_devices,
+                       double watchdog_timeout_s) {
              SessionOptions options;
              options.cpu_devices = cpu_devices;
              options.gpu_devices = gpu_devices;
@@ -138,11 +139,12 @@ void BindSession(py::module_& m) {
              options.max_calls_in_flight = max_calls_in_flight;
              options.shutdown_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(shutdown_timeout_s * 1000));
              options.seed = seed;
+             options.watchdog_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(watchdog_timeout_s * 1000));
              return std::make_unique<PySession>(options);
            }),
            py::arg("scheduler_threads") = 0, py::arg("cpu_compute_streams") = 1, py::arg("max_calls_in_flight") = 128,
            py::arg("shutdown_timeout_s") = 30.0, py::arg("seed") = 0, py::arg("cpu_devices") = 1,
-           py::arg("gpu_devices") = 0)
+           py::arg("gpu_devices") = 0, py::arg("watchdog_timeout_s") = 300.0)
       .def("resource",
            [](PySession& self) {
              const Resource r = self.Get().GetResource();
@@ -158,6 +160,8 @@ void BindSession(py::module_& m) {
       .def("start_profiling", [](PySession& self) { self.Get().StartProfiling(); })
       .def("stop_profiling", [](PySession& self) { return self.Get().StopProfiling(); })
       // Both wait for the calls in flight, whose callbacks may need the GIL.
+      .def("describe_state", [](PySession& self) { return self.Get().DescribeState(); },
+           py::call_guard<py::gil_scoped_release>())
       .def("start_trace", [](PySession& self) { self.Get().StartTrace(); }, py::call_guard<py::gil_scoped_release>())
       .def("stop_trace", [](PySession& self, const std::string& path) { self.Get().StopTrace(path); },
            py::arg("path"), py::call_guard<py::gil_scoped_release>())
