@@ -620,11 +620,10 @@ TEST_CASE("the watchdog reports a stall once: the kernel that does not return, t
   // Two stages: device 0 doubles, device 1 runs the blocking kernel. With the kernel stuck on call
   // 0, device 0 fills both slots of the boundary register and then has nowhere to write.
   JobBuilder builder("stalled");
-  Blob x = builder.Placeholder("x", Shape{2});
   Blob doubled;
   {
-    ScopedPlacement stage(builder, Placement("cpu", {"0:0"}));
-    doubled = ScalarMul(x, 2.0, "double");
+    ScopedPlacement stage(builder, Placement("cpu", {"0:0"}));  // the input too: device 1 only blocks
+    doubled = ScalarMul(builder.Placeholder("x", Shape{2}), 2.0, "double");
   }
   {
     ScopedPlacement stage(builder, Placement("cpu", {"0:1"}));
