@@ -514,21 +514,21 @@ JobTrace JobRuntime::Trace() const {
   return trace;
 }
 
-JobProfile JobRuntime::Profile() const {
-  JobProfile profile;
+JobCounters JobRuntime::Profile() const {
+  JobCounters profile;
   profile.job = impl_->plan->job_name;
   profile.calls = impl_->profiled_calls.load(std::memory_order_relaxed);
-  profile.call_seconds = static_cast<double>(impl_->profiled_call_nanos.load(std::memory_order_relaxed)) * 1e-9;
+  profile.call_ns = impl_->profiled_call_nanos.load(std::memory_order_relaxed);
   for (const auto& task : impl_->tasks) {
     const TaskDesc& desc = task->Desc();
-    ActorProfile actor;
+    ProfiledTask actor;
     actor.name = desc.name;
     actor.kind = std::string(Name(desc.kind));
     if (desc.kind == TaskKind::kKernel) actor.op_type = desc.op_type;
     actor.device = impl_->plan->DeviceName(desc);
     actor.firings = task->Counters().firings.load(std::memory_order_relaxed);
-    actor.busy_seconds = static_cast<double>(task->Counters().busy_nanos.load(std::memory_order_relaxed)) * 1e-9;
-    profile.actors.push_back(std::move(actor));
+    actor.busy_ns = task->Counters().busy_nanos.load(std::memory_order_relaxed);
+    profile.tasks.push_back(std::move(actor));
   }
   return profile;
 }

@@ -8,7 +8,6 @@
 #include "actors/plan.hpp"
 #include "actors/registers.hpp"
 #include "actors/trace.hpp"
-#include "weir/profile.hpp"
 
 namespace weir::internal {
 
@@ -84,7 +83,7 @@ class JobRuntime {
   /// The firings and calls recorded while tracing; only while no call is in flight.
   JobTrace Trace() const;
   /// The counters so far, actors in plan order.
-  JobProfile Profile() const;
+  JobCounters Profile() const;
 
   struct Impl;
   explicit JobRuntime(std::shared_ptr<Impl> impl);

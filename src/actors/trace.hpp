@@ -1,7 +1,7 @@
 #pragma once
-// What a job's actors record while the session traces (Session::StartTrace): plain data that the
-// API turns into a Chrome trace (src/api/trace.cpp). Times are steady-clock nanoseconds since the
-// clock's epoch.
+// What a job's actors record while the session profiles (Session::StartProfiling) or traces
+// (Session::StartTrace): plain data that the API turns into its Profile and into a Chrome trace
+// (src/api/trace.cpp). Trace times are steady-clock nanoseconds since the clock's epoch.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -36,6 +36,23 @@ struct TracedTask {
   std::string stream;   // its executor's stream, "cpu:0/compute0"
   std::int64_t bytes = 0;  // what one firing produces
   std::vector<TracedFiring> firings;
+};
+
+/// An actor's counters while profiling.
+struct ProfiledTask {
+  std::string name;
+  std::string kind;
+  std::string op_type;
+  std::string device;
+  std::int64_t firings = 0;
+  std::int64_t busy_ns = 0;
+};
+
+struct JobCounters {
+  std::string job;
+  std::int64_t calls = 0;  // completed while profiling, launched after it started
+  std::int64_t call_ns = 0;
+  std::vector<ProfiledTask> tasks;
 };
 
 struct JobTrace {

@@ -417,7 +417,12 @@ class SessionImpl {
     }
     std::sort(entries.begin(), entries.end(), [](const Entry* a, const Entry* b) { return a->order < b->order; });
     for (const Entry* entry : entries) {
-      JobProfile job = entry->runtime->Profile();
+      const JobCounters counters = entry->runtime->Profile();
+      JobProfile job{counters.job, counters.calls, static_cast<double>(counters.call_ns) * 1e-9, {}};
+      for (const ProfiledTask& task : counters.tasks) {
+        job.actors.push_back({task.name, task.kind, task.op_type, task.device, task.firings,
+                              static_cast<double>(task.busy_ns) * 1e-9});
+      }
       const bool ran = job.calls > 0 || std::any_of(job.actors.begin(), job.actors.end(),
                                                     [](const ActorProfile& actor) { return actor.firings > 0; });
       if (ran) profile.jobs.push_back(std::move(job));

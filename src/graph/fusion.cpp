@@ -1,7 +1,7 @@
 #include "graph/fusion.hpp"
 
-#include "kernels/fused_attrs.hpp"
-#include "kernels/update_attrs.hpp"
+#include "kernels/attrs/fused_attrs.hpp"
+#include "kernels/attrs/update_attrs.hpp"
 
 namespace weir::internal {
 

@@ -3,6 +3,7 @@
 
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
+#include "kernels/attrs/dropout_attrs.hpp"
 #include "weir/layers.hpp"
 #include "weir/ops.hpp"
 
@@ -111,7 +112,7 @@ Blob Dropout(const Blob& x, const DropoutOptions& options) {
   }
   // OneFlow's dropout is the identity outside training.
   if (x.Graph()->type != JobType::kTrain || options.rate == 0.0) return x;
-  return internal::AddOp("dropout", {x}, options, options.name).front();
+  return internal::AddOp("dropout", {x}, internal::DropoutAttrs{options.rate, options.seed}, options.name).front();
 }
 
 Blob BatchNormalization(const Blob& x, const BatchNormOptions& options) {

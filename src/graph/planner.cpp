@@ -4,7 +4,7 @@
 #include "graph/op_registry.hpp"
 #include "graph/sbp.hpp"
 #include "kernels/collectives/collective_attrs.hpp"
-#include "kernels/fused_attrs.hpp"
+#include "kernels/attrs/fused_attrs.hpp"
 
 #include <algorithm>
 #include <any>

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "graph/job_graph.hpp"
-#include "kernels/update_attrs.hpp"
+#include "kernels/attrs/update_attrs.hpp"
 
 namespace weir::internal {
 

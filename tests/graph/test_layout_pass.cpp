@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "graph/job_graph.hpp"
-#include "kernels/cpu/conv2d_attrs.hpp"
+#include "kernels/attrs/conv2d_attrs.hpp"
 #include "weir/weir.hpp"
 
 using namespace weir;

@@ -9,6 +9,7 @@
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
 #include "graph/sbp.hpp"
+#include "kernels/attrs/dropout_attrs.hpp"
 #include "kernels/collectives/communicator.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/optimizers.hpp"
@@ -213,7 +214,7 @@ TEST_CASE("every declared SBP signature of every op gives the one-device result 
     Blob powered = Scalar(sum, {ScalarOpKind::kPow, 2.0});
     // dropout itself declares no split (each device would draw the same mask); its gradient does.
     Blob mask = builder.Placeholder("mask", Shape{7, 6}, DType::kU8);
-    builder.Output("dropout_grad", AddOp1("dropout_grad", {e, mask}, DropoutOptions{.rate = 0.3}, {}));
+    builder.Output("dropout_grad", AddOp1("dropout_grad", {e, mask}, DropoutAttrs{.rate = 0.3}, {}));
     Blob scaled = ScalarAdd(ScalarMul(powered, 3.0), 1.0);
     Blob clipped = ClipByValue(Identity(scaled), {.min = 0.9, .max = 3.0});
     Blob cast = Cast(clipped, {DType::kF32});

@@ -10,7 +10,7 @@
 #include <doctest/doctest.h>
 
 #include "gradient_check.hpp"
-#include "kernels/cpu/concat_attrs.hpp"
+#include "kernels/attrs/concat_attrs.hpp"
 #include "op_test_util.hpp"
 #include "weir/weir.hpp"
 

@@ -19,7 +19,7 @@
 
 #include "gradient_check.hpp"
 #include "graph/job_graph.hpp"
-#include "kernels/cpu/conv2d_attrs.hpp"
+#include "kernels/attrs/conv2d_attrs.hpp"
 #include "op_test_util.hpp"
 #include "weir/weir.hpp"
 

@@ -14,7 +14,7 @@
 
 #include "gradient_check.hpp"
 #include "op_test_util.hpp"
-#include "kernels/cpu/pool_attrs.hpp"
+#include "kernels/attrs/pool_attrs.hpp"
 #include "weir/weir.hpp"
 
 using namespace weir;

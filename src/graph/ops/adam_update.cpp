@@ -5,7 +5,7 @@
 // "-m" and "-v" slots; the train step is a sixth input exactly when the optimizer asks for bias
 // correction.
 #include "graph/ops/update_infer.hpp"
-#include "kernels/update_attrs.hpp"
+#include "kernels/attrs/update_attrs.hpp"
 
 namespace weir::internal {
 namespace {

@@ -2,7 +2,7 @@
 // divisor, as in TensorFlow and OneFlow), NCHW or NHWC.
 #include "graph/job_graph.hpp"
 #include "graph/ops/pool_infer.hpp"
-#include "kernels/cpu/pool_attrs.hpp"
+#include "kernels/attrs/pool_attrs.hpp"
 
 namespace weir {
 

@@ -1,6 +1,6 @@
 // avg_pool2d_grad: dx spreads each window's dy evenly over the pixels of x the window covers.
 #include "graph/ops/pool_infer.hpp"
-#include "kernels/cpu/pool_attrs.hpp"
+#include "kernels/attrs/pool_attrs.hpp"
 
 namespace weir::internal {
 namespace {

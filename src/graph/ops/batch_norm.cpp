@@ -6,7 +6,7 @@
 
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
-#include "kernels/cpu/batch_norm_attrs.hpp"
+#include "kernels/attrs/batch_norm_attrs.hpp"
 #include "weir/ops.hpp"
 
 namespace weir {

@@ -3,7 +3,7 @@
 // batch variance (as cuDNN and OneFlow's GPU normalization). No outputs: the planner runs it after
 // every other reader of the moving statistics in the call, and before the call completes.
 #include "graph/op_registry.hpp"
-#include "kernels/cpu/batch_norm_attrs.hpp"
+#include "kernels/attrs/batch_norm_attrs.hpp"
 
 namespace weir::internal {
 namespace {

@@ -3,7 +3,7 @@
 // inputs of Σ g²) is the norm of the gradients as the updates will scale them. One op over all the
 // gradients of a train job, so that the norm is global; one output per input, of the same meta.
 #include "graph/op_registry.hpp"
-#include "kernels/update_attrs.hpp"
+#include "kernels/attrs/update_attrs.hpp"
 
 namespace weir::internal {
 namespace {

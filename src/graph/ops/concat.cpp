@@ -1,7 +1,7 @@
 // concat: joins its inputs (variadic, one dtype, equal shapes but along the axis) along one axis.
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
-#include "kernels/cpu/concat_attrs.hpp"
+#include "kernels/attrs/concat_attrs.hpp"
 #include "weir/ops.hpp"
 
 namespace weir {

@@ -1,6 +1,6 @@
 // concat_grad: dy of a concat cut back into one slice per concat input (several outputs).
 #include "graph/op_registry.hpp"
-#include "kernels/cpu/concat_attrs.hpp"
+#include "kernels/attrs/concat_attrs.hpp"
 
 namespace weir::internal {
 namespace {

@@ -3,7 +3,7 @@
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
 #include "graph/ops/conv2d.hpp"
-#include "kernels/cpu/conv2d_attrs.hpp"
+#include "kernels/attrs/conv2d_attrs.hpp"
 #include "weir/ops.hpp"
 
 namespace weir {

@@ -2,7 +2,7 @@
 // an attribute, since strides and padding make it ambiguous from dy's.
 #include "graph/op_registry.hpp"
 #include "graph/ops/conv2d.hpp"
-#include "kernels/cpu/conv2d_attrs.hpp"
+#include "kernels/attrs/conv2d_attrs.hpp"
 
 namespace weir::internal {
 namespace {

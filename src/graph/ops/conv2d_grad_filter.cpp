@@ -2,7 +2,7 @@
 // dy and x do not determine the kernel size (SAME padding).
 #include "graph/op_registry.hpp"
 #include "graph/ops/conv2d.hpp"
-#include "kernels/cpu/conv2d_attrs.hpp"
+#include "kernels/attrs/conv2d_attrs.hpp"
 
 namespace weir::internal {
 namespace {

@@ -2,7 +2,7 @@
 // second (u8) output so that the gradient reuses it.
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
-#include "weir/layers.hpp"
+#include "kernels/attrs/dropout_attrs.hpp"
 
 namespace weir::internal {
 namespace {
@@ -13,8 +13,7 @@ std::vector<TensorMeta> InferDropout(const InferContext& ctx) {
 }
 
 std::vector<Blob> DropoutGradient(const GradContext& ctx) {
-  const auto& options = ctx.Get<DropoutOptions>();
-  return {AddOp1("dropout_grad", {ctx.output_grads[0], ctx.outputs[1]}, options, {})};
+  return {AddOp1("dropout_grad", {ctx.output_grads[0], ctx.outputs[1]}, ctx.Get<DropoutAttrs>(), {})};
 }
 
 WEIR_REGISTER_OP({.type = "dropout", .num_inputs = 1, .input_names = {"x"}, .infer = InferDropout,

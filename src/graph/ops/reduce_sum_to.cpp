@@ -5,7 +5,7 @@
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
 #include "graph/ops/gradient_ops.hpp"
-#include "kernels/gradient_attrs.hpp"
+#include "kernels/attrs/gradient_attrs.hpp"
 
 namespace weir::internal {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "kernels/cpu/pool2d.hpp"
 #include "kernels/cpu/pool2d_dnnl.hpp"
-#include "kernels/cpu/pool_attrs.hpp"
+#include "kernels/attrs/pool_attrs.hpp"
 #include "kernels/kernel.hpp"
 
 namespace weir::internal {

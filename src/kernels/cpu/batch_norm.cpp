@@ -11,7 +11,7 @@
 
 #include <dnnl.hpp>
 
-#include "kernels/cpu/batch_norm_attrs.hpp"
+#include "kernels/attrs/batch_norm_attrs.hpp"
 #include "kernels/cpu/dnnl_engine.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/ops.hpp"

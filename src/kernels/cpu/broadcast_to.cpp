@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "kernels/cpu/strided_copy.hpp"
-#include "kernels/gradient_attrs.hpp"
+#include "kernels/attrs/gradient_attrs.hpp"
 #include "kernels/kernel.hpp"
 
 namespace weir::internal {

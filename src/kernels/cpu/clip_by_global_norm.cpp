@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "kernels/kernel.hpp"
-#include "kernels/update_attrs.hpp"
+#include "kernels/attrs/update_attrs.hpp"
 
 namespace weir::internal {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/cpu/concat_attrs.hpp"
+#include "kernels/attrs/concat_attrs.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/ops.hpp"
 

@@ -3,7 +3,7 @@
 // reference loops. conv2d_bias_act (planner-fused conv2d + bias_add [+ relu]) is the same kernel
 // with oneDNN's bias and relu post-op, saving two passes over y.
 #include "kernels/cpu/conv2d_common.hpp"
-#include "kernels/fused_attrs.hpp"
+#include "kernels/attrs/fused_attrs.hpp"
 
 namespace weir::internal {
 namespace {

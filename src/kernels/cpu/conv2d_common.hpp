@@ -13,7 +13,7 @@
 #include <dnnl.hpp>
 
 #include "common/intra_op_pool.hpp"
-#include "kernels/cpu/conv2d_attrs.hpp"
+#include "kernels/attrs/conv2d_attrs.hpp"
 #include "kernels/cpu/dnnl_engine.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/ops.hpp"

@@ -3,7 +3,7 @@
 #include <random>
 
 #include "kernels/kernel.hpp"
-#include "weir/layers.hpp"
+#include "kernels/attrs/dropout_attrs.hpp"
 
 namespace weir::internal {
 namespace {
@@ -11,7 +11,7 @@ namespace {
 template <typename T> class DropoutCpu final : public Kernel {
  public:
   explicit DropoutCpu(const KernelSetup& setup)
-      : rate_(setup.Get<DropoutOptions>().rate), random_(setup.Get<DropoutOptions>().seed) {}
+      : rate_(setup.Get<DropoutAttrs>().rate), random_(setup.Get<DropoutAttrs>().seed) {}
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     const T* x = inputs[0].As<T>();
@@ -34,7 +34,7 @@ template <typename T> class DropoutCpu final : public Kernel {
 
 template <typename T> class DropoutGradCpu final : public Kernel {
  public:
-  explicit DropoutGradCpu(const KernelSetup& setup) : scale_(static_cast<T>(1.0 / (1.0 - setup.Get<DropoutOptions>().rate))) {}
+  explicit DropoutGradCpu(const KernelSetup& setup) : scale_(static_cast<T>(1.0 / (1.0 - setup.Get<DropoutAttrs>().rate))) {}
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     const T* dy = inputs[0].As<T>();

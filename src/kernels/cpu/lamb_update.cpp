@@ -7,7 +7,7 @@
 
 #include "kernels/kernel.hpp"
 #include "kernels/cpu/regularized_gradient.hpp"
-#include "kernels/update_attrs.hpp"
+#include "kernels/attrs/update_attrs.hpp"
 
 namespace weir::internal {
 namespace {

@@ -1,6 +1,6 @@
 // learning_rate on the CPU: LearningRate(schedule, step).
 #include "kernels/kernel.hpp"
-#include "kernels/update_attrs.hpp"
+#include "kernels/attrs/update_attrs.hpp"
 
 namespace weir::internal {
 namespace {

@@ -16,7 +16,7 @@
 
 #include "common/intra_op_pool.hpp"
 #include "kernels/cpu/dnnl_engine.hpp"
-#include "kernels/fused_attrs.hpp"
+#include "kernels/attrs/fused_attrs.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/ops.hpp"
 

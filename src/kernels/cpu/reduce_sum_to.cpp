@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "kernels/cpu/reduce.hpp"
-#include "kernels/gradient_attrs.hpp"
+#include "kernels/attrs/gradient_attrs.hpp"
 #include "kernels/kernel.hpp"
 
 namespace weir::internal {

@@ -1,7 +1,7 @@
 #pragma once
 // The gradient every update kernel starts from (OneFlow's model-update kernels):
 // g' = g·scale + l1·sign(p) + l2·p, scale undoing the loss's element count and loss scale.
-#include "kernels/update_attrs.hpp"
+#include "kernels/attrs/update_attrs.hpp"
 
 namespace weir::internal {
 

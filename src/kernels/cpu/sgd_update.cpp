@@ -5,7 +5,7 @@
 #include "kernels/cpu/elementwise.hpp"
 #include "kernels/cpu/regularized_gradient.hpp"
 #include "kernels/kernel.hpp"
-#include "kernels/update_attrs.hpp"
+#include "kernels/attrs/update_attrs.hpp"
 
 namespace weir::internal {
 namespace {
