@@ -29,6 +29,7 @@ import numpy as np
 import weir as flow
 import weir.profiler
 import weir.typing as tp
+from weir_python_models import lenet, mlp  # the same models as compare_pytorch's
 
 BATCH = 100
 POOL_BATCHES = 8
@@ -64,26 +65,6 @@ def parse_args():
     if args.config == "dp" and BATCH % args.devices:
         parser.error(f"--devices must divide the batch {BATCH}")
     return args
-
-
-def mlp(images):
-    initializer = flow.truncated_normal(0.1)
-    reshape = flow.reshape(images, [images.shape[0], -1])
-    hidden = flow.layers.dense(reshape, 512, activation=flow.nn.relu, kernel_initializer=initializer, name="hidden")
-    return flow.layers.dense(hidden, 10, kernel_initializer=initializer, name="output")
-
-
-def lenet(images):
-    initializer = flow.truncated_normal(0.1)
-    conv1 = flow.layers.conv2d(images, 32, 5, padding="SAME", activation=flow.nn.relu, name="conv1",
-                               kernel_initializer=initializer)
-    pool1 = flow.nn.max_pool2d(conv1, ksize=2, strides=2, padding="SAME", name="pool1", data_format="NCHW")
-    conv2 = flow.layers.conv2d(pool1, 64, 5, padding="SAME", activation=flow.nn.relu, name="conv2",
-                               kernel_initializer=initializer)
-    pool2 = flow.nn.max_pool2d(conv2, ksize=2, strides=2, padding="SAME", name="pool2", data_format="NCHW")
-    reshape = flow.reshape(pool2, [pool2.shape[0], -1])
-    hidden = flow.layers.dense(reshape, 512, activation=flow.nn.relu, kernel_initializer=initializer, name="dense1")
-    return flow.layers.dense(hidden, 10, kernel_initializer=initializer, name="dense2")
 
 
 def minimize(loss):

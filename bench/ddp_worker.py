@@ -28,6 +28,8 @@ import subprocess
 import sys
 import time
 
+from pytorch_models import build_model  # the same models as compare_pytorch's
+
 BATCH = 100
 POOL_BATCHES = 8
 
@@ -64,15 +66,6 @@ def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
-
-
-def build_model(name, nn):
-    if name == "mlp":
-        return nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 10))
-    return nn.Sequential(
-        nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2, 2),
-        nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2, 2),
-        nn.Flatten(), nn.Linear(7 * 7 * 64, 512), nn.ReLU(), nn.Linear(512, 10))
 
 
 def blas_check(torch):
