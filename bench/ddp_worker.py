@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 
-from pytorch_models import build_model  # the same models as compare_pytorch's
+from pytorch_models import build_model, set_thread_environment  # the same models and settings as compare_pytorch's
 
 BATCH = 100
 POOL_BATCHES = 8
@@ -82,13 +82,7 @@ def train_process(args, rank, world_size):
     ddp = world_size > 1
     if ddp and not args.no_pin:
         os.sched_setaffinity(0, {rank % os.cpu_count()})  # before torch starts its threads
-    os.environ["OMP_NUM_THREADS"] = str(args.torch_threads)
-    os.environ["OPENBLAS_NUM_THREADS"] = str(args.blas_threads)
-    os.environ["MKL_NUM_THREADS"] = str(args.blas_threads)
-    if args.omp_wait_policy:
-        os.environ["OMP_WAIT_POLICY"] = args.omp_wait_policy
-    else:
-        os.environ.pop("OMP_WAIT_POLICY", None)
+    set_thread_environment(args)
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     for hint in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # the BLAS detects the core; blas_check checks it
         os.environ.pop(hint, None)
