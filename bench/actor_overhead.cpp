@@ -2,13 +2,18 @@
 // many calls per second a session sustains, for a chain of 20 no-op actors and a diamond graph,
 // with 1 call in flight (sync calls) and up to 8 (async calls), under both ways of hosting actors
 // on CAF. Not a timed test: run it with `make bench` or build/bench/actor_overhead [--repeats N].
+// Also the latency of each sync call of the chain (default hosting): p50 and p99 per run, and the
+// CPU an idle session uses from 100 ms after its last call (observability issue, part 4).
 // Last line: one JSON object with the headline figures (default hosting, chain graph).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <sys/resource.h>
 
 #include <fmt/format.h>
 
@@ -53,15 +58,46 @@ int ActorsPerCall(weir::Session& session, const weir::Job& job) {
 struct Measurement {
   double calls_per_s = 0;
   double per_act_ns = 0;
+  double p50_us = 0;  // sync calls: latency percentiles of this run
+  double p99_us = 0;
 };
+
+double Percentile(std::vector<double> values, double q) {
+  std::sort(values.begin(), values.end());
+  return values[std::min(values.size() - 1, static_cast<std::size_t>(q * static_cast<double>(values.size())))];
+}
 
 Measurement RunSync(weir::Session& session, const weir::Job& job, int actors, int calls) {
   const weir::Tensor x = weir::Tensor::FromVector<float>({1}, {1.f});
   for (int i = 0; i < calls / 10; ++i) session.Call(job, {x});  // warm up
+  std::vector<double> latency_us(static_cast<std::size_t>(calls));
   const auto start = Clock::now();
-  for (int i = 0; i < calls; ++i) session.Call(job, {x});
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return {calls / seconds, seconds * 1e9 / (static_cast<double>(calls) * actors)};
+  auto before = start;
+  for (int i = 0; i < calls; ++i) {
+    session.Call(job, {x});
+    const auto after = Clock::now();
+    latency_us[static_cast<std::size_t>(i)] = std::chrono::duration<double, std::micro>(after - before).count();
+    before = after;
+  }
+  const double seconds = std::chrono::duration<double>(before - start).count();
+  return {calls / seconds, seconds * 1e9 / (static_cast<double>(calls) * actors), Percentile(latency_us, 0.5),
+          Percentile(latency_us, 0.99)};
+}
+
+// Percent of one core this process uses over `window` while idle, starting 100 ms after the last call.
+double IdleCpuPercent(std::chrono::milliseconds window) {
+  auto cpu_seconds = [] {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+           static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
+  };
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const double cpu_before = cpu_seconds();
+  const auto start = Clock::now();
+  std::this_thread::sleep_for(window);
+  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+  return 100.0 * (cpu_seconds() - cpu_before) / wall;
 }
 
 Measurement RunAsync(weir::Session& session, const weir::Job& job, int actors, int calls) {
@@ -106,6 +142,9 @@ int main(int argc, char** argv) {
   fmt::print("{:<18} {:<10} {:>7} {:>16} {:>16} {:>14} {:>14}\n", "hosting", "graph", "actors", "sync calls/s",
              "async calls/s", "ns/act (1)", "ns/act (8)");
   std::string json = "{";
+  std::vector<double> p50_runs;  // chain, default hosting, one per run
+  std::vector<double> p99_runs;
+  std::vector<double> idle_runs;
   for (const weir::Job& job : jobs) {
     // [hosting][metric] -> samples
     std::vector<std::vector<std::vector<double>>> samples(2, std::vector<std::vector<double>>(4));
@@ -117,6 +156,11 @@ int main(int argc, char** argv) {
         weir::Session sync_session(sync_options);
         actors = ActorsPerCall(sync_session, job);
         const Measurement sync = RunSync(sync_session, job, actors, calls);
+        if (h == 0 && job.Name() == "chain20") {
+          p50_runs.push_back(sync.p50_us);
+          p99_runs.push_back(sync.p99_us);
+          idle_runs.push_back(IdleCpuPercent(std::chrono::milliseconds(500)));  // the session is alive
+        }
         weir::SessionOptions async_options = sync_options;
         async_options.max_calls_in_flight = 8;
         weir::Session async_session(async_options);
@@ -140,6 +184,18 @@ int main(int argc, char** argv) {
                           Median(s[2]), prefix, Median(s[3]));
     }
   }
+  auto list = [](const std::vector<double>& values) {
+    std::string out;
+    for (double v : values) out += fmt::format("{}{:.1f}", out.empty() ? "" : ", ", v);
+    return out;
+  };
+  fmt::print("sync call latency (chain20, actor per stream), per run: p50 [{}] us, p99 [{}] us; idle session "
+             "CPU from 100 ms after the last call [{}] % of a core\n",
+             list(p50_runs), list(p99_runs), list(idle_runs));
+  json += fmt::format(", \"sync_call_p50_us\": {:.2f}, \"sync_call_p99_us\": {:.2f}, \"sync_call_p50_us_runs\": [{}], "
+                      "\"sync_call_p99_us_runs\": [{}], \"idle_cpu_percent\": {:.2f}",
+                      Median(p50_runs), Median(p99_runs), list(p50_runs), list(p99_runs),
+                      *std::max_element(idle_runs.begin(), idle_runs.end()));
   fmt::print("{}}}\n", json);
   return 0;
 }
