@@ -15,6 +15,7 @@
 
 #include "actors/registers.hpp"
 #include "actors/task.hpp"
+#include "kernels/collectives/collective_attrs.hpp"
 
 namespace weir::internal {
 
@@ -125,10 +126,7 @@ struct JobRuntime::Impl {
                                       std::memory_order_relaxed);
       }
       if (on & kInstrumentTrace) {
-        auto nanos = [](std::chrono::steady_clock::time_point t) {
-          return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-        };
-        traced_calls.push_back({call->call_id, nanos(call->profiled_launch), nanos(now)});
+        traced_calls.push_back({call->call_id, TraceNanos(call->profiled_launch), TraceNanos(now)});
       }
     }
     std::shared_ptr<CallRecord> keep;
@@ -156,6 +154,15 @@ struct JobRuntime::Impl {
     dispatcher->FailOutstanding(error);
   }
 };
+
+namespace {
+
+// "kernel, matmul" for a kernel actor, its kind alone ("input", "sink") for the others.
+std::string KindAndOp(const TaskDesc& task) {
+  return task.kind == TaskKind::kKernel ? fmt::format("{}, {}", Name(task.kind), task.op_type) : std::string(Name(task.kind));
+}
+
+}  // namespace
 
 struct JobRuntime::Executors {
   std::vector<caf::actor> handles;
@@ -283,8 +290,7 @@ class Executor final : public caf::event_based_actor, public MessageSink {
       reasons.push_back(fmt::format("output '{}' has no free slot ({} of {} held by {})", register_name(full.register_id),
                                     full.register_num, full.register_num, fmt::join(holders, ", ")));
     }
-    return fmt::format("    '{}' ({}{}) waits: {}\n", desc.name, Name(desc.kind),
-                       desc.kind == TaskKind::kKernel ? ", " + desc.op_type : std::string(), fmt::join(reasons, "; "));
+    return fmt::format("    '{}' ({}) waits: {}\n", desc.name, KindAndOp(desc), fmt::join(reasons, "; "));
   }
 
   // Sends what this executor has for the others, one batch each.
@@ -506,6 +512,7 @@ JobTrace JobRuntime::Trace() const {
     traced.kind = std::string(Name(desc.kind));
     if (desc.kind == TaskKind::kKernel) traced.op_type = desc.op_type;
     traced.device = plan.DeviceName(desc);
+    traced.collective = desc.attrs != nullptr && desc.attrs->type() == typeid(CollectiveAttrs);
     traced.stream = plan.streams[static_cast<std::size_t>(desc.stream)].ToString();
     for (const TensorMeta& meta : desc.output_metas) traced.bytes += static_cast<std::int64_t>(meta.NumBytes());
     traced.firings = task->Firings();
@@ -566,9 +573,8 @@ std::string JobRuntime::DescribeWaiting() const {
     const int running = impl_->progress[e].running.load(std::memory_order_relaxed);
     if (running >= 0) {
       const TaskDesc& task = plan.tasks[static_cast<std::size_t>(running)];
-      out += fmt::format("  executor {} ({}): inside '{}' ({}{}), which has not returned\n", e,
-                         plan.streams[static_cast<std::size_t>(task.stream)].ToString(), task.name, Name(task.kind),
-                         task.kind == TaskKind::kKernel ? ", " + task.op_type : std::string());
+      out += fmt::format("  executor {} ({}): inside '{}' ({}), which has not returned\n", e,
+                         plan.streams[static_cast<std::size_t>(task.stream)].ToString(), task.name, KindAndOp(task));
     } else {
       out += fmt::format("  executor {}: did not answer within 1 s (finished, or busy)\n", e);
     }

@@ -54,7 +54,7 @@ void Task::Act(MessageSink& sink) {
       counters_.busy_nanos.fetch_add(nanos, std::memory_order_relaxed);
     }
     if (instrument & kInstrumentTrace) {
-      firings_.push_back({std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count(), nanos,
+      firings_.push_back({TraceNanos(start), nanos,
                           call != nullptr ? call->call_id : -1});
     }
   } else {

@@ -2,6 +2,7 @@
 // What a job's actors record while the session profiles (Session::StartProfiling) or traces
 // (Session::StartTrace): plain data that the API turns into its Profile and into a Chrome trace
 // (src/api/trace.cpp). Trace times are steady-clock nanoseconds since the clock's epoch.
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -12,6 +13,11 @@ namespace weir::internal {
 /// firing's interval (tracing).
 inline constexpr std::uint8_t kInstrumentProfile = 1;
 inline constexpr std::uint8_t kInstrumentTrace = 2;
+
+/// The trace's time stamp of `t`: steady-clock nanoseconds since the clock's epoch.
+inline std::int64_t TraceNanos(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
 
 /// One firing of an actor.
 struct TracedFiring {
@@ -34,6 +40,7 @@ struct TracedTask {
   std::string op_type;  // kernels only
   std::string device;   // "cpu:0", or "cpu:0-1" for a collective actor
   std::string stream;   // its executor's stream, "cpu:0/compute0"
+  bool collective = false;  // a collective (boxing) actor: all_reduce, reduce_scatter, ...
   std::int64_t bytes = 0;  // what one firing produces
   std::vector<TracedFiring> firings;
 };

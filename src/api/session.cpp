@@ -321,8 +321,7 @@ class SessionImpl {
       std::lock_guard lock(jobs_mutex_);
       if (tracing_) throw std::logic_error("[session] StartTrace: a trace is already being recorded (call StopTrace first)");
       tracing_ = true;
-      trace_start_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                            std::chrono::steady_clock::now().time_since_epoch()).count();
+      trace_start_ns_ = TraceNanos(std::chrono::steady_clock::now());
       for (auto& [graph, entry] : jobs_) entry.runtime->SetTracing(true);
     });
   }
@@ -333,10 +332,7 @@ class SessionImpl {
       std::lock_guard lock(jobs_mutex_);
       if (!tracing_) throw std::logic_error("[session] StopTrace: no trace is being recorded (call StartTrace first)");
       tracing_ = false;
-      std::vector<Entry*> entries;
-      for (auto& [graph, entry] : jobs_) entries.push_back(&entry);
-      std::sort(entries.begin(), entries.end(), [](const Entry* a, const Entry* b) { return a->order < b->order; });
-      for (Entry* entry : entries) {
+      for (Entry* entry : EntriesInCompileOrder()) {
         entry->runtime->SetTracing(false);
         JobTrace trace = entry->runtime->Trace();
         if (!trace.calls.empty() || !trace.tasks.empty()) traces.push_back(std::move(trace));
@@ -348,15 +344,11 @@ class SessionImpl {
 
   std::string DescribeState() {
     std::lock_guard lock(jobs_mutex_);
-    std::vector<const Entry*> entries;
-    for (const auto& [graph, entry] : jobs_) {
-      if (entry.runtime->CallsInFlight() > 0) entries.push_back(&entry);
-    }
-    if (entries.empty()) return "no calls in flight\n";
-    std::sort(entries.begin(), entries.end(), [](const Entry* a, const Entry* b) { return a->order < b->order; });
     std::string out;
-    for (const Entry* entry : entries) out += entry->runtime->DescribeWaiting();
-    return out;
+    for (const Entry* entry : EntriesInCompileOrder()) {
+      if (entry->runtime->CallsInFlight() > 0) out += entry->runtime->DescribeWaiting();
+    }
+    return out.empty() ? "no calls in flight\n" : out;
   }
 
   // The watchdog: while calls are in flight, reports once per stall when no actor of any job has
@@ -410,13 +402,8 @@ class SessionImpl {
     profiling_ = false;
     Profile profile;
     profile.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - profile_start_).count();
-    std::vector<const Entry*> entries;
-    for (auto& [graph, entry] : jobs_) {
-      entry.runtime->SetProfiling(false);
-      entries.push_back(&entry);
-    }
-    std::sort(entries.begin(), entries.end(), [](const Entry* a, const Entry* b) { return a->order < b->order; });
-    for (const Entry* entry : entries) {
+    for (Entry* entry : EntriesInCompileOrder()) {
+      entry->runtime->SetProfiling(false);
       const JobCounters counters = entry->runtime->Profile();
       JobProfile job{counters.job, counters.calls, static_cast<double>(counters.call_ns) * 1e-9, {}};
       for (const ProfiledTask& task : counters.tasks) {
@@ -448,6 +435,14 @@ class SessionImpl {
     std::shared_ptr<const OutputShape> output_shape;
     std::size_t order = 0;          // compile order, for profiles
   };
+
+  /// The compiled jobs in the order they were compiled; with jobs_mutex_ held.
+  std::vector<Entry*> EntriesInCompileOrder() {
+    std::vector<Entry*> entries;
+    for (auto& [graph, entry] : jobs_) entries.push_back(&entry);
+    std::sort(entries.begin(), entries.end(), [](const Entry* a, const Entry* b) { return a->order < b->order; });
+    return entries;
+  }
 
   // Calls of one job pipeline freely; calls of two jobs that share a variable one of them writes
   // (a train and an eval job) never overlap: a call waits until the other job's calls are done.

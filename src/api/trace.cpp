@@ -31,11 +31,6 @@ std::string Quoted(std::string_view text) {
   return out + "\"";
 }
 
-bool IsCollective(std::string_view op_type) {
-  return op_type == "all_reduce" || op_type == "reduce_scatter" || op_type == "all_gather" || op_type == "all_to_all" ||
-         op_type == "scatter";
-}
-
 }  // namespace
 
 void WriteChromeTrace(const std::string& path, const std::vector<JobTrace>& jobs, std::int64_t start_ns) {
@@ -79,7 +74,7 @@ void WriteChromeTrace(const std::string& path, const std::vector<JobTrace>& jobs
         it->second = static_cast<int>(track_tid.size());
         metadata("thread_name", pid, it->second, job.job + " " + task.stream);
       }
-      const std::string_view category = IsCollective(task.op_type) ? "collective"
+      const std::string_view category = task.collective ? "collective"
                                         : task.op_type.empty()       ? std::string_view(task.kind)
                                                                      : std::string_view(task.op_type);
       const std::string name = Quoted(task.name);

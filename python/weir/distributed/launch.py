@@ -26,8 +26,9 @@ these variables added to the launcher's environment:
     LOCAL_WORLD_SIZE = N, GROUP_RANK = node_rank, MASTER_ADDR, MASTER_PORT,
     WEIR_RDZV_TIMEOUT (--rdzv_timeout), and PYTHONUNBUFFERED=1 unless it is already set, so that
     a Python rank's output shows as it prints rather than when a pipe's buffer fills.
-The multi-process runtime that will read these (rendezvous, Gloo collectives) is not implemented
-yet: today every rank runs its own independent one-process session (docs/distributed.md).
+Sessions do not read these yet (the control plane in src/distributed is not joined to them, and
+there are no Gloo collectives): every rank runs its own one-process session, and a weir session
+started with WORLD_SIZE > 1 says so once (docs/distributed.md).
 
 Output. Every line a rank writes to stdout (stderr) is written to the launcher's stdout (stderr)
 as soon as the line is complete, prefixed with the rank's global rank as torchrun does,
