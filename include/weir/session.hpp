@@ -74,6 +74,34 @@ struct CallResult {
 /// found fastest.
 enum class ActorHosting : std::uint8_t { kActorPerStream, kActorPerOp };
 
+/// A session spanning several processes (on one or several machines), each running the same program
+/// (SPMD, as OneFlow's docs describe): every process defines and compiles the same jobs. Rank 0 hosts
+/// the control plane at master_addr:master_port; every rank connects to it, and each job whose calls
+/// need the other processes gets a Gloo group (docs/distributed.md). A mirrored job is data parallel
+/// across the processes: each passes its own devices' inputs and gets its own devices' results, and the
+/// gradients are averaged over every device of every process. A consistent job runs whole in each
+/// process (same inputs, same results, same updates). weir-launch sets the environment variables that
+/// FromEnvironment() reads.
+struct DistributedOptions {
+  int rank = 0;
+  /// Processes; 1 is a one-process session (no control plane, nothing below is used).
+  int world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  /// How long the ranks wait for each other: at start, and for a job that another rank has not compiled.
+  std::chrono::milliseconds rendezvous_timeout{300000};
+  /// Bounds every collective between processes; past it the call fails naming the collective.
+  std::chrono::milliseconds collective_timeout{180000};
+  /// This process's address for the data plane (Gloo); empty: the address of the interface that
+  /// reaches the master.
+  std::string address;
+
+  /// RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT and WEIR_RDZV_TIMEOUT (seconds), as weir-launch and
+  /// torchrun set them; a one-process session when WORLD_SIZE is unset. Throws std::invalid_argument
+  /// naming the variable for a value that is not a number in range.
+  static DistributedOptions FromEnvironment();
+};
+
 struct SessionOptions {
   /// CAF scheduler threads (actor work and the kernels they run); 0 means one per four cores, at
   /// least one. Large kernels also use every core through Weir's intra-op pool.
@@ -99,6 +127,8 @@ struct SessionOptions {
   std::chrono::milliseconds watchdog_timeout{300000};
   /// Receives the watchdog's report instead of stderr (tests, logging).
   std::function<void(const std::string&)> watchdog_handler;
+  /// Several processes; the default is one.
+  DistributedOptions distributed;
 };
 
 /// What a session really has (OneFlow's flow.current_resource()).
@@ -110,6 +140,9 @@ struct Resource {
   int threads_per_device = 1;
   /// Actor scheduler threads.
   int scheduler_threads = 1;
+  /// Processes of a distributed session and this one's rank.
+  int processes = 1;
+  int rank = 0;
 };
 
 /// Runs jobs. Thread-safe: several threads may call one session. Destroying a session completes

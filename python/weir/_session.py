@@ -33,6 +33,7 @@ class ResourceConfig:
         self.machine_num = 1
         self.compute_thread_pool_size = None
         self.watchdog_timeout = 300.0  # seconds; flow.config.watchdog_timeout
+        self.collective_timeout = 180.0  # seconds; flow.config.collective_timeout
         self.options = {}  # every other documented knob, recorded as given
 
 
@@ -131,16 +132,48 @@ class OwedCallbacks:
             raise error
 
 
-def _warn_if_launched_on_several_processes() -> None:
-    """weir-launch (and torchrun) set WORLD_SIZE; until sessions span processes, say so once
-    rather than let N processes train N independent models silently (docs/distributed.md)."""
-    world = os.environ.get("WORLD_SIZE", "1")
-    if world.isdigit() and int(world) > 1:
-        print(
-            f"[weir] WORLD_SIZE={world}, but sessions do not span processes yet: rank "
-            f"{os.environ.get('RANK', '?')} runs a one-process session of its own (docs/distributed.md)",
-            file=sys.stderr,
-        )
+def _env_int(name: str, default: int, low: int, high: int) -> int:
+    text = os.environ.get(name, "")
+    if text == "":
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not low <= value <= high:
+        raise ValueError(f"environment variable {name}: expected an integer in [{low}, {high}], got {text!r}")
+    return value
+
+
+def distributed_options() -> dict:
+    """The processes this session spans (docs/distributed.md): weir-launch's (and torchrun's) RANK,
+    WORLD_SIZE, MASTER_ADDR, MASTER_PORT and WEIR_RDZV_TIMEOUT when WORLD_SIZE is set; otherwise
+    OneFlow's ``flow.env.machine([...])`` with ``flow.env.ctrl_port(p)``: one process per machine,
+    machine 0 the master, this one's rank WEIR_NODE_RANK or the position of its own address in the
+    list. An empty dict: one process."""
+    from weir import env as flow_env
+
+    if os.environ.get("WORLD_SIZE", "") != "":
+        world = _env_int("WORLD_SIZE", 1, 1, 1 << 20)
+        if world == 1:
+            return {}
+        return {
+            "world_size": world,
+            "rank": _env_int("RANK", 0, 0, world - 1),
+            "master_addr": os.environ.get("MASTER_ADDR") or "127.0.0.1",
+            "master_port": _env_int("MASTER_PORT", 29500, 1, 65535),
+            "rendezvous_timeout_s": float(_env_int("WEIR_RDZV_TIMEOUT", 300, 1, 1 << 30)),
+        }
+    machines = flow_env.machines()
+    if len(machines) <= 1:
+        return {}
+    return {
+        "world_size": len(machines),
+        "rank": flow_env.node_rank(),
+        "master_addr": machines[0],
+        "master_port": flow_env.control_port(),
+        "rendezvous_timeout_s": float(_env_int("WEIR_RDZV_TIMEOUT", 300, 1, 1 << 30)),
+    }
 
 
 class _CSession(_C.Session):
@@ -187,7 +220,6 @@ class Session:
             if self._closed:
                 raise RuntimeError("this session was closed by flow.clear_default_session(); use the new default session")
             if self._c is None:
-                _warn_if_launched_on_several_processes()
                 threads = self.config.compute_thread_pool_size or 0
                 self._c = _CSession(
                     self.owed_callbacks,
@@ -195,6 +227,8 @@ class Session:
                     cpu_devices=self.config.cpu_device_num or 1,
                     gpu_devices=self.config.gpu_device_num or 0,
                     watchdog_timeout_s=self.config.watchdog_timeout,
+                    collective_timeout_s=self.config.collective_timeout,
+                    **distributed_options(),
                 )
             return self._c
 

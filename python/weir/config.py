@@ -10,7 +10,7 @@ from weir import _session
 
 __all__ = [
     "gpu_device_num", "cpu_device_num", "machine_num", "compute_thread_pool_size", "enable_debug_mode",
-    "enable_legacy_model_io", "legacy_model_io_enabled", "load_library", "load_library_now", "watchdog_timeout",
+    "enable_legacy_model_io", "legacy_model_io_enabled", "load_library", "load_library_now", "watchdog_timeout", "collective_timeout",
 ]
 
 
@@ -66,6 +66,16 @@ def watchdog_timeout(seconds):
     config = _config("watchdog_timeout")
     if config is not None:
         config.watchdog_timeout = float(seconds)
+
+
+def collective_timeout(seconds):
+    """Weir's own: in a session of several processes, a collective between them that does not complete
+    within this many seconds (a rank that hangs) fails the call, naming the collective. Default 180."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0:
+        raise ValueError(f"flow.config.collective_timeout: expected a number of seconds > 0, got {seconds!r}")
+    config = _config("collective_timeout")
+    if config is not None:
+        config.collective_timeout = float(seconds)
 
 
 def enable_debug_mode(val=True):

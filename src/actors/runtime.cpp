@@ -1,6 +1,8 @@
 // CAF hosting of plans: executors are CAF event-based actors, each hosting one or more tasks.
 #include "actors/runtime.hpp"
 
+#include "common/intra_op_pool.hpp"
+
 #include <algorithm>
 
 #include <atomic>
@@ -72,6 +74,7 @@ struct JobRuntime::Impl {
   Dispatcher* dispatcher = nullptr;
   RuntimeOptions options;
   std::unique_ptr<RegisterStore> store;
+  std::shared_ptr<ProcessGroup> processes;  // declared before the tasks: their kernels use it
   std::vector<std::unique_ptr<Task>> tasks;
   std::vector<int> task_executor;         // executor index of each task
   std::vector<std::vector<int>> hosted;   // tasks of each executor
@@ -344,8 +347,7 @@ class Executor final : public caf::event_based_actor, public MessageSink {
 // that only add inter-op parallelism, which is worth a thread per four cores. On two cores: one
 // actor thread, one pool worker, nothing spinning against the callback or caller threads.
 int DefaultThreads() {
-  const unsigned cores = std::thread::hardware_concurrency();
-  return std::max(1, static_cast<int>(cores) / 4);
+  return std::max(1, UsableCores() / 4);
 }
 
 }  // namespace
@@ -382,8 +384,14 @@ int Runtime::SchedulerThreads() const {
 }
 
 std::unique_ptr<JobRuntime> Runtime::Instantiate(std::shared_ptr<const Plan> plan, Dispatcher& dispatcher,
-                                                 const VariableResolver& variables) {
+                                                 const VariableResolver& variables,
+                                                 std::shared_ptr<ProcessGroup> processes) {
+  if (plan->process_collectives && processes == nullptr) {
+    throw std::invalid_argument(fmt::format("[runtime] job '{}' has collectives across processes but no process group",
+                                            plan->job_name));
+  }
   auto job = std::make_shared<JobRuntime::Impl>();
+  job->processes = std::move(processes);
   job->plan = std::move(plan);
   job->dispatcher = &dispatcher;
   job->options = options_;
@@ -392,7 +400,7 @@ std::unique_ptr<JobRuntime> Runtime::Instantiate(std::shared_ptr<const Plan> pla
   JobRuntime::Impl* raw = job.get();  // tasks die with the Impl, so the raw pointer stays valid
   for (const TaskDesc& desc : p.tasks) {
     job->tasks.push_back(std::make_unique<Task>(
-        p, desc, *job->store, [raw](CallRecord* call) { raw->CallDone(call); }, job->instrument));
+        p, desc, *job->store, [raw](CallRecord* call) { raw->CallDone(call); }, job->instrument, job->processes.get()));
   }
 
   if (options_.hosting == Hosting::kActorPerStream) {

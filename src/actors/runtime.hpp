@@ -41,8 +41,11 @@ class Runtime {
 
   /// Allocates the plan's registers, creates its kernels and spawns its executors.
   /// `variables` gives the storage of the session variables the plan uses.
+  /// `processes`: the group the plan's cross-process collectives run over (Plan::process_collectives),
+  /// kept alive by the job's runtime; null in a one-process session.
   std::unique_ptr<JobRuntime> Instantiate(std::shared_ptr<const Plan> plan, Dispatcher& dispatcher,
-                                          const VariableResolver& variables);
+                                          const VariableResolver& variables,
+                                          std::shared_ptr<ProcessGroup> processes = nullptr);
   const RuntimeOptions& Options() const { return options_; }
   int SchedulerThreads() const;
 

@@ -29,8 +29,9 @@ class Task {
   /// `on_call_done` is the sink's way out: it receives each call once the outputs are in place.
   /// `instrument` (owned by the job's runtime) says whether firings are timed into Counters()
   /// (kInstrumentProfile) and recorded into Firings() (kInstrumentTrace).
+  /// `processes` (may be null) is what the job's cross-process collective kernels run over.
   Task(const Plan& plan, const TaskDesc& desc, RegisterStore& store, std::function<void(CallRecord*)> on_call_done,
-       const std::atomic<std::uint8_t>& instrument);
+       const std::atomic<std::uint8_t>& instrument, ProcessGroup* processes = nullptr);
 
   TaskProtocol& Protocol() { return protocol_; }
   const TaskDesc& Desc() const { return desc_; }

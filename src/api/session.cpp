@@ -18,6 +18,7 @@
 
 #include "actors/dispatcher.hpp"
 #include "actors/runtime.hpp"
+#include "api/cluster.hpp"
 #include "api/trace.hpp"
 #include "api/variable_store.hpp"
 #include "common/intra_op_pool.hpp"
@@ -177,6 +178,7 @@ SessionOptions ResolveDevices(SessionOptions options) {
   }
   // Every device needs an actor thread of its own to compute beside the others.
   if (options.scheduler_threads == 0 && options.cpu_devices > 1) options.scheduler_threads = options.cpu_devices;
+  ValidateDistributedOptions(options.distributed);
   return options;
 }
 
@@ -184,6 +186,7 @@ class SessionImpl {
  public:
   explicit SessionImpl(const SessionOptions& options)
       : options_(ResolveDevices(options)),
+        cluster_(options_.distributed.world_size > 1 ? std::make_unique<Cluster>(options_.distributed) : nullptr),
         variables_(options.seed),
         dispatcher_(std::make_unique<Dispatcher>(options.max_calls_in_flight)),
         runtime_(std::make_unique<Runtime>(RuntimeOptions{
@@ -196,8 +199,7 @@ class SessionImpl {
   /// Each device's share of the cores; 0 (every core) with one device.
   int ThreadsPerDevice() const {
     if (options_.cpu_devices == 1) return 0;
-    const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-    return std::max(1, cores / options_.cpu_devices);
+    return std::max(1, UsableCores() / options_.cpu_devices);
   }
 
   Resource GetResource() const {
@@ -206,6 +208,10 @@ class SessionImpl {
     resource.gpu_devices = options_.gpu_devices;
     resource.threads_per_device = ThreadsPerDevice() == 0 ? IntraOpThreads() : ThreadsPerDevice();
     resource.scheduler_threads = runtime_->SchedulerThreads();
+    if (cluster_) {
+      resource.processes = cluster_->Size();
+      resource.rank = cluster_->Rank();
+    }
     return resource;
   }
 
@@ -434,6 +440,7 @@ class SessionImpl {
     int launching = 0;              // passed the gate, not yet launched; guarded by gate_mutex_
     std::shared_ptr<const OutputShape> output_shape;
     std::size_t order = 0;          // compile order, for profiles
+    bool across_processes = false;  // has collectives across processes (Plan::process_collectives)
   };
 
   /// The compiled jobs in the order they were compiled; with jobs_mutex_ held.
@@ -472,6 +479,14 @@ class SessionImpl {
     for (const Entry* other : entry.conflicts) {
       if (other->launching > 0 || other->runtime->CallsInFlight() > 0) return true;
     }
+    // Collectives across processes run one call at a time in a session (this job's or another's): every
+    // process then issues them in the same order (the plan's chain, call after call), which is what keeps
+    // blocking collectives from waiting on each other across processes.
+    if (entry.across_processes) {
+      for (const auto& [graph, other] : jobs_) {
+        if (other.across_processes && (other.launching > 0 || other.runtime->CallsInFlight() > 0)) return true;
+      }
+    }
     return false;
   }
 
@@ -483,9 +498,22 @@ class SessionImpl {
     plan_options.compute_streams = options_.cpu_compute_streams;
     plan_options.devices = options_.cpu_devices;
     plan_options.threads_per_device = ThreadsPerDevice();
+    plan_options.processes = cluster_ ? cluster_->Size() : 1;
     std::shared_ptr<const Plan> plan;
+    std::shared_ptr<ProcessGroup> processes;
     try {
-      plan = CompilePlan(job.Graph(), plan_options);
+      try {
+        plan = CompilePlan(job.Graph(), plan_options);
+      } catch (const std::exception&) {
+        if (cluster_) cluster_->PublishCompileFailure(job.Name(), compiled_count_++);  // the others fail at once
+        throw;
+      }
+      if (cluster_) {
+        // Every process compiles its jobs in the same order; the n-th must be the same everywhere.
+        cluster_->CheckSamePlan(*plan, compiled_count_);
+        if (plan->process_collectives) processes = cluster_->MakeJobGroup(*plan, compiled_count_);
+        ++compiled_count_;
+      }
     } catch (const std::invalid_argument& error) {
       // Nothing of the job is kept: the session stays usable for every other job.
       throw std::invalid_argument(fmt::format("[session] job '{}' does not compile: {}", job.Name(), error.what()));
@@ -513,8 +541,10 @@ class SessionImpl {
     Entry entry{job, nullptr, {plan->variables_read.begin(), plan->variables_read.end()},
                 {plan->variables_written.begin(), plan->variables_written.end()}, {}, 0, std::move(output_shape),
                 jobs_.size()};
+    entry.across_processes = plan->process_collectives;
     entry.runtime = runtime_->Instantiate(std::move(plan), *dispatcher_,
-                                          [this](const std::string& name) { return variables_.Find(name); });
+                                          [this](const std::string& name) { return variables_.Find(name); },
+                                          std::move(processes));
     entry.runtime->SetCallDoneHook([this] {
       if (gate_waiters_.load() > 0) {
         { std::lock_guard lock(gate_mutex_); }  // a waiter is either asleep or has not checked yet
@@ -540,6 +570,8 @@ class SessionImpl {
   }
 
   SessionOptions options_;
+  std::unique_ptr<Cluster> cluster_;  // several processes; outlives the jobs, whose groups use it
+  std::size_t compiled_count_ = 0;    // jobs compiled in a distributed session (guarded by jobs_mutex_)
   VariableStore variables_;
   std::mutex gate_mutex_;
   std::condition_variable gate_cv_;

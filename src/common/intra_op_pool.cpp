@@ -1,5 +1,9 @@
 #include "common/intra_op_pool.hpp"
 
+#include <sched.h>
+
+#include <cstdlib>
+
 #include <omp.h>
 
 #include <algorithm>
@@ -131,11 +135,24 @@ class Pool {
 };
 
 Pool& GetPool() {
-  static Pool pool(std::max(static_cast<int>(std::thread::hardware_concurrency()) - 1, 0));
+  static Pool pool(UsableCores() - 1);
   return pool;
 }
 
 }  // namespace
+
+int UsableCores() {
+  int cores = static_cast<int>(std::thread::hardware_concurrency());
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) cores = CPU_COUNT(&set);
+  if (const char* text = std::getenv("OMP_NUM_THREADS"); text != nullptr) {
+    char* end = nullptr;
+    const long limit = std::strtol(text, &end, 10);
+    if (end != text && *end == '\0' && limit >= 1) cores = std::min<long>(cores, limit);
+  }
+  return std::max(cores, 1);
+}
 
 namespace {
 thread_local int intra_op_thread_limit = 0;

@@ -12,6 +12,11 @@
 
 namespace weir::internal {
 
+/// The cores this process may use: its CPU affinity (taskset, cgroups' cpusets), capped by
+/// OMP_NUM_THREADS when that is set (as PyTorch honours it; weir-launch sets it to each rank's share
+/// when several ranks share a machine). At least 1.
+int UsableCores();
+
 /// Threads that run a ParallelFor: the caller plus the pool's workers (1 on a one-core machine),
 /// at most this thread's limit (SetIntraOpThreadLimit).
 int IntraOpThreads();

@@ -244,11 +244,24 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   if (options.devices < 1) {
     throw std::invalid_argument(fmt::format("[compile] devices must be at least 1, got {}", options.devices));
   }
+  if (options.processes < 1) {
+    throw std::invalid_argument(fmt::format("[compile] processes must be at least 1, got {}", options.processes));
+  }
   auto plan = std::make_shared<Plan>();
   plan->job_name = graph.name;
   plan->keep_alive = graph_ptr;
   plan->devices = options.devices;
   plan->mirrored = graph.config.view == LogicalView::kMirrored;
+  plan->processes = options.processes;
+  // What the mirrored view averages over its devices it also averages over the processes; the
+  // collective actors doing so run in one order (chained on the collective stream) in every process.
+  const bool across_processes = plan->mirrored && options.processes > 1;
+  if (!plan->mirrored && options.processes > 1 && graph.type == JobType::kTrain) {
+    plan->notices.push_back(fmt::format(
+        "job '{}' (consistent view) runs whole in each of the {} processes: every process computes the whole batch "
+        "and makes the same updates. The consistent view does not split work across processes yet; the mirrored "
+        "view is data parallel across them", graph.name, options.processes));
+  }
   for (int d = 0; d < options.devices; ++d) {
     for (int s = 0; s < options.compute_streams; ++s) {
       plan->streams.push_back({Device{Device::Kind::kCpu, d}, StreamKind::kCompute, s});
@@ -288,10 +301,11 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   }
 
   // Fused chains (graph/fusion.hpp): every node of a chain but the last runs inside the last one's
-  // kernel and gets no task. On several devices each weight gradient is averaged (mirrored) or summed
-  // (consistent) before its update, so the gradient's matmul cannot be fused with the update there.
+  // kernel and gets no task. On several devices (or processes) each weight gradient is averaged
+  // (mirrored) or summed (consistent) before its update, so the gradient's matmul cannot be fused with
+  // the update there.
   std::vector<FusedChain> chains = FindFusedChains(graph, live);
-  if (options.devices > 1) {
+  if (options.devices > 1 || across_processes) {
     std::erase_if(chains, [](const FusedChain& chain) { return chain.op_type == "matmul_sgd_update"; });
   }
   std::vector<int> chain_ending_at(graph.nodes.size(), -1);
@@ -315,7 +329,9 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
       plan->streams.push_back({Device::Cpu(), StreamKind::kCollective, 0});
     }
     const int devices = static_cast<int>(piece.registers.size());
-    const std::any& attrs = plan->fused_attrs.emplace_back(CollectiveAttrs{.op = ReduceOp::kMean, .devices = devices});
+    const std::any& attrs = plan->fused_attrs.emplace_back(
+        CollectiveAttrs{.op = ReduceOp::kMean, .devices = devices, .across_processes = across_processes});
+    plan->process_collectives = plan->process_collectives || across_processes;
     const int task = AddKernelTask(*plan, "all_reduce", fmt::format("all_reduce({})", info.name), &attrs,
                                    std::vector<TensorMeta>(static_cast<std::size_t>(devices), info.meta), {info.meta},
                                    collective_stream);
@@ -395,7 +411,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
                                          info.name, from.sbp.ToString()));
     }
     if (to == Sbp::S(0) && is_variable_register(from) && info.meta.shape.Rank() >= 1) return rows_of_variable(value, devices);
-    if (from.sbp.IsPartialSum() && to.IsSplit() && from.devices == devices) {
+    if (from.sbp.IsPartialSum() && to.IsSplit() && from.devices == devices && !across_processes) {
       // P -> S in shared memory: each device sums its own piece of every device's addend, all devices
       // at once (no collective actor, no whole sum): the reduce-scatter of the in-process backend.
       const std::vector<TensorMeta> metas = pieces_of(info.meta, to, devices.size());
@@ -415,11 +431,13 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
       return pieces;
     }
     if (!from.sbp.IsBroadcast() && to.IsSplit() && from.devices == devices) {  // piece to piece
+      // Across processes a reduce-scatter is one actor on the collective stream, chained in plan order.
       const bool partial = from.sbp.IsPartialSum();
+      plan->process_collectives = plan->process_collectives || (partial && across_processes);
       const std::vector<int> registers = boxing_task(
           partial ? "reduce_scatter" : "all_to_all", info.name,
           {.op = from.mean ? ReduceOp::kMean : ReduceOp::kSum, .devices = k, .axis = partial ? to.axis : from.sbp.axis,
-           .out_axis = to.axis},
+           .out_axis = to.axis, .across_processes = partial && across_processes},
           from.registers,
           partial ? std::vector<TensorMeta>(static_cast<std::size_t>(k), info.meta) : pieces_of(info.meta, from.sbp, from.registers.size()),
           pieces_of(info.meta, to, devices.size()));
@@ -428,8 +446,10 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     Placed whole = from;
     if (!from.sbp.IsBroadcast()) {  // gather or sum the pieces into one buffer
       const bool partial = from.sbp.IsPartialSum();
+      plan->process_collectives = plan->process_collectives || (partial && across_processes);
       whole.registers = boxing_task(partial ? "all_reduce" : "all_gather", info.name,
-                                    {.op = from.mean ? ReduceOp::kMean : ReduceOp::kSum, .devices = k_from, .axis = from.sbp.axis},
+                                    {.op = from.mean ? ReduceOp::kMean : ReduceOp::kSum, .devices = k_from,
+                                     .axis = from.sbp.axis, .across_processes = partial && across_processes},
                                     from.registers,
                                     partial ? std::vector<TensorMeta>(from.registers.size(), info.meta)
                                             : pieces_of(info.meta, from.sbp, from.registers.size()),

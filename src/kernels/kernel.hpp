@@ -14,6 +14,8 @@
 
 namespace weir::internal {
 
+class ProcessGroup;
+
 /// A kernel failed on the data of one call (e.g. a label out of range). It fails that call only.
 class KernelError : public std::runtime_error {
  public:
@@ -28,6 +30,9 @@ struct KernelSetup {
   std::span<const TensorMeta> inputs;
   std::span<const TensorMeta> outputs;
   Device device;
+  /// The processes of a distributed session that this job's cross-process collectives run over
+  /// (kernels/collectives/process_group.hpp); null in a one-process session.
+  ProcessGroup* processes = nullptr;
 
   template <typename Attrs> const Attrs& Get() const { return std::any_cast<const Attrs&>(*attrs); }
 };

@@ -21,39 +21,15 @@
 #include <vector>
 
 #include "distributed/control_plane.hpp"
+#include "test_watchdog.hpp"
 
 using namespace weir::internal;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using ClientPtr = std::unique_ptr<ControlPlaneClient>;
+using weir::testing::Watchdog;
 
 namespace {
-
-/// Ends the process (exit 124) when the scope is not left within `limit`.
-class Watchdog {
- public:
-  explicit Watchdog(std::chrono::seconds limit) : thread_([this, limit] {
-      std::unique_lock lock(mu_);
-      if (!cv_.wait_for(lock, limit, [this] { return done_; })) {
-        std::fprintf(stderr, "control plane test hung for %lld s: aborting\n", static_cast<long long>(limit.count()));
-        std::_Exit(124);
-      }
-    }) {}
-  ~Watchdog() {
-    {
-      std::lock_guard lock(mu_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::thread thread_;
-};
 
 ControlPlaneOptions Options(int port, int rank, int world, std::chrono::milliseconds timeout = 5000ms) {
   ControlPlaneOptions o;

@@ -25,10 +25,10 @@ these variables added to the launcher's environment:
     RANK = node_rank * N + LOCAL_RANK, LOCAL_RANK = 0 .. N-1, WORLD_SIZE = M * N,
     LOCAL_WORLD_SIZE = N, GROUP_RANK = node_rank, MASTER_ADDR, MASTER_PORT,
     WEIR_RDZV_TIMEOUT (--rdzv_timeout), and PYTHONUNBUFFERED=1 unless it is already set, so that
-    a Python rank's output shows as it prints rather than when a pipe's buffer fills.
-Sessions do not read these yet (the control plane in src/distributed is not joined to them, and
-there are no Gloo collectives): every rank runs its own one-process session, and a weir session
-started with WORLD_SIZE > 1 says so once (docs/distributed.md).
+    a Python rank's output shows as it prints rather than when a pipe's buffer fills. With several
+    ranks on the node, OMP_NUM_THREADS = (this machine's usable cores) / N unless it is set (torchrun
+    sets 1), so that the ranks share the cores instead of each using all of them.
+A Weir session reads these: the ranks form one distributed session (docs/distributed.md).
 
 Output. Every line a rank writes to stdout (stderr) is written to the launcher's stdout (stderr)
 as soon as the line is complete, prefixed with the rank's global rank as torchrun does,
@@ -203,6 +203,8 @@ class _Launcher:
                        GROUP_RANK=str(a.node_rank), MASTER_ADDR=a.master_addr,
                        MASTER_PORT=str(a.master_port), WEIR_RDZV_TIMEOUT=str(a.rdzv_timeout))
             env.setdefault("PYTHONUNBUFFERED", "1")
+            if a.nproc_per_node > 1:
+                env.setdefault("OMP_NUM_THREADS", str(max(1, len(os.sched_getaffinity(0)) // a.nproc_per_node)))
             log_dir = os.path.join(a.log_dir, f"rank_{rank}") if a.log_dir else None
             try:
                 if log_dir:

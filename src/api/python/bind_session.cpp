@@ -130,7 +130,8 @@ void BindSession(py::module_& m) {
   py::class_<PySession>(m, "Session")
       .def(py::init([](int scheduler_threads, int cpu_compute_streams, int max_calls_in_flight,
                        double shutdown_timeout_s, std::uint64_t seed, int cpu_devices, int gpu_devices,
-                       double watchdog_timeout_s) {
+                       double watchdog_timeout_s, int rank, int world_size, std::string master_addr,
+                       int master_port, double rendezvous_timeout_s, double collective_timeout_s) {
              SessionOptions options;
              options.cpu_devices = cpu_devices;
              options.gpu_devices = gpu_devices;
@@ -140,11 +141,23 @@ void BindSession(py::module_& m) {
              options.shutdown_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(shutdown_timeout_s * 1000));
              options.seed = seed;
              options.watchdog_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(watchdog_timeout_s * 1000));
+             options.distributed.rank = rank;
+             options.distributed.world_size = world_size;
+             options.distributed.master_addr = std::move(master_addr);
+             options.distributed.master_port = master_port;
+             options.distributed.rendezvous_timeout =
+                 std::chrono::milliseconds(static_cast<std::int64_t>(rendezvous_timeout_s * 1000));
+             options.distributed.collective_timeout =
+                 std::chrono::milliseconds(static_cast<std::int64_t>(collective_timeout_s * 1000));
+             // Connecting waits for the other ranks: let other Python threads run meanwhile.
+             py::gil_scoped_release release;
              return std::make_unique<PySession>(options);
            }),
            py::arg("scheduler_threads") = 0, py::arg("cpu_compute_streams") = 1, py::arg("max_calls_in_flight") = 128,
            py::arg("shutdown_timeout_s") = 30.0, py::arg("seed") = 0, py::arg("cpu_devices") = 1,
-           py::arg("gpu_devices") = 0, py::arg("watchdog_timeout_s") = 300.0)
+           py::arg("gpu_devices") = 0, py::arg("watchdog_timeout_s") = 300.0, py::arg("rank") = 0,
+           py::arg("world_size") = 1, py::arg("master_addr") = "127.0.0.1", py::arg("master_port") = 29500,
+           py::arg("rendezvous_timeout_s") = 300.0, py::arg("collective_timeout_s") = 180.0)
       .def("resource",
            [](PySession& self) {
              const Resource r = self.Get().GetResource();
@@ -154,6 +167,8 @@ void BindSession(py::module_& m) {
              d["gpu_device_num"] = r.gpu_devices;
              d["threads_per_device"] = r.threads_per_device;
              d["scheduler_threads"] = r.scheduler_threads;
+             d["process_num"] = r.processes;
+             d["rank"] = r.rank;
              return d;
            })
       .def("close", &PySession::Close)

@@ -15,6 +15,10 @@ struct CollectiveAttrs {
   /// -1: one actor for every device. Otherwise this device's part of a collective that each device
   /// runs itself on its own stream (the in-process reduce_scatter: each device sums its piece).
   int rank = -1;
+  /// Also across the processes of a distributed session: after combining this process's pieces, each
+  /// result is all-reduced (op) over the processes (KernelSetup::processes). The mirrored view's
+  /// gradient averaging: the mean of the processes' means is the mean over every device.
+  bool across_processes = false;
 };
 
 }  // namespace weir::internal

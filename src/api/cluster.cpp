@@ -1,0 +1,156 @@
+#include "api/cluster.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "distributed/control_plane.hpp"
+#include "distributed/gloo_process_group.hpp"
+
+namespace weir {
+
+namespace {
+
+// A whole decimal number in [low, high] from the environment variable `name`, or `fallback` when unset.
+long long FromEnv(const char* name, long long fallback, long long low, long long high) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  char* end = nullptr;
+  const long long value = std::strtoll(text, &end, 10);
+  if (*end != '\0' || value < low || value > high) {
+    throw std::invalid_argument(fmt::format("[distributed] environment variable {}: expected an integer in [{}, {}], got '{}'",
+                                            name, low, high, text));
+  }
+  return value;
+}
+
+}  // namespace
+
+DistributedOptions DistributedOptions::FromEnvironment() {
+  DistributedOptions options;
+  options.world_size = static_cast<int>(FromEnv("WORLD_SIZE", 1, 1, 1 << 20));
+  options.rank = static_cast<int>(FromEnv("RANK", 0, 0, options.world_size - 1));
+  if (const char* addr = std::getenv("MASTER_ADDR"); addr != nullptr && *addr != '\0') options.master_addr = addr;
+  options.master_port = static_cast<int>(FromEnv("MASTER_PORT", options.master_port, 1, 65535));
+  options.rendezvous_timeout = std::chrono::seconds(FromEnv("WEIR_RDZV_TIMEOUT", 300, 1, 1 << 30));
+  return options;
+}
+
+namespace internal {
+
+void ValidateDistributedOptions(const DistributedOptions& options) {
+  auto fail = [](std::string_view field, std::string_view expected, const auto& got) {
+    throw std::invalid_argument(fmt::format("[DistributedOptions] {}: expected {}, got {}", field, expected, got));
+  };
+  if (options.world_size < 1) fail("world_size", "at least 1", options.world_size);
+  if (options.rank < 0 || options.rank >= options.world_size) {
+    fail("rank", fmt::format("0 <= rank < world_size={}", options.world_size), options.rank);
+  }
+  if (options.master_port < 1 || options.master_port > 65535) fail("master_port", "1..65535", options.master_port);
+  if (options.rendezvous_timeout.count() <= 0) fail("rendezvous_timeout", "> 0 ms", options.rendezvous_timeout.count());
+  if (options.collective_timeout.count() <= 0) fail("collective_timeout", "> 0 ms", options.collective_timeout.count());
+}
+
+namespace {
+
+ControlPlaneOptions ControlPlaneOptionsOf(const DistributedOptions& options) {
+  ControlPlaneOptions cp;
+  cp.master_addr = options.master_addr;
+  cp.master_port = options.master_port;
+  cp.rank = options.rank;
+  cp.world_size = options.world_size;
+  cp.rendezvous_timeout = options.rendezvous_timeout;
+  return cp;
+}
+
+// FNV-1a of the plan's structure: its actors, their ops, streams and registers (ToDot has them all).
+std::string Fingerprint(const Plan& plan) {
+  std::uint64_t hash = 14695981039346656037ull;
+  for (const char c : plan.ToDot()) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ull;
+  }
+  return fmt::format("{:016x}", hash);
+}
+
+}  // namespace
+
+Cluster::Cluster(const DistributedOptions& options) : options_(options) {
+  ValidateDistributedOptions(options_);
+  const ControlPlaneOptions cp = ControlPlaneOptionsOf(options_);
+  if (options_.rank == 0) server_ = std::make_unique<ControlPlaneServer>(cp);
+  client_ = ControlPlaneClient::Connect(cp);
+  address_ = options_.address.empty() ? LocalAddressTowards(options_.master_addr) : options_.address;
+}
+
+Cluster::~Cluster() {
+  try {
+    client_->Barrier("weir/session/close", options_.rendezvous_timeout);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "[weir] rank %d: closing the distributed session without the other ranks: %s\n", options_.rank,
+                 error.what());
+  }
+  client_.reset();
+  server_.reset();
+}
+
+namespace {
+constexpr std::string_view kCompileFailed = "compile failed";
+std::string PlanKey(std::size_t order, int rank) { return fmt::format("weir/plan/{}/{}", order, rank); }
+}  // namespace
+
+void Cluster::PublishCompileFailure(const std::string& job_name, std::size_t order) {
+  try {
+    client_->Set(PlanKey(order, options_.rank), fmt::format("{}\n{}", job_name, kCompileFailed));
+  } catch (const std::exception&) {
+    // The compile error this follows is what the caller sees.
+  }
+}
+
+void Cluster::CheckSamePlan(const Plan& plan, std::size_t order) {
+  const std::string mine = plan.job_name + "\n" + Fingerprint(plan);
+  client_->Set(PlanKey(order, options_.rank), mine);
+  std::vector<std::string> differ;
+  std::string first;
+  for (int rank = 0; rank < options_.world_size; ++rank) {
+    std::string theirs;
+    try {
+      theirs = client_->Get(PlanKey(order, rank), options_.rendezvous_timeout);
+    } catch (const ControlPlaneError& error) {
+      throw std::runtime_error(fmt::format("[distributed] job '{}' (job #{} compiled here): rank {} did not compile a "
+                                           "job #{}: {}", plan.job_name, order + 1, rank, order + 1, error.what()));
+    }
+    const std::string name = theirs.substr(0, theirs.find('\n'));
+    if (theirs.ends_with(kCompileFailed)) {
+      throw std::runtime_error(fmt::format("[distributed] job '{}': rank {} could not compile its job #{} ('{}'); see "
+                                           "that rank's error", plan.job_name, rank, order + 1, name));
+    }
+    if (rank == 0) first = theirs;
+    if (theirs != first) differ.push_back(fmt::format("rank {} compiled '{}'", rank, name));
+  }
+  if (!differ.empty()) {
+    throw std::invalid_argument(fmt::format(
+        "[distributed] job '{}' differs between processes: as job #{} rank 0 compiled '{}', and {} with a different plan "
+        "(every process must define and call the same jobs with the same shapes, placements and options)",
+        plan.job_name, order + 1, first.substr(0, first.find('\n')), fmt::join(differ, ", ")));
+  }
+}
+
+std::shared_ptr<ProcessGroup> Cluster::MakeJobGroup(const Plan& plan, std::size_t order) {
+  GlooGroupOptions gloo;
+  gloo.prefix = fmt::format("weir/gloo/{}", order);
+  gloo.address = address_;
+  gloo.timeout = options_.collective_timeout;
+  try {
+    return MakeGlooProcessGroup(*client_, gloo);
+  } catch (const std::exception& error) {
+    throw std::runtime_error(fmt::format("[distributed] job '{}': connecting its processes failed: {}", plan.job_name,
+                                         error.what()));
+  }
+}
+
+}  // namespace internal
+}  // namespace weir

@@ -1,0 +1,51 @@
+#pragma once
+// A session's side of several processes (DistributedOptions): the control plane (rank 0 hosts it),
+// the check that every rank compiled the same plan for each job, and a Gloo group for each job whose
+// collectives span the processes.
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "actors/plan.hpp"
+#include "kernels/collectives/process_group.hpp"
+#include "weir/session.hpp"
+
+namespace weir::internal {
+
+class ControlPlaneServer;
+class ControlPlaneClient;
+
+/// Throws std::invalid_argument naming the field, what it expects and what it got.
+void ValidateDistributedOptions(const DistributedOptions& options);
+
+class Cluster {
+ public:
+  /// Rank 0 starts the master; every rank connects and waits for the others (rendezvous_timeout).
+  explicit Cluster(const DistributedOptions& options);
+  /// Waits (at most `close_timeout`) until every rank closes its session, so that the master does not go
+  /// away under a rank still finishing its last call; a rank that cannot wait says so on stderr.
+  ~Cluster();
+  Cluster(const Cluster&) = delete;
+  Cluster& operator=(const Cluster&) = delete;
+
+  int Rank() const { return options_.rank; }
+  int Size() const { return options_.world_size; }
+
+  /// Every rank publishes a fingerprint of the plan it compiled as its `order`-th job and compares
+  /// all of them; throws std::invalid_argument naming the job and the ranks that differ. A rank that
+  /// never compiles that job is a std::runtime_error after rendezvous_timeout.
+  void CheckSamePlan(const Plan& plan, std::size_t order);
+  /// This rank could not compile its `order`-th job: the other ranks' CheckSamePlan fails at once.
+  void PublishCompileFailure(const std::string& job_name, std::size_t order);
+  /// The Gloo group of the `order`-th job (every rank makes it when compiling that job).
+  std::shared_ptr<ProcessGroup> MakeJobGroup(const Plan& plan, std::size_t order);
+
+ private:
+  DistributedOptions options_;
+  std::string address_;  // this rank's data-plane address
+  std::unique_ptr<ControlPlaneServer> server_;
+  std::unique_ptr<ControlPlaneClient> client_;
+};
+
+}  // namespace weir::internal

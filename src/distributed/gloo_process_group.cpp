@@ -1,0 +1,185 @@
+// The Gloo backend of ProcessGroup: a rendezvous context over the control plane's store, Gloo's ring
+// all-reduce and one-to-all broadcast on buffers in place, and errors that name the collective and the
+// rank that was lost.
+#include "distributed/gloo_process_group.hpp"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <thread>
+
+#include <gloo/allreduce.h>
+#include <gloo/broadcast.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+
+namespace weir::internal {
+namespace {
+
+/// Gloo's rendezvous store over the control plane: Gloo's keys under the group's prefix, values as
+/// byte strings; waits bounded by the group's timeout (Gloo's own default is 30 s).
+class ControlPlaneStore final : public gloo::rendezvous::Store {
+ public:
+  ControlPlaneStore(ControlPlaneClient& control_plane, std::string prefix, std::chrono::milliseconds timeout)
+      : control_plane_(control_plane), prefix_(std::move(prefix)), timeout_(timeout) {}
+
+  void set(const std::string& key, const std::vector<char>& data) override {
+    control_plane_.Set(Key(key), std::string(data.begin(), data.end()), timeout_);
+  }
+  std::vector<char> get(const std::string& key) override {
+    const std::string value = control_plane_.Get(Key(key), timeout_);
+    return {value.begin(), value.end()};
+  }
+  void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+    std::vector<std::string> prefixed;
+    for (const std::string& key : keys) prefixed.push_back(Key(key));
+    control_plane_.Wait(prefixed, timeout);
+  }
+
+ private:
+  std::string Key(const std::string& key) const { return prefix_ + "/" + key; }
+
+  ControlPlaneClient& control_plane_;
+  std::string prefix_;
+  std::chrono::milliseconds timeout_;
+};
+
+class GlooProcessGroup final : public ProcessGroup {
+ public:
+  GlooProcessGroup(ControlPlaneClient& control_plane, std::shared_ptr<gloo::Context> context)
+      : control_plane_(control_plane), context_(std::move(context)) {}
+
+  std::string_view Backend() const override { return "gloo"; }
+  int Rank() const override { return context_->rank; }
+  int Size() const override { return context_->size; }
+
+  void AllReduce(const TensorView& tensor, ReduceOp op, std::string_view what) override {
+    Guarded("all-reduce", what, [&] {
+      switch (tensor.GetDType()) {
+        case DType::kF32: return AllReduceAs<float>(tensor, op);
+        case DType::kF64: return AllReduceAs<double>(tensor, op);
+        case DType::kI32: return AllReduceAs<std::int32_t>(tensor, op);
+        case DType::kI64: return AllReduceAs<std::int64_t>(tensor, op);
+        default:
+          throw std::invalid_argument(fmt::format("all-reduce of {} is not supported (f32, f64, i32, i64 are)",
+                                                  tensor.GetDType()));
+      }
+    });
+  }
+
+  void Broadcast(const TensorView& tensor, int root, std::string_view what) override {
+    if (root < 0 || root >= Size()) {
+      throw std::invalid_argument(fmt::format("[gloo] broadcast {}: root must be in [0, {}), got {}", what, Size(), root));
+    }
+    Guarded("broadcast", what, [&] {
+      if (tensor.NumElements() == 0) return;
+      gloo::BroadcastOptions options(context_);
+      options.setOutput(static_cast<std::uint8_t*>(tensor.data), tensor.meta->NumBytes());
+      options.setRoot(root);
+      options.setTag(NextTag());
+      gloo::broadcast(options);
+    });
+  }
+
+ private:
+  template <typename T>
+  void AllReduceAs(const TensorView& tensor, ReduceOp op) {
+    const auto elements = static_cast<std::size_t>(tensor.NumElements());
+    if (elements == 0) return;
+    gloo::AllreduceOptions options(context_);
+    options.setOutput(tensor.As<T>(), elements);
+    options.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, std::size_t)>(&gloo::sum<T>));
+    options.setTag(NextTag());
+    gloo::allreduce(options);
+    if (op == ReduceOp::kMean) {
+      T* data = tensor.As<T>();
+      const T size = static_cast<T>(Size());
+      for (std::size_t i = 0; i < elements; ++i) data[i] /= size;
+    }
+  }
+
+  // Tags tell Gloo's messages of consecutive collectives apart; every rank counts them the same way.
+  std::uint32_t NextTag() { return next_tag_++; }
+
+  // Gloo's errors name a socket; ours name the collective, this rank and the rank that was lost (the
+  // control plane sees a dead peer's connection close at about the time Gloo does, so wait a little
+  // for its notice).
+  template <typename Fn>
+  void Guarded(std::string_view kind, std::string_view what, Fn&& fn) {
+    try {
+      fn();
+    } catch (const std::invalid_argument& error) {
+      throw std::invalid_argument(fmt::format("[gloo] rank {}: {} {}: {}", Rank(), kind, what, error.what()));
+    } catch (const std::exception& error) {
+      std::vector<int> lost = control_plane_.LostRanks();
+      for (int i = 0; i < 40 && lost.empty(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        lost = control_plane_.LostRanks();
+      }
+      const std::string who = lost.empty() ? std::string("no rank was reported lost")
+                                           : fmt::format("rank {} lost", fmt::join(lost, ", "));
+      throw std::runtime_error(fmt::format("[gloo] rank {}: {} {} failed ({}): {}", Rank(), kind, what, who, error.what()));
+    }
+  }
+
+  ControlPlaneClient& control_plane_;
+  std::shared_ptr<gloo::Context> context_;
+  std::uint32_t next_tag_ = 0;
+};
+
+}  // namespace
+
+std::string LocalAddressTowards(const std::string& host) {
+  sockaddr_in remote{};
+  remote.sin_family = AF_INET;
+  remote.sin_port = htons(9);  // any port: connecting a UDP socket sends nothing
+  if (inet_pton(AF_INET, host.c_str(), &remote.sin_addr) != 1) {
+    throw ControlPlaneError(fmt::format("[control plane] master address '{}' is not an IPv4 address", host));
+  }
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  if (fd < 0) throw ControlPlaneError("[control plane] cannot open a socket to find the local address");
+  sockaddr_in local{};
+  socklen_t length = sizeof(local);
+  const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&remote), sizeof(remote)) == 0 &&
+                  getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0;
+  close(fd);
+  if (!ok) throw ControlPlaneError(fmt::format("[control plane] no route from this machine to '{}'", host));
+  char text[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text));
+  return text;
+}
+
+std::unique_ptr<ProcessGroup> MakeGlooProcessGroup(ControlPlaneClient& control_plane, const GlooGroupOptions& options) {
+  if (options.prefix.empty()) throw std::invalid_argument("[gloo] GlooGroupOptions::prefix must not be empty");
+  if (options.address.empty()) throw std::invalid_argument("[gloo] GlooGroupOptions::address must not be empty");
+  if (options.timeout.count() <= 0) {
+    throw std::invalid_argument(fmt::format("[gloo] GlooGroupOptions::timeout must be positive, got {} ms",
+                                            options.timeout.count()));
+  }
+  gloo::transport::tcp::attr attr;
+  attr.hostname = options.address;
+  attr.ai_family = AF_INET;
+  std::shared_ptr<gloo::transport::Device> device = gloo::transport::tcp::CreateDevice(attr);
+  auto context = std::make_shared<gloo::rendezvous::Context>(control_plane.Rank(), control_plane.WorldSize());
+  context->setTimeout(options.timeout);
+  ControlPlaneStore store(control_plane, options.prefix, options.timeout);
+  try {
+    context->connectFullMesh(store, device);
+  } catch (const ControlPlaneError&) {
+    throw;
+  } catch (const std::exception& error) {
+    throw ControlPlaneError(fmt::format("[gloo] rank {}: connecting group '{}' failed: {}", control_plane.Rank(),
+                                        options.prefix, error.what()));
+  }
+  return std::make_unique<GlooProcessGroup>(control_plane, std::move(context));
+}
+
+}  // namespace weir::internal

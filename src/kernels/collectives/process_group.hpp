@@ -1,0 +1,30 @@
+#pragma once
+// Collectives between the processes of a distributed session: one buffer per process (what the
+// collective actor of that process holds after combining its own devices' pieces). Backends: Gloo
+// for CPU devices (distributed/gloo_process_group.hpp), later NCCL between GPUs.
+//
+// Every process calls the same collectives in the same order (the planner chains a job's collective
+// actors, and a session runs one call with cross-process collectives at a time). `what` names the
+// collective (the actor's name) in errors. Every call is bounded by the group's timeout; a failure
+// (a lost peer, a timeout) throws std::runtime_error naming the collective and the peer when known.
+#include <string_view>
+
+#include "common/tensor_meta.hpp"
+#include "kernels/collectives/communicator.hpp"
+
+namespace weir::internal {
+
+class ProcessGroup {
+ public:
+  virtual ~ProcessGroup() = default;
+  /// "gloo", later "nccl".
+  virtual std::string_view Backend() const = 0;
+  virtual int Rank() const = 0;
+  virtual int Size() const = 0;
+  /// In place: `tensor` becomes op over every process's `tensor` (kMean divides by Size()).
+  virtual void AllReduce(const TensorView& tensor, ReduceOp op, std::string_view what) = 0;
+  /// In place: every process's `tensor` becomes process `root`'s.
+  virtual void Broadcast(const TensorView& tensor, int root, std::string_view what) = 0;
+};
+
+}  // namespace weir::internal
