@@ -1,0 +1,202 @@
+"""Sessions across processes (docs/distributed.md): real processes on 127.0.0.1 with free ports, started
+by weir-launch or directly with its environment. Mirrored training on 2 and 3 processes (and 2 processes
+x 2 devices) ends with the variables of one process on the whole batch; a consistent job runs whole in
+every process; a killed rank, jobs that differ, a rank that never comes and a port in use are clear
+errors within a bound. Every process run has a hard time limit."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+TIMEOUT_S = 120  # hard bound on every multi-process run
+
+# One program for every scenario, run the same on every rank (SPMD): argv = out_prefix view devices mode.
+PROGRAM = r'''
+import os, signal, sys, time
+import numpy as np
+import weir as flow
+import weir.typing as tp
+
+out, view, devices, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+world = int(os.environ.get("WORLD_SIZE", "1"))
+rank = int(os.environ.get("RANK", "0"))
+GLOBAL = 12
+flow.config.cpu_device_num(devices)
+flow.config.collective_timeout(20)
+config = flow.FunctionConfig()
+hidden = 16 + (rank if mode == "differ" else 0)
+
+if view == "mirrored":
+    config.default_logical_view(flow.scope.mirrored_view())
+    per = GLOBAL // (world * devices)
+    Images, Labels, Out = tp.ListNumpy.Placeholder((per, 8)), tp.ListNumpy.Placeholder((per,), dtype=flow.int32), tp.ListNumpy
+else:
+    Images, Labels, Out = tp.Numpy.Placeholder((GLOBAL, 8)), tp.Numpy.Placeholder((GLOBAL,), dtype=flow.int32), tp.Numpy
+
+@flow.global_function(type="train", function_config=config)
+def train(images: Images, labels: Labels) -> Out:
+    h = flow.layers.dense(images, hidden, activation=flow.nn.relu, name="hidden")
+    logits = flow.layers.dense(h, 4, name="output")
+    loss = flow.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
+    flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0.9).minimize(loss)
+    return loss
+
+rng = np.random.default_rng(0)
+for step in range(6):
+    x = rng.standard_normal((GLOBAL, 8)).astype(np.float32)
+    y = rng.integers(0, 4, GLOBAL).astype(np.int32)
+    if view == "mirrored":
+        first = rank * devices * per
+        loss = train([x[first + d * per: first + (d + 1) * per] for d in range(devices)],
+                     [y[first + d * per: first + (d + 1) * per] for d in range(devices)])
+    else:
+        loss = train(x, y)
+    if mode == "die" and rank == 1 and step == 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+    print(f"step {step} done", flush=True)
+resource = flow.current_resource()
+assert resource["process_num"] == world and resource["rank"] == rank, resource
+np.savez(f"{out}_{rank}.npz", **{k: v.numpy() for k, v in flow.checkpoint.get_all_variables().items()})
+'''
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def program(tmp_path):
+    path = tmp_path / "program.py"
+    path.write_text(PROGRAM)
+    return str(path)
+
+
+def _env(**extra):
+    env = dict(os.environ)
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(name, None)
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def _launch(program, nproc, *args, timeout=TIMEOUT_S):
+    command = [sys.executable, "-m", "weir.distributed.launch", "--nproc_per_node", str(nproc),
+               "--master_port", str(_free_port()), program, *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=_env())
+
+
+def _single(program, *args, **env):
+    return subprocess.run([sys.executable, program, *args], capture_output=True, text=True, timeout=TIMEOUT_S,
+                          env=_env(**env))
+
+
+def _variables(path):
+    with np.load(path) as data:
+        return {k: data[k] for k in data.files}
+
+
+def _assert_same(expected, got):
+    assert sorted(expected) == sorted(got)
+    for name in expected:
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+@pytest.fixture(scope="module")
+def one_process(tmp_path_factory):
+    """The variables one process with one device ends with, mirrored, on the whole batch."""
+    tmp = tmp_path_factory.mktemp("one")
+    path = tmp / "program.py"
+    path.write_text(PROGRAM)
+    done = _single(str(path), str(tmp / "one"), "mirrored", "1", "train")
+    assert done.returncode == 0, done.stderr
+    return _variables(tmp / "one_0.npz")
+
+
+@pytest.mark.parametrize("processes,devices", [(2, 1), (3, 1), (2, 2)])
+def test_mirrored_training_across_processes_matches_one_process(program, tmp_path, one_process, processes, devices):
+    done = _launch(program, processes, str(tmp_path / "run"), "mirrored", str(devices), "train")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("step 5 done") == processes
+    for rank in range(processes):
+        _assert_same(one_process, _variables(tmp_path / f"run_{rank}.npz"))
+
+
+def test_consistent_job_runs_whole_in_every_process(program, tmp_path):
+    alone = _single(program, str(tmp_path / "alone"), "consistent", "1", "train")
+    assert alone.returncode == 0, alone.stderr
+    done = _launch(program, 2, str(tmp_path / "run"), "consistent", "1", "train")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "runs whole in each of the 2 processes" in done.stderr
+    expected = _variables(tmp_path / "alone_0.npz")
+    for rank in range(2):
+        _assert_same(expected, _variables(tmp_path / f"run_{rank}.npz"))
+
+
+def test_killed_rank_fails_the_launcher_naming_it(program, tmp_path):
+    start = time.monotonic()
+    done = _launch(program, 2, str(tmp_path / "run"), "mirrored", "1", "die")
+    assert done.returncode == 128 + signal.SIGKILL, done.stdout + done.stderr
+    assert "weir-launch: rank 1" in done.stderr and "killed by SIGKILL" in done.stderr, done.stderr
+    assert time.monotonic() - start < 60
+
+
+def test_killed_rank_fails_the_survivors_call_naming_the_lost_rank(program, tmp_path):
+    """Without the launcher (which would stop rank 0 at once): rank 0's next collective fails."""
+    port = _free_port()
+    start = time.monotonic()
+    ranks = [subprocess.Popen([sys.executable, program, str(tmp_path / "run"), "mirrored", "1", "die"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=_env(RANK=r, WORLD_SIZE=2, MASTER_PORT=port, WEIR_RDZV_TIMEOUT=30))
+             for r in range(2)]
+    try:
+        outputs = [rank.communicate(timeout=TIMEOUT_S) for rank in ranks]
+    finally:
+        for rank in ranks:
+            rank.kill()
+    assert ranks[1].returncode == -signal.SIGKILL
+    assert ranks[0].returncode != 0
+    error = outputs[0][1]
+    assert "rank 1 lost" in error, error
+    assert "all_reduce(" in error, error  # names the collective
+    assert time.monotonic() - start < 60
+
+
+def test_jobs_that_differ_between_ranks_fail_naming_the_job(program, tmp_path):
+    done = _launch(program, 2, str(tmp_path / "run"), "mirrored", "1", "differ")
+    assert done.returncode != 0
+    assert "job 'train' differs between processes" in done.stderr, done.stderr
+
+
+def test_a_rank_that_never_comes_is_an_error_naming_it(program, tmp_path):
+    start = time.monotonic()
+    done = _single(program, str(tmp_path / "run"), "mirrored", "1", "train", RANK=0, WORLD_SIZE=2,
+                   MASTER_PORT=_free_port(), WEIR_RDZV_TIMEOUT=2)
+    assert done.returncode != 0
+    assert "waiting for 1 of 2 ranks" in done.stderr and "rank 1 never connected" in done.stderr, done.stderr
+    assert time.monotonic() - start < 30
+
+
+def test_a_port_in_use_is_an_error_at_once(program, tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        start = time.monotonic()
+        done = _single(program, str(tmp_path / "run"), "mirrored", "1", "train", RANK=0, WORLD_SIZE=2,
+                       MASTER_PORT=taken.getsockname()[1], WEIR_RDZV_TIMEOUT=60)
+    assert done.returncode != 0
+    assert "address already in use" in done.stderr, done.stderr
+    assert time.monotonic() - start < 20
+
+
+def test_bad_environment_names_the_variable(program, tmp_path):
+    done = _single(program, str(tmp_path / "run"), "mirrored", "1", "train", RANK=2, WORLD_SIZE=2)
+    assert done.returncode != 0
+    assert "environment variable RANK: expected an integer in [0, 1], got '2'" in done.stderr, done.stderr
