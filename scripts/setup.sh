@@ -7,7 +7,7 @@ packages=(
   build-essential meson ninja-build pkg-config cmake
   libcaf-dev libboost-dev libfmt-dev doctest-dev libdnnl-dev libopenblas-dev zlib1g-dev libgloo-dev
   python3-numpy python3-pybind11 pybind11-dev python3-dev python3-pytest python3-mesonpy
-  python3-venv python3-pip
+  python3-venv python3-pip iproute2
 )
 # The PyTorch peer for `make bench`; not needed to build or test.
 if [[ "${WEIR_BENCH_DEPS:-0}" == 1 ]]; then packages+=(python3-torch); fi

@@ -5,6 +5,8 @@ every process; a killed rank, jobs that differ, a rank that never comes and a po
 errors within a bound. Every process run has a hard time limit."""
 
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -200,3 +202,61 @@ def test_bad_environment_names_the_variable(program, tmp_path):
     done = _single(program, str(tmp_path / "run"), "mirrored", "1", "train", RANK=2, WORLD_SIZE=2)
     assert done.returncode != 0
     assert "environment variable RANK: expected an integer in [0, 1], got '2'" in done.stderr, done.stderr
+
+
+EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples",
+                       "python", "distributed_train.py")
+
+
+def _ip(*args):
+    return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30)
+
+
+def test_two_machines_in_network_namespaces_run_the_docs_distributed_train():
+    """Two "machines": network namespaces joined by a veth pair, each running the docs' program with
+    flow.env.machine set to the two namespaces' addresses (each finds its rank from its address).
+    Traffic goes only to those addresses; the namespaces (and with them the veth pair) are removed."""
+    if os.geteuid() != 0:
+        pytest.skip("making network namespaces needs root")
+    if shutil.which("ip") is None:
+        pytest.skip("the ip command (iproute2) is missing")
+    tag = os.getpid() % 100000
+    namespaces = [f"weir{tag}a", f"weir{tag}b"]
+    links = [f"wv{tag}a", f"wv{tag}b"]
+    addresses = [f"10.{200 + tag % 50}.{tag // 50 % 250}.1", f"10.{200 + tag % 50}.{tag // 50 % 250}.2"]
+    try:
+        steps = [("netns", "add", namespaces[0]), ("netns", "add", namespaces[1]),
+                 ("link", "add", links[0], "type", "veth", "peer", "name", links[1])]
+        for i in range(2):
+            steps += [("link", "set", links[i], "netns", namespaces[i]),
+                      ("-n", namespaces[i], "addr", "add", f"{addresses[i]}/24", "dev", links[i]),
+                      ("-n", namespaces[i], "link", "set", links[i], "up"),
+                      ("-n", namespaces[i], "link", "set", "lo", "up")]
+        for step in steps:
+            made = _ip(*step)
+            if made.returncode != 0:
+                pytest.skip(f"cannot make the network namespaces here: ip {' '.join(step)}: {made.stderr.strip()}")
+        env = _env()
+        env.pop("WEIR_NODE_RANK", None)
+        machines = ",".join(addresses)
+        ranks = [subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, EXAMPLE, "--machines", machines,
+                                   "--ctrl-port", "29500", "--max-steps", "41"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                 for ns in namespaces]
+        try:
+            outputs = [rank.communicate(timeout=TIMEOUT_S) for rank in ranks]
+        finally:
+            for rank in ranks:
+                rank.kill()
+        for rank, (out, err) in zip(ranks, outputs):
+            assert rank.returncode == 0, out + err
+        losses = []
+        for out, _ in outputs:
+            assert out.startswith("distributed config\n"), out
+            losses.append([float(line) for line in out.splitlines() if re.fullmatch(r"-?\d+\.\d+(e-?\d+)?", line)])
+        assert len(losses[0]) == 3  # steps 0, 20 and 40
+        assert losses[0] == losses[1]  # the consistent job runs whole on both machines
+        assert losses[0][-1] < losses[0][0]
+    finally:
+        for ns in namespaces:
+            _ip("netns", "del", ns)
