@@ -202,7 +202,9 @@ class Session {
   /// Assigns values to variables by name (OneFlow's load_variables). Unknown names are ignored
   /// unless `ignore_unknown` is false (then std::invalid_argument, and nothing is assigned).
   void SetVariables(const std::map<std::string, Tensor>& values, bool ignore_unknown = true);
-  /// Writes every variable (or those in `names`) as a checkpoint in OneFlow's layout, atomically.
+  /// Writes every variable (or those in `names`) as a checkpoint in OneFlow's layout, atomically. In a
+  /// distributed session rank 0 writes it (every process holds the same variables) and every rank
+  /// returns once it is written, so that a load that follows, on a shared file system, finds it.
   void SaveCheckpoint(const std::string& path, SaveOptions options = {}, const std::vector<std::string>& names = {});
   /// Loads the checkpoint at `path` into the variables of the jobs compiled so far (or only those
   /// in `names`). Variables it lacks keep their values (a warning names them); names it has that no

@@ -139,6 +139,33 @@ void Cluster::CheckSamePlan(const Plan& plan, std::size_t order) {
   }
 }
 
+void Cluster::OnRankZero(std::string_view what, const std::function<void()>& fn) {
+  const std::string key = fmt::format("weir/rank0/{}", rank_zero_runs_++);
+  if (options_.rank == 0) {
+    std::exception_ptr error;
+    std::string outcome = "ok";
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      error = std::current_exception();
+      outcome = e.what();
+    }
+    client_->Set(key, outcome);
+    if (error) std::rethrow_exception(error);
+    return;
+  }
+  std::string outcome;
+  try {
+    outcome = client_->Get(key, options_.rendezvous_timeout);
+  } catch (const ControlPlaneError& error) {
+    throw std::runtime_error(fmt::format("[distributed] rank {}: waiting for rank 0 to {}: {}", options_.rank, what,
+                                         error.what()));
+  }
+  if (outcome != "ok") {
+    throw std::runtime_error(fmt::format("[distributed] rank 0 failed to {}: {}", what, outcome));
+  }
+}
+
 std::shared_ptr<ProcessGroup> Cluster::MakeJobGroup(const Plan& plan, std::size_t order) {
   GlooGroupOptions gloo;
   gloo.prefix = fmt::format("weir/gloo/{}", order);

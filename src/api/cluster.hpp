@@ -4,6 +4,8 @@
 // collectives span the processes.
 #include <chrono>
 #include <cstddef>
+#include <functional>
+#include <string_view>
 #include <memory>
 #include <string>
 
@@ -38,6 +40,10 @@ class Cluster {
   void CheckSamePlan(const Plan& plan, std::size_t order);
   /// This rank could not compile its `order`-th job: the other ranks' CheckSamePlan fails at once.
   void PublishCompileFailure(const std::string& job_name, std::size_t order);
+  /// Rank 0 runs `fn` (writing a checkpoint once); every rank returns when it is done, and throws
+  /// std::runtime_error naming `what` when it failed on rank 0 (which rethrows its own error). Every
+  /// rank must call it in the same order.
+  void OnRankZero(std::string_view what, const std::function<void()>& fn);
   /// The Gloo group of the `order`-th job (every rank makes it when compiling that job).
   std::shared_ptr<ProcessGroup> MakeJobGroup(const Plan& plan, std::size_t order);
 
@@ -46,6 +52,7 @@ class Cluster {
   std::string address_;  // this rank's data-plane address
   std::unique_ptr<ControlPlaneServer> server_;
   std::unique_ptr<ControlPlaneClient> client_;
+  std::size_t rank_zero_runs_ = 0;
 };
 
 }  // namespace weir::internal

@@ -292,6 +292,7 @@ class SessionImpl {
   JobRuntime& Compiled(const Job& job) { return *CompiledEntry(job).runtime; }
 
   Dispatcher& GetDispatcher() { return *dispatcher_; }
+  Cluster* GetCluster() { return cluster_.get(); }
   VariableStore& Variables() { return variables_; }
 
   /// Runs `fn` while no call is in flight and none can start (variables are then safe to read and
@@ -680,6 +681,11 @@ void Session::SaveCheckpoint(const std::string& path, SaveOptions options, const
     }
     return selected;
   });
+  // In a distributed session every process holds the same variables: rank 0 writes them once.
+  if (internal::Cluster* cluster = impl_->GetCluster(); cluster != nullptr) {
+    cluster->OnRankZero(fmt::format("save the checkpoint '{}'", path), [&] { weir::SaveCheckpoint(path, values, options); });
+    return;
+  }
   weir::SaveCheckpoint(path, values, options);
 }
 

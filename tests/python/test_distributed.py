@@ -1,7 +1,7 @@
 """Sessions across processes (docs/distributed.md): real processes on 127.0.0.1 with free ports, started
 by weir-launch or directly with its environment. Mirrored training on 2 and 3 processes (and 2 processes
-x 2 devices) ends with the variables of one process on the whole batch; a consistent job runs whole in
-every process; a killed rank, jobs that differ, a rank that never comes and a port in use are clear
+x 2 devices) ends with the variables of one process on the whole batch, and a checkpoint saved once (by
+rank 0) loads on every rank; a consistent job runs whole in every process; a killed rank, jobs that differ, a rank that never comes and a port in use are clear
 errors within a bound. Every process run has a hard time limit."""
 
 import os
@@ -64,7 +64,14 @@ for step in range(6):
     print(f"step {step} done", flush=True)
 resource = flow.current_resource()
 assert resource["process_num"] == world and resource["rank"] == rank, resource
-np.savez(f"{out}_{rank}.npz", **{k: v.numpy() for k, v in flow.checkpoint.get_all_variables().items()})
+mine = flow.checkpoint.get_all_variables()
+np.savez(f"{out}_{rank}.npz", **{k: v.numpy() for k, v in mine.items()})
+if mode == "train":  # rank 0 writes the checkpoint once; every rank returns after it is written
+    flow.checkpoint.save(out + "_checkpoint")
+    loaded = flow.checkpoint.get(out + "_checkpoint")
+    assert sorted(loaded) == sorted(mine)
+    assert all(np.array_equal(loaded[k].numpy(), mine[k].numpy()) for k in mine)
+    print("checkpoint ok", flush=True)
 '''
 
 
@@ -127,6 +134,7 @@ def test_mirrored_training_across_processes_matches_one_process(program, tmp_pat
     done = _launch(program, processes, str(tmp_path / "run"), "mirrored", str(devices), "train")
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count("step 5 done") == processes
+    assert done.stdout.count("checkpoint ok") == processes
     for rank in range(processes):
         _assert_same(one_process, _variables(tmp_path / f"run_{rank}.npz"))
 
