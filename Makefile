@@ -77,6 +77,7 @@ bench: build venv
 	/usr/bin/python3 bench/compare_pytorch.py --build $(BUILD)
 	/usr/bin/python3 bench/async_pipeline.py --build $(BUILD)
 	/usr/bin/python3 bench/data_parallel.py
+	/usr/bin/python3 bench/multi_process.py --build $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(BUILD_SAN) $(VENV) .mesonpy-native-file.ini

@@ -6,7 +6,10 @@
                   (one device, every core, consistent view). --devices N --view mirrored: N CPU
                   devices, flow.scope.mirrored_view(), tp.ListNumpy placeholders of 100/N examples
                   per device. --devices N --view consistent: N CPU devices, the job written for the
-                  whole batch, the compiler splits it.
+                  whole batch, the compiler splits it. --processes N (bench/multi_process.py): N
+                  processes of one device and one core each (this process starts them with weir-launch's
+                  environment, each pinned to its core), the mirrored view, 100/N examples per process,
+                  gradients averaged over Gloo; rank 0's figures are reported.
   --config pipe   a two-stage MLP, stage 0 on device 0 and stage 1 on device 1 (flow.scope.placement),
                   predict (default) or train (--pipe-job), timed with sync calls (-> tp.Numpy) and
                   async calls (-> tp.Callback[tp.Numpy], then flow.sync_default_session()), alternated
@@ -20,7 +23,9 @@ import argparse
 import json
 import os
 import resource
+import socket
 import statistics
+import subprocess
 import sys
 import time
 
@@ -44,6 +49,7 @@ def parse_args():
     parser.add_argument("--config", choices=["dp", "pipe"], default="dp")
     parser.add_argument("--model", choices=["mlp", "lenet"], default="mlp")
     parser.add_argument("--devices", type=int, default=1)
+    parser.add_argument("--processes", type=int, default=1, help="processes of one device each (mirrored, Gloo)")
     parser.add_argument("--view", choices=["mirrored", "consistent"], default="mirrored")
     parser.add_argument("--pipe-job", choices=["predict", "train"], default="predict")
     parser.add_argument("--steps", type=int, default=-1, help="timed calls per repeat (default 300 MLP, 20 LeNet, 200 pipe)")
@@ -62,8 +68,10 @@ def parse_args():
         parser.error("--steps, --repeats and --devices must be >= 1")
     if args.config == "pipe" and args.devices not in (1, 2):
         parser.error("--config pipe: --devices must be 1 or 2")
-    if args.config == "dp" and BATCH % args.devices:
-        parser.error(f"--devices must divide the batch {BATCH}")
+    if args.config == "dp" and BATCH % (args.devices * args.processes):
+        parser.error(f"--devices x --processes must divide the batch {BATCH}")
+    if args.processes > 1 and (args.config != "dp" or args.devices != 1):
+        parser.error("--processes N needs --config dp and --devices 1")
     return args
 
 
@@ -112,10 +120,34 @@ def device_busy(prof, calls):
             [f"{device} {name} ({kind}) {ms:.3f}" for ms, device, name, kind in actors[:8]])
 
 
+def launch_processes(args):
+    """Runs this script as args.processes ranks (weir-launch's environment, rank r pinned to core r,
+    one intra-op thread each) and prints rank 0's output."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    cores = sorted(os.sched_getaffinity(0))
+    ranks = []
+    for rank in range(args.processes):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(args.processes), LOCAL_RANK=str(rank),
+                   LOCAL_WORLD_SIZE=str(args.processes), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                   OMP_NUM_THREADS="1")
+        core = cores[rank % len(cores)]
+        ranks.append(subprocess.Popen([sys.executable, *sys.argv], env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True,
+                                      preexec_fn=lambda core=core: os.sched_setaffinity(0, {core})))
+    outputs = [rank.communicate(timeout=600)[0] for rank in ranks]
+    if any(rank.returncode != 0 for rank in ranks):
+        sys.exit("data_parallel_worker: a rank failed:\n" + "\n".join(o[-2000:] for o in outputs))
+    sys.stdout.write(outputs[0])
+
+
 def data_parallel(args):
     model = mlp if args.model == "mlp" else lenet
-    mirrored = args.devices > 1 and args.view == "mirrored"
-    per_device = BATCH // args.devices if mirrored else BATCH
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    mirrored = (args.devices > 1 or world > 1) and args.view == "mirrored"
+    per_device = BATCH // (args.devices * world) if mirrored else BATCH
     if args.devices > 1:
         flow.config.cpu_device_num(args.devices)
     config = flow.FunctionConfig()
@@ -137,7 +169,8 @@ def data_parallel(args):
     for _ in range(POOL_BATCHES):
         images = random.random((BATCH, 1, 28, 28), dtype=np.float32)
         labels = random.integers(0, 10, BATCH, dtype=np.int32)
-        if mirrored:  # one contiguous piece per device, made before the clock starts
+        if mirrored:  # one contiguous piece per device (of this process's slice), made before the clock starts
+            images, labels = np.split(images, world)[rank], np.split(labels, world)[rank]
             batches.append(([np.ascontiguousarray(piece) for piece in np.split(images, args.devices)],
                             [np.ascontiguousarray(piece) for piece in np.split(labels, args.devices)]))
         else:
@@ -166,6 +199,8 @@ def data_parallel(args):
         profiled_ms = 1e3 * profiled_s / args.profile_steps
     median = statistics.median(samples)
     label = f"{args.devices} device(s)" + (f", {args.view}" if args.devices > 1 else "")
+    if world > 1:
+        label = f"{world} processes x 1 device, mirrored, Gloo"
     print(f"weir {args.model} train, {label}, batch {BATCH} ({per_device} per call piece): "
           f"{args.steps / median:.1f} steps/s, {1e3 * median / args.steps:.3f} ms/step (median of {args.repeats})")
     print(f"  threads (cores used during the timed runs): {', '.join(threads)}")
@@ -176,7 +211,7 @@ def data_parallel(args):
             print(f"    {line}")
     print(json.dumps({
         "bench": "data_parallel", "impl": "weir", "config": "dp", "model": args.model, "devices": args.devices,
-        "view": args.view if args.devices > 1 else "consistent", "batch": BATCH, "steps": args.steps,
+        "processes": world, "view": args.view if args.devices > 1 or world > 1 else "consistent", "batch": BATCH, "steps": args.steps,
         "repeats": args.repeats, "train_steps_per_s": round(args.steps / median, 2),
         "train_ms_per_step": round(1e3 * median / args.steps, 4),
         "busy_ms_per_step_by_device": busy, "all_reduce_ms_per_step": collective, "busiest_actors": top,
@@ -307,7 +342,9 @@ def pipeline(args):
 
 def main():
     args = parse_args()
-    if args.config == "dp":
+    if args.processes > 1 and "RANK" not in os.environ:
+        launch_processes(args)
+    elif args.config == "dp":
         data_parallel(args)
     else:
         pipeline(args)

@@ -1,0 +1,208 @@
+#!/usr/bin/python3
+"""Data parallelism across processes: Weir on Gloo vs PyTorch DDP on gloo, 2 processes x 1 core.
+
+Runs, each configuration in its own process(es), alternated and rotated over --reps rounds:
+  Weir (bench/data_parallel_worker.py, .venv/bin/python), the seeds' MLP and LeNet training, global
+        batch 100, SGD lr 0.1, random data fixed per run:
+          1 process    the default session: one device with every core
+          2 processes  --processes 2: two ranks (weir-launch's environment), each pinned to its own core
+                       with one intra-op thread, the mirrored view, 50 examples per process, gradients
+                       averaged over Gloo (TCP, 127.0.0.1)
+  PyTorch (bench/ddp_worker.py, /usr/bin/python3): DDP gloo 2 processes x 1 thread, each pinned to a
+          core, 50 examples per process (the same model, batch, processes and threads)
+  all-reduce (build/bench/allreduce_processes): f32 sum between 2 processes pinned to a core each,
+          1 KB .. 64 MB, through Weir's Gloo process group and through raw Gloo
+  sgemm: numpy -> OpenBLAS float32 2048^3 on 1 and 2 threads, the hardware limit.
+
+Prints the medians over the processes and the ratios: Weir 2 processes / PyTorch DDP (target >= 2.5)
+and Weir 2 processes / Weir 1 process (target >= 0.60), where the rest goes (the profiled all-reduce
+time per step of rank 0), and the all-reduce table. The PyTorch and sgemm processes run with
+OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (their results are checked against float64).
+Last line: one JSON object.
+
+  /usr/bin/python3 bench/multi_process.py            # about 3 minutes on a quiet machine
+  /usr/bin/python3 bench/multi_process.py --quick
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import (OPENBLAS_HINTS, ROOT, SGEMM_SIZE, ProcessFailed, QuietRunner, median_of,  # noqa: E402
+                      one_core, peak_of, rounded, sgemm_argv)
+
+BATCH = 100
+TRAIN_FLOP = {"mlp": 163.6e6, "lenet": 7238.5e6}  # per train step at batch 100 (pytorch_cpu_anchors.md 3.2)
+TARGETS = {"weir2_vs_ddp": 2.5, "weir2_vs_weir1": 0.60}
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="2 rounds, fewer steps")
+    parser.add_argument("--models", default="mlp,lenet", help="comma-separated subset of mlp,lenet")
+    parser.add_argument("--reps", type=int, default=None, help="processes per configuration (default 3, quick 2)")
+    parser.add_argument("--repeats", type=int, default=None, help="timed runs inside a process (default 3, quick 2)")
+    parser.add_argument("--steps-mlp", type=int, default=None, help="timed MLP steps per run (default 300, quick 150)")
+    parser.add_argument("--steps-lenet", type=int, default=None, help="timed LeNet steps per run (default 15, quick 8)")
+    parser.add_argument("--no-allreduce", action="store_true", help="skip the all-reduce sizes")
+    parser.add_argument("--python", default="/usr/bin/python3", help="the Python with torch")
+    parser.add_argument("--weir-python", default=os.path.join(ROOT, ".venv", "bin", "python"))
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"), help="the build with bench/allreduce_processes")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per process")
+    parser.add_argument("--max-foreign", type=float, default=0.15)
+    parser.add_argument("--retries", type=int, default=None)
+    parser.add_argument("--quiet-budget", type=float, default=None)
+    parser.add_argument("--spawn", type=int, default=0, help=argparse.SUPPRESS)  # internal: see spawn()
+    parser.add_argument("command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    args.models = [name for name in args.models.split(",") if name]
+    if not args.models or any(name not in TRAIN_FLOP for name in args.models):
+        parser.error(f"--models: expected a subset of mlp,lenet, got {','.join(args.models)!r}")
+    args.reps = args.reps or (2 if args.quick else 3)
+    args.repeats = args.repeats or (2 if args.quick else 3)
+    args.steps_mlp = args.steps_mlp or (150 if args.quick else 300)
+    args.steps_lenet = args.steps_lenet or (8 if args.quick else 15)
+    args.retries = args.retries if args.retries is not None else (1 if args.quick else 2)
+    args.quiet_budget = args.quiet_budget if args.quiet_budget is not None else (90 if args.quick else 300)
+    return args
+
+
+def spawn(ranks, command):
+    """Runs `command` as `ranks` ranks of a distributed job, rank r pinned to core r, and prints rank
+    0's output (so that the runner reads its JSON line)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    cores = sorted(os.sched_getaffinity(0))
+    processes = []
+    for rank in range(ranks):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(ranks), MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=str(port), OMP_NUM_THREADS="1")
+        core = cores[rank % len(cores)]
+        processes.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                          preexec_fn=lambda core=core: os.sched_setaffinity(0, {core})))
+    outputs = [process.communicate(timeout=600)[0] for process in processes]
+    if any(process.returncode != 0 for process in processes):
+        sys.exit("multi_process: a rank failed:\n" + "\n".join(output[-2000:] for output in outputs))
+    sys.stdout.write(outputs[0])
+
+
+def configurations(args):
+    weir = [args.weir_python, os.path.join(ROOT, "bench", "data_parallel_worker.py"), "--config", "dp"]
+    ddp = [args.python, os.path.join(ROOT, "bench", "ddp_worker.py")]
+    configs = [("sgemm/1", "sgemm", "sgemm OpenBLAS 1 thread", sgemm_argv(args.python, 1)),
+               ("sgemm/2", "sgemm", "sgemm OpenBLAS 2 threads", sgemm_argv(args.python, 2))]
+    for model in args.models:
+        steps = ["--model", model, "--steps", str(args.steps_mlp if model == "mlp" else args.steps_lenet),
+                 "--repeats", str(args.repeats)]
+        configs += [
+            (f"{model}/weir1", model, "weir 1 process (2 cores)", weir + steps + ["--devices", "1"]),
+            (f"{model}/weir2", model, "weir 2 processes x 1 core, Gloo", weir + steps + ["--processes", "2"]),
+            (f"{model}/ddp", model, "pytorch DDP gloo 2 x 1 thread",
+             ddp + steps + ["--world-size", "2"] + (["--channels-last"] if model == "lenet" else [])),
+        ]
+    if not args.no_allreduce:
+        program = os.path.join(args.build, "bench", "allreduce_processes")
+        configs.append(("allreduce/2", "allreduce", "all-reduce 2 processes",
+                        [sys.executable, os.path.abspath(__file__), "--spawn", "2", program]))
+    return configs
+
+
+def main():
+    args = parse_args()
+    if args.spawn:
+        spawn(args.spawn, args.command)
+        return
+    started = time.monotonic()
+    configs = configurations(args)
+    print(f"data parallel across processes, global batch {BATCH}: {len(configs)} configurations x {args.reps} "
+          f"rounds, {args.repeats} timed runs each (MLP {args.steps_mlp} steps, LeNet {args.steps_lenet})", flush=True)
+    runner = QuietRunner(args.max_foreign, args.retries, args.quiet_budget, args.timeout)
+    samples = {key: [] for key, *_ in configs}
+    hints = {name: os.environ.pop(name) for name in OPENBLAS_HINTS if name in os.environ}
+    for rep in range(args.reps):
+        order = configs[rep % len(configs):] + configs[:rep % len(configs)]
+        for key, group, label, argv in order:
+            if group == "allreduce" and rep > 0:
+                continue  # one run: it repeats each size itself
+            env = dict(hints) if argv[0] == args.weir_python else {}
+            try:
+                figures = runner.run(argv, env, cpus=one_core() if key == "sgemm/1" else None)
+            except ProcessFailed as error:
+                sys.exit(f"multi_process: {error}")
+            samples[key].append(figures)
+            what = (f"{figures['gflops_median']:7.1f} GFLOP/s" if group == "sgemm" else
+                    "done" if group == "allreduce" else f"train {figures['train_steps_per_s']:8.1f} steps/s")
+            print(f"  round {rep + 1}/{args.reps}  {group:<9} {label:<34} {what}  cores {figures['cores']:.2f}  "
+                  f"foreign {figures.get('foreign_cores', 0):.2f}", flush=True)
+
+    def median(key, field):
+        return median_of(samples.get(key, []), field)
+
+    def ratio(a, b):
+        return a / b if a is not None and b else None
+
+    def show(value, digits=3):
+        return "-" if value is None else f"{value:.{digits}f}"
+
+    peak1, peak2 = peak_of(samples["sgemm/1"]), peak_of(samples["sgemm/2"])
+    result = {"sgemm_gflops_1thread": peak1, "sgemm_gflops_2threads": peak2}
+    print(f"\nhardware limit (OpenBLAS sgemm {SGEMM_SIZE}^3): 1 thread {show(peak1, 1)} GFLOP/s, 2 threads "
+          f"{show(peak2, 1)} GFLOP/s")
+    header = f"{'model':<6} {'configuration':<34} {'steps/s':>9} {'ms/step':>8} {'GFLOP/s':>8} {'% peak':>7} {'cores':>6}"
+    print(header)
+    print("-" * len(header))
+    for key, group, label, _ in configs:
+        if group not in TRAIN_FLOP:
+            continue
+        rate = median(key, "train_steps_per_s")
+        gflops = rate * TRAIN_FLOP[group] / 1e9 if rate else None
+        share = ratio(gflops, peak2)
+        name = key.split("/")[1]
+        result.update({f"{group}_{name}_steps_per_s": rate, f"{group}_{name}_peak_share": share})
+        print(f"{group:<6} {label:<34} {show(rate, 1):>9} {show(1e3 / rate if rate else None, 3):>8} "
+              f"{show(gflops, 1):>8} {show(100 * share if share else None, 1):>7} {show(median(key, 'cores'), 2):>6}")
+    misses = []
+    for model in args.models:
+        weir1, weir2, ddp = (median(f"{model}/{name}", "train_steps_per_s") for name in ("weir1", "weir2", "ddp"))
+        result[f"{model}_weir2_vs_ddp"] = ratio(weir2, ddp)
+        result[f"{model}_weir2_vs_weir1"] = ratio(weir2, weir1)
+        profiled = [f for f in samples[f"{model}/weir2"] if f.get("all_reduce_ms_per_step") is not None]
+        where = ""
+        if profiled:
+            last = profiled[-1]
+            result[f"{model}_weir2_all_reduce_ms_per_step"] = last["all_reduce_ms_per_step"]
+            where = (f"; rank 0 profiled: {last['all_reduce_ms_per_step']:.3f} ms of all-reduce (waiting for the "
+                     f"other rank included) and {last['busy_ms_per_step_by_device'].get('cpu:0', 0):.3f} ms of compute "
+                     f"per step")
+        print(f"{model}: Weir 2 processes / PyTorch DDP = {show(result[f'{model}_weir2_vs_ddp'], 2)} (target >= "
+              f"{TARGETS['weir2_vs_ddp']}); Weir 2 processes / 1 process = {show(result[f'{model}_weir2_vs_weir1'], 2)} "
+              f"(target >= {TARGETS['weir2_vs_weir1']}){where}")
+        for name, target in TARGETS.items():
+            value = result[f"{model}_{name}"]
+            if value is not None and value < target:
+                misses.append(f"{model}_{name} {value:.3f} < {target}")
+    if samples.get("allreduce/2"):
+        table = samples["allreduce/2"][0]["sizes"]
+        result["allreduce"] = table
+        print("\nall-reduce f32 sum, 2 processes x 1 core: median us (bus GB/s)")
+        print(f"{'bytes':>10} {'weir process group':>20} {'raw gloo':>20}")
+        for row in table:
+            print(f"{row['bytes']:>10} {row['weir_us']:>11.1f} ({row['weir_bus_gbps']:5.2f}) "
+                  f"{row['raw_gloo_us']:>11.1f} ({row['raw_bus_gbps']:5.2f})")
+    print("targets: " + ("all met" if not misses else "missed: " + "; ".join(misses)))
+    note = runner.noise_note()
+    if note:
+        print(note)
+    result.update({"targets_missed": misses, "max_foreign_cores": runner.max_kept_foreign, "reps": args.reps,
+                   "repeats": args.repeats, "quick": args.quick, "elapsed_s": time.monotonic() - started})
+    print(json.dumps(rounded(result)))
+
+
+if __name__ == "__main__":
+    main()
