@@ -1,8 +1,10 @@
-// All-reduce between processes: Weir's Gloo process group (what a cross-process collective actor
-// calls) against raw Gloo (gloo::allreduce on a context of its own), f32 sum, 1 KB to 64 MB. Run as
+// All-reduce between processes: Weir's process groups (what a cross-process collective actor calls),
+// shared memory and Gloo, against raw Gloo (gloo::allreduce on a context of its own), f32 sum, 1 KB to
+// 64 MB. Run as
 // the ranks of a distributed job (weir-launch's environment: RANK, WORLD_SIZE, MASTER_ADDR,
 // MASTER_PORT); bench/multi_process.py starts two, each pinned to a core. Each size: warm-up, then
-// --reps timed all-reduces per side, alternated in blocks; rank 0 prints the medians in microseconds
+// --reps timed all-reduces per side (each after a barrier), alternated in blocks; rank 0 prints the
+// medians in microseconds
 // and the bus bandwidth (2 (n-1)/n bytes per rank), and last one JSON line.
 #include <algorithm>
 #include <chrono>
@@ -21,6 +23,7 @@
 
 #include "distributed/control_plane.hpp"
 #include "distributed/gloo_process_group.hpp"
+#include "distributed/shm_process_group.hpp"
 
 namespace {
 
@@ -72,6 +75,7 @@ int main(int argc, char** argv) {
   auto client = ControlPlaneClient::Connect(options);
   const std::string address = LocalAddressTowards(options.master_addr);
   auto group = MakeGlooProcessGroup(*client, {.prefix = "bench", .address = address});
+  auto shm = MakeShmProcessGroup(*client, {.prefix = "bench_shm"});
 
   gloo::transport::tcp::attr attr;
   attr.hostname = address;
@@ -83,8 +87,8 @@ int main(int argc, char** argv) {
   const int n = options.world_size;
   std::string json = fmt::format("{{\"bench\": \"allreduce_processes\", \"ranks\": {}, \"sizes\": [", n);
   if (options.rank == 0) {
-    std::printf("all-reduce f32 sum, %d processes: median us (bus GB/s)\n%10s %20s %20s %9s\n", n, "bytes",
-                "weir process group", "raw gloo", "overhead");
+    std::printf("all-reduce f32 sum, %d processes: median us (bus GB/s)\n%10s %20s %20s %20s\n", n, "bytes",
+                "weir shared memory", "weir gloo", "raw gloo");
   }
   bool first = true;
   std::uint32_t raw_tag = 0;
@@ -94,6 +98,7 @@ int main(int argc, char** argv) {
     const weir::internal::TensorMeta meta{weir::Shape{static_cast<std::int64_t>(elements)}, weir::DType::kF32};
     const int reps = reps_flag > 0 ? reps_flag : static_cast<int>(std::clamp<std::size_t>((256u << 20) / bytes, 5, 400));
     auto weir_once = [&] { group->AllReduce(weir::internal::TensorView{buffer.data(), &meta}, ReduceOp::kSum, "bench"); };
+    auto shm_once = [&] { shm->AllReduce(weir::internal::TensorView{buffer.data(), &meta}, ReduceOp::kSum, "bench"); };
     auto raw_once = [&] {
       gloo::AllreduceOptions opts(raw);
       opts.setOutput(buffer.data(), elements);
@@ -102,27 +107,29 @@ int main(int argc, char** argv) {
       gloo::allreduce(opts);
     };
     for (int i = 0; i < 3; ++i) {
+      shm_once();
       weir_once();
       raw_once();
     }
-    std::vector<double> weir_us, raw_us;
-    for (int block = 0; block < 4; ++block) {  // alternate, so that drifts hit both sides
-      for (int side = 0; side < 2; ++side) {
+    std::vector<double> us[3];
+    for (int block = 0; block < 4; ++block) {  // alternate, so that drifts hit every side
+      for (int side = 0; side < 3; ++side) {
         for (int i = 0; i < (reps + 3) / 4; ++i) {
           client->Barrier("rep", std::chrono::milliseconds(60000));
           const auto start = Clock::now();
-          side == 0 ? weir_once() : raw_once();
-          (side == 0 ? weir_us : raw_us).push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+          side == 0 ? shm_once() : side == 1 ? weir_once() : raw_once();
+          us[side].push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
         }
       }
     }
-    const double w = Median(weir_us), r = Median(raw_us);
+    const double s = Median(us[0]), w = Median(us[1]), r = Median(us[2]);
     const double bus = 2.0 * (n - 1) / n * static_cast<double>(bytes);
     if (options.rank == 0) {
-      std::printf("%10zu %11.1f (%5.2f) %11.1f (%5.2f) %8.1f%%\n", bytes, w, bus / w / 1e3, r, bus / r / 1e3,
-                  100.0 * (w - r) / r);
-      json += fmt::format("{}{{\"bytes\": {}, \"weir_us\": {:.1f}, \"raw_gloo_us\": {:.1f}, \"weir_bus_gbps\": {:.3f}, "
-                          "\"raw_bus_gbps\": {:.3f}}}", first ? "" : ", ", bytes, w, r, bus / w / 1e3, bus / r / 1e3);
+      std::printf("%10zu %11.1f (%5.2f) %11.1f (%5.2f) %11.1f (%5.2f)\n", bytes, s, bus / s / 1e3, w, bus / w / 1e3, r,
+                  bus / r / 1e3);
+      json += fmt::format("{}{{\"bytes\": {}, \"weir_shm_us\": {:.1f}, \"weir_gloo_us\": {:.1f}, \"raw_gloo_us\": {:.1f}, "
+                          "\"weir_shm_bus_gbps\": {:.3f}, \"weir_gloo_bus_gbps\": {:.3f}, \"raw_gloo_bus_gbps\": {:.3f}}}",
+                          first ? "" : ", ", bytes, s, w, r, bus / s / 1e3, bus / w / 1e3, bus / r / 1e3);
       first = false;
     }
   }

@@ -7,11 +7,12 @@ Runs, each configuration in its own process(es), alternated and rotated over --r
           1 process    the default session: one device with every core
           2 processes  --processes 2: two ranks (weir-launch's environment), each pinned to its own core
                        with one intra-op thread, the mirrored view, 50 examples per process, gradients
-                       averaged over Gloo (TCP, 127.0.0.1)
+                       averaged through shared memory (the default on one machine); with --gloo also
+                       over Gloo (WEIR_COLLECTIVES=gloo, TCP on 127.0.0.1)
   PyTorch (bench/ddp_worker.py, /usr/bin/python3): DDP gloo 2 processes x 1 thread, each pinned to a
           core, 50 examples per process (the same model, batch, processes and threads)
   all-reduce (build/bench/allreduce_processes): f32 sum between 2 processes pinned to a core each,
-          1 KB .. 64 MB, through Weir's Gloo process group and through raw Gloo
+          1 KB .. 64 MB, through Weir's process groups (shared memory, Gloo) and through raw Gloo
   sgemm: numpy -> OpenBLAS float32 2048^3 on 1 and 2 threads, the hardware limit.
 
 Prints the medians over the processes and the ratios: Weir 2 processes / PyTorch DDP (target >= 2.5)
@@ -48,6 +49,7 @@ def parse_args():
     parser.add_argument("--steps-mlp", type=int, default=None, help="timed MLP steps per run (default 300, quick 150)")
     parser.add_argument("--steps-lenet", type=int, default=None, help="timed LeNet steps per run (default 15, quick 8)")
     parser.add_argument("--no-allreduce", action="store_true", help="skip the all-reduce sizes")
+    parser.add_argument("--gloo", action="store_true", help="also Weir 2 processes over Gloo")
     parser.add_argument("--python", default="/usr/bin/python3", help="the Python with torch")
     parser.add_argument("--weir-python", default=os.path.join(ROOT, ".venv", "bin", "python"))
     parser.add_argument("--build", default=os.path.join(ROOT, "build"), help="the build with bench/allreduce_processes")
@@ -95,21 +97,24 @@ def spawn(ranks, command):
 def configurations(args):
     weir = [args.weir_python, os.path.join(ROOT, "bench", "data_parallel_worker.py"), "--config", "dp"]
     ddp = [args.python, os.path.join(ROOT, "bench", "ddp_worker.py")]
-    configs = [("sgemm/1", "sgemm", "sgemm OpenBLAS 1 thread", sgemm_argv(args.python, 1)),
-               ("sgemm/2", "sgemm", "sgemm OpenBLAS 2 threads", sgemm_argv(args.python, 2))]
+    configs = [("sgemm/1", "sgemm", "sgemm OpenBLAS 1 thread", sgemm_argv(args.python, 1), {}),
+               ("sgemm/2", "sgemm", "sgemm OpenBLAS 2 threads", sgemm_argv(args.python, 2), {})]
     for model in args.models:
         steps = ["--model", model, "--steps", str(args.steps_mlp if model == "mlp" else args.steps_lenet),
                  "--repeats", str(args.repeats)]
         configs += [
-            (f"{model}/weir1", model, "weir 1 process (2 cores)", weir + steps + ["--devices", "1"]),
-            (f"{model}/weir2", model, "weir 2 processes x 1 core, Gloo", weir + steps + ["--processes", "2"]),
+            (f"{model}/weir1", model, "weir 1 process (2 cores)", weir + steps + ["--devices", "1"], {}),
+            (f"{model}/weir2", model, "weir 2 processes x 1 core, shm", weir + steps + ["--processes", "2"], {}),
             (f"{model}/ddp", model, "pytorch DDP gloo 2 x 1 thread",
-             ddp + steps + ["--world-size", "2"] + (["--channels-last"] if model == "lenet" else [])),
+             ddp + steps + ["--world-size", "2"] + (["--channels-last"] if model == "lenet" else []), {}),
         ]
+        if args.gloo:
+            configs.append((f"{model}/weir2gloo", model, "weir 2 processes x 1 core, Gloo",
+                            weir + steps + ["--processes", "2"], {"WEIR_COLLECTIVES": "gloo"}))
     if not args.no_allreduce:
         program = os.path.join(args.build, "bench", "allreduce_processes")
         configs.append(("allreduce/2", "allreduce", "all-reduce 2 processes",
-                        [sys.executable, os.path.abspath(__file__), "--spawn", "2", program]))
+                        [sys.executable, os.path.abspath(__file__), "--spawn", "2", program], {}))
     return configs
 
 
@@ -127,10 +132,10 @@ def main():
     hints = {name: os.environ.pop(name) for name in OPENBLAS_HINTS if name in os.environ}
     for rep in range(args.reps):
         order = configs[rep % len(configs):] + configs[:rep % len(configs)]
-        for key, group, label, argv in order:
+        for key, group, label, argv, extra_env in order:
             if group == "allreduce" and rep > 0:
                 continue  # one run: it repeats each size itself
-            env = dict(hints) if argv[0] == args.weir_python else {}
+            env = dict(extra_env, **hints) if argv[0] == args.weir_python else dict(extra_env)
             try:
                 figures = runner.run(argv, env, cpus=one_core() if key == "sgemm/1" else None)
             except ProcessFailed as error:
@@ -157,7 +162,7 @@ def main():
     header = f"{'model':<6} {'configuration':<34} {'steps/s':>9} {'ms/step':>8} {'GFLOP/s':>8} {'% peak':>7} {'cores':>6}"
     print(header)
     print("-" * len(header))
-    for key, group, label, _ in configs:
+    for key, group, label, *_ in configs:
         if group not in TRAIN_FLOP:
             continue
         rate = median(key, "train_steps_per_s")
@@ -183,6 +188,11 @@ def main():
         print(f"{model}: Weir 2 processes / PyTorch DDP = {show(result[f'{model}_weir2_vs_ddp'], 2)} (target >= "
               f"{TARGETS['weir2_vs_ddp']}); Weir 2 processes / 1 process = {show(result[f'{model}_weir2_vs_weir1'], 2)} "
               f"(target >= {TARGETS['weir2_vs_weir1']}){where}")
+        if args.gloo:
+            gloo = median(f"{model}/weir2gloo", "train_steps_per_s")
+            result[f"{model}_weir2gloo_vs_ddp"] = ratio(gloo, ddp)
+            print(f"  over Gloo instead of shared memory: Weir 2 processes / PyTorch DDP = "
+                  f"{show(result[f'{model}_weir2gloo_vs_ddp'], 2)}, / Weir 1 process = {show(ratio(gloo, weir1), 2)}")
         for name, target in TARGETS.items():
             value = result[f"{model}_{name}"]
             if value is not None and value < target:
@@ -191,10 +201,11 @@ def main():
         table = samples["allreduce/2"][0]["sizes"]
         result["allreduce"] = table
         print("\nall-reduce f32 sum, 2 processes x 1 core: median us (bus GB/s)")
-        print(f"{'bytes':>10} {'weir process group':>20} {'raw gloo':>20}")
+        print(f"{'bytes':>10} {'weir shared memory':>20} {'weir gloo':>20} {'raw gloo':>20}")
         for row in table:
-            print(f"{row['bytes']:>10} {row['weir_us']:>11.1f} ({row['weir_bus_gbps']:5.2f}) "
-                  f"{row['raw_gloo_us']:>11.1f} ({row['raw_bus_gbps']:5.2f})")
+            print(f"{row['bytes']:>10}" + "".join(
+                f" {row[side + '_us']:>11.1f} ({row[side + '_bus_gbps']:5.2f})"
+                for side in ("weir_shm", "weir_gloo", "raw_gloo")))
     print("targets: " + ("all met" if not misses else "missed: " + "; ".join(misses)))
     note = runner.noise_note()
     if note:

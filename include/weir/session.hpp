@@ -95,8 +95,11 @@ struct DistributedOptions {
   /// This process's address for the data plane (Gloo); empty: the address of the interface that
   /// reaches the master.
   std::string address;
+  /// The data plane between processes: "auto" (shared memory when every rank is on this machine, else
+  /// Gloo over TCP), "shm" or "gloo". WEIR_COLLECTIVES sets it.
+  std::string collectives = "auto";
 
-  /// RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT and WEIR_RDZV_TIMEOUT (seconds), as weir-launch and
+  /// RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, WEIR_RDZV_TIMEOUT (seconds) and WEIR_COLLECTIVES, as weir-launch and
   /// torchrun set them; a one-process session when WORLD_SIZE is unset. Throws std::invalid_argument
   /// naming the variable for a value that is not a number in range.
   static DistributedOptions FromEnvironment();
@@ -143,6 +146,8 @@ struct Resource {
   /// Processes of a distributed session and this one's rank.
   int processes = 1;
   int rank = 0;
+  /// The data plane between the processes: "shm", "gloo", or "" in a one-process session.
+  std::string collectives;
 };
 
 /// Runs jobs. Thread-safe: several threads may call one session. Destroying a session completes

@@ -147,7 +147,8 @@ def _env_int(name: str, default: int, low: int, high: int) -> int:
 
 def distributed_options() -> dict:
     """The processes this session spans (docs/distributed.md): weir-launch's (and torchrun's) RANK,
-    WORLD_SIZE, MASTER_ADDR, MASTER_PORT and WEIR_RDZV_TIMEOUT when WORLD_SIZE is set; otherwise
+    WORLD_SIZE, MASTER_ADDR, MASTER_PORT and WEIR_RDZV_TIMEOUT when WORLD_SIZE is set (WEIR_COLLECTIVES
+    picks the data plane: auto, shm or gloo); otherwise
     OneFlow's ``flow.env.machine([...])`` with ``flow.env.ctrl_port(p)``: one process per machine,
     machine 0 the master, this one's rank WEIR_NODE_RANK or the position of its own address in the
     list. An empty dict: one process."""
@@ -163,6 +164,7 @@ def distributed_options() -> dict:
             "master_addr": os.environ.get("MASTER_ADDR") or "127.0.0.1",
             "master_port": _env_int("MASTER_PORT", 29500, 1, 65535),
             "rendezvous_timeout_s": float(_env_int("WEIR_RDZV_TIMEOUT", 300, 1, 1 << 30)),
+            "collectives": os.environ.get("WEIR_COLLECTIVES") or "auto",
         }
     machines = flow_env.machines()
     if len(machines) <= 1:
@@ -173,6 +175,7 @@ def distributed_options() -> dict:
         "master_addr": machines[0],
         "master_port": flow_env.control_port(),
         "rendezvous_timeout_s": float(_env_int("WEIR_RDZV_TIMEOUT", 300, 1, 1 << 30)),
+        "collectives": os.environ.get("WEIR_COLLECTIVES") or "auto",
     }
 
 

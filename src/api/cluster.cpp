@@ -9,6 +9,7 @@
 
 #include "distributed/control_plane.hpp"
 #include "distributed/gloo_process_group.hpp"
+#include "distributed/shm_process_group.hpp"
 
 namespace weir {
 
@@ -36,6 +37,9 @@ DistributedOptions DistributedOptions::FromEnvironment() {
   if (const char* addr = std::getenv("MASTER_ADDR"); addr != nullptr && *addr != '\0') options.master_addr = addr;
   options.master_port = static_cast<int>(FromEnv("MASTER_PORT", options.master_port, 1, 65535));
   options.rendezvous_timeout = std::chrono::seconds(FromEnv("WEIR_RDZV_TIMEOUT", 300, 1, 1 << 30));
+  if (const char* collectives = std::getenv("WEIR_COLLECTIVES"); collectives != nullptr && *collectives != '\0') {
+    options.collectives = collectives;
+  }
   return options;
 }
 
@@ -52,6 +56,9 @@ void ValidateDistributedOptions(const DistributedOptions& options) {
   if (options.master_port < 1 || options.master_port > 65535) fail("master_port", "1..65535", options.master_port);
   if (options.rendezvous_timeout.count() <= 0) fail("rendezvous_timeout", "> 0 ms", options.rendezvous_timeout.count());
   if (options.collective_timeout.count() <= 0) fail("collective_timeout", "> 0 ms", options.collective_timeout.count());
+  if (options.collectives != "auto" && options.collectives != "shm" && options.collectives != "gloo") {
+    fail("collectives", "\"auto\", \"shm\" or \"gloo\"", fmt::format("\"{}\"", options.collectives));
+  }
 }
 
 namespace {
@@ -84,6 +91,18 @@ Cluster::Cluster(const DistributedOptions& options) : options_(options) {
   if (options_.rank == 0) server_ = std::make_unique<ControlPlaneServer>(cp);
   client_ = ControlPlaneClient::Connect(cp);
   address_ = options_.address.empty() ? LocalAddressTowards(options_.master_addr) : options_.address;
+  // The data plane: shared memory when every rank runs on this machine (and nothing says otherwise).
+  const std::string machine = MachineIdentity();
+  client_->Set(fmt::format("weir/machine/{}", options_.rank), machine);
+  bool one_machine = true;
+  for (int rank = 0; rank < options_.world_size; ++rank) {
+    one_machine = one_machine && client_->Get(fmt::format("weir/machine/{}", rank)) == machine;
+  }
+  if (options_.collectives == "shm" && !one_machine) {
+    throw std::invalid_argument("[DistributedOptions] collectives: \"shm\" needs every rank on one machine, but the "
+                                "ranks run on several");
+  }
+  shared_memory_ = options_.collectives == "shm" || (options_.collectives == "auto" && one_machine);
 }
 
 Cluster::~Cluster() {
@@ -167,12 +186,13 @@ void Cluster::OnRankZero(std::string_view what, const std::function<void()>& fn)
 }
 
 std::shared_ptr<ProcessGroup> Cluster::MakeJobGroup(const Plan& plan, std::size_t order) {
-  GlooGroupOptions gloo;
-  gloo.prefix = fmt::format("weir/gloo/{}", order);
-  gloo.address = address_;
-  gloo.timeout = options_.collective_timeout;
   try {
-    return MakeGlooProcessGroup(*client_, gloo);
+    if (shared_memory_) {
+      return MakeShmProcessGroup(*client_, {.prefix = fmt::format("weir/shm/{}", order),
+                                            .timeout = options_.collective_timeout});
+    }
+    return MakeGlooProcessGroup(*client_, {.prefix = fmt::format("weir/gloo/{}", order), .address = address_,
+                                           .timeout = options_.collective_timeout});
   } catch (const std::exception& error) {
     throw std::runtime_error(fmt::format("[distributed] job '{}': connecting its processes failed: {}", plan.job_name,
                                          error.what()));

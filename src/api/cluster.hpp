@@ -33,6 +33,8 @@ class Cluster {
 
   int Rank() const { return options_.rank; }
   int Size() const { return options_.world_size; }
+  /// The jobs' data plane: "shm" or "gloo".
+  std::string_view Collectives() const { return shared_memory_ ? "shm" : "gloo"; }
 
   /// Every rank publishes a fingerprint of the plan it compiled as its `order`-th job and compares
   /// all of them; throws std::invalid_argument naming the job and the ranks that differ. A rank that
@@ -44,7 +46,8 @@ class Cluster {
   /// std::runtime_error naming `what` when it failed on rank 0 (which rethrows its own error). Every
   /// rank must call it in the same order.
   void OnRankZero(std::string_view what, const std::function<void()>& fn);
-  /// The Gloo group of the `order`-th job (every rank makes it when compiling that job).
+  /// The process group of the `order`-th job (every rank makes it when compiling that job): shared
+  /// memory when every rank is on this machine, else Gloo (DistributedOptions::collectives).
   std::shared_ptr<ProcessGroup> MakeJobGroup(const Plan& plan, std::size_t order);
 
  private:
@@ -53,6 +56,7 @@ class Cluster {
   std::unique_ptr<ControlPlaneServer> server_;
   std::unique_ptr<ControlPlaneClient> client_;
   std::size_t rank_zero_runs_ = 0;
+  bool shared_memory_ = false;  // the jobs' groups use shared memory (every rank on this machine)
 };
 
 }  // namespace weir::internal

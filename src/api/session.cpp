@@ -211,6 +211,7 @@ class SessionImpl {
     if (cluster_) {
       resource.processes = cluster_->Size();
       resource.rank = cluster_->Rank();
+      resource.collectives = cluster_->Collectives();
     }
     return resource;
   }

@@ -805,6 +805,12 @@ std::vector<int> ControlPlaneClient::LostRanks() const {
   return impl_->lost;
 }
 
+std::string ControlPlaneClient::Broken() const {
+  std::lock_guard lock(impl_->mu);
+  if (!impl_->lost.empty()) return fmt::format("rank {} lost", fmt::join(impl_->lost, ", "));
+  return impl_->closed_message;
+}
+
 int ControlPlaneClient::Rank() const { return impl_->options.rank; }
 int ControlPlaneClient::WorldSize() const { return impl_->options.world_size; }
 

@@ -83,6 +83,9 @@ class ControlPlaneClient {
 
   /// Ranks the master reported lost (connection closed or heartbeats stopped), in the order lost.
   std::vector<int> LostRanks() const;
+  /// Why the job is broken, for a rank waiting on its peers by other means (a data plane): the lost
+  /// ranks, or the master's connection closing; empty while all is well. Cheap (one lock).
+  std::string Broken() const;
   int Rank() const;
   int WorldSize() const;
 

@@ -64,6 +64,7 @@ for step in range(6):
     print(f"step {step} done", flush=True)
 resource = flow.current_resource()
 assert resource["process_num"] == world and resource["rank"] == rank, resource
+print("collectives", resource["collectives"], flush=True)
 mine = flow.checkpoint.get_all_variables()
 np.savez(f"{out}_{rank}.npz", **{k: v.numpy() for k, v in mine.items()})
 if mode == "train":  # rank 0 writes the checkpoint once; every rank returns after it is written
@@ -90,16 +91,18 @@ def program(tmp_path):
 
 def _env(**extra):
     env = dict(os.environ)
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                 "WEIR_COLLECTIVES", "WEIR_NODE_RANK"):
         env.pop(name, None)
     env.update({k: str(v) for k, v in extra.items()})
     return env
 
 
-def _launch(program, nproc, *args, timeout=TIMEOUT_S):
+def _launch(program, nproc, *args, collectives="auto", timeout=TIMEOUT_S):
     command = [sys.executable, "-m", "weir.distributed.launch", "--nproc_per_node", str(nproc),
                "--master_port", str(_free_port()), program, *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=_env())
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                          env=_env(WEIR_COLLECTIVES=collectives))
 
 
 def _single(program, *args, **env):
@@ -129,11 +132,16 @@ def one_process(tmp_path_factory):
     return _variables(tmp / "one_0.npz")
 
 
-@pytest.mark.parametrize("processes,devices", [(2, 1), (3, 1), (2, 2)])
-def test_mirrored_training_across_processes_matches_one_process(program, tmp_path, one_process, processes, devices):
-    done = _launch(program, processes, str(tmp_path / "run"), "mirrored", str(devices), "train")
+@pytest.mark.parametrize("processes,devices,collectives",
+                         [(2, 1, "shm"), (2, 1, "gloo"), (3, 1, "shm"), (3, 1, "gloo"), (2, 2, "auto")])
+def test_mirrored_training_across_processes_matches_one_process(program, tmp_path, one_process, processes, devices,
+                                                                collectives):
+    done = _launch(program, processes, str(tmp_path / "run"), "mirrored", str(devices), "train",
+                   collectives=collectives)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count("step 5 done") == processes
+    expected = "shm" if collectives == "auto" else collectives  # auto: one machine, shared memory
+    assert done.stdout.count(f"collectives {expected}") == processes
     assert done.stdout.count("checkpoint ok") == processes
     for rank in range(processes):
         _assert_same(one_process, _variables(tmp_path / f"run_{rank}.npz"))
@@ -158,13 +166,15 @@ def test_killed_rank_fails_the_launcher_naming_it(program, tmp_path):
     assert time.monotonic() - start < 60
 
 
-def test_killed_rank_fails_the_survivors_call_naming_the_lost_rank(program, tmp_path):
+@pytest.mark.parametrize("collectives", ["shm", "gloo"])
+def test_killed_rank_fails_the_survivors_call_naming_the_lost_rank(program, tmp_path, collectives):
     """Without the launcher (which would stop rank 0 at once): rank 0's next collective fails."""
     port = _free_port()
     start = time.monotonic()
     ranks = [subprocess.Popen([sys.executable, program, str(tmp_path / "run"), "mirrored", "1", "die"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=_env(RANK=r, WORLD_SIZE=2, MASTER_PORT=port, WEIR_RDZV_TIMEOUT=30))
+                              env=_env(RANK=r, WORLD_SIZE=2, MASTER_PORT=port, WEIR_RDZV_TIMEOUT=30,
+                                       WEIR_COLLECTIVES=collectives))
              for r in range(2)]
     try:
         outputs = [rank.communicate(timeout=TIMEOUT_S) for rank in ranks]
@@ -175,7 +185,7 @@ def test_killed_rank_fails_the_survivors_call_naming_the_lost_rank(program, tmp_
     assert ranks[0].returncode != 0
     error = outputs[0][1]
     assert "rank 1 lost" in error, error
-    assert "all_reduce(" in error, error  # names the collective
+    assert f"[{collectives}] rank 0: all-reduce all_reduce(" in error, error  # names the collective
     assert time.monotonic() - start < 60
 
 
@@ -220,10 +230,10 @@ def _ip(*args):
     return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30)
 
 
-def test_two_machines_in_network_namespaces_run_the_docs_distributed_train():
-    """Two "machines": network namespaces joined by a veth pair, each running the docs' program with
-    flow.env.machine set to the two namespaces' addresses (each finds its rank from its address).
-    Traffic goes only to those addresses; the namespaces (and with them the veth pair) are removed."""
+@pytest.fixture(scope="module")
+def two_machines():
+    """Two "machines": network namespaces joined by a veth pair, as (namespaces, addresses). Traffic goes
+    only to those addresses; the namespaces (and with them the veth pair) are removed afterwards."""
     if os.geteuid() != 0:
         pytest.skip("making network namespaces needs root")
     if shutil.which("ip") is None:
@@ -244,27 +254,48 @@ def test_two_machines_in_network_namespaces_run_the_docs_distributed_train():
             made = _ip(*step)
             if made.returncode != 0:
                 pytest.skip(f"cannot make the network namespaces here: ip {' '.join(step)}: {made.stderr.strip()}")
-        env = _env()
-        env.pop("WEIR_NODE_RANK", None)
-        machines = ",".join(addresses)
-        ranks = [subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, EXAMPLE, "--machines", machines,
-                                   "--ctrl-port", "29500", "--max-steps", "41"],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-                 for ns in namespaces]
-        try:
-            outputs = [rank.communicate(timeout=TIMEOUT_S) for rank in ranks]
-        finally:
-            for rank in ranks:
-                rank.kill()
-        for rank, (out, err) in zip(ranks, outputs):
-            assert rank.returncode == 0, out + err
-        losses = []
-        for out, _ in outputs:
-            assert out.startswith("distributed config\n"), out
-            losses.append([float(line) for line in out.splitlines() if re.fullmatch(r"-?\d+\.\d+(e-?\d+)?", line)])
-        assert len(losses[0]) == 3  # steps 0, 20 and 40
-        assert losses[0] == losses[1]  # the consistent job runs whole on both machines
-        assert losses[0][-1] < losses[0][0]
+        yield namespaces, addresses
     finally:
         for ns in namespaces:
             _ip("netns", "del", ns)
+
+
+def _run_in(namespaces, argv, envs):
+    ranks = [subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, *argv], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env)
+             for ns, env in zip(namespaces, envs)]
+    try:
+        outputs = [rank.communicate(timeout=TIMEOUT_S) for rank in ranks]
+    finally:
+        for rank in ranks:
+            rank.kill()
+    for rank, (out, err) in zip(ranks, outputs):
+        assert rank.returncode == 0, out + err
+    return [out for out, _ in outputs]
+
+
+def test_two_machines_run_the_docs_distributed_train(two_machines):
+    """The docs' program on each "machine", flow.env.machine set to both addresses: each finds its rank
+    from its own address."""
+    namespaces, addresses = two_machines
+    outputs = _run_in(namespaces, [EXAMPLE, "--machines", ",".join(addresses), "--ctrl-port", "29500",
+                                   "--max-steps", "41"], [_env(), _env()])
+    losses = []
+    for out in outputs:
+        assert out.startswith("distributed config\n"), out
+        losses.append([float(line) for line in out.splitlines() if re.fullmatch(r"-?\d+\.\d+(e-?\d+)?", line)])
+    assert len(losses[0]) == 3  # steps 0, 20 and 40
+    assert losses[0] == losses[1]  # the consistent job runs whole on both machines
+    assert losses[0][-1] < losses[0][0]
+
+
+def test_two_machines_train_mirrored_over_gloo(two_machines, program, tmp_path, one_process):
+    """Data parallel across the two "machines": Gloo over the veth pair (their machine identities
+    differ, so no shared memory), ending with one process's variables."""
+    namespaces, addresses = two_machines
+    envs = [_env(RANK=r, WORLD_SIZE=2, MASTER_ADDR=addresses[0], MASTER_PORT=29501) for r in range(2)]
+    outputs = _run_in(namespaces, [program, str(tmp_path / "run"), "mirrored", "1", "train"], envs)
+    for out in outputs:
+        assert "collectives gloo" in out and "checkpoint ok" in out, out
+    for rank in range(2):
+        _assert_same(one_process, _variables(tmp_path / f"run_{rank}.npz"))

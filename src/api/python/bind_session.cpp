@@ -131,7 +131,8 @@ void BindSession(py::module_& m) {
       .def(py::init([](int scheduler_threads, int cpu_compute_streams, int max_calls_in_flight,
                        double shutdown_timeout_s, std::uint64_t seed, int cpu_devices, int gpu_devices,
                        double watchdog_timeout_s, int rank, int world_size, std::string master_addr,
-                       int master_port, double rendezvous_timeout_s, double collective_timeout_s) {
+                       int master_port, double rendezvous_timeout_s, double collective_timeout_s,
+                       std::string collectives) {
              SessionOptions options;
              options.cpu_devices = cpu_devices;
              options.gpu_devices = gpu_devices;
@@ -149,6 +150,7 @@ void BindSession(py::module_& m) {
                  std::chrono::milliseconds(static_cast<std::int64_t>(rendezvous_timeout_s * 1000));
              options.distributed.collective_timeout =
                  std::chrono::milliseconds(static_cast<std::int64_t>(collective_timeout_s * 1000));
+             options.distributed.collectives = std::move(collectives);
              // Connecting waits for the other ranks: let other Python threads run meanwhile.
              py::gil_scoped_release release;
              return std::make_unique<PySession>(options);
@@ -157,7 +159,8 @@ void BindSession(py::module_& m) {
            py::arg("shutdown_timeout_s") = 30.0, py::arg("seed") = 0, py::arg("cpu_devices") = 1,
            py::arg("gpu_devices") = 0, py::arg("watchdog_timeout_s") = 300.0, py::arg("rank") = 0,
            py::arg("world_size") = 1, py::arg("master_addr") = "127.0.0.1", py::arg("master_port") = 29500,
-           py::arg("rendezvous_timeout_s") = 300.0, py::arg("collective_timeout_s") = 180.0)
+           py::arg("rendezvous_timeout_s") = 300.0, py::arg("collective_timeout_s") = 180.0,
+           py::arg("collectives") = "auto")
       .def("resource",
            [](PySession& self) {
              const Resource r = self.Get().GetResource();
@@ -169,6 +172,7 @@ void BindSession(py::module_& m) {
              d["scheduler_threads"] = r.scheduler_threads;
              d["process_num"] = r.processes;
              d["rank"] = r.rank;
+             d["collectives"] = r.collectives;
              return d;
            })
       .def("close", &PySession::Close)

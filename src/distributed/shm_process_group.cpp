@@ -1,0 +1,245 @@
+// The shared-memory backend of ProcessGroup (see the header). Segment layout: a header of cache-line
+// separated counters (the barrier's arrivals and generation), then the reduced-result area, then one
+// slot per rank, each `slot_bytes`.
+#include "distributed/shm_process_group.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace weir::internal {
+namespace {
+
+constexpr std::size_t kLine = 64;
+
+struct alignas(kLine) Header {
+  std::atomic<std::uint32_t> arrived;
+  char pad0[kLine - sizeof(std::atomic<std::uint32_t>)];
+  std::atomic<std::uint32_t> generation;
+  char pad1[kLine - sizeof(std::atomic<std::uint32_t>)];
+};
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free, "shared counters must be lock free");
+
+void Pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+class ShmProcessGroup final : public ProcessGroup {
+ public:
+  ShmProcessGroup(ControlPlaneClient& control_plane, void* base, std::size_t bytes, std::size_t slot_bytes,
+                  std::chrono::milliseconds timeout)
+      : control_plane_(control_plane), base_(base), bytes_(bytes), slot_bytes_(slot_bytes), timeout_(timeout),
+        rank_(control_plane.Rank()), size_(control_plane.WorldSize()) {
+    header_ = static_cast<Header*>(base);
+    result_ = static_cast<std::byte*>(base) + sizeof(Header);
+    slots_ = result_ + slot_bytes_;
+    generation_ = header_->generation.load(std::memory_order_acquire);
+  }
+  ~ShmProcessGroup() override { munmap(base_, bytes_); }
+
+  std::string_view Backend() const override { return "shm"; }
+  int Rank() const override { return rank_; }
+  int Size() const override { return size_; }
+
+  void AllReduce(const TensorView& tensor, ReduceOp op, std::string_view what) override {
+    switch (tensor.GetDType()) {
+      case DType::kF32: return AllReduceAs<float>(tensor, op, what);
+      case DType::kF64: return AllReduceAs<double>(tensor, op, what);
+      case DType::kI32: return AllReduceAs<std::int32_t>(tensor, op, what);
+      case DType::kI64: return AllReduceAs<std::int64_t>(tensor, op, what);
+      default:
+        throw std::invalid_argument(fmt::format("[shm] rank {}: all-reduce {}: all-reduce of {} is not supported (f32, "
+                                                "f64, i32, i64 are)", rank_, what, tensor.GetDType()));
+    }
+  }
+
+  void Broadcast(const TensorView& tensor, int root, std::string_view what) override {
+    if (root < 0 || root >= size_) {
+      throw std::invalid_argument(fmt::format("[shm] broadcast {}: root must be in [0, {}), got {}", what, size_, root));
+    }
+    auto* data = static_cast<std::byte*>(tensor.data);
+    const std::size_t total = tensor.meta->NumBytes();
+    for (std::size_t offset = 0; offset < total; offset += slot_bytes_) {
+      const std::size_t length = std::min(slot_bytes_, total - offset);
+      if (rank_ == root) std::memcpy(result_, data + offset, length);
+      Barrier("broadcast", what);
+      if (rank_ != root) std::memcpy(data + offset, result_, length);
+      Barrier("broadcast", what);  // the result area is free again
+    }
+  }
+
+ private:
+  template <typename T>
+  void AllReduceAs(const TensorView& tensor, ReduceOp op, std::string_view what) {
+    T* data = tensor.As<T>();
+    const auto total = static_cast<std::size_t>(tensor.NumElements());
+    const std::size_t chunk = slot_bytes_ / sizeof(T);
+    for (std::size_t begin = 0; begin < total; begin += chunk) {
+      const std::size_t length = std::min(chunk, total - begin);
+      std::memcpy(Slot(rank_), data + begin, length * sizeof(T));
+      Barrier("all-reduce", what);
+      // This rank's piece of the chunk, summed over every slot in rank order (the same order on every
+      // rank, so every rank gets bitwise the same result), into the result area.
+      const std::size_t piece_begin = length * static_cast<std::size_t>(rank_) / static_cast<std::size_t>(size_);
+      const std::size_t piece_end = length * static_cast<std::size_t>(rank_ + 1) / static_cast<std::size_t>(size_);
+      T* result = reinterpret_cast<T*>(result_);
+      const T divisor = static_cast<T>(size_);
+      for (std::size_t i = piece_begin; i < piece_end; ++i) {
+        T sum = reinterpret_cast<const T*>(Slot(0))[i];
+        for (int r = 1; r < size_; ++r) sum += reinterpret_cast<const T*>(Slot(r))[i];
+        result[i] = op == ReduceOp::kMean ? sum / divisor : sum;
+      }
+      Barrier("all-reduce", what);
+      std::memcpy(data + begin, result, length * sizeof(T));
+      Barrier("all-reduce", what);  // the slots and the result area are free again
+    }
+  }
+
+  std::byte* Slot(int rank) const { return slots_ + static_cast<std::size_t>(rank) * slot_bytes_; }
+
+  // A sense-counting barrier on the shared header: the last to arrive resets the count and bumps the
+  // generation the others wait on. Waiting spins, then yields, then sleeps briefly (ranks may share a
+  // core); about every millisecond it checks the deadline and the control plane.
+  void Barrier(std::string_view kind, std::string_view what) {
+    const std::uint32_t generation = generation_++;
+    if (header_->arrived.fetch_add(1, std::memory_order_acq_rel) == static_cast<std::uint32_t>(size_ - 1)) {
+      header_->arrived.store(0, std::memory_order_relaxed);
+      header_->generation.store(generation + 1, std::memory_order_release);
+      return;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    auto next_check = start + std::chrono::milliseconds(1);
+    for (std::uint64_t spins = 0; header_->generation.load(std::memory_order_acquire) == generation; ++spins) {
+      if (spins < 4096) {
+        Pause();
+        continue;
+      }
+      if (spins < 8192) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+      const auto now = std::chrono::steady_clock::now();
+      if (now < next_check) continue;
+      next_check = now + std::chrono::milliseconds(1);
+      if (std::string broken = control_plane_.Broken(); !broken.empty()) {
+        throw std::runtime_error(fmt::format("[shm] rank {}: {} {} failed ({}): the other ranks cannot take part",
+                                             rank_, kind, what, broken));
+      }
+      if (now - start > timeout_) {
+        throw std::runtime_error(fmt::format(
+            "[shm] rank {}: {} {} timed out after {} ms: not every rank reached it (a rank hangs or runs other "
+            "collectives)", rank_, kind, what, timeout_.count()));
+      }
+    }
+  }
+
+  ControlPlaneClient& control_plane_;
+  void* base_;
+  std::size_t bytes_;
+  std::size_t slot_bytes_;
+  std::chrono::milliseconds timeout_;
+  int rank_;
+  int size_;
+  Header* header_ = nullptr;
+  std::byte* result_ = nullptr;
+  std::byte* slots_ = nullptr;
+  std::uint32_t generation_ = 0;  // the barrier generation this rank waits for next
+};
+
+void* MapSegment(int fd, std::size_t bytes, const std::string& name) {
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) {
+    throw ControlPlaneError(fmt::format("[shm] cannot map the shared segment {} ({} bytes): {}", name, bytes,
+                                        std::strerror(errno)));
+  }
+  return base;
+}
+
+}  // namespace
+
+std::string MachineIdentity() {
+  std::string boot;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
+  struct stat net {};
+  const std::string netns = stat("/proc/self/ns/net", &net) == 0 ? std::to_string(net.st_ino) : "?";
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  return fmt::format("{}/{}/{}", boot, netns, host);
+}
+
+std::unique_ptr<ProcessGroup> MakeShmProcessGroup(ControlPlaneClient& control_plane, const ShmGroupOptions& options) {
+  if (options.prefix.empty()) throw std::invalid_argument("[shm] ShmGroupOptions::prefix must not be empty");
+  if (options.timeout.count() <= 0) {
+    throw std::invalid_argument(fmt::format("[shm] ShmGroupOptions::timeout must be positive, got {} ms",
+                                            options.timeout.count()));
+  }
+  if (options.slot_bytes < 64 || options.slot_bytes % 64 != 0) {
+    throw std::invalid_argument(fmt::format("[shm] ShmGroupOptions::slot_bytes must be a positive multiple of 64, "
+                                            "got {}", options.slot_bytes));
+  }
+  const std::size_t bytes = sizeof(Header) + options.slot_bytes * static_cast<std::size_t>(control_plane.WorldSize() + 1);
+  const std::string key = options.prefix + "/shm_name";
+  int fd = -1;
+  std::string name;
+  if (control_plane.Rank() == 0) {
+    std::random_device random;
+    name = fmt::format("/weir-{}-{:08x}", getpid(), random());
+    fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+      const std::string error = std::strerror(errno);
+      if (fd >= 0) {
+        close(fd);
+        shm_unlink(name.c_str());
+      }
+      control_plane.Set(key, "");  // the others fail at once rather than at the timeout
+      throw ControlPlaneError(fmt::format("[shm] cannot make the shared segment {} ({} bytes): {}", name, bytes, error));
+    }
+    control_plane.Set(key, name, options.timeout);
+  } else {
+    name = control_plane.Get(key, options.timeout);
+    if (name.empty()) throw ControlPlaneError("[shm] rank 0 could not make the shared segment");
+    fd = shm_open(name.c_str(), O_RDWR, 0600);
+    if (fd < 0) {
+      throw ControlPlaneError(fmt::format("[shm] rank {}: cannot open the shared segment {}: {} (are all ranks on one "
+                                          "machine?)", control_plane.Rank(), name, std::strerror(errno)));
+    }
+  }
+  void* base = nullptr;
+  try {
+    base = MapSegment(fd, bytes, name);
+  } catch (...) {
+    close(fd);
+    if (control_plane.Rank() == 0) shm_unlink(name.c_str());
+    throw;
+  }
+  close(fd);  // the mapping stays
+  auto group = std::make_unique<ShmProcessGroup>(control_plane, base, bytes, options.slot_bytes, options.timeout);
+  // Once every rank has mapped it, the name can go: the memory lives until the last rank unmaps it.
+  try {
+    control_plane.Barrier(options.prefix + "/shm_mapped", options.timeout);
+  } catch (...) {
+    if (control_plane.Rank() == 0) shm_unlink(name.c_str());
+    throw;
+  }
+  if (control_plane.Rank() == 0) shm_unlink(name.c_str());
+  return group;
+}
+
+}  // namespace weir::internal

@@ -1,0 +1,41 @@
+#pragma once
+// Collectives between the processes of one machine through shared memory: each rank copies its buffer
+// into its slot of one shared segment, every rank reduces its piece of all slots, and every rank copies
+// the reduced pieces out. Spinning barriers on shared counters make a small all-reduce cost a few
+// microseconds where Gloo's TCP loopback costs about 180 (bench/multi_process.py); large buffers go in
+// chunks of the slot size at memory speed.
+//
+// Every wait is bounded: a barrier gives up after the group's timeout, and (checked about every
+// millisecond) as soon as the control plane reports a lost rank or loses the master, with an error
+// naming the collective and the rank.
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "distributed/control_plane.hpp"
+#include "kernels/collectives/process_group.hpp"
+
+namespace weir::internal {
+
+struct ShmGroupOptions {
+  /// Keys of this group in the control plane's store; also names the segment.
+  std::string prefix;
+  /// Bounds every collective.
+  std::chrono::milliseconds timeout{180000};
+  /// Bytes of each rank's slot (a larger buffer goes in chunks of this size).
+  std::size_t slot_bytes = std::size_t{4} << 20;
+};
+
+/// Rank 0 creates the segment and publishes its name; the others map it; it is unlinked once every
+/// rank has mapped it, so nothing is left in /dev/shm whatever happens later. Every rank of the control
+/// plane must be on this machine and make the same group. Throws ControlPlaneError when a rank does
+/// not come or the segment cannot be made.
+std::unique_ptr<ProcessGroup> MakeShmProcessGroup(ControlPlaneClient& control_plane, const ShmGroupOptions& options);
+
+/// What tells machines apart for choosing the shared-memory group: the kernel's boot id and this
+/// process's network namespace (so that two network namespaces of one machine, as the tests' "two
+/// machines", count as two).
+std::string MachineIdentity();
+
+}  // namespace weir::internal
