@@ -8,8 +8,9 @@ cd "$(dirname "$0")/.."
 build=${1:-build-tsan}
 [[ -f $build/build.ninja ]] || meson setup "$build" -Dcuda=disabled -Dbuildtype=debugoptimized -Db_sanitize=thread \
   -Dtests=true -Dpython=disabled >/dev/null
-ninja -C "$build" tests/test_common tests/test_actors tests/test_session tests/test_training tests/test_devices
-for suite in common actors session training devices; do
+ninja -C "$build" tests/test_common tests/test_actors tests/test_session tests/test_training tests/test_devices \
+  tests/test_distributed
+for suite in common actors session training devices distributed; do
   log="$build/tsan-$suite.log"
   TSAN_OPTIONS="halt_on_error=0 exitcode=0" "$build/tests/test_$suite" >"$log" 2>&1 || { tail -20 "$log"; exit 1; }
   /usr/bin/python3 - "$log" <<'PY'

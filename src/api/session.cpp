@@ -503,18 +503,19 @@ class SessionImpl {
     plan_options.processes = cluster_ ? cluster_->Size() : 1;
     std::shared_ptr<const Plan> plan;
     std::shared_ptr<ProcessGroup> processes;
+    // Every process compiles its jobs in the same order, failed ones included: the n-th must be the
+    // same everywhere.
+    const std::size_t order = compiled_count_++;
     try {
       try {
         plan = CompilePlan(job.Graph(), plan_options);
       } catch (const std::exception&) {
-        if (cluster_) cluster_->PublishCompileFailure(job.Name(), compiled_count_++);  // the others fail at once
+        if (cluster_) cluster_->PublishCompileFailure(job.Name(), order);  // the others fail at once
         throw;
       }
       if (cluster_) {
-        // Every process compiles its jobs in the same order; the n-th must be the same everywhere.
-        cluster_->CheckSamePlan(*plan, compiled_count_);
-        if (plan->process_collectives) processes = cluster_->MakeJobGroup(*plan, compiled_count_);
-        ++compiled_count_;
+        cluster_->CheckSamePlan(*plan, order);
+        if (plan->process_collectives) processes = cluster_->MakeJobGroup(*plan, order);
       }
     } catch (const std::invalid_argument& error) {
       // Nothing of the job is kept: the session stays usable for every other job.
@@ -573,7 +574,7 @@ class SessionImpl {
 
   SessionOptions options_;
   std::unique_ptr<Cluster> cluster_;  // several processes; outlives the jobs, whose groups use it
-  std::size_t compiled_count_ = 0;    // jobs compiled in a distributed session (guarded by jobs_mutex_)
+  std::size_t compiled_count_ = 0;    // jobs compiled, or tried (guarded by jobs_mutex_)
   VariableStore variables_;
   std::mutex gate_mutex_;
   std::condition_variable gate_cv_;

@@ -13,72 +13,15 @@
 #include <thread>
 
 #include "api/test_ops_for_tests.hpp"
+#include "api/train_test_util.hpp"
 #include "graph/planner.hpp"
 #include "weir/optimizers.hpp"
 #include "weir/weir.hpp"
 
 using namespace weir;
+using namespace weir::testing;
 
 namespace {
-
-constexpr std::int64_t kFeatures = 12;
-constexpr std::int64_t kClasses = 4;
-
-Tensor RandomImages(Shape shape, std::uint32_t seed) {
-  Tensor t(std::move(shape), DType::kF32);
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  for (std::int64_t i = 0; i < t.NumElements(); ++i) t.Data<float>()[i] = dist(gen);
-  return t;
-}
-
-Tensor RandomLabels(std::int64_t n, std::uint32_t seed) {
-  Tensor t(Shape{n}, DType::kI32);
-  std::mt19937 gen(seed);
-  for (std::int64_t i = 0; i < n; ++i) t.Data<std::int32_t>()[i] = static_cast<std::int32_t>(gen() % kClasses);
-  return t;
-}
-
-// Rows [begin, end) of a tensor (its first axis).
-Tensor Rows(const Tensor& t, std::int64_t begin, std::int64_t end) {
-  std::vector<std::int64_t> dims = t.GetShape().Dims();
-  const std::int64_t row = t.NumElements() / dims[0] * static_cast<std::int64_t>(SizeOf(t.GetDType()));
-  dims[0] = end - begin;
-  Tensor out(Shape(dims), t.GetDType());
-  std::memcpy(out.RawData(), static_cast<const std::byte*>(t.RawData()) + begin * row,
-              static_cast<std::size_t>((end - begin) * row));
-  return out;
-}
-
-enum class Model { kMlp, kConv };
-
-// The seeds' MLP shape in small, or a LeNet-like conv net; `batch` is the batch each replica sees.
-Job TrainJob(const std::string& name, Model model, std::int64_t batch, LogicalView view, const Optimizer& optimizer) {
-  JobConfig config;
-  config.view = view;
-  JobBuilder builder(name, JobType::kTrain, config);
-  const Initializer init = TruncatedNormalInitializer(0, 0.3);
-  Blob features;
-  if (model == Model::kMlp) {
-    features = builder.Placeholder("images", Shape{batch, kFeatures});
-  } else {
-    Blob images = builder.Placeholder("images", Shape{batch, 1, 8, 8});
-    Blob conv = Conv2DLayer(images, 4, {.kernel_size = {3, 3}, .padding = SamePadding(),
-                                        .activation = Activation::kRelu, .kernel_initializer = init, .name = "conv"});
-    features = Flatten(MaxPool2D(conv));
-  }
-  Blob labels = builder.Placeholder("labels", Shape{batch}, DType::kI32);
-  Blob hidden = Dense(features, 16, {.activation = Activation::kRelu, .kernel_initializer = init, .name = "hidden"});
-  Blob logits = Dense(hidden, kClasses, {.kernel_initializer = init, .name = "output"});
-  Blob loss = SparseSoftmaxCrossEntropy(labels, logits, "loss");
-  builder.Minimize(optimizer, loss);
-  builder.Output("loss", loss);
-  return builder.Build();
-}
-
-Shape ImageShape(Model model, std::int64_t batch) {
-  return model == Model::kMlp ? Shape{batch, kFeatures} : Shape{batch, 1, 8, 8};
-}
 
 // Trains `steps` steps of the whole batch on one device, and the same batches split over `devices`
 // mirrored devices; returns both sessions' variables.
@@ -107,21 +50,6 @@ std::pair<std::map<std::string, Tensor>, std::map<std::string, Tensor>> TrainBot
     for (std::size_t i = 0; i < a.size(); ++i) CHECK(b[i] == doctest::Approx(a[i]).epsilon(1e-4));
   }
   return {one.GetVariables(), many.GetVariables()};
-}
-
-void CheckSameVariables(const std::map<std::string, Tensor>& a, const std::map<std::string, Tensor>& b) {
-  REQUIRE(a.size() == b.size());
-  for (const auto& [name, value] : a) {
-    CAPTURE(name);
-    REQUIRE(b.count(name) == 1);
-    if (value.GetDType() != DType::kF32) {
-      CHECK(b.at(name).ToVector<std::int64_t>() == value.ToVector<std::int64_t>());
-      continue;
-    }
-    const std::vector<float> x = value.ToVector<float>();
-    const std::vector<float> y = b.at(name).ToVector<float>();
-    for (std::size_t i = 0; i < x.size(); ++i) CHECK(y[i] == doctest::Approx(x[i]).epsilon(1e-4).scale(1e-3));
-  }
 }
 
 }  // namespace

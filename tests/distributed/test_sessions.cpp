@@ -1,0 +1,193 @@
+// Sessions spanning processes, each rank a thread of this test with a Session of its own (neither the
+// control plane nor the data planes can tell): mirrored training on 2 ranks x 1 and x 2 devices over
+// shared memory and over Gloo ends with the variables of one session on the whole batch; what a session
+// reports; a consistent job runs whole in every rank; jobs that differ, or fail to compile on one rank,
+// fail on every rank naming the job. Every test runs under a watchdog.
+#include <doctest/doctest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <future>
+#include <string>
+#include <vector>
+
+#include "api/train_test_util.hpp"
+#include "test_watchdog.hpp"
+#include "weir/weir.hpp"
+
+using namespace weir;
+using namespace weir::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
+  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+SessionOptions RankOptions(int rank, int world, int port, const std::string& collectives, int devices = 1) {
+  SessionOptions options;
+  options.cpu_devices = devices;
+  options.distributed.rank = rank;
+  options.distributed.world_size = world;
+  options.distributed.master_port = port;
+  options.distributed.rendezvous_timeout = 20s;
+  options.distributed.collective_timeout = 20s;
+  options.distributed.collectives = collectives;
+  return options;
+}
+
+/// Runs fn(rank) on `world` threads at once and returns what each returned (or rethrows the first error).
+template <typename T>
+std::vector<T> OnRanks(int world, const std::function<T(int)>& fn) {
+  std::vector<std::future<T>> futures;
+  for (int rank = 0; rank < world; ++rank) futures.push_back(std::async(std::launch::async, fn, rank));
+  std::vector<T> results;
+  for (auto& future : futures) results.push_back(future.get());
+  return results;
+}
+
+constexpr std::int64_t kBatch = 12;
+constexpr int kSteps = 4;
+
+std::map<std::string, Tensor> TrainOneSession(const Optimizer& optimizer) {
+  Session one;
+  const Job whole = TrainJob("train", Model::kMlp, kBatch, LogicalView::kConsistent, optimizer);
+  for (int step = 0; step < kSteps; ++step) {
+    one.Call(whole, {RandomImages(ImageShape(Model::kMlp, kBatch), 100 + static_cast<std::uint32_t>(step)),
+                     RandomLabels(kBatch, 200 + static_cast<std::uint32_t>(step))});
+  }
+  return one.GetVariables();
+}
+
+/// Rank r of `world` ranks with `devices` devices each trains the mirrored MLP on its rows of each batch.
+std::map<std::string, Tensor> TrainRank(int rank, int world, int devices, int port, const std::string& collectives,
+                                        const Optimizer& optimizer) {
+  Session session(RankOptions(rank, world, port, collectives, devices));
+  const std::int64_t per = kBatch / (world * devices);
+  const Job mirrored = TrainJob("train", Model::kMlp, per, LogicalView::kMirrored, optimizer);
+  for (int step = 0; step < kSteps; ++step) {
+    const Tensor images = RandomImages(ImageShape(Model::kMlp, kBatch), 100 + static_cast<std::uint32_t>(step));
+    const Tensor labels = RandomLabels(kBatch, 200 + static_cast<std::uint32_t>(step));
+    std::vector<Tensor> inputs;
+    const std::int64_t first = rank * devices * per;
+    for (int d = 0; d < devices; ++d) inputs.push_back(Rows(images, first + d * per, first + (d + 1) * per));
+    for (int d = 0; d < devices; ++d) inputs.push_back(Rows(labels, first + d * per, first + (d + 1) * per));
+    session.Call(mirrored, inputs);
+  }
+  const Resource resource = session.GetResource();
+  CHECK(resource.processes == world);
+  CHECK(resource.rank == rank);
+  CHECK(resource.collectives == (collectives == "gloo" ? "gloo" : "shm"));
+  return session.GetVariables();
+}
+
+}  // namespace
+
+TEST_CASE("sessions across processes: mirrored training ends with one session's variables") {
+  Watchdog dog(120s);
+  struct Case {
+    int devices;
+    std::string collectives;
+  };
+  for (const Case& c : {Case{1, "shm"}, Case{1, "gloo"}, Case{2, "auto"}, Case{2, "gloo"}}) {
+    CAPTURE(c.devices);
+    CAPTURE(c.collectives);
+    // Adam: elementwise updates after the gradients' cross-process reduction; LAMB: whole-tensor
+    // updates after an all-reduce actor.
+    for (const bool lamb : {false, true}) {
+      CAPTURE(lamb);
+      const Optimizer optimizer = lamb ? Lamb(PiecewiseConstantScheduler({}, {0.05}))
+                                       : Adam(PiecewiseConstantScheduler({}, {0.01}));
+      const auto expected = TrainOneSession(optimizer);
+      const int port = FreePort();
+      const auto ranks = OnRanks<std::map<std::string, Tensor>>(
+          2, [&](int rank) { return TrainRank(rank, 2, c.devices, port, c.collectives, optimizer); });
+      for (const auto& variables : ranks) CheckSameVariables(expected, variables);
+    }
+  }
+}
+
+TEST_CASE("sessions across processes: jobs that differ or fail to compile on one rank fail on every rank") {
+  Watchdog dog(60s);
+  const int port = FreePort();
+  const auto errors = OnRanks<std::string>(2, [port](int rank) -> std::string {
+    Session session(RankOptions(rank, 2, port, "auto"));
+    // Rank 1's job has another batch: another plan.
+    const Job job = TrainJob("train", Model::kMlp, rank == 0 ? 6 : 4, LogicalView::kMirrored,
+                             Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.0));
+    std::string error;
+    try {
+      session.Compile(job);
+    } catch (const std::invalid_argument& e) {
+      error = e.what();
+    }
+    // The session stays usable: the next job, the same on both ranks, compiles and runs.
+    const Job same = TrainJob("same", Model::kMlp, 6, LogicalView::kMirrored, Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.0));
+    session.Call(same, {RandomImages(ImageShape(Model::kMlp, 6), 1), RandomLabels(6, 2)});
+    return error;
+  });
+  for (const std::string& error : errors) {
+    CHECK(error.find("job 'train' differs between processes: as job #1 rank 0 compiled 'train', and rank 1 compiled "
+                     "'train' with a different plan") != std::string::npos);
+  }
+
+  const int port2 = FreePort();
+  const auto failures = OnRanks<std::string>(2, [port2](int rank) -> std::string {
+    Session session(RankOptions(rank, 2, port2, "auto"));
+    JobBuilder builder("bad");
+    Blob x = builder.Placeholder("x", Shape{2});
+    ScopedPlacement place(builder, Placement("cpu", {rank == 1 ? "0:5" : "0:0"}));  // no device 5 on rank 1
+    builder.Output("y", ScalarMul(x, 2.0));
+    try {
+      session.Compile(builder.Build());
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "(no error)";
+  });
+  CHECK(failures[0].find("[distributed] job 'bad': rank 1 could not compile its job #1 ('bad')") != std::string::npos);
+  CHECK(failures[1].find("does not compile") != std::string::npos);
+}
+
+TEST_CASE("sessions across processes: a consistent job runs whole in every rank") {
+  Watchdog dog(60s);
+  const Optimizer optimizer = Sgd(PiecewiseConstantScheduler({}, {0.2}), 0.9);
+  const auto expected = TrainOneSession(optimizer);
+  const int port = FreePort();
+  const auto ranks = OnRanks<std::map<std::string, Tensor>>(2, [&](int rank) {
+    Session session(RankOptions(rank, 2, port, "auto"));
+    const Job whole = TrainJob("train", Model::kMlp, kBatch, LogicalView::kConsistent, optimizer);
+    for (int step = 0; step < kSteps; ++step) {
+      session.Call(whole, {RandomImages(ImageShape(Model::kMlp, kBatch), 100 + static_cast<std::uint32_t>(step)),
+                           RandomLabels(kBatch, 200 + static_cast<std::uint32_t>(step))});
+    }
+    return session.GetVariables();
+  });
+  for (const auto& variables : ranks) CheckSameVariables(expected, variables);
+}
+
+TEST_CASE("sessions across processes: bad options name the field") {
+  SessionOptions options;
+  options.distributed.world_size = 2;
+  options.distributed.rank = 2;
+  CHECK_THROWS_WITH_AS(Session{options}, doctest::Contains("[DistributedOptions] rank: expected 0 <= rank < world_size=2, got 2"),
+                       std::invalid_argument);
+  options.distributed.rank = 0;
+  options.distributed.collectives = "mpi";
+  CHECK_THROWS_WITH_AS(Session{options},
+                       doctest::Contains("[DistributedOptions] collectives: expected \"auto\", \"shm\" or \"gloo\", got \"mpi\""),
+                       std::invalid_argument);
+}
