@@ -10,6 +10,7 @@ import os
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -48,6 +49,12 @@ def package_path(tmp_path_factory):
     (root / "weir" / "__init__.py").write_text("")
     os.symlink(SOURCE, root / "weir" / "distributed")
     return str(root)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def _script(tmp_path, body, name="rank.py"):
@@ -320,15 +327,15 @@ def test_the_installed_launcher_runs(tmp_path):
         assert sorted(result.stdout.splitlines()) == ["[rank0]:rank 0", "[rank1]:rank 1"]
 
 
-def test_a_weir_session_under_the_launcher_says_it_does_not_span_processes_yet(tmp_path):
+def test_a_weir_session_under_the_launcher_spans_the_processes(tmp_path):
     pytest.importorskip("weir._C")
     script = tmp_path / "job.py"
-    script.write_text("import weir as flow\nprint(flow.current_resource()['machine_num'])\n"
-                      "flow.train.CheckPoint().init()\n")
+    script.write_text("import weir as flow\nflow.train.CheckPoint().init()\n"
+                      "r = flow.current_resource()\nprint(r['process_num'], r['rank'], r['collectives'])\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    result = subprocess.run([sys.executable, "-m", "weir.distributed.launch", "--nproc_per_node", "2", str(script)],
+    result = subprocess.run([sys.executable, "-m", "weir.distributed.launch", "--nproc_per_node", "2",
+                             "--master_port", str(_free_port()), str(script)],
                             env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
     assert result.returncode == 0, result.stderr
     for rank in (0, 1):
-        assert (f"[rank{rank}]:[weir] WORLD_SIZE=2, but sessions do not span processes yet: rank {rank} runs a "
-                "one-process session of its own") in result.stderr
+        assert f"[rank{rank}]:2 {rank} shm" in result.stdout, result.stdout

@@ -268,16 +268,24 @@ class _Launcher:
                 new = new[1:]
             if new:  # a second signal: no more grace
                 self.kill_at, self.kill_why = time.monotonic(), f"at a second signal, {_signal_name(new[0])}"
+            failed = []
             for r in self.ranks:
                 code = r.process.poll()
                 if code is None or r.done:
                     continue
                 r.done = True
-                if code != 0 and self.cause is None:
-                    how = f"was killed by {_signal_name(-code)}" if code < 0 else f"exited with status {code}"
-                    where = f" (its output: {r.log_dir})" if r.log_dir else ""
-                    self._stop(f"rank {r.rank} (pid {r.process.pid}) {how}{where}", code if code > 0 else 128 - code,
-                               signal.SIGTERM)
+                if code != 0:
+                    failed.append((r, code))
+            if failed and self.cause is None:
+                # Ranks seen failing in the same round: a rank killed by a signal is the likelier cause (the
+                # others then fail on losing it), so it is the one reported.
+                r, code = next(((r, code) for r, code in failed if code < 0), failed[0])
+                how = f"was killed by {_signal_name(-code)}" if code < 0 else f"exited with status {code}"
+                where = f" (its output: {r.log_dir})" if r.log_dir else ""
+                also = "".join(f"; rank {o.rank} exited with status {c}" if c > 0 else
+                               f"; rank {o.rank} was killed by {_signal_name(-c)}" for o, c in failed if o is not r)
+                self._stop(f"rank {r.rank} (pid {r.process.pid}) {how}{where}{also}", code if code > 0 else 128 - code,
+                           signal.SIGTERM)
             running = self._running()
             if not running:
                 return
