@@ -2,11 +2,11 @@
 // communicator. A result every device reads whole (all_reduce, all_gather) is one buffer, which
 // the devices of this process share; split results are one piece per device. A collective across
 // processes then all-reduces each result over the process group.
-#include <string_view>
 #include <stdexcept>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
-#include <vector>
 
 #include "kernels/collectives/collective_attrs.hpp"
 #include "kernels/collectives/process_group.hpp"
