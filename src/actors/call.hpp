@@ -21,7 +21,7 @@ struct CallRecord {
 
   bool is_sync = true;
   bool issued_from_callback = false;  // a sync call made inside a callback completes without waiting for it
-  std::promise<void> promise;                         // sync calls
+  std::promise<void> promise;                         // sync calls: see Fulfil and AwaitFulfilled
   std::function<void(CallRecord&)> callback;          // async calls; runs on the callback thread
 
   /// Records the first failure of this call; later ones are dropped. Any thread.
@@ -34,6 +34,26 @@ struct CallRecord {
     return error_;
   }
 
+  /// Sync calls: the dispatcher's way to complete the call.
+  void Fulfil() {
+    promise.set_value();
+    fulfilled_.store(true, std::memory_order_release);
+  }
+  /// Sync calls: returns once Fulfil ran. Spins for up to `spin` first, then sleeps on the promise: on
+  /// small machines a futex wake-up costs tens of microseconds, more than a small job's whole call,
+  /// while a spin sees the result within a fraction of a microsecond.
+  void AwaitFulfilled(std::chrono::nanoseconds spin) {
+    std::future<void> done = promise.get_future();
+    if (spin.count() > 0) {
+      const auto until = std::chrono::steady_clock::now() + spin;
+      for (std::uint32_t i = 1; !fulfilled_.load(std::memory_order_acquire); ++i) {
+        CpuRelax();
+        if (i % 64 == 0 && std::chrono::steady_clock::now() >= until) break;
+      }
+    }
+    done.get();
+  }
+
   bool completed = false;  // guarded by the dispatcher's mutex
   /// Set at launch while the job is profiled; the epoch otherwise.
   std::chrono::steady_clock::time_point profiled_launch{};
@@ -41,6 +61,13 @@ struct CallRecord {
   std::chrono::steady_clock::time_point launched{};
 
  private:
+  static void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+
+  std::atomic<bool> fulfilled_{false};
   mutable std::mutex error_mutex_;
   std::exception_ptr error_;
 };

@@ -88,7 +88,7 @@ void Dispatcher::Release(std::unique_lock<std::mutex>& lock) {
   if (wake_admission) admitted_cv_.notify_all();
   if (wake_callbacks) callback_cv_.notify_one();
   if (wake_sync) finished_cv_.notify_all();
-  for (auto& record : fulfil_now) record->promise.set_value();
+  for (auto& record : fulfil_now) record->Fulfil();
   lock.lock();
 }
 
@@ -123,7 +123,7 @@ void Dispatcher::CallbackLoop() {
 
 void Dispatcher::Finish(CallRecord& record) {
   if (record.is_sync) {
-    record.promise.set_value();
+    record.Fulfil();
   } else {
     try {
       record.callback(record);

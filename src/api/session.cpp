@@ -259,6 +259,7 @@ class SessionImpl {
   struct Launched {
     std::shared_ptr<CallRecord> record;
     std::shared_ptr<const OutputShape> output_shape;
+    std::atomic<std::int64_t>* sync_latency_ns = nullptr;  // the job's (Entry::sync_latency_ns)
   };
 
   Launched Launch(const Job& job, std::vector<Tensor> inputs, Session::Callback callback) {
@@ -281,11 +282,24 @@ class SessionImpl {
       };
     }
     dispatcher_->Admit(record, [&] { runtime.Launch(record); });
-    return {std::move(record), entry.output_shape};
+    return {std::move(record), entry.output_shape, entry.sync_latency_ns.get()};
   }
 
+  // How long a sync caller spins before it sleeps: twice the job's typical call, for calls short enough
+  // that a wake-up (tens of microseconds here) would be a large part of them; no spin for longer ones,
+  // which a wake-up barely slows and a spin would take a core from.
+  static constexpr std::chrono::microseconds kMaxSyncSpin{250};
+
   static Outputs Wait(const Launched& launched) {
-    launched.record->promise.get_future().get();
+    const std::int64_t typical = launched.sync_latency_ns->load(std::memory_order_relaxed);
+    const std::chrono::nanoseconds spin(typical > 0 && 2 * typical <= std::chrono::nanoseconds(kMaxSyncSpin).count()
+                                            ? 2 * typical : 0);
+    launched.record->AwaitFulfilled(spin);
+    // The typical latency: a moving average of the calls' launch-to-return times (the first call sets it).
+    const std::int64_t took =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - launched.record->launched)
+            .count();
+    launched.sync_latency_ns->store(typical == 0 ? took : typical + (took - typical) / 8, std::memory_order_relaxed);
     if (std::exception_ptr error = launched.record->Error()) std::rethrow_exception(error);
     return launched.output_shape->Deliver(std::move(launched.record->outputs));
   }
@@ -443,6 +457,8 @@ class SessionImpl {
     std::shared_ptr<const OutputShape> output_shape;
     std::size_t order = 0;          // compile order, for profiles
     bool across_processes = false;  // has collectives across processes (Plan::process_collectives)
+    // The typical sync call, for the caller's spin (Wait); on the heap, as the entry moves into the map.
+    std::unique_ptr<std::atomic<std::int64_t>> sync_latency_ns = std::make_unique<std::atomic<std::int64_t>>(0);
   };
 
   /// The compiled jobs in the order they were compiled; with jobs_mutex_ held.
