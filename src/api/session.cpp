@@ -287,13 +287,15 @@ class SessionImpl {
 
   // How long a sync caller spins before it sleeps: twice the job's typical call, for calls short enough
   // that a wake-up (tens of microseconds here) would be a large part of them; no spin for longer ones,
-  // which a wake-up barely slows and a spin would take a core from.
+  // which a wake-up barely slows and a spin would take a core from, nor with one usable core, where the
+  // spin would hold up the very threads it waits for.
   static constexpr std::chrono::microseconds kMaxSyncSpin{250};
 
   static Outputs Wait(const Launched& launched) {
+    static const bool may_spin = UsableCores() > 1;
     const std::int64_t typical = launched.sync_latency_ns->load(std::memory_order_relaxed);
-    const std::chrono::nanoseconds spin(typical > 0 && 2 * typical <= std::chrono::nanoseconds(kMaxSyncSpin).count()
-                                            ? 2 * typical : 0);
+    const std::chrono::nanoseconds spin(
+        may_spin && typical > 0 && 2 * typical <= std::chrono::nanoseconds(kMaxSyncSpin).count() ? 2 * typical : 0);
     launched.record->AwaitFulfilled(spin);
     // The typical latency: a moving average of the calls' launch-to-return times (the first call sets it).
     const std::int64_t took =
