@@ -520,6 +520,14 @@ JobTrace JobRuntime::Trace() const {
     const TaskDesc& desc = task->Desc();
     if (task->Firings().empty()) continue;
     TracedTask traced;
+    traced.task_id = desc.id;
+    for (int reg : desc.consumed) {
+      const int producer = plan.registers[static_cast<std::size_t>(reg)].producer;
+      if (plan.tasks[static_cast<std::size_t>(producer)].stream != desc.stream &&
+          plan.registers[static_cast<std::size_t>(reg)].slot_bytes > 0) {  // data, not a tick or a control edge
+        traced.fed_from_other_streams.push_back(producer);
+      }
+    }
     traced.name = desc.name;
     traced.kind = std::string(Name(desc.kind));
     if (desc.kind == TaskKind::kKernel) traced.op_type = desc.op_type;

@@ -35,6 +35,10 @@ struct TracedCall {
 
 /// An actor that fired while tracing.
 struct TracedTask {
+  int task_id = -1;  // in its plan
+  /// Producers (task ids) of what this actor reads that run on another stream: the register hand-offs
+  /// a trace draws as flow arrows between tracks.
+  std::vector<int> fed_from_other_streams;
   std::string name;
   std::string kind;     // "kernel", "input", "variable", "sink", "source_tick"
   std::string op_type;  // kernels only

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <stdexcept>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -56,8 +57,11 @@ void WriteChromeTrace(const std::string& path, const std::vector<JobTrace>& jobs
   }
 
   std::map<std::pair<int, std::string>, int> track_tid;  // (pid, job + stream) -> tid
+  std::int64_t next_flow = 0;
   for (std::size_t j = 0; j < jobs.size(); ++j) {
     const JobTrace& job = jobs[j];
+    // Where each actor's firing for each call ran: (task id, call id) -> (pid, tid, start).
+    std::map<std::pair<int, std::int64_t>, std::tuple<int, int, std::int64_t>> fired;
     const int calls_tid = static_cast<int>(j) + 1;
     metadata("thread_name", 0, calls_tid, job.job);
     for (const TracedCall& call : job.calls) {
@@ -85,6 +89,25 @@ void WriteChromeTrace(const std::string& path, const std::vector<JobTrace>& jobs
                                      R"("args":{{"call":{},{}}}}})",
                                      Quoted(category), name, pid, it->second, micros(firing.start_ns),
                                      static_cast<double>(firing.duration_ns) * 1e-3, firing.call_id, args_tail));
+        fired.emplace(std::pair{task.task_id, firing.call_id}, std::tuple{pid, it->second, firing.start_ns});
+      }
+    }
+    // Flow arrows for the register hand-offs between tracks: from the producer's firing for a call to
+    // the consumer's firing for the same call (each bound to its enclosing slice).
+    for (const TracedTask& task : job.tasks) {
+      for (const int producer : task.fed_from_other_streams) {
+        for (const TracedFiring& firing : task.firings) {
+          const auto from = fired.find({producer, firing.call_id});
+          const auto to = fired.find({task.task_id, firing.call_id});
+          if (from == fired.end() || to == fired.end()) continue;
+          const auto& [from_pid, from_tid, from_ns] = from->second;
+          const auto& [to_pid, to_tid, to_ns] = to->second;
+          const std::int64_t id = next_flow++;
+          events.push_back(fmt::format(R"({{"ph":"s","cat":"register","name":"hand-off","id":{},"pid":{},"tid":{},)"
+                                       R"("ts":{:.3f}}})", id, from_pid, from_tid, micros(from_ns)));
+          events.push_back(fmt::format(R"({{"ph":"f","bp":"e","cat":"register","name":"hand-off","id":{},"pid":{},)"
+                                       R"("tid":{},"ts":{:.3f}}})", id, to_pid, to_tid, micros(to_ns)));
+        }
       }
     }
   }

@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <cmath>
 #include <future>
 #include <random>
@@ -183,6 +185,27 @@ TEST_CASE("two stages on two devices (pipeline) compute what one device computes
     for (std::size_t i = 0; i < a.size(); ++i) CHECK(b[i] == doctest::Approx(a[i]).epsilon(1e-5));
   }
   CheckSameVariables(one.GetVariables(), two.GetVariables());
+
+  // A trace draws the stage boundary's hand-offs as flow arrows between the devices' tracks: one start
+  // and one end per hand-off, every one of them for a call of the trace.
+  two.StartTrace();
+  for (int call = 0; call < 3; ++call) {
+    two.Call(staged, {RandomImages({8, kFeatures}, 70), RandomLabels(8, 90)});
+  }
+  const std::string trace_path = (std::filesystem::temp_directory_path() / "weir_test_pipeline_trace.json").string();
+  two.StopTrace(trace_path);
+  std::ifstream trace_file(trace_path);
+  const std::string trace((std::istreambuf_iterator<char>(trace_file)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(trace_path);
+  auto count = [&](std::string_view needle) {
+    std::size_t n = 0;
+    for (std::size_t at = trace.find(needle); at != std::string::npos; at = trace.find(needle, at + 1)) ++n;
+    return n;
+  };
+  const std::size_t starts = count(R"({"ph":"s","cat":"register","name":"hand-off")");
+  CHECK(starts == count(R"({"ph":"f","bp":"e","cat":"register","name":"hand-off")"));
+  CHECK(starts >= 3 * 2);  // at least the activations forward and their gradient back, per call
+  CHECK(starts % 3 == 0);  // the same hand-offs in every call
 
   const auto plan = internal::CompilePlan(staged.Graph(), {.devices = 2});
   bool hidden_on_0 = false;
