@@ -109,9 +109,9 @@ class GlooProcessGroup final : public ProcessGroup {
   // Tags tell Gloo's messages of consecutive collectives apart; every rank counts them the same way.
   std::uint32_t NextTag() { return next_tag_++; }
 
-  // Gloo's errors name a socket; ours name the collective, this rank and the rank that was lost (the
-  // control plane sees a dead peer's connection close at about the time Gloo does, so wait a little
-  // for its notice).
+  // Gloo's errors name a socket; ours name the collective, this rank and the rank that was lost, or the
+  // master's connection (the control plane sees a dead peer's connection close at about the time Gloo
+  // does, so wait a little for its notice).
   template <typename Fn>
   void Guarded(std::string_view kind, std::string_view what, Fn&& fn) {
     try {
@@ -119,14 +119,14 @@ class GlooProcessGroup final : public ProcessGroup {
     } catch (const std::invalid_argument& error) {
       throw std::invalid_argument(fmt::format("[gloo] rank {}: {} {}: {}", Rank(), kind, what, error.what()));
     } catch (const std::exception& error) {
-      std::vector<int> lost = control_plane_.LostRanks();
-      for (int i = 0; i < 40 && lost.empty(); ++i) {
+      std::string broken = control_plane_.Broken();
+      for (int i = 0; i < 40 && broken.empty(); ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        lost = control_plane_.LostRanks();
+        broken = control_plane_.Broken();
       }
-      const std::string who = lost.empty() ? std::string("no rank was reported lost")
-                                           : fmt::format("rank {} lost", fmt::join(lost, ", "));
-      throw std::runtime_error(fmt::format("[gloo] rank {}: {} {} failed ({}): {}", Rank(), kind, what, who, error.what()));
+      if (broken.empty()) broken = "no rank was reported lost";
+      throw std::runtime_error(
+          fmt::format("[gloo] rank {}: {} {} failed ({}): {}", Rank(), kind, what, broken, error.what()));
     }
   }
 

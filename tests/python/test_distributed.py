@@ -59,7 +59,7 @@ for step in range(6):
                      [y[first + d * per: first + (d + 1) * per] for d in range(devices)])
     else:
         loss = train(x, y)
-    if mode == "die" and rank == 1 and step == 2:
+    if mode == "die" and rank == int(os.environ.get("DIE_RANK", "1")) and step == 2:
         os.kill(os.getpid(), signal.SIGKILL)
     print(f"step {step} done", flush=True)
 resource = flow.current_resource()
@@ -166,26 +166,31 @@ def test_killed_rank_fails_the_launcher_naming_it(program, tmp_path):
     assert time.monotonic() - start < 60
 
 
-@pytest.mark.parametrize("collectives", ["shm", "gloo"])
-def test_killed_rank_fails_the_survivors_call_naming_the_lost_rank(program, tmp_path, collectives):
-    """Without the launcher (which would stop rank 0 at once): rank 0's next collective fails."""
+@pytest.mark.parametrize("collectives,dies", [("shm", 1), ("gloo", 1), ("shm", 0), ("gloo", 0)])
+def test_killed_rank_fails_the_survivors_call_naming_the_lost_rank(program, tmp_path, collectives, dies):
+    """Without the launcher (which would stop the survivor at once): the survivor's next collective fails,
+    naming the lost rank, or the master's connection when rank 0 (the master) is the one lost."""
     port = _free_port()
     start = time.monotonic()
     ranks = [subprocess.Popen([sys.executable, program, str(tmp_path / "run"), "mirrored", "1", "die"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env=_env(RANK=r, WORLD_SIZE=2, MASTER_PORT=port, WEIR_RDZV_TIMEOUT=30,
-                                       WEIR_COLLECTIVES=collectives))
+                                       WEIR_COLLECTIVES=collectives, DIE_RANK=dies))
              for r in range(2)]
     try:
         outputs = [rank.communicate(timeout=TIMEOUT_S) for rank in ranks]
     finally:
         for rank in ranks:
             rank.kill()
-    assert ranks[1].returncode == -signal.SIGKILL
-    assert ranks[0].returncode != 0
-    error = outputs[0][1]
-    assert "rank 1 lost" in error, error
-    assert f"[{collectives}] rank 0: all-reduce all_reduce(" in error, error  # names the collective
+    survivor = 1 - dies
+    assert ranks[dies].returncode == -signal.SIGKILL
+    assert ranks[survivor].returncode != 0
+    error = outputs[survivor][1]
+    assert f"[{collectives}] rank {survivor}: all-reduce all_reduce(" in error, error  # names the collective
+    if dies == 1:
+        assert "rank 1 lost" in error, error
+    else:
+        assert "the connection to the master" in error, error
     assert time.monotonic() - start < 60
 
 
