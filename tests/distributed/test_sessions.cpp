@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <future>
 #include <string>
@@ -190,4 +191,36 @@ TEST_CASE("sessions across processes: bad options name the field") {
   CHECK_THROWS_WITH_AS(Session{options},
                        doctest::Contains("[DistributedOptions] collectives: expected \"auto\", \"shm\" or \"gloo\", got \"mpi\""),
                        std::invalid_argument);
+}
+
+TEST_CASE("sessions across processes: the options weir-launch's environment gives") {
+  for (const char* name : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "WEIR_RDZV_TIMEOUT", "WEIR_COLLECTIVES"}) {
+    unsetenv(name);
+  }
+  CHECK(DistributedOptions::FromEnvironment().world_size == 1);  // no WORLD_SIZE: one process
+  setenv("WORLD_SIZE", "4", 1);
+  setenv("RANK", "3", 1);
+  setenv("MASTER_ADDR", "10.0.0.1", 1);
+  setenv("MASTER_PORT", "29555", 1);
+  setenv("WEIR_RDZV_TIMEOUT", "7", 1);
+  setenv("WEIR_COLLECTIVES", "gloo", 1);
+  const DistributedOptions options = DistributedOptions::FromEnvironment();
+  CHECK(options.world_size == 4);
+  CHECK(options.rank == 3);
+  CHECK(options.master_addr == "10.0.0.1");
+  CHECK(options.master_port == 29555);
+  CHECK(options.rendezvous_timeout == 7s);
+  CHECK(options.collectives == "gloo");
+  setenv("RANK", "4", 1);
+  CHECK_THROWS_WITH_AS(DistributedOptions::FromEnvironment(),
+                       "[distributed] environment variable RANK: expected an integer in [0, 3], got '4'",
+                       std::invalid_argument);
+  setenv("RANK", "0", 1);
+  setenv("MASTER_PORT", "http", 1);
+  CHECK_THROWS_WITH_AS(DistributedOptions::FromEnvironment(),
+                       "[distributed] environment variable MASTER_PORT: expected an integer in [1, 65535], got 'http'",
+                       std::invalid_argument);
+  for (const char* name : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "WEIR_RDZV_TIMEOUT", "WEIR_COLLECTIVES"}) {
+    unsetenv(name);
+  }
 }
