@@ -200,7 +200,7 @@ def data_parallel(args):
     median = statistics.median(samples)
     label = f"{args.devices} device(s)" + (f", {args.view}" if args.devices > 1 else "")
     if world > 1:
-        label = f"{world} processes x 1 device, mirrored, Gloo"
+        label = f"{world} processes x 1 device, mirrored, collectives {flow.current_resource()['collectives']}"
     print(f"weir {args.model} train, {label}, batch {BATCH} ({per_device} per call piece): "
           f"{args.steps / median:.1f} steps/s, {1e3 * median / args.steps:.3f} ms/step (median of {args.repeats})")
     print(f"  threads (cores used during the timed runs): {', '.join(threads)}")

@@ -1,6 +1,8 @@
 // The shared-memory backend of ProcessGroup (see the header). Segment layout: a header of cache-line
-// separated counters (the barrier's arrivals and generation), then the reduced-result area, then one
-// slot per rank, each `slot_bytes`.
+// separated counters (the barrier's arrivals and generation), then two sets, each a reduced-result area
+// and one slot per rank, every area `slot_bytes`. Consecutive chunks (of one collective and the next)
+// alternate between the sets, so a chunk needs two barriers, not three: a rank writes a set again only
+// after the barrier of the chunk in between, which every rank reaches after it has read that set.
 #include "distributed/shm_process_group.hpp"
 
 #include <fcntl.h>
@@ -47,8 +49,7 @@ class ShmProcessGroup final : public ProcessGroup {
       : control_plane_(control_plane), base_(base), bytes_(bytes), slot_bytes_(slot_bytes), timeout_(timeout),
         rank_(control_plane.Rank()), size_(control_plane.WorldSize()) {
     header_ = static_cast<Header*>(base);
-    result_ = static_cast<std::byte*>(base) + sizeof(Header);
-    slots_ = result_ + slot_bytes_;
+    sets_ = static_cast<std::byte*>(base) + sizeof(Header);
     generation_ = header_->generation.load(std::memory_order_acquire);
   }
   ~ShmProcessGroup() override { munmap(base_, bytes_); }
@@ -77,10 +78,10 @@ class ShmProcessGroup final : public ProcessGroup {
     const std::size_t total = tensor.meta->NumBytes();
     for (std::size_t offset = 0; offset < total; offset += slot_bytes_) {
       const std::size_t length = std::min(slot_bytes_, total - offset);
-      if (rank_ == root) std::memcpy(result_, data + offset, length);
+      std::byte* result = Result(NextSet());
+      if (rank_ == root) std::memcpy(result, data + offset, length);
       Barrier("broadcast", what);
-      if (rank_ != root) std::memcpy(data + offset, result_, length);
-      Barrier("broadcast", what);  // the result area is free again
+      if (rank_ != root) std::memcpy(data + offset, result, length);
     }
   }
 
@@ -90,28 +91,33 @@ class ShmProcessGroup final : public ProcessGroup {
     T* data = tensor.As<T>();
     const auto total = static_cast<std::size_t>(tensor.NumElements());
     const std::size_t chunk = slot_bytes_ / sizeof(T);
+    const T divisor = static_cast<T>(size_);
     for (std::size_t begin = 0; begin < total; begin += chunk) {
       const std::size_t length = std::min(chunk, total - begin);
-      std::memcpy(Slot(rank_), data + begin, length * sizeof(T));
+      const int set = NextSet();
+      std::memcpy(Slot(set, rank_), data + begin, length * sizeof(T));
       Barrier("all-reduce", what);
       // This rank's piece of the chunk, summed over every slot in rank order (the same order on every
-      // rank, so every rank gets bitwise the same result), into the result area.
-      const std::size_t piece_begin = length * static_cast<std::size_t>(rank_) / static_cast<std::size_t>(size_);
-      const std::size_t piece_end = length * static_cast<std::size_t>(rank_ + 1) / static_cast<std::size_t>(size_);
-      T* result = reinterpret_cast<T*>(result_);
-      const T divisor = static_cast<T>(size_);
-      for (std::size_t i = piece_begin; i < piece_end; ++i) {
-        T sum = reinterpret_cast<const T*>(Slot(0))[i];
-        for (int r = 1; r < size_; ++r) sum += reinterpret_cast<const T*>(Slot(r))[i];
-        result[i] = op == ReduceOp::kMean ? sum / divisor : sum;
+      // rank, so every rank gets bitwise the same result), into its own buffer and the result area.
+      auto piece = [&](int rank) { return length * static_cast<std::size_t>(rank) / static_cast<std::size_t>(size_); };
+      T* result = reinterpret_cast<T*>(Result(set));
+      for (std::size_t i = piece(rank_); i < piece(rank_ + 1); ++i) {
+        T sum = reinterpret_cast<const T*>(Slot(set, 0))[i];
+        for (int r = 1; r < size_; ++r) sum += reinterpret_cast<const T*>(Slot(set, r))[i];
+        result[i] = data[begin + i] = op == ReduceOp::kMean ? sum / divisor : sum;
       }
       Barrier("all-reduce", what);
-      std::memcpy(data + begin, result, length * sizeof(T));
-      Barrier("all-reduce", what);  // the slots and the result area are free again
+      // The other ranks' pieces: before its pieces, after it.
+      std::memcpy(data + begin, result, piece(rank_) * sizeof(T));
+      std::memcpy(data + begin + piece(rank_ + 1), result + piece(rank_ + 1), (length - piece(rank_ + 1)) * sizeof(T));
     }
   }
 
-  std::byte* Slot(int rank) const { return slots_ + static_cast<std::size_t>(rank) * slot_bytes_; }
+  int NextSet() { return static_cast<int>(chunks_++ % 2); }
+  std::byte* Result(int set) const {
+    return sets_ + static_cast<std::size_t>(set) * static_cast<std::size_t>(size_ + 1) * slot_bytes_;
+  }
+  std::byte* Slot(int set, int rank) const { return Result(set) + static_cast<std::size_t>(rank + 1) * slot_bytes_; }
 
   // A sense-counting barrier on the shared header: the last to arrive resets the count and bumps the
   // generation the others wait on. Waiting spins, then yields, then sleeps briefly (ranks may share a
@@ -158,8 +164,8 @@ class ShmProcessGroup final : public ProcessGroup {
   int rank_;
   int size_;
   Header* header_ = nullptr;
-  std::byte* result_ = nullptr;
-  std::byte* slots_ = nullptr;
+  std::byte* sets_ = nullptr;
+  std::uint64_t chunks_ = 0;      // chunks this rank has begun (the same count on every rank)
   std::uint32_t generation_ = 0;  // the barrier generation this rank waits for next
 };
 
@@ -194,7 +200,8 @@ std::unique_ptr<ProcessGroup> MakeShmProcessGroup(ControlPlaneClient& control_pl
     throw std::invalid_argument(fmt::format("[shm] ShmGroupOptions::slot_bytes must be a positive multiple of 64, "
                                             "got {}", options.slot_bytes));
   }
-  const std::size_t bytes = sizeof(Header) + options.slot_bytes * static_cast<std::size_t>(control_plane.WorldSize() + 1);
+  const std::size_t bytes =
+      sizeof(Header) + 2 * options.slot_bytes * static_cast<std::size_t>(control_plane.WorldSize() + 1);
   const std::string key = options.prefix + "/shm_name";
   int fd = -1;
   std::string name;
