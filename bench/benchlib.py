@@ -128,6 +128,64 @@ def run_process(argv, extra_env=None, timeout=600, need_json=True, unset=(), cpu
     return figures
 
 
+def run_ranks(command, ranks, who, timeout=600):
+    """Runs `command` as `ranks` ranks of a distributed job on this machine (weir-launch's environment,
+    rank r pinned to core r with one intra-op thread) and prints rank 0's output, so that a runner reads
+    its JSON line; exits naming `who` when a rank fails."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    cores = sorted(os.sched_getaffinity(0))
+    processes = []
+    for rank in range(ranks):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(ranks), LOCAL_RANK=str(rank),
+                   LOCAL_WORLD_SIZE=str(ranks), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1")
+        core = cores[rank % len(cores)]
+        processes.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                          preexec_fn=lambda core=core: os.sched_setaffinity(0, {core})))
+    outputs = [process.communicate(timeout=timeout)[0] for process in processes]
+    if any(process.returncode != 0 for process in processes):
+        sys.exit(f"{who}: a rank failed:\n" + "\n".join(output[-2000:] for output in outputs))
+    sys.stdout.write(outputs[0])
+
+
+def add_training_run_args(parser, timeout):
+    """The options of the benchmarks that train the seeds' MLP and LeNet in rounds of processes
+    (data_parallel.py, multi_process.py); resolve_training_run_args fills in their defaults."""
+    parser.add_argument("--models", default="mlp,lenet", help="comma-separated subset of mlp,lenet")
+    parser.add_argument("--reps", type=int, default=None, help="processes per configuration (default 3, quick 2)")
+    parser.add_argument("--repeats", type=int, default=None, help="timed runs inside a process (default 3, quick 2)")
+    parser.add_argument("--steps-mlp", type=int, default=None, help="timed MLP steps per run (default 300, quick 150)")
+    parser.add_argument("--steps-lenet", type=int, default=None, help="timed LeNet steps per run (default 15, quick 8)")
+    parser.add_argument("--python", default="/usr/bin/python3", help="the Python with torch")
+    parser.add_argument("--weir-python", default=os.path.join(ROOT, ".venv", "bin", "python"),
+                        help="the Python with weir (make venv)")
+    parser.add_argument("--timeout", type=float, default=timeout, help="seconds per process")
+    parser.add_argument("--max-foreign", type=float, default=0.15,
+                        help="re-run a process when other processes used more cores than this meanwhile")
+    parser.add_argument("--retries", type=int, default=None, help="re-runs per process at most (default 2, quick 1)")
+    parser.add_argument("--quiet-budget", type=float, default=None,
+                        help="seconds in all to wait for a quiet machine and to re-run (default 300, quick 90)")
+
+
+def resolve_training_run_args(parser, args, models):
+    """Checks --models against `models` and fills the defaults that depend on --quick."""
+    args.models = [name for name in args.models.split(",") if name]
+    if not args.models or any(name not in models for name in args.models):
+        parser.error(f"--models: expected a subset of {','.join(models)}, got {','.join(args.models)!r}")
+    quick = args.quick
+    args.reps = args.reps or (2 if quick else 3)
+    args.repeats = args.repeats or (2 if quick else 3)
+    args.steps_mlp = args.steps_mlp or (150 if quick else 300)
+    args.steps_lenet = args.steps_lenet or (8 if quick else 15)
+    args.retries = args.retries if args.retries is not None else (1 if quick else 2)
+    args.quiet_budget = args.quiet_budget if args.quiet_budget is not None else (90 if quick else 300)
+    if min(args.reps, args.repeats, args.steps_mlp, args.steps_lenet) < 1 or args.retries < 0:
+        parser.error("--reps, --repeats and --steps-* must be >= 1, --retries >= 0")
+
+
 class QuietRunner:
     """Runs processes only on a quiet machine, re-running those that other processes disturbed."""
 

@@ -36,8 +36,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import (OPENBLAS_HINTS, ROOT, SGEMM_SIZE, ProcessFailed, QuietRunner, median_of,  # noqa: E402
-                      one_core, peak_of, rounded, sgemm_argv)
+from benchlib import (OPENBLAS_HINTS, ROOT, SGEMM_SIZE, ProcessFailed, QuietRunner,  # noqa: E402
+                      add_training_run_args, median_of, one_core, peak_of, resolve_training_run_args, rounded,
+                      sgemm_argv)
 
 BATCH = 100
 # FLOPs per train step at batch 100 (pytorch_cpu_anchors.md 3.2; 1 FMA = 2 FLOP).
@@ -52,39 +53,17 @@ TARGETS = {"weir2_vs_ddp": 5.0, "weir2_vs_weir1": 0.90, "pipe_async_speedup": 1.
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2 rounds, fewer steps (about 1.5 minutes)")
-    parser.add_argument("--models", default="mlp,lenet", help="comma-separated subset of mlp,lenet")
-    parser.add_argument("--reps", type=int, default=None, help="processes per configuration (default 3, quick 2)")
-    parser.add_argument("--repeats", type=int, default=None, help="timed runs inside a process (default 3, quick 2)")
-    parser.add_argument("--steps-mlp", type=int, default=None, help="timed MLP steps per run (default 300, quick 150)")
-    parser.add_argument("--steps-lenet", type=int, default=None, help="timed LeNet steps per run (default 15, quick 8)")
+    add_training_run_args(parser, timeout=300)
     parser.add_argument("--steps-pipe", type=int, default=None, help="timed pipeline calls per run (default 200, quick 100)")
     parser.add_argument("--consistent", action="store_true", help="also Weir 2 devices in the consistent view")
     parser.add_argument("--pipe-one-device", action="store_true", help="also the pipeline's model on one device")
     parser.add_argument("--no-pipe", action="store_true", help="skip the pipeline")
-    parser.add_argument("--python", default="/usr/bin/python3", help="the Python with torch")
-    parser.add_argument("--weir-python", default=os.path.join(ROOT, ".venv", "bin", "python"),
-                        help="the Python with weir (make venv)")
     parser.add_argument("--weir-pythonpath", default=None, help="PYTHONPATH for --weir-python")
-    parser.add_argument("--timeout", type=float, default=300, help="seconds per process")
-    parser.add_argument("--max-foreign", type=float, default=0.15,
-                        help="re-run a process when other processes used more cores than this meanwhile")
-    parser.add_argument("--retries", type=int, default=None, help="re-runs per process at most (default 2, quick 1)")
-    parser.add_argument("--quiet-budget", type=float, default=None,
-                        help="seconds in all to wait for a quiet machine and to re-run (default 300, quick 90)")
     args = parser.parse_args()
-    args.models = [name for name in args.models.split(",") if name]
-    if not args.models or any(name not in TRAIN_FLOP for name in args.models):
-        parser.error(f"--models: expected a subset of mlp,lenet, got {','.join(args.models)!r}")
-    quick = args.quick
-    args.reps = args.reps or (2 if quick else 3)
-    args.repeats = args.repeats or (2 if quick else 3)
-    args.steps_mlp = args.steps_mlp or (150 if quick else 300)
-    args.steps_lenet = args.steps_lenet or (8 if quick else 15)
-    args.steps_pipe = args.steps_pipe or (100 if quick else 200)
-    args.retries = args.retries if args.retries is not None else (1 if quick else 2)
-    args.quiet_budget = args.quiet_budget if args.quiet_budget is not None else (90 if quick else 300)
-    if min(args.reps, args.repeats, args.steps_mlp, args.steps_lenet, args.steps_pipe) < 1 or args.retries < 0:
-        parser.error("--reps, --repeats and --steps-* must be >= 1, --retries >= 0")
+    resolve_training_run_args(parser, args, TRAIN_FLOP)
+    args.steps_pipe = args.steps_pipe or (100 if args.quick else 200)
+    if args.steps_pipe < 1:
+        parser.error("--steps-pipe must be >= 1")
     return args
 
 

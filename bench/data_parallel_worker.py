@@ -23,9 +23,7 @@ import argparse
 import json
 import os
 import resource
-import socket
 import statistics
-import subprocess
 import sys
 import time
 
@@ -34,6 +32,7 @@ import numpy as np
 import weir as flow
 import weir.profiler
 import weir.typing as tp
+from benchlib import run_ranks  # noqa: E402
 from weir_python_models import lenet, mlp  # the same models as compare_pytorch's
 
 BATCH = 100
@@ -118,28 +117,6 @@ def device_busy(prof, calls):
     actors.sort(reverse=True)
     return ({device: round(ms, 4) for device, ms in sorted(per_device.items())}, round(collective, 4),
             [f"{device} {name} ({kind}) {ms:.3f}" for ms, device, name, kind in actors[:8]])
-
-
-def launch_processes(args):
-    """Runs this script as args.processes ranks (weir-launch's environment, rank r pinned to core r,
-    one intra-op thread each) and prints rank 0's output."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    cores = sorted(os.sched_getaffinity(0))
-    ranks = []
-    for rank in range(args.processes):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(args.processes), LOCAL_RANK=str(rank),
-                   LOCAL_WORLD_SIZE=str(args.processes), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                   OMP_NUM_THREADS="1")
-        core = cores[rank % len(cores)]
-        ranks.append(subprocess.Popen([sys.executable, *sys.argv], env=env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, text=True,
-                                      preexec_fn=lambda core=core: os.sched_setaffinity(0, {core})))
-    outputs = [rank.communicate(timeout=600)[0] for rank in ranks]
-    if any(rank.returncode != 0 for rank in ranks):
-        sys.exit("data_parallel_worker: a rank failed:\n" + "\n".join(o[-2000:] for o in outputs))
-    sys.stdout.write(outputs[0])
 
 
 def data_parallel(args):
@@ -342,8 +319,8 @@ def pipeline(args):
 
 def main():
     args = parse_args()
-    if args.processes > 1 and "RANK" not in os.environ:
-        launch_processes(args)
+    if args.processes > 1 and "RANK" not in os.environ:  # start the ranks, each running this command
+        run_ranks([sys.executable, *sys.argv], args.processes, "data_parallel_worker")
     elif args.config == "dp":
         data_parallel(args)
     else:

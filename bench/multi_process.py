@@ -27,13 +27,13 @@ Last line: one JSON object.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import (OPENBLAS_HINTS, ROOT, SGEMM_SIZE, ProcessFailed, QuietRunner, median_of,  # noqa: E402
-                      one_core, peak_of, rounded, sgemm_argv)
+from benchlib import (OPENBLAS_HINTS, ROOT, SGEMM_SIZE, ProcessFailed, QuietRunner,  # noqa: E402
+                      add_training_run_args, median_of, one_core, peak_of, resolve_training_run_args, rounded,
+                      run_ranks, sgemm_argv)
 
 BATCH = 100
 TRAIN_FLOP = {"mlp": 163.6e6, "lenet": 7238.5e6}  # per train step at batch 100 (pytorch_cpu_anchors.md 3.2)
@@ -43,55 +43,16 @@ TARGETS = {"weir2_vs_ddp": 2.5, "weir2_vs_weir1": 0.60}
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2 rounds, fewer steps")
-    parser.add_argument("--models", default="mlp,lenet", help="comma-separated subset of mlp,lenet")
-    parser.add_argument("--reps", type=int, default=None, help="processes per configuration (default 3, quick 2)")
-    parser.add_argument("--repeats", type=int, default=None, help="timed runs inside a process (default 3, quick 2)")
-    parser.add_argument("--steps-mlp", type=int, default=None, help="timed MLP steps per run (default 300, quick 150)")
-    parser.add_argument("--steps-lenet", type=int, default=None, help="timed LeNet steps per run (default 15, quick 8)")
+    add_training_run_args(parser, timeout=600)
     parser.add_argument("--no-allreduce", action="store_true", help="skip the all-reduce sizes")
     parser.add_argument("--gloo", action="store_true", help="also Weir 2 processes over Gloo")
-    parser.add_argument("--python", default="/usr/bin/python3", help="the Python with torch")
-    parser.add_argument("--weir-python", default=os.path.join(ROOT, ".venv", "bin", "python"))
     parser.add_argument("--build", default=os.path.join(ROOT, "build"), help="the build with bench/allreduce_processes")
-    parser.add_argument("--timeout", type=float, default=600, help="seconds per process")
-    parser.add_argument("--max-foreign", type=float, default=0.15)
-    parser.add_argument("--retries", type=int, default=None)
-    parser.add_argument("--quiet-budget", type=float, default=None)
-    parser.add_argument("--spawn", type=int, default=0, help=argparse.SUPPRESS)  # internal: see spawn()
+    parser.add_argument("--spawn", type=int, default=0, help=argparse.SUPPRESS)  # internal: benchlib.run_ranks
     parser.add_argument("command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    args.models = [name for name in args.models.split(",") if name]
-    if not args.models or any(name not in TRAIN_FLOP for name in args.models):
-        parser.error(f"--models: expected a subset of mlp,lenet, got {','.join(args.models)!r}")
-    args.reps = args.reps or (2 if args.quick else 3)
-    args.repeats = args.repeats or (2 if args.quick else 3)
-    args.steps_mlp = args.steps_mlp or (150 if args.quick else 300)
-    args.steps_lenet = args.steps_lenet or (8 if args.quick else 15)
-    args.retries = args.retries if args.retries is not None else (1 if args.quick else 2)
-    args.quiet_budget = args.quiet_budget if args.quiet_budget is not None else (90 if args.quick else 300)
+    if not args.spawn:
+        resolve_training_run_args(parser, args, TRAIN_FLOP)
     return args
-
-
-def spawn(ranks, command):
-    """Runs `command` as `ranks` ranks of a distributed job, rank r pinned to core r, and prints rank
-    0's output (so that the runner reads its JSON line)."""
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    cores = sorted(os.sched_getaffinity(0))
-    processes = []
-    for rank in range(ranks):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(ranks), MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(port), OMP_NUM_THREADS="1")
-        core = cores[rank % len(cores)]
-        processes.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                          preexec_fn=lambda core=core: os.sched_setaffinity(0, {core})))
-    outputs = [process.communicate(timeout=600)[0] for process in processes]
-    if any(process.returncode != 0 for process in processes):
-        sys.exit("multi_process: a rank failed:\n" + "\n".join(output[-2000:] for output in outputs))
-    sys.stdout.write(outputs[0])
 
 
 def configurations(args):
@@ -121,7 +82,7 @@ def configurations(args):
 def main():
     args = parse_args()
     if args.spawn:
-        spawn(args.spawn, args.command)
+        run_ranks(args.command, args.spawn, "multi_process")
         return
     started = time.monotonic()
     configs = configurations(args)

@@ -154,6 +154,10 @@ def distributed_options() -> dict:
     list. An empty dict: one process."""
     from weir import env as flow_env
 
+    def common():  # read only for a session of several processes
+        return {"rendezvous_timeout_s": float(_env_int("WEIR_RDZV_TIMEOUT", 300, 1, 1 << 30)),
+                "collectives": os.environ.get("WEIR_COLLECTIVES") or "auto"}
+
     if os.environ.get("WORLD_SIZE", "") != "":
         world = _env_int("WORLD_SIZE", 1, 1, 1 << 20)
         if world == 1:
@@ -163,8 +167,7 @@ def distributed_options() -> dict:
             "rank": _env_int("RANK", 0, 0, world - 1),
             "master_addr": os.environ.get("MASTER_ADDR") or "127.0.0.1",
             "master_port": _env_int("MASTER_PORT", 29500, 1, 65535),
-            "rendezvous_timeout_s": float(_env_int("WEIR_RDZV_TIMEOUT", 300, 1, 1 << 30)),
-            "collectives": os.environ.get("WEIR_COLLECTIVES") or "auto",
+            **common(),
         }
     machines = flow_env.machines()
     if len(machines) <= 1:
@@ -174,8 +177,7 @@ def distributed_options() -> dict:
         "rank": flow_env.node_rank(),
         "master_addr": machines[0],
         "master_port": flow_env.control_port(),
-        "rendezvous_timeout_s": float(_env_int("WEIR_RDZV_TIMEOUT", 300, 1, 1 << 30)),
-        "collectives": os.environ.get("WEIR_COLLECTIVES") or "auto",
+        **common(),
     }
 
 

@@ -80,8 +80,6 @@ struct Plan {
   /// A mirrored job: outputs of several pieces are per-device results (Outputs::Pieces); in a
   /// consistent job they are the slices of one logical result.
   bool mirrored = false;
-  /// Processes of the session the plan was compiled for (each running this plan on its own devices).
-  int processes = 1;
   /// Some collective actor also reduces across the processes (CollectiveAttrs::across_processes):
   /// the job needs a process group, and the session runs one such call at a time.
   bool process_collectives = false;

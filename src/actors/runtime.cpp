@@ -370,7 +370,7 @@ struct Runtime::Impl {
     // hundred paid a futex wake-up (p99 40 us against a p50 of 4.7 us; bench/actor_overhead). With
     // one usable core the poll would take the core from the thread that makes the next call: poll
     // briefly there.
-    config->set("work-stealing.aggressive-poll-attempts", std::size_t{UsableCores() > 1 ? 30000 : 300});
+    config->set("work-stealing.aggressive-poll-attempts", static_cast<std::size_t>(UsableCores() > 1 ? 30000 : 300));
     config->set("work-stealing.moderate-poll-attempts", std::size_t{0});
     return config;
   }

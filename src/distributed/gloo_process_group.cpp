@@ -63,15 +63,7 @@ class GlooProcessGroup final : public ProcessGroup {
 
   void AllReduce(const TensorView& tensor, ReduceOp op, std::string_view what) override {
     Guarded("all-reduce", what, [&] {
-      switch (tensor.GetDType()) {
-        case DType::kF32: return AllReduceAs<float>(tensor, op);
-        case DType::kF64: return AllReduceAs<double>(tensor, op);
-        case DType::kI32: return AllReduceAs<std::int32_t>(tensor, op);
-        case DType::kI64: return AllReduceAs<std::int64_t>(tensor, op);
-        default:
-          throw std::invalid_argument(fmt::format("all-reduce of {} is not supported (f32, f64, i32, i64 are)",
-                                                  tensor.GetDType()));
-      }
+      ForReducibleDType(tensor.GetDType(), [&](auto element) { AllReduceAs<decltype(element)>(tensor, op); });
     });
   }
 

@@ -59,14 +59,10 @@ class ShmProcessGroup final : public ProcessGroup {
   int Size() const override { return size_; }
 
   void AllReduce(const TensorView& tensor, ReduceOp op, std::string_view what) override {
-    switch (tensor.GetDType()) {
-      case DType::kF32: return AllReduceAs<float>(tensor, op, what);
-      case DType::kF64: return AllReduceAs<double>(tensor, op, what);
-      case DType::kI32: return AllReduceAs<std::int32_t>(tensor, op, what);
-      case DType::kI64: return AllReduceAs<std::int64_t>(tensor, op, what);
-      default:
-        throw std::invalid_argument(fmt::format("[shm] rank {}: all-reduce {}: all-reduce of {} is not supported (f32, "
-                                                "f64, i32, i64 are)", rank_, what, tensor.GetDType()));
+    try {
+      ForReducibleDType(tensor.GetDType(), [&](auto element) { AllReduceAs<decltype(element)>(tensor, op, what); });
+    } catch (const std::invalid_argument& error) {
+      throw std::invalid_argument(fmt::format("[shm] rank {}: all-reduce {}: {}", rank_, what, error.what()));
     }
   }
 

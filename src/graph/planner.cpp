@@ -252,7 +252,6 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   plan->keep_alive = graph_ptr;
   plan->devices = options.devices;
   plan->mirrored = graph.config.view == LogicalView::kMirrored;
-  plan->processes = options.processes;
   // What the mirrored view averages over its devices it also averages over the processes; the
   // collective actors doing so run in one order (chained on the collective stream) in every process.
   const bool across_processes = plan->mirrored && options.processes > 1;
@@ -317,33 +316,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     }
   }
 
-  // Averages a per-device value over its devices: one all-reduce actor on the collective stream,
-  // whose one result every device reads (the devices of this process share memory).
-  static const std::any kNoAttrs;
-  auto all_reduce = [&](int value) {
-    Placed& piece = placed[static_cast<std::size_t>(value)];
-    if (!piece.PerDevice()) return;
-    const ValueInfo& info = graph.values[static_cast<std::size_t>(value)];
-    if (collective_stream < 0) {
-      collective_stream = static_cast<int>(plan->streams.size());
-      plan->streams.push_back({Device::Cpu(), StreamKind::kCollective, 0});
-    }
-    const int devices = static_cast<int>(piece.registers.size());
-    const std::any& attrs = plan->fused_attrs.emplace_back(
-        CollectiveAttrs{.op = ReduceOp::kMean, .devices = devices, .across_processes = across_processes});
-    plan->process_collectives = plan->process_collectives || across_processes;
-    const int task = AddKernelTask(*plan, "all_reduce", fmt::format("all_reduce({})", info.name), &attrs,
-                                   std::vector<TensorMeta>(static_cast<std::size_t>(devices), info.meta), {info.meta},
-                                   collective_stream);
-    for (int reg : piece.registers) {
-      plan->tasks[static_cast<std::size_t>(task)].input_slots.push_back(Consume(*plan, task, reg));
-    }
-    if (!collectives.empty()) AddControlEdge(*plan, collectives.back(), task);
-    collectives.push_back(task);
-    piece = Placed{{AddRegister(*plan, fmt::format("all_reduce({})", info.name), task, 1, info.meta)},
-                   {piece.devices.front()}};
-  };
-  // Consistent view: a boxing actor on the collective stream, chained after the previous collective.
+  // A collective (boxing) actor on the collective stream, chained after the previous collective.
   auto boxing_task = [&](std::string_view op_type, const std::string& value_name, CollectiveAttrs collective,
                          const std::vector<int>& from, std::vector<TensorMeta> in_metas,
                          std::vector<TensorMeta> out_metas) {
@@ -351,6 +324,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
       collective_stream = static_cast<int>(plan->streams.size());
       plan->streams.push_back({Device::Cpu(), StreamKind::kCollective, 0});
     }
+    plan->process_collectives = plan->process_collectives || collective.across_processes;
     const std::any& attrs = plan->fused_attrs.emplace_back(collective);
     const int task = AddKernelTask(*plan, op_type, fmt::format("{}({})", op_type, value_name), &attrs,
                                    std::move(in_metas), out_metas, collective_stream);
@@ -362,6 +336,19 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
       registers.push_back(AddRegister(*plan, fmt::format("{}({})", op_type, value_name), task, 1, meta));
     }
     return registers;
+  };
+  // Averages a per-device value over its devices (and, across processes, over theirs): one all-reduce
+  // actor on the collective stream, whose one result every device reads (the devices of this process
+  // share memory).
+  auto all_reduce = [&](int value) {
+    Placed& piece = placed[static_cast<std::size_t>(value)];
+    if (!piece.PerDevice()) return;
+    const ValueInfo& info = graph.values[static_cast<std::size_t>(value)];
+    const int devices = static_cast<int>(piece.registers.size());
+    const std::vector<int> registers = boxing_task(
+        "all_reduce", info.name, {.op = ReduceOp::kMean, .devices = devices, .across_processes = across_processes},
+        piece.registers, std::vector<TensorMeta>(static_cast<std::size_t>(devices), info.meta), {info.meta});
+    piece = Placed{registers, {piece.devices.front()}};
   };
   auto pieces_of = [&](const TensorMeta& logical, const Sbp& sbp, std::size_t devices) {
     std::vector<TensorMeta> metas;
@@ -433,7 +420,6 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     if (!from.sbp.IsBroadcast() && to.IsSplit() && from.devices == devices) {  // piece to piece
       // Across processes a reduce-scatter is one actor on the collective stream, chained in plan order.
       const bool partial = from.sbp.IsPartialSum();
-      plan->process_collectives = plan->process_collectives || (partial && across_processes);
       const std::vector<int> registers = boxing_task(
           partial ? "reduce_scatter" : "all_to_all", info.name,
           {.op = from.mean ? ReduceOp::kMean : ReduceOp::kSum, .devices = k, .axis = partial ? to.axis : from.sbp.axis,
@@ -446,7 +432,6 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     Placed whole = from;
     if (!from.sbp.IsBroadcast()) {  // gather or sum the pieces into one buffer
       const bool partial = from.sbp.IsPartialSum();
-      plan->process_collectives = plan->process_collectives || (partial && across_processes);
       whole.registers = boxing_task(partial ? "all_reduce" : "all_gather", info.name,
                                     {.op = from.mean ? ReduceOp::kMean : ReduceOp::kSum, .devices = k_from,
                                      .axis = from.sbp.axis, .across_processes = partial && across_processes},
@@ -811,6 +796,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     }
     const auto [copy, inserted] = copies.try_emplace(value, -1);
     if (inserted) {
+      static const std::any kNoAttrs;
       const ValueInfo& info = graph.values[static_cast<std::size_t>(value)];
       const int task = AddKernelTask(*plan, "identity", fmt::format("{}_copy", info.name), &kNoAttrs, {info.meta},
                                      {info.meta}, device_stream(piece.devices.front()));

@@ -5,8 +5,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <cmath>
 #include <future>
 #include <random>
@@ -15,6 +13,7 @@
 #include <thread>
 
 #include "api/test_ops_for_tests.hpp"
+#include "api/text_file_util.hpp"
 #include "api/train_test_util.hpp"
 #include "graph/planner.hpp"
 #include "weir/optimizers.hpp"
@@ -194,14 +193,9 @@ TEST_CASE("two stages on two devices (pipeline) compute what one device computes
   }
   const std::string trace_path = (std::filesystem::temp_directory_path() / "weir_test_pipeline_trace.json").string();
   two.StopTrace(trace_path);
-  std::ifstream trace_file(trace_path);
-  const std::string trace((std::istreambuf_iterator<char>(trace_file)), std::istreambuf_iterator<char>());
+  const std::string trace = ReadTextFile(trace_path);
   std::filesystem::remove(trace_path);
-  auto count = [&](std::string_view needle) {
-    std::size_t n = 0;
-    for (std::size_t at = trace.find(needle); at != std::string::npos; at = trace.find(needle, at + 1)) ++n;
-    return n;
-  };
+  auto count = [&](std::string_view needle) { return Occurrences(trace, needle); };
   const std::size_t starts = count(R"({"ph":"s","cat":"register","name":"hand-off")");
   CHECK(starts == count(R"({"ph":"f","bp":"e","cat":"register","name":"hand-off")"));
   CHECK(starts >= 3 * 2);  // at least the activations forward and their gradient back, per call

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "api/test_ops_for_tests.hpp"
+#include "api/text_file_util.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/weir.hpp"
 
@@ -412,14 +413,9 @@ TEST_CASE("a trace records every firing and call between StartTrace and StopTrac
   session.StopTrace(path);  // waits for the async call
   session.Call(job, {Filled(Shape{4}, 1.f)});  // after it
 
-  std::ifstream in(path);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = testing::ReadTextFile(path);
   std::filesystem::remove(path);
-  auto count = [&](std::string_view needle) {
-    std::size_t n = 0;
-    for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-    return n;
-  };
+  auto count = [&](std::string_view needle) { return testing::Occurrences(text, needle); };
   CHECK(text.starts_with("{\"displayTimeUnit\":\"ms\",\"traceEvents\":["));
   CHECK(count(R"("args":{"name":"calls"})") == 1);
   CHECK(count(R"("args":{"name":"cpu:0"})") == 1);
