@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -130,12 +131,18 @@ class GlooProcessGroup final : public ProcessGroup {
 }  // namespace
 
 std::string LocalAddressTowards(const std::string& host) {
-  sockaddr_in remote{};
-  remote.sin_family = AF_INET;
-  remote.sin_port = htons(9);  // any port: connecting a UDP socket sends nothing
-  if (inet_pton(AF_INET, host.c_str(), &remote.sin_addr) != 1) {
-    throw ControlPlaneError(fmt::format("[control plane] master address '{}' is not an IPv4 address", host));
+  // An IPv4 address or a host name that resolves to one (torchrun's MASTER_ADDR is often a name).
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) {
+    throw ControlPlaneError(fmt::format(
+        "[control plane] master address '{}' is not an IPv4 address or a host name that resolves to one", host));
   }
+  sockaddr_in remote = *reinterpret_cast<const sockaddr_in*>(found->ai_addr);
+  freeaddrinfo(found);
+  remote.sin_port = htons(9);  // any port: connecting a UDP socket sends nothing
   const int fd = socket(AF_INET, SOCK_DGRAM, 0);
   if (fd < 0) throw ControlPlaneError("[control plane] cannot open a socket to find the local address");
   sockaddr_in local{};

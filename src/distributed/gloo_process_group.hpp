@@ -27,8 +27,9 @@ struct GlooGroupOptions {
 /// group keeps `control_plane`, whose lost ranks its errors name, and must not outlive it.
 std::unique_ptr<ProcessGroup> MakeGlooProcessGroup(ControlPlaneClient& control_plane, const GlooGroupOptions& options);
 
-/// The local address of the interface that routes to `host` (a connected UDP socket's name; nothing
-/// is sent). Throws ControlPlaneError when `host` is not an IPv4 address or has no route.
+/// The local address of the interface that routes to `host`, an IPv4 address or a host name (a
+/// connected UDP socket's name; nothing is sent). Throws ControlPlaneError when `host` does not resolve
+/// to an IPv4 address or has no route.
 std::string LocalAddressTowards(const std::string& host);
 
 }  // namespace weir::internal

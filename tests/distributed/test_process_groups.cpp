@@ -182,6 +182,7 @@ TEST_CASE("process groups: bad options name the field") {
                        doctest::Contains("slot_bytes must be a positive multiple of 64, got 100"),
                        std::invalid_argument);
   CHECK(LocalAddressTowards("127.0.0.1") == "127.0.0.1");
+  CHECK(LocalAddressTowards("localhost") == "127.0.0.1");  // regression: a host name was refused
   CHECK(MachineIdentity() == MachineIdentity());
   CHECK_THROWS_WITH_AS(LocalAddressTowards("not-an-address"), doctest::Contains("is not an IPv4 address"),
                        ControlPlaneError);

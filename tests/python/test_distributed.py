@@ -98,9 +98,9 @@ def _env(**extra):
     return env
 
 
-def _launch(program, nproc, *args, collectives="auto", timeout=TIMEOUT_S):
+def _launch(program, nproc, *args, collectives="auto", master_addr="127.0.0.1", timeout=TIMEOUT_S):
     command = [sys.executable, "-m", "weir.distributed.launch", "--nproc_per_node", str(nproc),
-               "--master_port", str(_free_port()), program, *args]
+               "--master_addr", master_addr, "--master_port", str(_free_port()), program, *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout,
                           env=_env(WEIR_COLLECTIVES=collectives))
 
@@ -145,6 +145,14 @@ def test_mirrored_training_across_processes_matches_one_process(program, tmp_pat
     assert done.stdout.count("checkpoint ok") == processes
     for rank in range(processes):
         _assert_same(one_process, _variables(tmp_path / f"run_{rank}.npz"))
+
+
+def test_a_master_given_by_host_name(program, tmp_path, one_process):
+    """Regression: MASTER_ADDR=localhost (torchrun's users often name the master) was refused."""
+    done = _launch(program, 2, str(tmp_path / "run"), "mirrored", "1", "train", collectives="gloo",
+                   master_addr="localhost")
+    assert done.returncode == 0, done.stdout + done.stderr
+    _assert_same(one_process, _variables(tmp_path / "run_1.npz"))
 
 
 def test_consistent_job_runs_whole_in_every_process(program, tmp_path):
