@@ -83,6 +83,9 @@ struct Plan {
   /// Some collective actor also reduces across the processes (CollectiveAttrs::across_processes):
   /// the job needs a process group, and the session runs one such call at a time.
   bool process_collectives = false;
+  /// A consistent job split over processes (graph/process_split.hpp): this process's part of a plan of
+  /// every process's devices, whose ToDot this is: what the processes compare to find jobs that differ.
+  std::string whole_plan_dot;
   /// Things the user should know about how the job was placed; the session prints them once.
   std::vector<std::string> notices;
   /// Variables this plan reads (and the subset it writes), for the session's cross-job ordering.

@@ -76,7 +76,7 @@ ControlPlaneOptions ControlPlaneOptionsOf(const DistributedOptions& options) {
 // FNV-1a of the plan's structure: its actors, their ops, streams and registers (ToDot has them all).
 std::string Fingerprint(const Plan& plan) {
   std::uint64_t hash = 14695981039346656037ull;
-  for (const char c : plan.ToDot()) {
+  for (const char c : plan.whole_plan_dot.empty() ? plan.ToDot() : plan.whole_plan_dot) {
     hash ^= static_cast<unsigned char>(c);
     hash *= 1099511628211ull;
   }

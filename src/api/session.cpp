@@ -519,6 +519,7 @@ class SessionImpl {
     plan_options.devices = options_.cpu_devices;
     plan_options.threads_per_device = ThreadsPerDevice();
     plan_options.processes = cluster_ ? cluster_->Size() : 1;
+    plan_options.rank = cluster_ ? cluster_->Rank() : 0;
     std::shared_ptr<const Plan> plan;
     std::shared_ptr<ProcessGroup> processes;
     // Every process compiles its jobs in the same order, failed ones included: the n-th must be the

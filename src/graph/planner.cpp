@@ -2,6 +2,7 @@
 
 #include "graph/fusion.hpp"
 #include "graph/op_registry.hpp"
+#include "graph/process_split.hpp"
 #include "graph/sbp.hpp"
 #include "kernels/collectives/collective_attrs.hpp"
 #include "kernels/attrs/fused_attrs.hpp"
@@ -198,11 +199,12 @@ std::vector<SbpSignature> SignaturesOf(std::string_view op_type, const SbpContex
   return def != nullptr && def->sbp ? def->sbp(ctx) : std::vector<SbpSignature>{};
 }
 
-// Where each node runs: device indices of the session, checked against what the session has.
+// Where each node runs: device indices of the session (device d of machine m is m * devices + d),
+// checked against what the session has.
 struct Placer {
   const JobGraph& graph;
-  int devices;
-  bool mirrored;
+  int devices;   // per machine
+  int machines;  // processes a consistent job spans
 
   std::vector<int> Devices(const OpNode& node) {
     const Placement* placement = nullptr;
@@ -210,17 +212,23 @@ struct Placer {
     else if (graph.config.default_placement) placement = &*graph.config.default_placement;
     std::vector<int> ids;
     if (placement == nullptr) {
-      for (int d = 0; d < devices; ++d) ids.push_back(d);
+      for (int d = 0; d < devices * machines; ++d) ids.push_back(d);
     } else {
       for (const DeviceId& id : placement->Devices()) {
-        if (id.machine != 0 || id.device >= devices) {
+        if (machines > 1 && (id.machine >= machines || id.device >= devices)) {
+          throw std::invalid_argument(fmt::format(
+              "[placement] job '{}': op '{}' is placed on {}, but the session has {} machines (processes 0-{}) with {} "
+              "device{} each", graph.name, node.name, placement->ToString(), machines, machines - 1, devices,
+              devices == 1 ? "" : "s"));
+        }
+        if (machines == 1 && (id.machine != 0 || id.device >= devices)) {
           throw std::invalid_argument(fmt::format(
               "[placement] job '{}': op '{}' is placed on {}, but the session has one machine (0) with {} device{} "
               "(0:0{}); set the device count with SessionOptions::cpu_devices (flow.config.cpu_device_num)",
               graph.name, node.name, placement->ToString(), devices, devices == 1 ? "" : "s",
               devices == 1 ? std::string() : fmt::format("-{}", devices - 1)));
         }
-        ids.push_back(id.device);
+        ids.push_back(id.machine * devices + id.device);
       }
     }
     return ids;
@@ -255,13 +263,13 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   // What the mirrored view averages over its devices it also averages over the processes; the
   // collective actors doing so run in one order (chained on the collective stream) in every process.
   const bool across_processes = plan->mirrored && options.processes > 1;
-  if (!plan->mirrored && options.processes > 1 && graph.type == JobType::kTrain) {
-    plan->notices.push_back(fmt::format(
-        "job '{}' (consistent view) runs whole in each of the {} processes: every process computes the whole batch "
-        "and makes the same updates. The consistent view does not split work across processes yet; the mirrored "
-        "view is data parallel across them", graph.name, options.processes));
+  // A consistent job is planned for every process's devices; each process then keeps its part.
+  const int split_processes = plan->mirrored ? 1 : options.processes;
+  const int all_devices = options.devices * split_processes;
+  if (options.rank < 0 || options.rank >= options.processes) {
+    throw std::invalid_argument(fmt::format("[compile] rank must be in [0, {}), got {}", options.processes, options.rank));
   }
-  for (int d = 0; d < options.devices; ++d) {
+  for (int d = 0; d < all_devices; ++d) {
     for (int s = 0; s < options.compute_streams; ++s) {
       plan->streams.push_back({Device{Device::Kind::kCpu, d}, StreamKind::kCompute, s});
     }
@@ -269,12 +277,19 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   int collective_stream = -1;  // created with the first collective
   std::vector<int> collectives;  // in plan order, chained by control edges
   const bool mirrored = graph.config.view == LogicalView::kMirrored;
-  Placer placer{graph, options.devices, mirrored};
+  Placer placer{graph, options.devices, split_processes};
+  // Tasks every process runs (graph/process_split.hpp): what each needs whole, on its first device.
+  std::vector<int> everywhere;
+  auto spans_every_process = [&](const std::vector<int>& devices) {
+    std::vector<bool> seen(static_cast<std::size_t>(split_processes), false);
+    for (int device : devices) seen[static_cast<std::size_t>(device / options.devices)] = true;
+    return split_processes > 1 && std::all_of(seen.begin(), seen.end(), [](bool s) { return s; });
+  };
 
   const std::vector<bool> live = LiveNodes(graph);
   std::vector<Placed> placed(graph.values.size());
   std::vector<std::vector<int>> node_tasks(graph.nodes.size());
-  std::vector<int> stream_rotation(static_cast<std::size_t>(options.devices), 0);
+  std::vector<int> stream_rotation(static_cast<std::size_t>(all_devices), 0);
   auto device_stream = [&](int device) {
     const int s = stream_rotation[static_cast<std::size_t>(device)]++ % options.compute_streams;
     return device * options.compute_streams + s;
@@ -284,7 +299,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   // stream): on device 0's, a call could neither start nor complete while device 0 ran a kernel,
   // which held back the next call of a pipeline and every call's callback.
   int control_stream = 0;
-  if (options.devices > 1) {
+  if (all_devices > 1) {
     plan->streams.push_back({Device::Cpu(), StreamKind::kControl, 0});
     control_stream = static_cast<int>(plan->streams.size()) - 1;
   }
@@ -304,7 +319,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   // (mirrored) or summed (consistent) before its update, so the gradient's matmul cannot be fused with
   // the update there.
   std::vector<FusedChain> chains = FindFusedChains(graph, live);
-  if (options.devices > 1 || across_processes) {
+  if (all_devices > 1 || across_processes) {
     std::erase_if(chains, [](const FusedChain& chain) { return chain.op_type == "matmul_sgd_update"; });
   }
   std::vector<int> chain_ending_at(graph.nodes.size(), -1);
@@ -329,7 +344,8 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     const int task = AddKernelTask(*plan, op_type, fmt::format("{}({})", op_type, value_name), &attrs,
                                    std::move(in_metas), out_metas, collective_stream);
     for (int reg : from) plan->tasks[static_cast<std::size_t>(task)].input_slots.push_back(Consume(*plan, task, reg));
-    if (!collectives.empty()) AddControlEdge(*plan, collectives.back(), task);
+    // Split over processes, each process chains its own collectives (process_split.cpp).
+    if (!collectives.empty() && split_processes == 1) AddControlEdge(*plan, collectives.back(), task);
     collectives.push_back(task);
     std::vector<int> registers;
     for (const TensorMeta& meta : out_metas) {
@@ -398,7 +414,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
                                          info.name, from.sbp.ToString()));
     }
     if (to == Sbp::S(0) && is_variable_register(from) && info.meta.shape.Rank() >= 1) return rows_of_variable(value, devices);
-    if (from.sbp.IsPartialSum() && to.IsSplit() && from.devices == devices && !across_processes) {
+    if (from.sbp.IsPartialSum() && to.IsSplit() && from.devices == devices && !across_processes && split_processes == 1) {
       // P -> S in shared memory: each device sums its own piece of every device's addend, all devices
       // at once (no collective actor, no whole sum): the reduce-scatter of the in-process backend.
       const std::vector<TensorMeta> metas = pieces_of(info.meta, to, devices.size());
@@ -491,7 +507,8 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
         const Placed& variable = placed[static_cast<std::size_t>(inputs[static_cast<std::size_t>(m)])];
         const Sbp& has = variable.sbp;
         // A whole variable is also its own rows (rows_of_variable): an update may write them per device.
-        const bool rows = is_variable_register(variable);
+        // Not across processes: every process keeps its whole copy of each variable, updated whole.
+        const bool rows = is_variable_register(variable) && split_processes == 1;
         std::erase_if(candidates, [&](const SbpSignature& c) {
           const Sbp& wants = c.inputs[static_cast<std::size_t>(m)];
           return !(wants == has || (rows && wants == Sbp::S(0)));
@@ -549,6 +566,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
                               (value.meta.NumBytes() / static_cast<std::size_t>(value.meta.shape[0]));
         }
         Consume(*plan, task, tick);
+        if (pieces == 1 && spans_every_process(devices)) everywhere.push_back(task);  // every process passes it
         out.registers.push_back(
             AddRegister(*plan, value.name, task, options.source_register_num, metas[static_cast<std::size_t>(r)]));
         out.devices.push_back(device);
@@ -564,6 +582,11 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
         // Model parallelism: each device's register is its range of rows of the one variable.
         const ValueInfo& value = graph.values[static_cast<std::size_t>(node.outputs[0])];
         const Shape& shape = value.meta.shape;
+        if (split_processes > 1) {
+          throw std::invalid_argument(fmt::format(
+              "[variable] '{}' is split over the devices of {} processes: a split variable must stay in one process "
+              "(place it on one machine's devices); every process holds whole variables", attrs.name, split_processes));
+        }
         if (distribute.axis != 0) {
           throw std::invalid_argument(fmt::format(
               "[variable] '{}' is split along axis {}: Weir splits variables along axis 0 only (each device's "
@@ -592,6 +615,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
         continue;
       }
       const int task = AddTask(*plan, TaskKind::kVariable, node.name, device_stream(devices.front()));
+      if (spans_every_process(devices)) everywhere.push_back(task);
       node_tasks[n].push_back(task);
       Consume(*plan, task, tick);
       const ValueInfo& value = graph.values[static_cast<std::size_t>(node.outputs[0])];
@@ -694,6 +718,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
         const int task = AddKernelTask(*plan, op_type, k == 1 ? name : fmt::format("{}:{}", name, device), attrs,
                                        input_metas, output_metas, device_stream(device));
         plan->tasks[static_cast<std::size_t>(task)].intra_op_threads = options.threads_per_device;
+        if (whole && spans_every_process(devices)) everywhere.push_back(task);
         node_tasks[n].push_back(task);
         if (inputs.empty()) Consume(*plan, task, tick);  // ops without inputs (constants) fire once per call
         for (const Placed& input : boxed) {
@@ -784,8 +809,9 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     // A split variable the job writes is gathered into its own buffer before the writes, so it needs
     // no copy either.
     if (mirrored && placed[static_cast<std::size_t>(value)].sbp.IsPartialSum()) all_reduce(value);
+    // Split over processes, every process returns the whole result.
     Placed piece = placed[static_cast<std::size_t>(value)];
-    if (!mirrored && (!(piece.sbp.IsBroadcast() || piece.sbp == Sbp::S(0)) ||
+    if (!mirrored && (!(piece.sbp.IsBroadcast() || (piece.sbp == Sbp::S(0) && split_processes == 1)) ||
                       (written[static_cast<std::size_t>(value)] && piece.registers.size() > 1))) {
       piece = box(value, Sbp::B(), piece.devices);
     }
@@ -800,6 +826,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
       const ValueInfo& info = graph.values[static_cast<std::size_t>(value)];
       const int task = AddKernelTask(*plan, "identity", fmt::format("{}_copy", info.name), &kNoAttrs, {info.meta},
                                      {info.meta}, device_stream(piece.devices.front()));
+      if (split_processes > 1) everywhere.push_back(task);
       plan->tasks[static_cast<std::size_t>(task)].input_slots.push_back(Consume(*plan, task, piece.registers.front()));
       copy->second = AddRegister(*plan, fmt::format("{}_copy/out", info.name), task, 1, info.meta);
     }
@@ -832,6 +859,11 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
         reg.register_num = 2;
       }
     }
+  }
+  if (split_processes > 1) {
+    ProcessSplit split{split_processes, options.rank, options.devices, std::vector<bool>(plan->tasks.size(), false)};
+    for (int task : everywhere) split.everywhere[static_cast<std::size_t>(task)] = true;
+    return SplitOverProcesses(std::move(*plan), split);
   }
   return plan;
 }

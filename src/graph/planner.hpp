@@ -22,10 +22,13 @@ struct PlanOptions {
   int devices = 1;
   /// Intra-op threads of each device's kernels (its share of the cores); 0: every core.
   int threads_per_device = 0;
-  /// Processes of a distributed session, each compiling the same plan for its own `devices`. A mirrored
-  /// job is data parallel across them: its gradients (and whatever else the devices average) are
-  /// averaged over every device of every process. A consistent job runs whole in each process.
+  /// Processes of a distributed session, each with `devices` devices. A mirrored job is data parallel
+  /// across them: each compiles the same plan for its own devices, and the gradients (and whatever else
+  /// the devices average) are averaged over every device of every process. A consistent job is planned
+  /// for every process's devices, and each process runs its part (graph/process_split.hpp).
   int processes = 1;
+  /// This process's rank among `processes`.
+  int rank = 0;
 };
 
 /// Throws std::invalid_argument naming the op for anything that cannot run.

@@ -1,7 +1,8 @@
 // Sessions spanning processes, each rank a thread of this test with a Session of its own (neither the
 // control plane nor the data planes can tell): mirrored training on 2 ranks x 1 and x 2 devices over
 // shared memory and over Gloo ends with the variables of one session on the whole batch; what a session
-// reports; a consistent job runs whole in every rank; jobs that differ, or fail to compile on one rank,
+// reports; consistent training split over 2 and 3 ranks (each rank its rows of the batch) ends with one
+// session's variables and losses; a pipeline with a stage in each rank trains as one session; jobs that differ, or fail to compile on one rank,
 // fail on every rank naming the job. Every test runs under a watchdog.
 #include <doctest/doctest.h>
 
@@ -15,6 +16,7 @@
 #include <future>
 #include <string>
 #include <vector>
+#include <fmt/format.h>
 
 #include "api/train_test_util.hpp"
 #include "test_watchdog.hpp"
@@ -163,21 +165,134 @@ TEST_CASE("sessions across processes: jobs that differ or fail to compile on one
   CHECK(failures[1].find("does not compile") != std::string::npos);
 }
 
-TEST_CASE("sessions across processes: a consistent job runs whole in every rank") {
-  Watchdog dog(60s);
-  const Optimizer optimizer = Sgd(PiecewiseConstantScheduler({}, {0.2}), 0.9);
-  const auto expected = TrainOneSession(optimizer);
-  const int port = FreePort();
-  const auto ranks = OnRanks<std::map<std::string, Tensor>>(2, [&](int rank) {
-    Session session(RankOptions(rank, 2, port, "auto"));
-    const Job whole = TrainJob("train", Model::kMlp, kBatch, LogicalView::kConsistent, optimizer);
-    for (int step = 0; step < kSteps; ++step) {
-      session.Call(whole, {RandomImages(ImageShape(Model::kMlp, kBatch), 100 + static_cast<std::uint32_t>(step)),
-                           RandomLabels(kBatch, 200 + static_cast<std::uint32_t>(step))});
+namespace {
+
+struct Trained {
+  std::map<std::string, Tensor> variables;
+  std::vector<Tensor> losses;  // of each step
+  std::string plan;            // PlanDot
+};
+
+/// `job` trained for kSteps on the whole batch: every rank passes the whole batch (consistent view).
+Trained TrainConsistent(Session& session, const Job& job, Model model) {
+  Trained trained;
+  for (int step = 0; step < kSteps; ++step) {
+    const Outputs outputs = session.Call(job, {RandomImages(ImageShape(model, kBatch), 100 + static_cast<std::uint32_t>(step)),
+                                               RandomLabels(kBatch, 200 + static_cast<std::uint32_t>(step))});
+    trained.losses.push_back(outputs["loss"]);
+  }
+  trained.variables = session.GetVariables();
+  trained.plan = session.PlanDot(job);
+  return trained;
+}
+
+void CheckSameLosses(const std::vector<Tensor>& expected, const std::vector<Tensor>& got) {
+  REQUIRE(expected.size() == got.size());
+  for (std::size_t step = 0; step < expected.size(); ++step) {
+    CAPTURE(step);
+    REQUIRE(got[step].GetShape() == expected[step].GetShape());
+    const std::vector<float> x = expected[step].ToVector<float>();
+    const std::vector<float> y = got[step].ToVector<float>();
+    for (std::size_t i = 0; i < x.size(); ++i) CHECK(y[i] == doctest::Approx(x[i]).epsilon(1e-4).scale(1e-3));
+  }
+}
+
+// Actors in a PlanDot named after an op replica on `device` ("hidden-matmul:1").
+bool HasReplicaOn(const std::string& plan, const std::string& op, int device) {
+  return plan.find(fmt::format("{}:{}", op, device)) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("sessions across processes: consistent training is split over the ranks and ends with one session's "
+          "variables and losses") {
+  Watchdog dog(180s);
+  struct Case {
+    int world;
+    int devices;
+    std::string collectives;
+  };
+  for (const Case& c : {Case{2, 1, "shm"}, Case{2, 1, "gloo"}, Case{2, 2, "auto"}, Case{3, 1, "gloo"}}) {
+    for (const Model model : {Model::kMlp, Model::kConv}) {
+      // Adam: elementwise updates; LAMB: whole-tensor norms.
+      for (const bool lamb : {false, true}) {
+        CAPTURE(c.world);
+        CAPTURE(c.devices);
+        CAPTURE(c.collectives);
+        CAPTURE(model == Model::kMlp);
+        CAPTURE(lamb);
+        const Optimizer optimizer = lamb ? Lamb(PiecewiseConstantScheduler({}, {0.05}))
+                                         : Adam(PiecewiseConstantScheduler({}, {0.01}));
+        Session one;
+        const Trained expected =
+            TrainConsistent(one, TrainJob("train", model, kBatch, LogicalView::kConsistent, optimizer), model);
+        const int port = FreePort();
+        const auto ranks = OnRanks<Trained>(c.world, [&](int rank) {
+          Session session(RankOptions(rank, c.world, port, c.collectives, c.devices));
+          return TrainConsistent(session, TrainJob("train", model, kBatch, LogicalView::kConsistent, optimizer), model);
+        });
+        for (int rank = 0; rank < c.world; ++rank) {
+          CAPTURE(rank);
+          CheckSameVariables(expected.variables, ranks[static_cast<std::size_t>(rank)].variables);
+          CheckSameLosses(expected.losses, ranks[static_cast<std::size_t>(rank)].losses);
+          // Each rank runs its devices' replicas only: its rows of the batch.
+          for (int device = 0; device < c.world * c.devices; ++device) {
+            CHECK(HasReplicaOn(ranks[static_cast<std::size_t>(rank)].plan, "hidden-matmul", device) ==
+                  (device / c.devices == rank));
+          }
+        }
+      }
     }
-    return session.GetVariables();
-  });
-  for (const auto& variables : ranks) CheckSameVariables(expected, variables);
+  }
+}
+
+TEST_CASE("sessions across processes: a pipeline with a stage in each rank trains as one session") {
+  Watchdog dog(60s);
+  // Stage 1 (the hidden layer) on machine 0, stage 2 (the output layer and the loss) on machine 1: the
+  // activations go forward from rank 0 to rank 1 and their gradient back, each call.
+  auto pipeline = [](const std::string& second) {
+    JobConfig config;
+    config.view = LogicalView::kConsistent;
+    JobBuilder builder("pipeline", JobType::kTrain, config);
+    const Initializer init = TruncatedNormalInitializer(0, 0.3);
+    Blob images = builder.Placeholder("images", Shape{kBatch, kFeatures});
+    Blob labels = builder.Placeholder("labels", Shape{kBatch}, DType::kI32);
+    Blob hidden;
+    {
+      ScopedPlacement stage(builder, Placement("cpu", {"0:0"}));
+      hidden = Dense(images, 16, {.activation = Activation::kRelu, .kernel_initializer = init, .name = "hidden"});
+    }
+    ScopedPlacement stage(builder, Placement("cpu", {second}));
+    Blob logits = Dense(hidden, kClasses, {.kernel_initializer = init, .name = "output"});
+    Blob loss = SparseSoftmaxCrossEntropy(labels, logits, "loss");
+    builder.Minimize(Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.9), loss);
+    builder.Output("loss", loss);
+    return builder.Build();
+  };
+  Session one;
+  const Trained expected = TrainConsistent(one, pipeline("0:0"), Model::kMlp);
+  for (const std::string collectives : {"shm", "gloo"}) {
+    CAPTURE(collectives);
+    const int port = FreePort();
+    const auto ranks = OnRanks<Trained>(2, [&](int rank) {
+      Session session(RankOptions(rank, 2, port, collectives));
+      return TrainConsistent(session, pipeline("1:0"), Model::kMlp);
+    });
+    for (int rank = 0; rank < 2; ++rank) {
+      CAPTURE(rank);
+      CheckSameLosses(expected.losses, ranks[static_cast<std::size_t>(rank)].losses);  // returned in every rank
+      const std::string& plan = ranks[static_cast<std::size_t>(rank)].plan;
+      CHECK((plan.find("hidden-matmul") != std::string::npos) == (rank == 0));
+      CHECK((plan.find("output-matmul") != std::string::npos) == (rank == 1));
+      CHECK(plan.find("transfer(") != std::string::npos);
+    }
+    // Each stage's variables are trained in its rank (the train step counter with the last stage's scope).
+    for (const auto& [name, value] : expected.variables) {
+      CAPTURE(name);
+      const int owner = name.starts_with("hidden") ? 0 : 1;
+      CheckSameVariables({{name, value}}, {{name, ranks[static_cast<std::size_t>(owner)].variables.at(name)}});
+    }
+  }
 }
 
 TEST_CASE("sessions across processes: bad options name the field") {

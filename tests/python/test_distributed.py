@@ -1,7 +1,8 @@
 """Sessions across processes (docs/distributed.md): real processes on 127.0.0.1 with free ports, started
 by weir-launch or directly with its environment. Mirrored training on 2 and 3 processes (and 2 processes
 x 2 devices) ends with the variables of one process on the whole batch, and a checkpoint saved once (by
-rank 0) loads on every rank; a consistent job runs whole in every process; a killed rank, jobs that differ, a rank that never comes and a port in use are clear
+rank 0) loads on every rank; consistent training split over 2 and 3 processes ends the same way; a
+pipeline with a stage in each process trains as one process; a killed rank, jobs that differ, a rank that never comes and a port in use are clear
 errors within a bound. Every process run has a hard time limit."""
 
 import os
@@ -155,15 +156,70 @@ def test_a_master_given_by_host_name(program, tmp_path, one_process):
     _assert_same(one_process, _variables(tmp_path / "run_1.npz"))
 
 
-def test_consistent_job_runs_whole_in_every_process(program, tmp_path):
+@pytest.mark.parametrize("processes,devices,collectives", [(2, 1, "shm"), (2, 1, "gloo"), (3, 1, "auto"), (2, 2, "auto")])
+def test_consistent_training_split_over_processes_matches_one_process(program, tmp_path, processes, devices,
+                                                                      collectives):
+    """Every process passes the whole batch and computes on its rows; the variables end as one process's."""
     alone = _single(program, str(tmp_path / "alone"), "consistent", "1", "train")
     assert alone.returncode == 0, alone.stderr
-    done = _launch(program, 2, str(tmp_path / "run"), "consistent", "1", "train")
+    done = _launch(program, processes, str(tmp_path / "run"), "consistent", str(devices), "train",
+                   collectives=collectives)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "runs whole in each of the 2 processes" in done.stderr
+    assert done.stdout.count("checkpoint ok") == processes
     expected = _variables(tmp_path / "alone_0.npz")
-    for rank in range(2):
+    for rank in range(processes):
         _assert_same(expected, _variables(tmp_path / f"run_{rank}.npz"))
+
+
+# A pipeline: the hidden layer on machine 0, the output layer and the loss on machine `second` (argv[2]);
+# each rank prints its losses, and the rank training each layer saves it.
+PIPELINE = r'''
+import os, sys
+import numpy as np
+import weir as flow
+import weir.typing as tp
+
+out, second = sys.argv[1], sys.argv[2]
+rank = int(os.environ.get("RANK", "0"))
+
+@flow.global_function(type="train")
+def train(images: tp.Numpy.Placeholder((12, 8)), labels: tp.Numpy.Placeholder((12,), dtype=flow.int32)) -> tp.Numpy:
+    with flow.scope.placement("cpu", "0:0"):
+        h = flow.layers.dense(images, 16, activation=flow.nn.relu, name="hidden")
+    with flow.scope.placement("cpu", second):
+        logits = flow.layers.dense(h, 4, name="output")
+        loss = flow.math.reduce_mean(flow.nn.sparse_softmax_cross_entropy_with_logits(labels, logits))
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0.9).minimize(loss)
+    return loss
+
+rng = np.random.default_rng(0)
+for step in range(6):
+    x = rng.standard_normal((12, 8)).astype(np.float32)
+    y = rng.integers(0, 4, 12).astype(np.int32)
+    print("loss", repr(float(train(x, y))), flush=True)
+variables = flow.checkpoint.get_all_variables()
+layer = "" if "WORLD_SIZE" not in os.environ else "hidden" if rank == 0 else "output"
+np.savez(f"{out}_{rank}.npz", **{k: v.numpy() for k, v in variables.items() if k.startswith(layer)})
+'''
+
+
+def test_a_pipeline_with_a_stage_in_each_process_trains_as_one_process(tmp_path):
+    path = tmp_path / "pipeline.py"
+    path.write_text(PIPELINE)
+    alone = _single(str(path), str(tmp_path / "alone"), "0:0")
+    assert alone.returncode == 0, alone.stderr
+    done = _launch(str(path), 2, str(tmp_path / "run"), "1:0")
+    assert done.returncode == 0, done.stdout + done.stderr
+    expected = [line for line in alone.stdout.splitlines() if line.startswith("loss")]
+    assert len(expected) == 6
+    for rank in range(2):  # both ranks get every step's loss
+        mine = [line.split(":", 1)[1] for line in done.stdout.splitlines() if line.startswith(f"[rank{rank}]:")]
+        got = [float(line.split()[1]) for line in mine if line.startswith("loss")]
+        np.testing.assert_allclose(got, [float(line.split()[1]) for line in expected], rtol=1e-5)
+    everything = _variables(tmp_path / "alone_0.npz")
+    for rank, layer in ((0, "hidden"), (1, "output")):
+        stage = _variables(tmp_path / f"run_{rank}.npz")
+        _assert_same({k: v for k, v in everything.items() if k.startswith(layer)}, stage)
 
 
 def test_killed_rank_fails_the_launcher_naming_it(program, tmp_path):
@@ -298,7 +354,7 @@ def test_two_machines_run_the_docs_distributed_train(two_machines):
         assert out.startswith("distributed config\n"), out
         losses.append([float(line) for line in out.splitlines() if re.fullmatch(r"-?\d+\.\d+(e-?\d+)?", line)])
     assert len(losses[0]) == 3  # steps 0, 20 and 40
-    assert losses[0] == losses[1]  # the consistent job runs whole on both machines
+    assert losses[0] == losses[1]  # the consistent job's loss is returned on both machines
     assert losses[0][-1] < losses[0][0]
 
 

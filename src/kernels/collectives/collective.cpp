@@ -1,7 +1,9 @@
 // The kernels of the collective actors: every device's piece in, through the in-process
 // communicator. A result every device reads whole (all_reduce, all_gather) is one buffer, which
 // the devices of this process share; split results are one piece per device. A collective across
-// processes then all-reduces each result over the process group.
+// processes then all-reduces each result over the process group. A consistent job's collective whose
+// pieces are spread over the processes gets its own pieces only and exchanges the rest with the others.
+#include <cstring>
 #include <stdexcept>
 #include <string_view>
 #include <vector>
@@ -61,18 +63,160 @@ class CollectiveKernel final : public Kernel {
   ProcessGroup* processes_;
 };
 
+// A collective of a consistent job whose pieces are spread over the processes (process_pieces): this
+// process's actor holds pieces [first, first + local) of `devices`. Gathers go through one broadcast per
+// process (of that process's pieces, packed); reductions sum this process's pieces, then all-reduce the
+// sum over the processes. No bytes move for a scatter: every process slices its own pieces.
+class SplitOverProcessesKernel final : public Kernel {
+ public:
+  explicit SplitOverProcessesKernel(const KernelSetup& setup)
+      : op_type_(setup.op_type), name_(setup.op_name), attrs_(setup.Get<CollectiveAttrs>()), processes_(setup.processes) {
+    if (processes_ == nullptr || static_cast<int>(attrs_.process_pieces.size()) != processes_->Size() + 1) {
+      throw std::invalid_argument(fmt::format("[{}] '{}': its pieces are spread over {} processes, but the session has {}",
+                                              op_type_, name_, static_cast<int>(attrs_.process_pieces.size()) - 1,
+                                              processes_ == nullptr ? 1 : processes_->Size()));
+    }
+    rank_ = processes_->Rank();
+    first_ = attrs_.process_pieces[static_cast<std::size_t>(rank_)];
+    logical_ = {attrs_.logical, setup.inputs[0].dtype};
+    if (op_type_ == "all_to_all" || op_type_ == "all_gather") {
+      // The pieces' metas, and each process's pieces packed for its broadcast.
+      std::size_t most = 0;
+      for (int q = 0; q < processes_->Size(); ++q) {
+        std::size_t bytes = 0;
+        for (int p = attrs_.process_pieces[static_cast<std::size_t>(q)]; p < attrs_.process_pieces[static_cast<std::size_t>(q) + 1]; ++p) {
+          piece_metas_.push_back({SplitShape(attrs_.logical, attrs_.axis, attrs_.devices, p), logical_.dtype});
+          bytes += piece_metas_.back().NumBytes();
+        }
+        packed_metas_.push_back({Shape{static_cast<std::int64_t>(bytes)}, DType::kU8});
+        most = std::max(most, bytes);
+      }
+      packed_.resize(most);
+    }
+    if (op_type_ == "reduce_scatter" || op_type_ == "all_to_all") whole_.resize(logical_.NumBytes());
+    if (op_type_ == "all_reduce" || op_type_ == "reduce_scatter") {
+      local_ = MakeInProcessCommunicator(static_cast<int>(setup.inputs.size()));
+    }
+  }
+
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    const TensorView whole{whole_.data(), &logical_};
+    if (op_type_ == "all_reduce") {
+      Sum(inputs, outputs[0]);
+    } else if (op_type_ == "all_gather") {
+      Gather(inputs, outputs[0]);
+    } else if (op_type_ == "reduce_scatter") {
+      Sum(inputs, whole);
+      Pieces({whole.data, whole.meta}, attrs_.axis, outputs);
+    } else if (op_type_ == "all_to_all") {
+      Gather(inputs, whole);
+      Pieces({whole.data, whole.meta}, attrs_.out_axis, outputs);
+    } else {  // scatter
+      Pieces(inputs[0], attrs_.axis, outputs);
+    }
+  }
+
+ private:
+  // out = op over this process's pieces and every other process's.
+  void Sum(std::span<const ConstTensorView> inputs, const TensorView& out) {
+    const std::vector<TensorView> outs(inputs.size(), out);
+    local_->AllReduce(inputs, outs, ReduceOp::kSum);
+    processes_->AllReduce(out, ReduceOp::kSum, name_);
+    if (attrs_.op != ReduceOp::kMean) return;
+    ForReducibleDType(out.GetDType(), [&](auto zero) {
+      using T = decltype(zero);
+      T* data = out.As<T>();
+      for (std::int64_t i = 0; i < out.NumElements(); ++i) data[i] /= static_cast<T>(attrs_.devices);
+    });
+  }
+
+  // `whole` = every process's pieces, in place: one broadcast per process of its pieces, packed.
+  void Gather(std::span<const ConstTensorView> inputs, const TensorView& whole) {
+    for (std::size_t j = 0; j < inputs.size(); ++j) CopyPieceIn(inputs[j], attrs_.axis, attrs_.devices, first_ + static_cast<int>(j), whole);
+    std::size_t meta = 0;  // index of process q's first piece in piece_metas_
+    for (int q = 0; q < processes_->Size(); ++q) {
+      const int begin = attrs_.process_pieces[static_cast<std::size_t>(q)];
+      const int end = attrs_.process_pieces[static_cast<std::size_t>(q) + 1];
+      const TensorView packed{packed_.data(), &packed_metas_[static_cast<std::size_t>(q)]};
+      std::size_t offset = 0;
+      if (q == rank_) {
+        for (const ConstTensorView& input : inputs) {
+          std::memcpy(packed_.data() + offset, input.data, input.meta->NumBytes());
+          offset += input.meta->NumBytes();
+        }
+      }
+      processes_->Broadcast(packed, q, name_);
+      offset = 0;
+      for (int p = begin; p < end; ++p, ++meta) {
+        const TensorMeta& piece = piece_metas_[meta];
+        if (q != rank_) CopyPieceIn({packed_.data() + offset, &piece}, attrs_.axis, attrs_.devices, p, whole);
+        offset += piece.NumBytes();
+      }
+    }
+  }
+
+  // outputs[j] = this process's piece first_ + j of `whole`.
+  void Pieces(const ConstTensorView& whole, int axis, std::span<const TensorView> outputs) {
+    for (std::size_t j = 0; j < outputs.size(); ++j) {
+      CopyPieceOut(whole, axis, attrs_.devices, first_ + static_cast<int>(j), outputs[j]);
+    }
+  }
+
+  std::string op_type_;
+  std::string name_;
+  CollectiveAttrs attrs_;
+  ProcessGroup* processes_;
+  int rank_ = 0;
+  int first_ = 0;
+  TensorMeta logical_;
+  std::vector<TensorMeta> piece_metas_;   // every process's pieces, in order (gathers)
+  std::vector<TensorMeta> packed_metas_;  // one per process: its pieces' bytes
+  std::vector<std::byte> packed_;
+  std::vector<std::byte> whole_;          // the whole tensor (reduce_scatter, all_to_all)
+  std::unique_ptr<Communicator> local_;   // sums this process's pieces
+};
+
+// A register's bytes from the process that made it (root) to every other process: pipeline stages in
+// different processes, and results a consistent job returns in every process. The point-to-point
+// send/recv of a pipeline is a broadcast from the sender: with 2 processes, the same bytes.
+class TransferKernel final : public Kernel {
+ public:
+  explicit TransferKernel(const KernelSetup& setup)
+      : name_(setup.op_name), root_(setup.Get<CollectiveAttrs>().root), processes_(setup.processes) {
+    if (processes_ == nullptr) {
+      throw std::invalid_argument(fmt::format("[transfer] '{}' needs a session of several processes", name_));
+    }
+  }
+
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    if (processes_->Rank() == root_) std::memcpy(outputs[0].data, inputs[0].data, outputs[0].meta->NumBytes());
+    processes_->Broadcast(outputs[0], root_, name_);
+  }
+
+ private:
+  std::string name_;
+  int root_;
+  ProcessGroup* processes_;
+};
+
+std::unique_ptr<Kernel> MakeCollectiveKernel(const KernelSetup& setup) {
+  if (setup.op_type == "transfer") return std::make_unique<TransferKernel>(setup);
+  if (!setup.Get<CollectiveAttrs>().process_pieces.empty()) return std::make_unique<SplitOverProcessesKernel>(setup);
+  return std::make_unique<CollectiveKernel>(setup);
+}
+
 }  // namespace
 
 WEIR_REGISTER_KERNELS {
-  for (std::string_view op : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "scatter"}) {
+  for (std::string_view op : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "scatter", "transfer"}) {
     for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
-      RegisterKernel({std::string(op), Device::Kind::kCpu, dtype}, &MakeKernel<CollectiveKernel>);
+      RegisterKernel({std::string(op), Device::Kind::kCpu, dtype}, &MakeCollectiveKernel);
     }
   }
-  // Splits and gathers copy bytes, so they take every dtype (labels, masks).
-  for (std::string_view op : {"all_gather", "all_to_all", "scatter"}) {
+  // Splits, gathers and transfers copy bytes, so they take every dtype (labels, masks).
+  for (std::string_view op : {"all_gather", "all_to_all", "scatter", "transfer"}) {
     for (DType dtype : {DType::kU8, DType::kBool}) {
-      RegisterKernel({std::string(op), Device::Kind::kCpu, dtype}, &MakeKernel<CollectiveKernel>);
+      RegisterKernel({std::string(op), Device::Kind::kCpu, dtype}, &MakeCollectiveKernel);
     }
   }
 }

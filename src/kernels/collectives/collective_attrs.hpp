@@ -1,7 +1,9 @@
 #pragma once
 // Attributes of the collective (boxing) actors the planner inserts; they are plan tasks, not graph
 // ops, and their op type names the collective: all_reduce, reduce_scatter, all_gather, all_to_all,
-// scatter.
+// scatter, and transfer (a register's bytes from the process that made it to every other process).
+#include <vector>
+
 #include "kernels/collectives/communicator.hpp"
 
 namespace weir::internal {
@@ -19,6 +21,14 @@ struct CollectiveAttrs {
   /// result is all-reduced (op) over the processes (KernelSetup::processes). The mirrored view's
   /// gradient averaging: the mean of the processes' means is the mean over every device.
   bool across_processes = false;
+  /// A consistent job's collective whose pieces are spread over the processes (graph/process_split.hpp):
+  /// process q holds pieces [process_pieces[q], process_pieces[q + 1]) of `devices`, and this process's
+  /// actor gets only its own. Empty otherwise.
+  std::vector<int> process_pieces;
+  /// With process_pieces: the logical tensor's shape.
+  Shape logical;
+  /// transfer: the process whose register is sent.
+  int root = 0;
 };
 
 }  // namespace weir::internal

@@ -59,6 +59,11 @@ class Communicator {
 /// every input. Each device computes its own piece of a reduce-scatter this way, all at once.
 void ReducePiece(std::span<const ConstTensorView> inputs, const TensorView& output, int axis, int rank, ReduceOp op);
 
+/// `piece` = piece `rank` of `whole` split `ranks` ways along `axis`.
+void CopyPieceOut(const ConstTensorView& whole, int axis, int ranks, int rank, const TensorView& piece);
+/// Writes `piece`, piece `rank` of a tensor split `ranks` ways along `axis`, to its place in `whole`.
+void CopyPieceIn(const ConstTensorView& piece, int axis, int ranks, int rank, const TensorView& whole);
+
 /// The shared-memory backend between the devices of this process: every collective reads the
 /// pieces where they are and writes the results once (no staging copies beyond the reduction).
 /// Reductions are split over the intra-op pool.

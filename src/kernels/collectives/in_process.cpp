@@ -265,6 +265,24 @@ class InProcessCommunicator final : public Communicator {
 
 }  // namespace
 
+void CopyPieceOut(const ConstTensorView& whole, int axis, int ranks, int rank, const TensorView& piece) {
+  const Shape& logical = whole.GetShape();
+  const Shape& shape = piece.GetShape();
+  Box from{&logical, Zeros(logical)};
+  from.start[static_cast<std::size_t>(axis)] = SplitBegin(logical[axis], ranks, rank);
+  CopyBox(static_cast<const std::byte*>(whole.data), from, static_cast<std::byte*>(piece.data), {&shape, Zeros(shape)},
+          shape.Dims(), SizeOf(whole.GetDType()));
+}
+
+void CopyPieceIn(const ConstTensorView& piece, int axis, int ranks, int rank, const TensorView& whole) {
+  const Shape& logical = whole.GetShape();
+  const Shape& shape = piece.GetShape();
+  Box to{&logical, Zeros(logical)};
+  to.start[static_cast<std::size_t>(axis)] = SplitBegin(logical[axis], ranks, rank);
+  CopyBox(static_cast<const std::byte*>(piece.data), {&shape, Zeros(shape)}, static_cast<std::byte*>(whole.data), to,
+          shape.Dims(), SizeOf(whole.GetDType()));
+}
+
 void ReducePiece(std::span<const ConstTensorView> inputs, const TensorView& output, int axis, int rank, ReduceOp op) {
   switch (inputs[0].GetDType()) {
     case DType::kF32: ReducePieceTyped<float>(inputs, output.As<float>(), axis, rank, op); return;

@@ -1,0 +1,335 @@
+#include "graph/process_split.hpp"
+
+#include <algorithm>
+#include <map>
+#include <queue>
+#include <set>
+#include <tuple>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "kernels/collectives/collective_attrs.hpp"
+
+namespace weir::internal {
+
+namespace {
+
+constexpr int kEverywhere = -1;
+
+bool OnCollectiveStream(const Plan& plan, const TaskDesc& task) {
+  return plan.streams[static_cast<std::size_t>(task.stream)].kind == StreamKind::kCollective;
+}
+
+// The registers `task` reads as kernel inputs (not control edges, not held variables).
+std::vector<int> DataInputs(const TaskDesc& task) {
+  std::vector<int> registers;
+  for (int slot : task.input_slots) registers.push_back(task.consumed[static_cast<std::size_t>(slot)]);
+  return registers;
+}
+
+// Every task once, each after every task it reads from; of the tasks ready at once, the lowest id
+// first. Deterministic: every process computes the same order from the same whole plan.
+std::vector<int> TopologicalOrder(const Plan& plan) {
+  std::vector<int> waiting(plan.tasks.size(), 0);
+  for (const TaskDesc& task : plan.tasks) waiting[static_cast<std::size_t>(task.id)] = static_cast<int>(task.consumed.size());
+  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
+  for (const TaskDesc& task : plan.tasks) {
+    if (task.consumed.empty()) ready.push(task.id);
+  }
+  std::vector<int> order;
+  while (!ready.empty()) {
+    const int task = ready.top();
+    ready.pop();
+    order.push_back(task);
+    for (int reg : plan.tasks[static_cast<std::size_t>(task)].produced) {
+      for (int consumer : plan.registers[static_cast<std::size_t>(reg)].consumers) {
+        if (--waiting[static_cast<std::size_t>(consumer)] == 0) ready.push(consumer);
+      }
+    }
+  }
+  if (order.size() != plan.tasks.size()) {
+    throw std::logic_error(fmt::format("[compile] job '{}': the plan has a cycle", plan.job_name));
+  }
+  return order;
+}
+
+// The process reading piece register `reg` of a collective (a device's piece is read on that device).
+int PieceOwner(const Plan& plan, const std::vector<int>& process, int reg) {
+  const std::vector<int>& readers = plan.registers[static_cast<std::size_t>(reg)].consumers;
+  if (readers.empty()) {
+    throw std::logic_error(fmt::format("[compile] job '{}': piece '{}' has no reader", plan.job_name,
+                                       plan.registers[static_cast<std::size_t>(reg)].name));
+  }
+  return process[static_cast<std::size_t>(readers.front())];
+}
+
+// A zero-byte register from `from` to `to` in `plan`: `to` acts on a call only after `from` has.
+void AddControlEdge(Plan& plan, int from, int to) {
+  RegisterDesc reg;
+  reg.id = static_cast<int>(plan.registers.size());
+  reg.name = fmt::format("ctrl:{}->{}", plan.tasks[static_cast<std::size_t>(from)].name, plan.tasks[static_cast<std::size_t>(to)].name);
+  reg.producer = from;
+  reg.consumers = {to};
+  reg.meta = {Shape{0}, DType::kU8};
+  plan.tasks[static_cast<std::size_t>(from)].produced.push_back(reg.id);
+  plan.tasks[static_cast<std::size_t>(to)].consumed.push_back(reg.id);
+  plan.registers.push_back(std::move(reg));
+}
+
+}  // namespace
+
+std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) {
+  Plan& plan = whole;
+  const int processes = split.processes;
+  const std::string whole_dot = plan.ToDot();
+
+  // Where each task runs: its device's process, or every process.
+  std::vector<int> process(plan.tasks.size(), kEverywhere);
+  for (const TaskDesc& task : plan.tasks) {
+    const StreamId& stream = plan.streams[static_cast<std::size_t>(task.stream)];
+    if (stream.kind == StreamKind::kCompute && !split.everywhere[static_cast<std::size_t>(task.id)]) {
+      process[static_cast<std::size_t>(task.id)] = stream.device.index / split.devices;
+    }
+  }
+  // A collective runs where its pieces are: in one process, or in every process on its own pieces (the
+  // side of several pieces: the inputs, or a scatter's outputs).
+  std::vector<bool> spread(plan.tasks.size(), false);
+  for (int t : TopologicalOrder(plan)) {
+    const TaskDesc& task = plan.tasks[static_cast<std::size_t>(t)];
+    if (!OnCollectiveStream(plan, task)) continue;
+    std::set<int> holders;
+    for (int reg : DataInputs(task)) holders.insert(process[static_cast<std::size_t>(plan.registers[static_cast<std::size_t>(reg)].producer)]);
+    if (holders.count(kEverywhere) > 0 && task.produced.size() > 1) {  // a whole input to pieces
+      holders.clear();
+      for (int reg : task.produced) holders.insert(PieceOwner(plan, process, reg));
+    }
+    if (holders.count(kEverywhere) > 0) continue;
+    if (holders.size() == 1) {
+      process[static_cast<std::size_t>(t)] = *holders.begin();
+    } else if (static_cast<int>(holders.size()) == processes) {
+      spread[static_cast<std::size_t>(t)] = true;
+    } else {
+      throw std::invalid_argument(fmt::format(
+          "[placement] job '{}': actor '{}' combines pieces held by processes {} of {}; a consistent job's values are "
+          "split over one process's devices or over every process", plan.job_name, task.name, fmt::join(holders, ","),
+          processes));
+    }
+  }
+
+  // A register read in a process that did not make it: a transfer actor, in every process, broadcasts
+  // its bytes from the maker's. Collectives spread over the processes read their own pieces.
+  int collective_stream = -1;
+  for (std::size_t s = 0; s < plan.streams.size(); ++s) {
+    if (plan.streams[s].kind == StreamKind::kCollective) collective_stream = static_cast<int>(s);
+  }
+  const std::size_t registers_before = plan.registers.size();
+  for (std::size_t r = 0; r < registers_before; ++r) {
+    const int maker = process[static_cast<std::size_t>(plan.registers[r].producer)];
+    if (maker == kEverywhere) continue;
+    std::vector<int> readers;  // consumers reading it as data in another process
+    for (int consumer : plan.registers[r].consumers) {
+      const TaskDesc& task = plan.tasks[static_cast<std::size_t>(consumer)];
+      const std::vector<int> inputs = DataInputs(task);
+      if (std::find(inputs.begin(), inputs.end(), static_cast<int>(r)) == inputs.end()) continue;
+      const int where = process[static_cast<std::size_t>(consumer)];
+      if (where == maker || spread[static_cast<std::size_t>(consumer)]) continue;
+      readers.push_back(consumer);
+    }
+    if (readers.empty()) continue;
+    if (collective_stream < 0) {
+      collective_stream = static_cast<int>(plan.streams.size());
+      plan.streams.push_back({Device::Cpu(), StreamKind::kCollective, 0});
+    }
+    const RegisterDesc source = plan.registers[r];
+    TaskDesc transfer;
+    transfer.id = static_cast<int>(plan.tasks.size());
+    transfer.kind = TaskKind::kKernel;
+    transfer.name = fmt::format("transfer({})", source.name);
+    transfer.stream = collective_stream;
+    transfer.op_type = "transfer";
+    transfer.attrs = &plan.fused_attrs.emplace_back(CollectiveAttrs{.root = maker});
+    transfer.input_metas = {source.meta};
+    transfer.output_metas = {source.meta};
+    transfer.kernel_factory = FindKernel({"transfer", Device::Kind::kCpu, source.meta.dtype});
+    if (transfer.kernel_factory == nullptr) {
+      throw std::invalid_argument(fmt::format("[transfer] '{}' ({}) cannot move between processes", source.name, source.meta.dtype));
+    }
+    transfer.consumed = {source.id};
+    transfer.input_slots = {0};
+    RegisterDesc copy;
+    copy.id = static_cast<int>(plan.registers.size());
+    copy.name = transfer.name;
+    copy.producer = transfer.id;
+    copy.meta = source.meta;
+    copy.slot_bytes = source.slot_bytes;
+    copy.register_num = source.register_num;
+    transfer.produced = {copy.id};
+    for (int reader : readers) {
+      TaskDesc& task = plan.tasks[static_cast<std::size_t>(reader)];
+      std::replace(task.consumed.begin(), task.consumed.end(), source.id, copy.id);
+      copy.consumers.push_back(reader);
+      std::erase(plan.registers[r].consumers, reader);
+    }
+    plan.registers[r].consumers.push_back(transfer.id);
+    plan.tasks.push_back(std::move(transfer));
+    plan.registers.push_back(std::move(copy));
+    process.push_back(kEverywhere);
+    spread.push_back(false);
+  }
+  const std::vector<int> order = TopologicalOrder(plan);
+
+  // This process's part.
+  const int rank = split.rank;
+  auto kept = [&](int task) {
+    const int where = process[static_cast<std::size_t>(task)];
+    return where == kEverywhere || where == rank;
+  };
+  auto local = std::make_shared<Plan>();
+  local->job_name = plan.job_name;
+  // This process's streams: its devices' and the others; a task every process runs on global device g
+  // runs on its device g % devices.
+  std::map<std::tuple<int, StreamKind, int>, int> local_streams;  // (device, kind, index) -> stream
+  for (const StreamId& stream : plan.streams) {
+    if (stream.kind == StreamKind::kCompute && stream.device.index / split.devices != rank) continue;
+    StreamId mine = stream;
+    if (mine.kind == StreamKind::kCompute) mine.device.index %= split.devices;
+    local_streams.emplace(std::make_tuple(mine.device.index, mine.kind, mine.index), static_cast<int>(local->streams.size()));
+    local->streams.push_back(mine);
+  }
+  auto local_stream = [&](int stream) {
+    const StreamId& id = plan.streams[static_cast<std::size_t>(stream)];
+    const int device = id.kind == StreamKind::kCompute ? id.device.index % split.devices : id.device.index;
+    return local_streams.at(std::make_tuple(device, id.kind, id.index));
+  };
+  std::vector<int> task_map(plan.tasks.size(), -1);
+  for (const TaskDesc& task : plan.tasks) {
+    if (!kept(task.id)) continue;
+    task_map[static_cast<std::size_t>(task.id)] = static_cast<int>(local->tasks.size());
+    TaskDesc mine = task;
+    mine.id = task_map[static_cast<std::size_t>(task.id)];
+    mine.stream = local_stream(task.stream);
+    mine.consumed.clear();
+    mine.produced.clear();
+    local->tasks.push_back(std::move(mine));
+  }
+  // Which piece registers of a spread collective are this process's.
+  auto mine_here = [&](const RegisterDesc& reg) {
+    if (!kept(reg.producer)) return false;
+    const TaskDesc& maker = plan.tasks[static_cast<std::size_t>(reg.producer)];
+    return !spread[static_cast<std::size_t>(maker.id)] || maker.produced.size() == 1 ||
+           PieceOwner(plan, process, reg.id) == rank;
+  };
+  std::vector<int> register_map(plan.registers.size(), -1);
+  for (const RegisterDesc& reg : plan.registers) {
+    if (!mine_here(reg)) continue;
+    RegisterDesc mine = reg;
+    mine.id = static_cast<int>(local->registers.size());
+    mine.producer = task_map[static_cast<std::size_t>(reg.producer)];
+    mine.consumers.clear();
+    for (int consumer : reg.consumers) {
+      if (kept(consumer)) mine.consumers.push_back(task_map[static_cast<std::size_t>(consumer)]);
+    }
+    register_map[static_cast<std::size_t>(reg.id)] = mine.id;
+    local->tasks[static_cast<std::size_t>(mine.producer)].produced.push_back(mine.id);
+    local->registers.push_back(std::move(mine));
+  }
+  local->fused_attrs = std::move(plan.fused_attrs);  // a deque: the tasks' pointers into it stay put
+  for (const TaskDesc& task : plan.tasks) {
+    if (!kept(task.id)) continue;
+    TaskDesc& mine = local->tasks[static_cast<std::size_t>(task_map[static_cast<std::size_t>(task.id)])];
+    // What it reads here: registers of this process (a spread collective: its own pieces).
+    std::vector<int> slot_map(task.consumed.size(), -1);
+    for (std::size_t c = 0; c < task.consumed.size(); ++c) {
+      const int reg = register_map[static_cast<std::size_t>(task.consumed[c])];
+      if (reg < 0) continue;
+      slot_map[c] = static_cast<int>(mine.consumed.size());
+      mine.consumed.push_back(reg);
+    }
+    mine.input_slots.clear();
+    mine.input_metas.clear();
+    for (std::size_t i = 0; i < task.input_slots.size(); ++i) {
+      const int slot = slot_map[static_cast<std::size_t>(task.input_slots[i])];
+      if (slot < 0) continue;
+      mine.input_slots.push_back(slot);
+      mine.input_metas.push_back(task.input_metas[i]);
+    }
+    if (!spread[static_cast<std::size_t>(task.id)]) continue;
+    // A spread collective: which process holds which of its pieces, and the logical shape.
+    CollectiveAttrs attrs = std::any_cast<const CollectiveAttrs&>(*task.attrs);
+    const bool pieces_out = task.produced.size() > 1;
+    std::vector<int> owners;  // of each piece, in order
+    if (pieces_out) {
+      for (int reg : task.produced) owners.push_back(PieceOwner(plan, process, reg));
+    } else {
+      for (int reg : DataInputs(task)) owners.push_back(process[static_cast<std::size_t>(plan.registers[static_cast<std::size_t>(reg)].producer)]);
+    }
+    std::vector<int> count(static_cast<std::size_t>(processes), 0);
+    for (std::size_t p = 0; p < owners.size(); ++p) {
+      if (p > 0 && owners[p] < owners[p - 1]) {
+        throw std::invalid_argument(fmt::format(
+            "[placement] job '{}': actor '{}' has its pieces in processes {} (in piece order), but a placement "
+            "spanning processes must list its devices machine by machine", plan.job_name, task.name, fmt::join(owners, ",")));
+      }
+      ++count[static_cast<std::size_t>(owners[p])];
+    }
+    attrs.process_pieces = {0};
+    for (int c : count) attrs.process_pieces.push_back(attrs.process_pieces.back() + c);
+    attrs.across_processes = true;
+    if (task.op_type == "all_to_all") {
+      std::vector<std::int64_t> dims = task.input_metas[0].shape.Dims();
+      dims[static_cast<std::size_t>(attrs.axis)] = 0;
+      for (const TensorMeta& piece : task.input_metas) dims[static_cast<std::size_t>(attrs.axis)] += piece.shape[attrs.axis];
+      attrs.logical = Shape(dims);
+    } else {
+      const bool whole_out = task.op_type == "all_reduce" || task.op_type == "all_gather";
+      attrs.logical = whole_out ? task.output_metas[0].shape : task.input_metas[0].shape;
+    }
+    mine.attrs = &local->fused_attrs.emplace_back(std::move(attrs));
+    if (pieces_out) {
+      mine.output_metas.clear();
+      for (std::size_t j = 0; j < task.produced.size(); ++j) {
+        if (owners[j] == rank) mine.output_metas.push_back(task.output_metas[j]);
+      }
+    }
+  }
+
+  // This process's collectives and transfers, chained in the whole plan's order.
+  int previous = -1;
+  for (int t : order) {
+    if (!kept(t) || !OnCollectiveStream(plan, plan.tasks[static_cast<std::size_t>(t)])) continue;
+    const int mine = task_map[static_cast<std::size_t>(t)];
+    if (previous >= 0) AddControlEdge(*local, previous, mine);
+    previous = mine;
+  }
+  // A task nothing of this process triggers (a transfer received here) acts once per call, on the tick.
+  const int source = task_map[static_cast<std::size_t>(plan.source_task)];
+  const int tick = local->tasks[static_cast<std::size_t>(source)].produced.front();
+  for (TaskDesc& task : local->tasks) {
+    if (task.id == source || !task.consumed.empty()) continue;
+    task.consumed.push_back(tick);
+    local->registers[static_cast<std::size_t>(tick)].consumers.push_back(task.id);
+  }
+
+  local->source_task = source;
+  local->sink_task = task_map[static_cast<std::size_t>(plan.sink_task)];
+  local->output_names = std::move(plan.output_names);
+  local->input_pieces = std::move(plan.input_pieces);
+  local->output_pieces = std::move(plan.output_pieces);
+  local->output_metas = std::move(plan.output_metas);
+  local->devices = split.devices;
+  local->mirrored = false;
+  local->notices = std::move(plan.notices);
+  local->variables_read = std::move(plan.variables_read);
+  local->variables_written = std::move(plan.variables_written);
+  local->keep_alive = std::move(plan.keep_alive);
+  local->whole_plan_dot = whole_dot;
+  for (const TaskDesc& task : plan.tasks) {
+    if (kept(task.id) && (spread[static_cast<std::size_t>(task.id)] || task.op_type == "transfer")) {
+      local->process_collectives = true;
+    }
+  }
+  return local;
+}
+
+}  // namespace weir::internal

@@ -1,0 +1,31 @@
+#pragma once
+// A consistent job in a session of several processes: the planner plans it once for every process's
+// devices (global device g is device g % devices of process g / devices, placements "<machine>:<device>"
+// naming machine = process), then each process keeps its part of that whole plan:
+// - a task on a device runs in that device's process; tasks marked `everywhere` (whatever every
+//   process needs whole: variables, broadcast inputs, ops on whole values, optimizer updates, the
+//   outputs) and the source and sink run in every process, on its first device;
+// - a collective whose pieces are in every process runs in every process on its own pieces
+//   (CollectiveAttrs::process_pieces); one whose pieces are all in one process stays there;
+// - a register read in another process than its maker's gets a transfer actor (its bytes broadcast
+//   from the maker's process), so pipeline stages can sit in different processes.
+// Every process's collectives and transfers are chained in one topological order of the whole plan,
+// the same everywhere, so that no blocking collective waits on one another process has not reached.
+#include <memory>
+#include <vector>
+
+#include "actors/plan.hpp"
+
+namespace weir::internal {
+
+struct ProcessSplit {
+  int processes = 1;
+  int rank = 0;
+  int devices = 1;                // per process
+  std::vector<bool> everywhere;   // by task id of the whole plan
+};
+
+/// Throws std::invalid_argument naming the value for a collective over some processes but not all.
+std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split);
+
+}  // namespace weir::internal
