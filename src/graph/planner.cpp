@@ -200,11 +200,14 @@ std::vector<SbpSignature> SignaturesOf(std::string_view op_type, const SbpContex
 }
 
 // Where each node runs: device indices of the session (device d of machine m is m * devices + d),
-// checked against what the session has.
+// checked against what the session has. A mirrored job in several processes is each process's own: a
+// placement names the same devices on every machine ("0:0-1", "1:0-1"), or machine 0's only, and
+// means those devices of each process.
 struct Placer {
   const JobGraph& graph;
-  int devices;   // per machine
-  int machines;  // processes a consistent job spans
+  int devices;    // per machine
+  int machines;   // processes a consistent job spans
+  int processes;  // of the session
 
   std::vector<int> Devices(const OpNode& node) {
     const Placement* placement = nullptr;
@@ -213,25 +216,34 @@ struct Placer {
     std::vector<int> ids;
     if (placement == nullptr) {
       for (int d = 0; d < devices * machines; ++d) ids.push_back(d);
-    } else {
-      for (const DeviceId& id : placement->Devices()) {
-        if (machines > 1 && (id.machine >= machines || id.device >= devices)) {
-          throw std::invalid_argument(fmt::format(
-              "[placement] job '{}': op '{}' is placed on {}, but the session has {} machines (processes 0-{}) with {} "
-              "device{} each", graph.name, node.name, placement->ToString(), machines, machines - 1, devices,
-              devices == 1 ? "" : "s"));
-        }
-        if (machines == 1 && (id.machine != 0 || id.device >= devices)) {
-          throw std::invalid_argument(fmt::format(
-              "[placement] job '{}': op '{}' is placed on {}, but the session has one machine (0) with {} device{} "
-              "(0:0{}); set the device count with SessionOptions::cpu_devices (flow.config.cpu_device_num)",
-              graph.name, node.name, placement->ToString(), devices, devices == 1 ? "" : "s",
-              devices == 1 ? std::string() : fmt::format("-{}", devices - 1)));
-        }
-        ids.push_back(id.machine * devices + id.device);
-      }
+      return ids;
     }
-    return ids;
+    const int named = machines > 1 ? machines : processes;
+    std::vector<std::vector<int>> of_machine(static_cast<std::size_t>(named));
+    for (const DeviceId& id : placement->Devices()) {
+      if (id.machine >= named || id.device >= devices) {
+        throw std::invalid_argument(fmt::format(
+            "[placement] job '{}': op '{}' is placed on {}, but the session has {} with {} device{} {}({}:0{}); "
+            "set the device count with SessionOptions::cpu_devices (flow.config.cpu_device_num)",
+            graph.name, node.name, placement->ToString(),
+            named == 1 ? std::string("one machine (0)") : fmt::format("{} machines (processes 0-{})", named, named - 1),
+            devices, devices == 1 ? "" : "s", named == 1 ? "" : "each ", named == 1 ? "0" : "m",
+            devices == 1 ? std::string() : fmt::format("-{}", devices - 1)));
+      }
+      ids.push_back(id.machine * devices + id.device);
+      of_machine[static_cast<std::size_t>(id.machine)].push_back(id.device);
+    }
+    if (machines > 1 || named == 1) return ids;
+    // Mirrored across processes: each process's own devices.
+    const bool machine_zero_only = std::all_of(of_machine.begin() + 1, of_machine.end(), [](const auto& d) { return d.empty(); });
+    const bool same_everywhere = std::all_of(of_machine.begin(), of_machine.end(), [&](const auto& d) { return d == of_machine[0]; });
+    if (!machine_zero_only && !same_everywhere) {
+      throw std::invalid_argument(fmt::format(
+          "[placement] job '{}': op '{}' is placed on {}, but a mirrored job runs in each of the {} processes on its own "
+          "devices: name the same devices on every machine (\"0:0-1\", \"1:0-1\"), or machine 0's only",
+          graph.name, node.name, placement->ToString(), processes));
+    }
+    return of_machine[0];
   }
 };
 
@@ -277,7 +289,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   int collective_stream = -1;  // created with the first collective
   std::vector<int> collectives;  // in plan order, chained by control edges
   const bool mirrored = graph.config.view == LogicalView::kMirrored;
-  Placer placer{graph, options.devices, split_processes};
+  Placer placer{graph, options.devices, split_processes, options.processes};
   // Tasks every process runs (graph/process_split.hpp): what each needs whole, on its first device.
   std::vector<int> everywhere;
   auto spans_every_process = [&](const std::vector<int>& devices) {
@@ -615,7 +627,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
         continue;
       }
       const int task = AddTask(*plan, TaskKind::kVariable, node.name, device_stream(devices.front()));
-      if (spans_every_process(devices)) everywhere.push_back(task);
+      if (split_processes > 1) everywhere.push_back(task);  // every process holds every variable
       node_tasks[n].push_back(task);
       Consume(*plan, task, tick);
       const ValueInfo& value = graph.values[static_cast<std::size_t>(node.outputs[0])];
@@ -718,7 +730,9 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
         const int task = AddKernelTask(*plan, op_type, k == 1 ? name : fmt::format("{}:{}", name, device), attrs,
                                        input_metas, output_metas, device_stream(device));
         plan->tasks[static_cast<std::size_t>(task)].intra_op_threads = options.threads_per_device;
-        if (whole && spans_every_process(devices)) everywhere.push_back(task);
+        // Every process makes every update (a pipeline stage's gradients come to it): each then holds
+        // every variable up to date, for any job, checkpoint or read.
+        if (whole && (spans_every_process(devices) || (split_processes > 1 && writes))) everywhere.push_back(task);
         node_tasks[n].push_back(task);
         if (inputs.empty()) Consume(*plan, task, tick);  // ops without inputs (constants) fire once per call
         for (const Placed& input : boxed) {

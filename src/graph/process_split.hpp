@@ -3,8 +3,9 @@
 // devices (global device g is device g % devices of process g / devices, placements "<machine>:<device>"
 // naming machine = process), then each process keeps its part of that whole plan:
 // - a task on a device runs in that device's process; tasks marked `everywhere` (whatever every
-//   process needs whole: variables, broadcast inputs, ops on whole values, optimizer updates, the
-//   outputs) and the source and sink run in every process, on its first device;
+//   process needs whole: variables, broadcast inputs, ops on whole values of a placement spanning every
+//   process, the outputs, and every update, so that each process holds every variable up to date) and
+//   the source and sink run in every process (on device g % devices);
 // - a collective whose pieces are in every process runs in every process on its own pieces
 //   (CollectiveAttrs::process_pieces); one whose pieces are all in one process stays there;
 // - a register read in another process than its maker's gets a transfer actor (its bytes broadcast

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "api/train_test_util.hpp"
 #include "test_watchdog.hpp"
@@ -249,7 +250,8 @@ TEST_CASE("sessions across processes: consistent training is split over the rank
 TEST_CASE("sessions across processes: a pipeline with a stage in each rank trains as one session") {
   Watchdog dog(60s);
   // Stage 1 (the hidden layer) on machine 0, stage 2 (the output layer and the loss) on machine 1: the
-  // activations go forward from rank 0 to rank 1 and their gradient back, each call.
+  // activations go forward from rank 0 to rank 1 and their gradient back, each call; the updates run in
+  // both ranks.
   auto pipeline = [](const std::string& second) {
     JobConfig config;
     config.view = LogicalView::kConsistent;
@@ -286,12 +288,54 @@ TEST_CASE("sessions across processes: a pipeline with a stage in each rank train
       CHECK((plan.find("output-matmul") != std::string::npos) == (rank == 1));
       CHECK(plan.find("transfer(") != std::string::npos);
     }
-    // Each stage's variables are trained in its rank (the train step counter with the last stage's scope).
-    for (const auto& [name, value] : expected.variables) {
-      CAPTURE(name);
-      const int owner = name.starts_with("hidden") ? 0 : 1;
-      CheckSameVariables({{name, value}}, {{name, ranks[static_cast<std::size_t>(owner)].variables.at(name)}});
+    // Every rank makes every update (the other stage's gradients come to it): each holds every variable.
+    for (const Trained& rank : ranks) CheckSameVariables(expected.variables, rank.variables);
+  }
+}
+
+TEST_CASE("sessions across processes: placements name machines") {
+  Watchdog dog(60s);
+  const int port = FreePort();
+  // Mirrored: the same devices on every machine are each process's own (here device 1 of each); the
+  // consistent view names any machine's devices; what the session lacks is an error naming it.
+  const auto results = OnRanks<std::vector<std::string>>(2, [port](int rank) {
+    Session session(RankOptions(rank, 2, port, "auto", 2));
+    std::vector<std::string> seen;
+    auto job = [](const std::string& name, LogicalView view, const std::vector<std::string>& devices) {
+      JobConfig config;
+      config.view = view;
+      JobBuilder builder(name, JobType::kPredict, config);
+      ScopedPlacement place(builder, Placement("cpu", devices));
+      Blob x = builder.Placeholder("x", Shape{4});
+      builder.Output("y", ScalarMul(x, 2.0));
+      return builder.Build();
+    };
+    const Tensor x = Tensor::FromVector<float>(Shape{4}, {1, 2, 3, 4});
+    const Outputs mirrored = session.Call(job("mirrored", LogicalView::kMirrored, {"0:1", "1:1"}), {x});
+    seen.push_back(fmt::format("{}", mirrored["y"].ToVector<float>()));
+    seen.push_back(session.PlanDot(job("mirrored", LogicalView::kMirrored, {"0:1", "1:1"})).find("cpu:1") != std::string::npos
+                       ? "on device 1" : "elsewhere");
+    const Outputs consistent = session.Call(job("consistent", LogicalView::kConsistent, {"1:1"}), {x});
+    seen.push_back(fmt::format("{}", consistent["y"].ToVector<float>()));
+    for (const auto& [view, devices] : {std::pair{LogicalView::kMirrored, std::vector<std::string>{"0:0", "1:1"}},
+                                        std::pair{LogicalView::kConsistent, std::vector<std::string>{"2:0"}}}) {
+      try {
+        session.Compile(job(view == LogicalView::kMirrored ? "bad_mirrored" : "bad_consistent", view, devices));
+        seen.push_back("(no error)");
+      } catch (const std::invalid_argument& error) {
+        seen.push_back(error.what());
+      }
     }
+    return seen;
+  });
+  for (const auto& seen : results) {
+    CHECK(seen[0] == "[2, 4, 6, 8]");
+    CHECK(seen[1] == "on device 1");
+    CHECK(seen[2] == "[2, 4, 6, 8]");  // made in rank 1, returned in both
+    CHECK(seen[3].find("a mirrored job runs in each of the 2 processes on its own devices: name the same devices on "
+                       "every machine") != std::string::npos);
+    CHECK(seen[4].find("is placed on cpu \"2:0\", but the session has 2 machines (processes 0-1) with 2 devices each") !=
+          std::string::npos);
   }
 }
 
