@@ -8,8 +8,9 @@
                   per device. --devices N --view consistent: N CPU devices, the job written for the
                   whole batch, the compiler splits it. --processes N (bench/multi_process.py): N
                   processes of one device and one core each (this process starts them with weir-launch's
-                  environment, each pinned to its core), the mirrored view, 100/N examples per process,
-                  gradients averaged over Gloo; rank 0's figures are reported.
+                  environment, each pinned to its core): the mirrored view, 100/N examples per process,
+                  or with --view consistent the whole batch passed to every process, which computes on
+                  its rows; rank 0's figures are reported.
   --config pipe   a two-stage MLP, stage 0 on device 0 and stage 1 on device 1 (flow.scope.placement),
                   predict (default) or train (--pipe-job), timed with sync calls (-> tp.Numpy) and
                   async calls (-> tp.Callback[tp.Numpy], then flow.sync_default_session()), alternated
@@ -48,7 +49,7 @@ def parse_args():
     parser.add_argument("--config", choices=["dp", "pipe"], default="dp")
     parser.add_argument("--model", choices=["mlp", "lenet"], default="mlp")
     parser.add_argument("--devices", type=int, default=1)
-    parser.add_argument("--processes", type=int, default=1, help="processes of one device each (mirrored, Gloo)")
+    parser.add_argument("--processes", type=int, default=1, help="processes of one device each")
     parser.add_argument("--view", choices=["mirrored", "consistent"], default="mirrored")
     parser.add_argument("--pipe-job", choices=["predict", "train"], default="predict")
     parser.add_argument("--steps", type=int, default=-1, help="timed calls per repeat (default 300 MLP, 20 LeNet, 200 pipe)")
@@ -177,7 +178,7 @@ def data_parallel(args):
     median = statistics.median(samples)
     label = f"{args.devices} device(s)" + (f", {args.view}" if args.devices > 1 else "")
     if world > 1:
-        label = f"{world} processes x 1 device, mirrored, collectives {flow.current_resource()['collectives']}"
+        label = f"{world} processes x 1 device, {args.view}, collectives {flow.current_resource()['collectives']}"
     print(f"weir {args.model} train, {label}, batch {BATCH} ({per_device} per call piece): "
           f"{args.steps / median:.1f} steps/s, {1e3 * median / args.steps:.3f} ms/step (median of {args.repeats})")
     print(f"  threads (cores used during the timed runs): {', '.join(threads)}")

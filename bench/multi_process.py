@@ -9,6 +9,8 @@ Runs, each configuration in its own process(es), alternated and rotated over --r
                        with one intra-op thread, the mirrored view, 50 examples per process, gradients
                        averaged through shared memory (the default on one machine); with --gloo also
                        over Gloo (WEIR_COLLECTIVES=gloo, TCP on 127.0.0.1)
+          2 processes, consistent: the same with the job written for the whole batch, which every
+                       process passes; the compiler splits it over the processes
   PyTorch (bench/ddp_worker.py, /usr/bin/python3): DDP gloo 2 processes x 1 thread, each pinned to a
           core, 50 examples per process (the same model, batch, processes and threads)
   all-reduce (build/bench/allreduce_processes): f32 sum between 2 processes pinned to a core each,
@@ -66,6 +68,8 @@ def configurations(args):
         configs += [
             (f"{model}/weir1", model, "weir 1 process (2 cores)", weir + steps + ["--devices", "1"], {}),
             (f"{model}/weir2", model, "weir 2 processes x 1 core, shm", weir + steps + ["--processes", "2"], {}),
+            (f"{model}/weir2c", model, "weir 2 x 1 core, shm, consistent",
+             weir + steps + ["--processes", "2", "--view", "consistent"], {}),
             (f"{model}/ddp", model, "pytorch DDP gloo 2 x 1 thread",
              ddp + steps + ["--world-size", "2"] + (["--channels-last"] if model == "lenet" else []), {}),
         ]
@@ -149,6 +153,11 @@ def main():
         print(f"{model}: Weir 2 processes / PyTorch DDP = {show(result[f'{model}_weir2_vs_ddp'], 2)} (target >= "
               f"{TARGETS['weir2_vs_ddp']}); Weir 2 processes / 1 process = {show(result[f'{model}_weir2_vs_weir1'], 2)} "
               f"(target >= {TARGETS['weir2_vs_weir1']}){where}")
+        consistent = median(f"{model}/weir2c", "train_steps_per_s")
+        result[f"{model}_weir2_consistent_vs_ddp"] = ratio(consistent, ddp)
+        print(f"  the consistent view (the whole batch passed to both, split by the compiler): Weir 2 processes / "
+              f"PyTorch DDP = {show(result[f'{model}_weir2_consistent_vs_ddp'], 2)}, / Weir 1 process = "
+              f"{show(ratio(consistent, weir1), 2)}")
         if args.gloo:
             gloo = median(f"{model}/weir2gloo", "train_steps_per_s")
             result[f"{model}_weir2gloo_vs_ddp"] = ratio(gloo, ddp)

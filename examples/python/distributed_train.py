@@ -2,7 +2,7 @@
 # training"): the MLP trained data parallel on two machines, one device each; the same script is
 # started on every machine, machine 0 (the first address) is the master. Written for one GPU per
 # machine; without CUDA kernels Weir runs it on one CPU device per machine. The docs' job is in the
-# consistent view, which Weir runs whole on every machine (same batch, same updates; docs/distributed.md).
+# consistent view: every machine passes the same batch and computes on its half (docs/distributed.md).
 # Unchanged but for its imports and the lines marked "Weir:" (flags; their defaults are the docs').
 import argparse  # Weir: --machines, --ctrl-port, --max-steps
 import numpy as np
