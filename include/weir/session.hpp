@@ -118,6 +118,10 @@ struct SessionOptions {
   /// CPU compute streams of each device that op-actors are spread over.
   int cpu_compute_streams = 1;
   ActorHosting hosting = ActorHosting::kActorPerStream;
+  /// Runs CPU kernels the way GPU kernels run: submitted to a stream (a thread per compute stream)
+  /// and completed through its poller, the actors moving on meanwhile. Results are the same; it exists
+  /// so that the asynchronous device path is tested (and can be profiled) on machines without a GPU.
+  bool async_cpu_streams = false;
   /// Calls admitted but not yet completed; further calls block until one completes.
   int max_calls_in_flight = 128;
   /// How long shutdown waits for calls in flight before failing them.

@@ -38,6 +38,10 @@ struct DescribeRequest {
 struct DescribeMsg {
   std::shared_ptr<DescribeRequest> request;
 };
+/// A device stream's poller: an act of the task is done on the device.
+struct AsyncDoneMsg {
+  std::shared_ptr<AsyncAct> act;
+};
 
 }  // namespace weir::internal
 
@@ -45,6 +49,7 @@ struct DescribeMsg {
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::internal::MsgBatch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::internal::LaunchMsg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::internal::DescribeMsg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::internal::AsyncDoneMsg)
 
 namespace weir::internal {
 
@@ -143,6 +148,21 @@ struct JobRuntime::Impl {
     if (call_done_hook) call_done_hook();  // before the caller can see the result
     dispatcher->Complete(call);
   }
+  // The device streams of asynchronous compute streams (by plan stream; null for the others) and their
+  // pollers. Declared after the tasks, whose kernels their work runs: destroyed first, the pollers
+  // waiting for what they watch and the streams running what was submitted.
+  std::vector<std::unique_ptr<DeviceStream>> device_streams;
+  std::vector<std::unique_ptr<CompletionPoller>> pollers;
+
+  // On a poller's thread: hands a completed act to its task's executor.
+  void DeliverAsync(std::shared_ptr<AsyncAct> act) {
+    const int executor = task_executor[static_cast<std::size_t>(act->task)];
+    if (auto peer = caf::actor_cast<caf::actor>(executors[static_cast<std::size_t>(executor)])) {
+      BeforeSend();
+      caf::anon_send(peer, AsyncDoneMsg{std::move(act)});
+    }
+  }
+
   void ExecutorFinished() {
     std::lock_guard lock(mutex);
     --executors_running;
@@ -196,6 +216,14 @@ class Executor final : public caf::event_based_actor, public MessageSink {
             Task& source = *job_->tasks[static_cast<std::size_t>(job_->plan->source_task)];
             source.Launch(launch.record);
             Run(source);
+            Pump();
+          });
+        },
+        [this](AsyncDoneMsg& done) {
+          Guarded([&] {
+            Task& task = *job_->tasks[static_cast<std::size_t>(done.act->task)];
+            task.FinishAsync(*done.act, *this);
+            Run(task);
             Pump();
           });
         },
@@ -320,7 +348,8 @@ class Executor final : public caf::event_based_actor, public MessageSink {
       progress.running.store(-1, std::memory_order_relaxed);
       progress.acts.store(progress.acts.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     }
-    if (protocol.ShouldEndStream()) protocol.EndStream(*this);
+    // An actor on a device stream ends its stream after the messages of its last acts.
+    if (task.AsyncActsPending() == 0 && protocol.ShouldEndStream()) protocol.EndStream(*this);
     if (protocol.Finished()) MarkFinished(task);
   }
 
@@ -424,6 +453,21 @@ std::unique_ptr<JobRuntime> Runtime::Instantiate(std::shared_ptr<const Plan> pla
       job->task_executor.push_back(static_cast<int>(job->hosted.size()));
       job->hosted.push_back({desc.id});
     }
+  }
+  job->device_streams.resize(p.streams.size());
+  job->pollers.resize(p.streams.size());
+  for (std::size_t s = 0; s < p.streams.size(); ++s) {
+    const StreamId& stream = p.streams[s];
+    if (stream.kind != StreamKind::kCompute || !options_.async_cpu_streams) continue;
+    const std::string name = fmt::format("{} (async)", stream.ToString());
+    job->device_streams[s] = MakeCpuDeviceStream(name);
+    job->pollers[s] = std::make_unique<CompletionPoller>(name);
+  }
+  for (const TaskDesc& desc : p.tasks) {
+    const std::size_t s = static_cast<std::size_t>(desc.stream);
+    if (desc.kind != TaskKind::kKernel || job->device_streams[s] == nullptr) continue;
+    job->tasks[static_cast<std::size_t>(desc.id)]->SetDeviceStream(
+        job->device_streams[s].get(), job->pollers[s].get(), [raw](std::shared_ptr<AsyncAct> act) { raw->DeliverAsync(std::move(act)); });
   }
   job->executors_running = static_cast<int>(job->hosted.size());
   job->progress = std::make_unique<JobRuntime::Impl::ExecutorProgress[]>(job->hosted.size());

@@ -27,6 +27,10 @@ struct RuntimeOptions {
   /// sends lands on that thread's own queue under work stealing, where a sleeping peer finds it
   /// only after up to 10 ms, so the devices took turns instead of computing side by side.
   bool share_work = false;
+  /// Runs the kernels of CPU compute streams through the asynchronous device path that CUDA devices
+  /// take (common/device_stream.hpp): each stream's kernels on a thread of the stream's own, their
+  /// completions through a poller. Tests use it to check that path without a GPU.
+  bool async_cpu_streams = false;
 };
 
 class JobRuntime;

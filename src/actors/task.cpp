@@ -41,7 +41,80 @@ void Task::Launch(CallRecord* record) {
   protocol_.AddExternalToken();
 }
 
+void Task::SetDeviceStream(DeviceStream* stream, CompletionPoller* poller, AsyncCompletion completed) {
+  device_stream_ = stream;
+  poller_ = poller;
+  completed_ = std::move(completed);
+}
+
+namespace {
+// Collects an act's messages until its work is done.
+struct HeldMessages final : MessageSink {
+  std::vector<ActorMsg>& messages;
+  explicit HeldMessages(std::vector<ActorMsg>& held) : messages(held) {}
+  void Send(const ActorMsg& msg) override { messages.push_back(msg); }
+};
+}  // namespace
+
+void Task::ActAsync() {
+  auto act = std::make_shared<AsyncAct>();
+  act->task = desc_.id;
+  for (std::size_t i = 0; i < desc_.consumed.size(); ++i) {
+    const RegisterSlot& slot = store_.Slot(desc_.consumed[i], protocol_.ConsumedSlot(i));
+    act->call = slot.call;  // pieces flow in order, so every consumed slot holds the same call
+    act->failed = act->failed || slot.failed;
+  }
+  for (std::size_t j = 0; j < desc_.produced.size(); ++j) act->produced_slots.push_back(protocol_.ProducedSlot(j));
+  if (!act->failed) {
+    // The views of this act: the next act (another slot) may be submitted before this one runs.
+    std::vector<ConstTensorView> inputs = input_views_;
+    std::vector<TensorView> outputs = output_views_;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const std::size_t k = static_cast<std::size_t>(desc_.input_slots[i]);
+      inputs[i].data = store_.Slot(desc_.consumed[k], protocol_.ConsumedSlot(k)).data;
+    }
+    for (std::size_t j = 0; j < outputs.size(); ++j) {
+      outputs[j].data = store_.Slot(desc_.produced[j], protocol_.ProducedSlot(j)).data;
+    }
+    device_stream_->Submit([kernel = kernel_.get(), inputs = std::move(inputs), outputs = std::move(outputs),
+                            threads = desc_.intra_op_threads, act] {
+      try {
+        SingleThreadedMath();
+        SetIntraOpThreadLimit(threads);
+        kernel->Run(inputs, outputs);
+      } catch (...) {
+        act->error = std::current_exception();  // read after the event, which orders it
+      }
+    });
+  }
+  // The protocol moves on now (this act's slots stay held until its messages leave), so the next
+  // piece can be submitted behind this one.
+  HeldMessages held(act->messages);
+  protocol_.CompleteAct(held);
+  ++async_pending_;
+  poller_->Watch(device_stream_->Record(), [completed = completed_, act](std::exception_ptr device_error) {
+    if (device_error && !act->error) act->error = device_error;
+    completed(act);
+  });
+}
+
+void Task::FinishAsync(AsyncAct& act, MessageSink& sink) {
+  --async_pending_;
+  if (act.error && act.call != nullptr) act.call->Fail(act.error);
+  const bool failed = act.failed || act.error != nullptr;
+  for (std::size_t j = 0; j < desc_.produced.size(); ++j) {
+    RegisterSlot& out = store_.Slot(desc_.produced[j], act.produced_slots[j]);
+    out.call = act.call;
+    out.failed = failed;
+  }
+  for (const ActorMsg& msg : act.messages) sink.Send(msg);
+}
+
 void Task::Act(MessageSink& sink) {
+  if (device_stream_ != nullptr) {
+    ActAsync();
+    return;
+  }
   CallRecord* call = nullptr;
   bool failed = false;
   if (const std::uint8_t instrument = instrument_.load(std::memory_order_relaxed)) {

@@ -13,6 +13,7 @@
 #include "actors/registers.hpp"
 #include "actors/task_protocol.hpp"
 #include "actors/trace.hpp"
+#include "common/device_stream.hpp"
 #include "kernels/kernel.hpp"
 
 namespace weir::internal {
@@ -23,6 +24,20 @@ struct TaskCounters {
   std::atomic<std::int64_t> busy_nanos{0};
 };
 
+/// One act of a kernel on a device stream (common/device_stream.hpp), from its submission until the
+/// event behind it completes: what the act's messages and produced slots wait for.
+struct AsyncAct {
+  int task = 0;
+  CallRecord* call = nullptr;
+  bool failed = false;                // an input had failed: nothing was submitted
+  std::exception_ptr error;           // the kernel's (set on the stream's thread) or the device's
+  std::vector<int> produced_slots;    // the slot of each produced register
+  std::vector<ActorMsg> messages;     // readable to the consumers, returned to the producers
+};
+
+/// Where a device's poller hands a completed act back to the task's executor.
+using AsyncCompletion = std::function<void(std::shared_ptr<AsyncAct>)>;
+
 class Task {
  public:
   /// Creates the kernel of a kernel task (oneDNN primitives etc. are built here, once).
@@ -32,6 +47,16 @@ class Task {
   /// `processes` (may be null) is what the job's cross-process collective kernels run over.
   Task(const Plan& plan, const TaskDesc& desc, RegisterStore& store, std::function<void(CallRecord*)> on_call_done,
        const std::atomic<std::uint8_t>& instrument, ProcessGroup* processes = nullptr);
+
+  /// A kernel task on an asynchronous device stream: each act submits the kernel to `stream` and
+  /// returns; its messages leave through `completed` (on the executor) once `poller` has seen the
+  /// event behind it complete. Set before the first act.
+  void SetDeviceStream(DeviceStream* stream, CompletionPoller* poller, AsyncCompletion completed);
+  /// Acts submitted and not yet finished; the task ends its stream only when there are none.
+  int AsyncActsPending() const { return async_pending_; }
+  /// On the executor, for an act the poller saw complete: its produced slots take the outcome, the
+  /// call fails with the kernel's or the device's error, and its messages go out through `sink`.
+  void FinishAsync(AsyncAct& act, MessageSink& sink);
 
   TaskProtocol& Protocol() { return protocol_; }
   const TaskDesc& Desc() const { return desc_; }
@@ -47,6 +72,8 @@ class Task {
 
  private:
   static TaskProtocol MakeProtocol(const Plan& plan, const TaskDesc& desc);
+  /// An act on the device stream (see SetDeviceStream).
+  void ActAsync();
   /// The firing's work (copy or kernel); returns whether the piece failed.
   bool Work(CallRecord*& call);
 
@@ -62,6 +89,10 @@ class Task {
   const std::atomic<std::uint8_t>& instrument_;
   TaskCounters counters_;
   std::vector<TracedFiring> firings_;
+  DeviceStream* device_stream_ = nullptr;
+  CompletionPoller* poller_ = nullptr;
+  AsyncCompletion completed_;
+  int async_pending_ = 0;
 };
 
 }  // namespace weir::internal

@@ -192,7 +192,7 @@ class SessionImpl {
         runtime_(std::make_unique<Runtime>(RuntimeOptions{
             options_.scheduler_threads,
             options.hosting == ActorHosting::kActorPerOp ? Hosting::kActorPerTask : Hosting::kActorPerStream,
-            options.shutdown_timeout, /*share_work=*/options_.cpu_devices > 1})) {
+            options.shutdown_timeout, /*share_work=*/options_.cpu_devices > 1, options.async_cpu_streams})) {
     StartWatchdog();
   }
 

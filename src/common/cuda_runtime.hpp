@@ -2,7 +2,10 @@
 // The CUDA runtime as plain C++: no CUDA header leaks out of here. In a build without CUDA every
 // function reports "not available" (count 0, throwing allocators), so callers need no #ifdefs.
 #include <cstddef>
+#include <memory>
 #include <string>
+
+#include "common/device_stream.hpp"
 
 namespace weir::internal {
 
@@ -16,6 +19,16 @@ std::string CudaDescribe();
 void* CudaAllocate(int device, std::size_t bytes);
 void CudaFree(int device, void* memory) noexcept;
 void CudaCopy(void* dst, bool dst_on_device, const void* src, bool src_on_device, std::size_t bytes);
+
+/// A stream of CUDA device `device` (non-blocking, with a pool of timing-free events): work submitted
+/// runs at once on the caller's thread and queues device work on NativeHandle(); an event is a CUDA
+/// event recorded on the stream, waited for by polling cudaEventQuery (a device error there names the
+/// device). Compiled here, not yet run on a GPU.
+std::unique_ptr<DeviceStream> MakeCudaDeviceStream(int device, std::string name);
+
+/// Queues a kernel filling `count` floats at device memory `data` with `value` on `stream` (a
+/// MakeCudaDeviceStream's NativeHandle()); the stream's event tells when it is done.
+void CudaFillAsyncForTest(void* stream, float* data, std::size_t count, float value);
 
 /// Fills `count` floats at device memory `data` with `value` using a kernel on `device`, then
 /// waits for it: proves kernels compile, link and launch.

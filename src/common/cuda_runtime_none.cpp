@@ -18,5 +18,7 @@ void* CudaAllocate(int, std::size_t) { NotBuilt(); }
 void CudaFree(int, void*) noexcept {}
 void CudaCopy(void*, bool, const void*, bool, std::size_t) { NotBuilt(); }
 void CudaFillForTest(int, float*, std::size_t, float) { NotBuilt(); }
+std::unique_ptr<DeviceStream> MakeCudaDeviceStream(int, std::string) { NotBuilt(); }
+void CudaFillAsyncForTest(void*, float*, std::size_t, float) { NotBuilt(); }
 
 }  // namespace weir::internal

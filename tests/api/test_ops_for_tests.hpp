@@ -7,6 +7,9 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <string>
+
+#include <pthread.h>
 
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
@@ -26,11 +29,31 @@ inline std::atomic<std::int64_t>& ProbeRuns() {
   return runs;
 }
 
+/// The name of the thread the probe kernel last ran on ("weir-stream" on an asynchronous device stream).
+inline std::mutex& ProbeThreadMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+inline std::string& ProbeThreadNameStorage() {
+  static std::string name;
+  return name;
+}
+inline std::string ProbeThreadName() {
+  std::lock_guard lock(ProbeThreadMutex());
+  return ProbeThreadNameStorage();
+}
+
 class ProbeKernel final : public internal::Kernel {
  public:
   explicit ProbeKernel(const internal::KernelSetup& setup) : attrs_(setup.Get<ProbeAttrs>()) {}
   void Run(std::span<const internal::ConstTensorView> inputs, std::span<const internal::TensorView> outputs) override {
     ProbeRuns().fetch_add(1);
+    {
+      char name[16] = {};
+      pthread_getname_np(pthread_self(), name, sizeof(name));
+      std::lock_guard lock(ProbeThreadMutex());
+      ProbeThreadNameStorage() = name;
+    }
     const float first = inputs[0].As<float>()[0];
     if (attrs_.fail_on_negative && first < 0) {
       throw internal::KernelError(fmt::format("[probe] negative input {}", first));

@@ -1,0 +1,139 @@
+// CUDA streams and events behind the DeviceStream interface (common/device_stream.hpp): the
+// asynchronous device path that the runtime also runs, and tests, with CPU streams. Compiled by nvcc;
+// not yet run on a GPU.
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/cuda_check.cuh"
+#include "common/cuda_runtime.hpp"
+
+namespace weir::internal {
+
+namespace {
+
+// Events are recycled: creating and destroying one per act costs microseconds each (OneFlow v0.3.4
+// did; the runtime reference, 7.6).
+class EventPool {
+ public:
+  explicit EventPool(int device) : device_(device) {}
+  ~EventPool() {
+    cudaSetDevice(device_);
+    for (cudaEvent_t event : free_) cudaEventDestroy(event);
+  }
+  cudaEvent_t Get() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!free_.empty()) {
+        cudaEvent_t event = free_.back();
+        free_.pop_back();
+        return event;
+      }
+    }
+    cudaEvent_t event = nullptr;
+    WEIR_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    return event;
+  }
+  void Put(cudaEvent_t event) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(event);
+  }
+  int Device() const { return device_; }
+
+ private:
+  int device_;
+  std::mutex mutex_;
+  std::vector<cudaEvent_t> free_;
+};
+
+class CudaStreamEvent final : public StreamEvent {
+ public:
+  CudaStreamEvent(std::shared_ptr<EventPool> pool, cudaEvent_t event) : pool_(std::move(pool)), event_(event) {}
+  ~CudaStreamEvent() override { pool_->Put(event_); }
+
+  bool WaitFor(std::chrono::milliseconds timeout) override {
+    // Poll: spin briefly (a kernel of a few microseconds), then sleep in short steps.
+    const auto start = std::chrono::steady_clock::now();
+    for (int polls = 0;; ++polls) {
+      const cudaError_t status = cudaEventQuery(event_);
+      if (status == cudaSuccess) return true;
+      if (status != cudaErrorNotReady) {
+        throw std::runtime_error("[cuda] device " + std::to_string(pool_->Device()) +
+                                 ": the work before an event failed: " + cudaGetErrorString(status));
+      }
+      const auto waited = std::chrono::steady_clock::now() - start;
+      if (waited >= timeout) return false;
+      if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+
+ private:
+  std::shared_ptr<EventPool> pool_;
+  cudaEvent_t event_;
+};
+
+class CudaDeviceStream final : public DeviceStream {
+ public:
+  CudaDeviceStream(int device, std::string name)
+      : device_(device), name_(std::move(name)), pool_(std::make_shared<EventPool>(device)) {
+    const int visible = CudaDeviceCount();
+    if (device < 0 || device >= visible) {
+      throw std::runtime_error("[cuda] device " + std::to_string(device) + " is not available (" +
+                               std::to_string(visible) + " visible)");
+    }
+    WEIR_CUDA_CHECK(cudaSetDevice(device_));
+    WEIR_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  }
+  ~CudaDeviceStream() override {
+    cudaSetDevice(device_);
+    cudaStreamSynchronize(stream_);  // what was queued runs before the memory it uses goes
+    cudaStreamDestroy(stream_);
+  }
+
+  const std::string& Name() const override { return name_; }
+
+  void Submit(std::function<void()> work) override {
+    // Launches from this thread go to this stream's device (cheap when it already is current).
+    WEIR_CUDA_CHECK(cudaSetDevice(device_));
+    work();
+  }
+
+  std::unique_ptr<StreamEvent> Record() override {
+    cudaEvent_t event = pool_->Get();
+    const cudaError_t status = cudaEventRecord(event, stream_);
+    if (status != cudaSuccess) {
+      pool_->Put(event);
+      WEIR_CUDA_CHECK(status);
+    }
+    return std::make_unique<CudaStreamEvent>(pool_, event);
+  }
+
+  void* NativeHandle() const override { return stream_; }
+
+ private:
+  int device_;
+  std::string name_;
+  std::shared_ptr<EventPool> pool_;
+  cudaStream_t stream_ = nullptr;
+};
+
+__global__ void FillAsyncKernel(float* data, std::size_t count, float value) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < count) data[i] = value;
+}
+
+}  // namespace
+
+std::unique_ptr<DeviceStream> MakeCudaDeviceStream(int device, std::string name) {
+  return std::make_unique<CudaDeviceStream>(device, std::move(name));
+}
+
+void CudaFillAsyncForTest(void* stream, float* data, std::size_t count, float value) {
+  constexpr unsigned kThreads = 256;
+  const unsigned blocks = static_cast<unsigned>((count + kThreads - 1) / kThreads);
+  FillAsyncKernel<<<blocks == 0 ? 1 : blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(data, count, value);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace weir::internal

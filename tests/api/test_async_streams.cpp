@@ -1,0 +1,187 @@
+// Kernels on asynchronous device streams (SessionOptions::async_cpu_streams): the path GPU kernels
+// take, each act submitted to its device's stream and its messages sent once the poller sees the
+// event behind it. Training on 1 and 2 devices (consistent, mirrored, and a pipeline of two stages)
+// ends as on the synchronous path; async calls keep their order; a failing kernel fails its call only;
+// a session with calls in flight shuts down.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cmath>
+#include <vector>
+
+#include "api/test_ops_for_tests.hpp"
+#include "api/train_test_util.hpp"
+#include "kernels/kernel.hpp"
+#include "weir/weir.hpp"
+
+using namespace weir;
+using namespace weir::testing;
+
+namespace {
+
+constexpr std::int64_t kBatch = 12;
+
+struct Run {
+  std::map<std::string, Tensor> variables;
+  std::vector<float> losses;
+};
+
+// Four steps of the model on `devices` devices, the batch split per device in the mirrored view.
+Run Train(bool async, Model model, int devices, LogicalView view) {
+  SessionOptions options;
+  options.async_cpu_streams = async;
+  options.cpu_devices = devices;
+  Session session(options);
+  const bool mirrored = view == LogicalView::kMirrored;
+  const std::int64_t per = mirrored ? kBatch / devices : kBatch;
+  const Job job = TrainJob("train", model, per, view, Adam(PiecewiseConstantScheduler({}, {0.01})));
+  Run run;
+  for (int step = 0; step < 4; ++step) {
+    const Tensor images = RandomImages(ImageShape(model, kBatch), 10 + static_cast<std::uint32_t>(step));
+    const Tensor labels = RandomLabels(kBatch, 20 + static_cast<std::uint32_t>(step));
+    std::vector<Tensor> inputs;
+    if (mirrored) {
+      for (int d = 0; d < devices; ++d) inputs.push_back(Rows(images, d * per, (d + 1) * per));
+      for (int d = 0; d < devices; ++d) inputs.push_back(Rows(labels, d * per, (d + 1) * per));
+    } else {
+      inputs = {images, labels};
+    }
+    const std::vector<float> loss = session.Call(job, inputs)["loss"].ToVector<float>();
+    run.losses.insert(run.losses.end(), loss.begin(), loss.end());
+  }
+  run.variables = session.GetVariables();
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("training with kernels on asynchronous device streams ends as on the synchronous path") {
+  struct Case {
+    Model model;
+    int devices;
+    LogicalView view;
+  };
+  for (const Case& c : {Case{Model::kMlp, 1, LogicalView::kConsistent}, Case{Model::kConv, 1, LogicalView::kConsistent},
+                        Case{Model::kMlp, 2, LogicalView::kConsistent}, Case{Model::kMlp, 2, LogicalView::kMirrored},
+                        Case{Model::kConv, 2, LogicalView::kMirrored}}) {
+    CAPTURE(c.model == Model::kMlp);
+    CAPTURE(c.devices);
+    CAPTURE(c.view == LogicalView::kMirrored);
+    const Run sync = Train(false, c.model, c.devices, c.view);
+    const Run async = Train(true, c.model, c.devices, c.view);
+    CheckSameVariables(sync.variables, async.variables);
+    REQUIRE(sync.losses.size() == async.losses.size());
+    for (std::size_t i = 0; i < sync.losses.size(); ++i) CHECK(async.losses[i] == doctest::Approx(sync.losses[i]).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("async calls through device streams pipeline and call back in call order with the right values") {
+  JobBuilder builder("affine");
+  Blob x = builder.Placeholder("x", Shape{64, 32});
+  Blob y = ScalarAdd(ScalarMul(Relu(x), 3.0), 1.0);
+  builder.Output("y", ReduceSum(y, {.axes = {1}}));
+  const Job job = builder.Build();
+  SessionOptions options;
+  options.async_cpu_streams = true;
+  options.cpu_compute_streams = 2;
+  Session session(options);
+  constexpr int kCalls = 2000;
+  std::vector<int> order;
+  std::atomic<int> wrong{0};
+  for (int i = 0; i < kCalls; ++i) {
+    Tensor input(Shape{64, 32}, DType::kF32);
+    for (std::int64_t k = 0; k < input.NumElements(); ++k) input.Data<float>()[k] = static_cast<float>(i % 7) - 2.0f;
+    session.CallAsync(job, {input}, [&, i](CallResult result) {
+      result.ThrowIfError();
+      const float v = static_cast<float>(i % 7) - 2.0f;
+      const float expected = 32 * ((v > 0 ? v : 0) * 3 + 1);
+      for (float got : result.outputs[0].ToVector<float>()) {
+        if (got != expected) ++wrong;
+      }
+      order.push_back(i);
+    });
+  }
+  session.Sync();
+  REQUIRE(order.size() == kCalls);
+  for (int i = 0; i < kCalls; ++i) REQUIRE(order[static_cast<std::size_t>(i)] == i);
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("a kernel failing on a device stream fails its call only; the session stays usable") {
+  JobBuilder builder("loss");
+  Blob labels = builder.Placeholder("labels", Shape{2}, DType::kI32);
+  Blob logits = builder.Placeholder("logits", Shape{2, 3});
+  builder.Output("loss", ReduceMean(SparseSoftmaxCrossEntropy(labels, logits)));
+  const Job job = builder.Build();
+  SessionOptions options;
+  options.async_cpu_streams = true;
+  Session session(options);
+  const Tensor logits_value = Tensor::FromVector<float>({2, 3}, {0, 0, 0, 1, 2, 3});
+  const Tensor good = Tensor::FromVector<std::int32_t>({2}, {0, 2});
+  const Tensor bad = Tensor::FromVector<std::int32_t>({2}, {0, 3});
+  const float expected = static_cast<float>((std::log(3.0) + std::log(std::exp(-2.0) + std::exp(-1.0) + 1.0)) / 2);
+  CHECK_THROWS_WITH_AS(session.Call(job, {bad, logits_value}),
+                       "[sparse_softmax_cross_entropy] label 3 at row 1 is outside [0, 3)", internal::KernelError);
+  std::vector<bool> ok;
+  for (const Tensor& labels_value : {good, bad, good, bad, good}) {
+    session.CallAsync(job, {labels_value, logits_value}, [&](CallResult result) { ok.push_back(result.Ok()); });
+  }
+  session.Sync();
+  CHECK(ok == std::vector<bool>{true, false, true, false, true});
+  CHECK(session.Call(job, {good, logits_value})[0].Data<float>()[0] == doctest::Approx(expected));
+}
+
+TEST_CASE("two pipeline stages on device streams compute what the synchronous path computes") {
+  auto job = [] {
+    JobBuilder builder("stages", JobType::kPredict);
+    Blob x = builder.Placeholder("x", Shape{16, 8});
+    Blob h;
+    {
+      ScopedPlacement stage(builder, Placement("cpu", {"0:0"}));
+      h = Relu(MatMul(x, builder.Constant(Tensor::FromVector<float>({8, 8}, std::vector<float>(64, 0.25f)), "w")));
+    }
+    ScopedPlacement stage(builder, Placement("cpu", {"0:1"}));
+    builder.Output("y", ReduceSum(ScalarMul(h, -2.0), {.axes = {1}}));
+    return builder.Build();
+  };
+  std::vector<std::vector<float>> results[2];
+  for (const bool async : {false, true}) {
+    SessionOptions options;
+    options.cpu_devices = 2;
+    options.async_cpu_streams = async;
+    Session session(options);
+    const Job stages = job();
+    for (int i = 0; i < 50; ++i) {
+      session.CallAsync(stages, {RandomImages(Shape{16, 8}, static_cast<std::uint32_t>(i))}, [&, async](CallResult result) {
+        result.ThrowIfError();
+        results[async].push_back(result.outputs[0].ToVector<float>());
+      });
+    }
+    session.Sync();
+  }
+  CHECK(results[0] == results[1]);
+}
+
+TEST_CASE("destroying a session with calls in flight on device streams completes them") {
+  testing::RegisterProbeOp();
+  std::atomic<int> called{0};
+  {
+    JobBuilder builder("slow");
+    Blob x = builder.Placeholder("x", Shape{4});
+    builder.Output("y", Probe(Probe(x, {.spin_scale_us = 1.0}), {.spin_scale_us = 1.0}));
+    const Job job = builder.Build();
+    SessionOptions options;
+    options.async_cpu_streams = true;
+    Session session(options);
+    Tensor input(Shape{4}, DType::kF32);
+    for (std::int64_t k = 0; k < 4; ++k) input.Data<float>()[k] = 200.0f;  // 200 us per probe
+    for (int i = 0; i < 100; ++i) session.CallAsync(job, {input}, [&](CallResult result) { called += result.Ok() ? 1 : 0; });
+  }
+  CHECK(called == 100);
+  CHECK(ProbeThreadName() == "weir-stream");  // the kernels ran on the device stream's thread
+  JobBuilder builder("probe");
+  builder.Output("y", Probe(builder.Placeholder("x", Shape{4}), {}));
+  Session sync;
+  sync.Call(builder.Build(), {Tensor(Shape{4}, DType::kF32)});
+  CHECK(ProbeThreadName() != "weir-stream");  // and on the actor's thread without device streams
+}
