@@ -6,7 +6,7 @@ VENV ?= .venv
 MESON_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup configure build venv data demo test test-release test-python test-sanitize bench clean
+.PHONY: all setup configure build venv data demo test test-release test-python test-sanitize bench gpu-check clean
 
 all: build venv
 
@@ -70,6 +70,10 @@ test-sanitize: setup $(BUILD_SAN)/build.ninja
 	ninja -C $(BUILD_SAN) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  meson test -C $(BUILD_SAN) --print-errorlogs --num-processes 1 --timeout-multiplier 4
+
+# On a machine with a GPU: builds with CUDA, runs the CUDA tests and the GPU benchmark, prints JSON.
+gpu-check: setup
+	scripts/gpu-check.sh
 
 bench: build venv
 	WEIR_BENCH_DEPS=1 scripts/setup.sh

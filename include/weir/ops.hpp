@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "weir/job.hpp"
+#include "weir/op_kinds.hpp"
 
 namespace weir {
 
@@ -48,15 +49,6 @@ Blob Sub(const Blob& a, const Blob& b, std::string_view name = {});
 Blob Mul(const Blob& a, const Blob& b, std::string_view name = {});
 Blob Div(const Blob& a, const Blob& b, std::string_view name = {});
 
-enum class ScalarOpKind : std::uint8_t {
-  kAdd,      // x + s
-  kSub,      // x - s
-  kRSub,     // s - x
-  kMul,      // x * s
-  kDiv,      // x / s
-  kRDiv,     // s / x
-  kPow,      // x ^ s
-};
 struct ScalarAttrs {
   ScalarOpKind kind = ScalarOpKind::kAdd;
   double value = 0.0;
@@ -110,28 +102,6 @@ struct ConcatAttrs {
 /// Joins `inputs` (at least one, one dtype, equal shapes but along `axis`) along `axis`.
 Blob Concat(const std::vector<Blob>& inputs, ConcatAttrs attrs = {}, std::string_view name = {});
 
-/// Elementwise functions of one argument. Outside a function's domain the result is what the C
-/// library returns (NaN or ±inf). kRound rounds half to even (OneFlow's rint). kSign, kFloor,
-/// kCeil and kRound have a zero gradient, as in OneFlow; kAbs has gradient sign(x) (0 at 0).
-enum class UnaryOpKind : std::uint8_t {
-  kExp,         // e^x
-  kLog,         // ln x
-  kSqrt,        // √x
-  kRsqrt,       // 1/√x
-  kSquare,      // x²       (also i32, i64)
-  kAbs,         // |x|      (also i32, i64)
-  kNegative,    // -x       (also i32, i64)
-  kReciprocal,  // 1/x
-  kLog1p,       // ln(1 + x)
-  kExpm1,       // e^x - 1
-  kSoftplus,    // ln(1 + e^x)
-  kSign,        // -1, 0 or 1 (also i32, i64)
-  kFloor,
-  kCeil,
-  kRound,       // half to even
-  kSin,
-  kCos,
-};
 struct UnaryAttrs {
   UnaryOpKind kind = UnaryOpKind::kExp;
 };

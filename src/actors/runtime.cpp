@@ -431,9 +431,24 @@ std::unique_ptr<JobRuntime> Runtime::Instantiate(std::shared_ptr<const Plan> pla
   job->store = std::make_unique<RegisterStore>(*job->plan, variables);
   const Plan& p = *job->plan;
   JobRuntime::Impl* raw = job.get();  // tasks die with the Impl, so the raw pointer stays valid
+  // Device streams first: the kernels of their tasks are made for them.
+  job->device_streams.resize(p.streams.size());
+  job->pollers.resize(p.streams.size());
+  for (std::size_t s = 0; s < p.streams.size(); ++s) {
+    const StreamId& stream = p.streams[s];
+    if (stream.kind != StreamKind::kCompute || !options_.async_cpu_streams) continue;
+    const std::string name = fmt::format("{} (async)", stream.ToString());
+    job->device_streams[s] = MakeCpuDeviceStream(name);
+    job->pollers[s] = std::make_unique<CompletionPoller>(name);
+  }
   for (const TaskDesc& desc : p.tasks) {
-    job->tasks.push_back(std::make_unique<Task>(
-        p, desc, *job->store, [raw](CallRecord* call) { raw->CallDone(call); }, job->instrument, job->processes.get()));
+    DeviceStream* stream = desc.kind == TaskKind::kKernel ? job->device_streams[static_cast<std::size_t>(desc.stream)].get() : nullptr;
+    job->tasks.push_back(std::make_unique<Task>(p, desc, *job->store, [raw](CallRecord* call) { raw->CallDone(call); },
+                                                job->instrument, job->processes.get(), stream));
+    if (stream != nullptr) {
+      job->tasks.back()->SetAsyncCompletion(job->pollers[static_cast<std::size_t>(desc.stream)].get(),
+                                            [raw](std::shared_ptr<AsyncAct> act) { raw->DeliverAsync(std::move(act)); });
+    }
   }
 
   if (options_.hosting == Hosting::kActorPerStream) {
@@ -453,21 +468,6 @@ std::unique_ptr<JobRuntime> Runtime::Instantiate(std::shared_ptr<const Plan> pla
       job->task_executor.push_back(static_cast<int>(job->hosted.size()));
       job->hosted.push_back({desc.id});
     }
-  }
-  job->device_streams.resize(p.streams.size());
-  job->pollers.resize(p.streams.size());
-  for (std::size_t s = 0; s < p.streams.size(); ++s) {
-    const StreamId& stream = p.streams[s];
-    if (stream.kind != StreamKind::kCompute || !options_.async_cpu_streams) continue;
-    const std::string name = fmt::format("{} (async)", stream.ToString());
-    job->device_streams[s] = MakeCpuDeviceStream(name);
-    job->pollers[s] = std::make_unique<CompletionPoller>(name);
-  }
-  for (const TaskDesc& desc : p.tasks) {
-    const std::size_t s = static_cast<std::size_t>(desc.stream);
-    if (desc.kind != TaskKind::kKernel || job->device_streams[s] == nullptr) continue;
-    job->tasks[static_cast<std::size_t>(desc.id)]->SetDeviceStream(
-        job->device_streams[s].get(), job->pollers[s].get(), [raw](std::shared_ptr<AsyncAct> act) { raw->DeliverAsync(std::move(act)); });
   }
   job->executors_running = static_cast<int>(job->hosted.size());
   job->progress = std::make_unique<JobRuntime::Impl::ExecutorProgress[]>(job->hosted.size());

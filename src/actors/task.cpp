@@ -22,12 +22,13 @@ TaskProtocol Task::MakeProtocol(const Plan& plan, const TaskDesc& desc) {
 }
 
 Task::Task(const Plan& plan, const TaskDesc& desc, RegisterStore& store, std::function<void(CallRecord*)> on_call_done,
-           const std::atomic<std::uint8_t>& instrument, ProcessGroup* processes)
+           const std::atomic<std::uint8_t>& instrument, ProcessGroup* processes, DeviceStream* device_stream)
     : plan_(&plan), desc_(desc), store_(store), on_call_done_(std::move(on_call_done)), protocol_(MakeProtocol(plan, desc)),
       instrument_(instrument) {
   if (desc.kind != TaskKind::kKernel) return;
+  device_stream_ = device_stream;
   const KernelSetup setup{desc.op_type, desc.name, desc.attrs, desc.input_metas, desc.output_metas,
-                          plan.streams[static_cast<std::size_t>(desc.stream)].device, processes};
+                          plan.streams[static_cast<std::size_t>(desc.stream)].device, processes, device_stream};
   const SingleThreadedMathScope single_threaded;  // primitives made here plan for one thread
   kernel_ = desc.kernel_factory(setup);
   input_views_.resize(desc.input_metas.size());
@@ -41,8 +42,7 @@ void Task::Launch(CallRecord* record) {
   protocol_.AddExternalToken();
 }
 
-void Task::SetDeviceStream(DeviceStream* stream, CompletionPoller* poller, AsyncCompletion completed) {
-  device_stream_ = stream;
+void Task::SetAsyncCompletion(CompletionPoller* poller, AsyncCompletion completed) {
   poller_ = poller;
   completed_ = std::move(completed);
 }

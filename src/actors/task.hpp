@@ -45,13 +45,15 @@ class Task {
   /// `instrument` (owned by the job's runtime) says whether firings are timed into Counters()
   /// (kInstrumentProfile) and recorded into Firings() (kInstrumentTrace).
   /// `processes` (may be null) is what the job's cross-process collective kernels run over.
+  /// `device_stream` (may be null): a kernel task's asynchronous device stream; each act then submits
+  /// the kernel to it and returns (see SetAsyncCompletion).
   Task(const Plan& plan, const TaskDesc& desc, RegisterStore& store, std::function<void(CallRecord*)> on_call_done,
-       const std::atomic<std::uint8_t>& instrument, ProcessGroup* processes = nullptr);
+       const std::atomic<std::uint8_t>& instrument, ProcessGroup* processes = nullptr,
+       DeviceStream* device_stream = nullptr);
 
-  /// A kernel task on an asynchronous device stream: each act submits the kernel to `stream` and
-  /// returns; its messages leave through `completed` (on the executor) once `poller` has seen the
-  /// event behind it complete. Set before the first act.
-  void SetDeviceStream(DeviceStream* stream, CompletionPoller* poller, AsyncCompletion completed);
+  /// A task on a device stream: its acts' messages leave through `completed` (on the executor) once
+  /// `poller` has seen the event behind each act complete. Set before the first act.
+  void SetAsyncCompletion(CompletionPoller* poller, AsyncCompletion completed);
   /// Acts submitted and not yet finished; the task ends its stream only when there are none.
   int AsyncActsPending() const { return async_pending_; }
   /// On the executor, for an act the poller saw complete: its produced slots take the outcome, the

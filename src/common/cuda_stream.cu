@@ -2,11 +2,13 @@
 // asynchronous device path that the runtime also runs, and tests, with CPU streams. Compiled by nvcc;
 // not yet run on a GPU.
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "common/cuda_check.cuh"
+#include "common/cuda_handles.cuh"
 #include "common/cuda_runtime.hpp"
 
 namespace weir::internal {
@@ -73,6 +75,16 @@ class CudaStreamEvent final : public StreamEvent {
   cudaEvent_t event_;
 };
 
+// Each live stream's cuBLAS handle.
+std::mutex& HandlesMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+std::map<cudaStream_t, cublasHandle_t>& Handles() {
+  static std::map<cudaStream_t, cublasHandle_t> handles;
+  return handles;
+}
+
 class CudaDeviceStream final : public DeviceStream {
  public:
   CudaDeviceStream(int device, std::string name)
@@ -84,10 +96,26 @@ class CudaDeviceStream final : public DeviceStream {
     }
     WEIR_CUDA_CHECK(cudaSetDevice(device_));
     WEIR_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    cublasHandle_t blas = nullptr;
+    try {
+      WEIR_CUDA_CHECK(cublasCreate(&blas));
+      WEIR_CUDA_CHECK(cublasSetStream(blas, stream_));
+    } catch (...) {
+      if (blas != nullptr) cublasDestroy(blas);
+      cudaStreamDestroy(stream_);
+      throw;
+    }
+    std::lock_guard<std::mutex> lock(HandlesMutex());
+    Handles()[stream_] = blas;
   }
   ~CudaDeviceStream() override {
     cudaSetDevice(device_);
     cudaStreamSynchronize(stream_);  // what was queued runs before the memory it uses goes
+    {
+      std::lock_guard<std::mutex> lock(HandlesMutex());
+      cublasDestroy(Handles().at(stream_));
+      Handles().erase(stream_);
+    }
     cudaStreamDestroy(stream_);
   }
 
@@ -124,6 +152,13 @@ __global__ void FillAsyncKernel(float* data, std::size_t count, float value) {
 }
 
 }  // namespace
+
+cublasHandle_t CublasHandleOf(cudaStream_t stream) {
+  std::lock_guard<std::mutex> lock(HandlesMutex());
+  const auto it = Handles().find(stream);
+  if (it == Handles().end()) throw std::invalid_argument("[cuda] cuBLAS on a stream that no Weir device stream owns");
+  return it->second;
+}
 
 std::unique_ptr<DeviceStream> MakeCudaDeviceStream(int device, std::string name) {
   return std::make_unique<CudaDeviceStream>(device, std::move(name));

@@ -8,12 +8,14 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/tensor_meta.hpp"
 #include "weir/tensor.hpp"
 
 namespace weir::internal {
 
+class DeviceStream;
 class ProcessGroup;
 
 /// A kernel failed on the data of one call (e.g. a label out of range). It fails that call only.
@@ -33,6 +35,9 @@ struct KernelSetup {
   /// The processes of a distributed session that this job's cross-process collectives run over
   /// (kernels/collectives/process_group.hpp); null in a one-process session.
   ProcessGroup* processes = nullptr;
+  /// The device stream the kernel's work is submitted to (common/device_stream.hpp): a CUDA kernel
+  /// launches on its NativeHandle(). Null on the synchronous path.
+  DeviceStream* stream = nullptr;
 
   template <typename Attrs> const Attrs& Get() const { return std::any_cast<const Attrs&>(*attrs); }
 };
@@ -62,6 +67,8 @@ void RegisterKernel(KernelKey key, KernelFactory factory);
 KernelFactory FindKernel(const KernelKey& key);
 /// "f32, f64" — the dtypes registered for (op, device); for error messages.
 std::string RegisteredDTypes(std::string_view op_type, Device::Kind device);
+/// Every (op, dtype) with a kernel on `device`, sorted by op then dtype.
+std::vector<KernelKey> RegisteredKernels(Device::Kind device);
 
 /// A factory that constructs `KernelClass(setup)`.
 template <typename KernelClass> std::unique_ptr<Kernel> MakeKernel(const KernelSetup& setup) {

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <mutex>
 #include <vector>
 
@@ -50,6 +51,20 @@ std::string RegisteredDTypes(std::string_view op_type, Device::Kind device) {
     if (entry.key.op_type == op_type && entry.key.device == device) names.push_back(Name(entry.key.dtype));
   }
   return names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "));
+}
+
+std::vector<KernelKey> RegisteredKernels(Device::Kind device) {
+  std::vector<KernelKey> keys;
+  {
+    std::lock_guard lock(EntriesMutex());
+    for (const Entry& entry : Entries()) {
+      if (entry.key.device == device) keys.push_back(entry.key);
+    }
+  }
+  std::sort(keys.begin(), keys.end(), [](const KernelKey& a, const KernelKey& b) {
+    return a.op_type != b.op_type ? a.op_type < b.op_type : a.dtype < b.dtype;
+  });
+  return keys;
 }
 
 }  // namespace weir::internal

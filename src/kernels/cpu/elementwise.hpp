@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "common/intra_op_pool.hpp"
+#include "kernels/kernel.hpp"
 
 namespace weir::internal {
 
@@ -43,5 +44,24 @@ void MapElements(std::int64_t count, const A* __restrict a, const B* __restrict 
     for (std::int64_t i = begin; i < end; ++i) out[i] = fn(a[i], b[i]);
   });
 }
+
+/// The kernel of an elementwise op whose math is functor Fn (kernels/functors/): y = Fn::Fwd(x).
+template <typename T, typename Fn> class MapCpu final : public Kernel {
+ public:
+  explicit MapCpu(const KernelSetup&) {}
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    MapElements(inputs[0].NumElements(), inputs[0].As<T>(), outputs[0].As<T>(), [](T x) { return Fn::template Fwd<T>(x); });
+  }
+};
+
+/// Its gradient from the forward output: inputs (dy, y), dx = Fn::Grad(dy, y).
+template <typename T, typename Fn> class MapGradCpu final : public Kernel {
+ public:
+  explicit MapGradCpu(const KernelSetup&) {}
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    MapElements(inputs[0].NumElements(), inputs[0].As<T>(), inputs[1].As<T>(), outputs[0].As<T>(),
+                [](T dy, T y) { return Fn::template Grad<T>(dy, y); });
+  }
+};
 
 }  // namespace weir::internal

@@ -1,23 +1,14 @@
-// relu on the CPU: a vectorised loop, split over the intra-op pool when large.
-#include <algorithm>
-
+// relu on the CPU: std::max(x, 0) (kernels/functors/activation.hpp, which the CUDA kernel shares), a
+// vectorised loop split over the intra-op pool when large.
 #include "kernels/cpu/elementwise.hpp"
-#include "kernels/kernel.hpp"
+#include "kernels/functors/activation.hpp"
 
 namespace weir::internal {
 namespace {
 
-template <typename T> class ReluCpu final : public Kernel {
- public:
-  explicit ReluCpu(const KernelSetup&) {}
-  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
-    MapElements(inputs[0].NumElements(), inputs[0].As<T>(), outputs[0].As<T>(), [](T x) { return std::max(x, T(0)); });
-  }
-};
-
 WEIR_REGISTER_KERNELS {
-  RegisterKernel({"relu", Device::Kind::kCpu, DType::kF32}, &MakeKernel<ReluCpu<float>>);
-  RegisterKernel({"relu", Device::Kind::kCpu, DType::kF64}, &MakeKernel<ReluCpu<double>>);
+  RegisterKernel({"relu", Device::Kind::kCpu, DType::kF32}, &MakeKernel<MapCpu<float, ReluFn>>);
+  RegisterKernel({"relu", Device::Kind::kCpu, DType::kF64}, &MakeKernel<MapCpu<double, ReluFn>>);
 }
 
 }  // namespace

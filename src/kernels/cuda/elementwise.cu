@@ -1,0 +1,145 @@
+// The elementwise launchers: one grid-stride loop template over a functor of kernels/functors/ (the
+// CPU kernels' math), instantiated per kind and dtype.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "common/cuda_check.cuh"
+#include "kernels/cuda/launch.hpp"
+#include "kernels/functors/activation.hpp"
+#include "kernels/functors/unary.hpp"
+
+namespace weir::internal::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+// Enough blocks to cover `count` (a grid-stride loop does the rest), capped where more only queue.
+unsigned Blocks(std::int64_t count) {
+  const std::int64_t blocks = (count + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 65535 * 8 ? 65535 * 8 : blocks);
+}
+
+template <typename T, typename Fn> __global__ void ForwardKernel(const T* x, T* y, std::int64_t count) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
+    y[i] = Fn::template Fwd<T>(x[i]);
+  }
+}
+
+// Unary gradients take (v, dy), activation gradients (dy, y): kDyFirst says which.
+template <typename T, typename Fn, bool kDyFirst>
+__global__ void GradKernel(const T* dy, const T* v, T* dx, std::int64_t count) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
+    if constexpr (kDyFirst) {
+      dx[i] = Fn::template Grad<T>(dy[i], v[i]);
+    } else {
+      dx[i] = Fn::template Grad<T>(v[i], dy[i]);
+    }
+  }
+}
+
+template <typename T, typename Fn> void LaunchForward(void* stream, const T* x, T* y, std::int64_t count) {
+  if (count == 0) return;
+  ForwardKernel<T, Fn><<<Blocks(count), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(x, y, count);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T, typename Fn, bool kDyFirst>
+void LaunchGrad(void* stream, const T* dy, const T* v, T* dx, std::int64_t count) {
+  if (count == 0) return;
+  GradKernel<T, Fn, kDyFirst><<<Blocks(count), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(dy, v, dx, count);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+// C++17 stand-in for the CPU's templated-lambda visit: calls Launch::Run<Fn>() for the kind.
+template <typename Launch> void ForUnaryKind(UnaryOpKind kind, Launch&& launch) {
+  switch (kind) {
+    case UnaryOpKind::kExp: return launch.template Run<ExpFn>();
+    case UnaryOpKind::kLog: return launch.template Run<LogFn>();
+    case UnaryOpKind::kSqrt: return launch.template Run<SqrtFn>();
+    case UnaryOpKind::kRsqrt: return launch.template Run<RsqrtFn>();
+    case UnaryOpKind::kSquare: return launch.template Run<SquareFn>();
+    case UnaryOpKind::kAbs: return launch.template Run<AbsFn>();
+    case UnaryOpKind::kNegative: return launch.template Run<NegativeFn>();
+    case UnaryOpKind::kReciprocal: return launch.template Run<ReciprocalFn>();
+    case UnaryOpKind::kLog1p: return launch.template Run<Log1pFn>();
+    case UnaryOpKind::kExpm1: return launch.template Run<Expm1Fn>();
+    case UnaryOpKind::kSoftplus: return launch.template Run<SoftplusFn>();
+    case UnaryOpKind::kSign: return launch.template Run<SignFn>();
+    case UnaryOpKind::kFloor: return launch.template Run<FloorFn>();
+    case UnaryOpKind::kCeil: return launch.template Run<CeilFn>();
+    case UnaryOpKind::kRound: return launch.template Run<RoundFn>();
+    case UnaryOpKind::kSin: return launch.template Run<SinFn>();
+    case UnaryOpKind::kCos: return launch.template Run<CosFn>();
+  }
+  throw std::invalid_argument("[unary] unknown kind");
+}
+
+template <typename T> struct UnaryLaunch {
+  void* stream;
+  const T* x;
+  T* y;
+  std::int64_t count;
+  template <typename Fn> void Run() { LaunchForward<T, Fn>(stream, x, y, count); }
+};
+
+template <typename T> struct UnaryGradLaunch {
+  void* stream;
+  const T* dy;
+  const T* v;
+  T* dx;
+  std::int64_t count;
+  template <typename Fn> void Run() { LaunchGrad<T, Fn, false>(stream, dy, v, dx, count); }
+};
+
+}  // namespace
+
+template <typename T> void Unary(void* stream, UnaryOpKind kind, const T* x, T* y, std::int64_t count) {
+  if constexpr (std::is_integral_v<T>) {  // shape inference admits only these kinds for integers
+    switch (kind) {
+      case UnaryOpKind::kSquare: return LaunchForward<T, SquareFn>(stream, x, y, count);
+      case UnaryOpKind::kAbs: return LaunchForward<T, AbsFn>(stream, x, y, count);
+      case UnaryOpKind::kNegative: return LaunchForward<T, NegativeFn>(stream, x, y, count);
+      case UnaryOpKind::kSign: return LaunchForward<T, SignFn>(stream, x, y, count);
+      default: throw std::invalid_argument("[unary] this kind has no integer kernel");
+    }
+  } else {
+    ForUnaryKind(kind, UnaryLaunch<T>{stream, x, y, count});
+  }
+}
+
+template <typename T> void UnaryGrad(void* stream, UnaryOpKind kind, const T* dy, const T* v, T* dx, std::int64_t count) {
+  ForUnaryKind(kind, UnaryGradLaunch<T>{stream, dy, v, dx, count});
+}
+
+template <typename T> void ActivationForward(void* stream, Activation kind, const T* x, T* y, std::int64_t count) {
+  switch (kind) {
+    case Activation::kRelu: return LaunchForward<T, ReluFn>(stream, x, y, count);
+    case Activation::kSigmoid: return LaunchForward<T, SigmoidFn>(stream, x, y, count);
+    case Activation::kTanh: return LaunchForward<T, TanhFn>(stream, x, y, count);
+  }
+}
+
+template <typename T> void ActivationGrad(void* stream, Activation kind, const T* dy, const T* y, T* dx, std::int64_t count) {
+  switch (kind) {
+    case Activation::kRelu: return LaunchGrad<T, ReluFn, true>(stream, dy, y, dx, count);
+    case Activation::kSigmoid: return LaunchGrad<T, SigmoidFn, true>(stream, dy, y, dx, count);
+    case Activation::kTanh: return LaunchGrad<T, TanhFn, true>(stream, dy, y, dx, count);
+  }
+}
+
+template void Unary<float>(void*, UnaryOpKind, const float*, float*, std::int64_t);
+template void Unary<double>(void*, UnaryOpKind, const double*, double*, std::int64_t);
+template void Unary<std::int32_t>(void*, UnaryOpKind, const std::int32_t*, std::int32_t*, std::int64_t);
+template void Unary<std::int64_t>(void*, UnaryOpKind, const std::int64_t*, std::int64_t*, std::int64_t);
+template void UnaryGrad<float>(void*, UnaryOpKind, const float*, const float*, float*, std::int64_t);
+template void UnaryGrad<double>(void*, UnaryOpKind, const double*, const double*, double*, std::int64_t);
+template void ActivationForward<float>(void*, Activation, const float*, float*, std::int64_t);
+template void ActivationForward<double>(void*, Activation, const double*, double*, std::int64_t);
+template void ActivationGrad<float>(void*, Activation, const float*, const float*, float*, std::int64_t);
+template void ActivationGrad<double>(void*, Activation, const double*, const double*, double*, std::int64_t);
+
+}  // namespace weir::internal::cuda

@@ -1,0 +1,33 @@
+#pragma once
+// What the CUDA kernels' host code (kernels/cuda/*.cpp, in the weir library) calls in the CUDA library
+// (kernels/cuda/*.cu, compiled by nvcc into libweir_cuda): plain C++ with no CUDA type, so that no
+// CUDA header leaks into the rest of Weir. `stream` is the cudaStream_t of the kernel's device stream
+// (DeviceStream::NativeHandle()). Each call queues its work on the stream and returns; a failed
+// launch or library call throws std::runtime_error naming it.
+//
+// The few generic launchers: elementwise maps whose math is a functor of kernels/functors/ (shared
+// with the CPU kernels); the heavy ops go to cuBLAS.
+#include <cstdint>
+
+#include "weir/op_kinds.hpp"
+
+namespace weir::internal::cuda {
+
+/// y = f(x) for the unary kind; T: float, double, int32_t, int64_t (integers: the kinds that take them).
+template <typename T> void Unary(void* stream, UnaryOpKind kind, const T* x, T* y, std::int64_t count);
+/// dx = f'(v) dy, v being y or x as the kind's gradient reads (kernels/functors/unary.hpp); float, double.
+template <typename T> void UnaryGrad(void* stream, UnaryOpKind kind, const T* dy, const T* v, T* dx, std::int64_t count);
+
+enum class Activation : std::uint8_t { kRelu, kSigmoid, kTanh };
+/// y = act(x); float, double.
+template <typename T> void ActivationForward(void* stream, Activation kind, const T* x, T* y, std::int64_t count);
+/// dx = act'(y) dy from the forward output y; float, double.
+template <typename T> void ActivationGrad(void* stream, Activation kind, const T* dy, const T* y, T* dx, std::int64_t count);
+
+/// Row-major C (m x n) = alpha op(A) op(B) through cuBLAS on the stream's handle; A is (m x k) or,
+/// transposed, (k x m); B is (k x n) or (n x k). float, double.
+template <typename T>
+void Gemm(void* stream, bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
+          const T* a, const T* b, T* c);
+
+}  // namespace weir::internal::cuda

@@ -1,0 +1,247 @@
+// The CUDA kernels against the CPU kernels (issue 13's conformance test): every (op, dtype) with a CUDA
+// kernel has samples here (checked with or without a GPU), and on a machine with a GPU each sample runs
+// on the CPU kernel and on the CUDA kernel (on a device stream, as the runtime runs it) on the same
+// random inputs, odd and empty shapes included, and the results must agree. Without a GPU the runs
+// skip, saying so. A second test keeps the list of ops that have a CPU kernel and no CUDA kernel yet:
+// it fails when an op is missing from it (a new CPU-only op) or listed while it has a CUDA kernel.
+#include <doctest/doctest.h>
+
+#include <any>
+#include <chrono>
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "common/cuda_runtime.hpp"
+#include "common/device_stream.hpp"
+#include "kernels/kernel.hpp"
+#include "weir/ops.hpp"
+#include "weir/tensor.hpp"
+
+using namespace weir;
+using namespace weir::internal;
+
+namespace {
+
+// Ops with a CPU kernel and no CUDA kernel yet. Shrinks as kernels land; never grows.
+const std::set<std::string> kNotYetOnCuda = {
+    "adam_update", "add", "all_gather", "all_reduce", "all_to_all", "argmax", "avg_pool2d", "avg_pool2d_grad",
+    "batch_norm", "batch_norm_grad", "batch_norm_moving_update", "bias_add", "broadcast_to", "cast",
+    "clip_by_global_norm", "clip_by_value", "clip_by_value_grad", "concat", "concat_grad", "constant", "conv2d",
+    "conv2d_bias_act", "conv2d_grad_data", "conv2d_grad_filter", "div", "dropout", "dropout_grad", "identity",
+    "increment", "lamb_update", "learning_rate", "matmul_bias_act", "matmul_sgd_update", "max_pool2d",
+    "max_pool2d_grad", "maximum", "maximum_grad", "minimum", "minimum_grad", "momentum_update", "mul", "one_hot",
+    "parallel_cast", "reduce_extremum_grad", "reduce_max", "reduce_mean", "reduce_min", "reduce_scatter",
+    "reduce_sum", "reduce_sum_to", "reshape", "rmsprop_update", "scalar", "scalar_grad", "scatter", "sgd_update",
+    "sigmoid_cross_entropy", "sigmoid_cross_entropy_grad", "softmax", "softmax_cross_entropy",
+    "softmax_cross_entropy_grad", "softmax_grad", "sparse_softmax_cross_entropy", "sparse_softmax_cross_entropy_grad",
+    "sub", "transfer", "transpose",
+};
+
+struct Sample {
+  std::string op;
+  std::any attrs;
+  std::vector<TensorMeta> inputs;
+  std::vector<TensorMeta> outputs;
+  bool positive = false;  // inputs drawn from (0.1, 2): the domain of log, sqrt, rsqrt, reciprocal
+};
+
+// Shapes every elementwise sample runs on: empty, one element, odd, and more than a block of threads.
+const std::vector<Shape> kElementwiseShapes = {Shape{0}, Shape{1}, Shape{7, 13}, Shape{1000, 3}};
+
+std::vector<Sample> Samples() {
+  std::vector<Sample> samples;
+  const std::vector<UnaryOpKind> integer_kinds = {UnaryOpKind::kSquare, UnaryOpKind::kAbs, UnaryOpKind::kNegative,
+                                                   UnaryOpKind::kSign};
+  for (int k = 0; k <= static_cast<int>(UnaryOpKind::kCos); ++k) {
+    const auto kind = static_cast<UnaryOpKind>(k);
+    const bool positive = kind == UnaryOpKind::kLog || kind == UnaryOpKind::kSqrt || kind == UnaryOpKind::kRsqrt ||
+                          kind == UnaryOpKind::kReciprocal;
+    for (const Shape& shape : kElementwiseShapes) {
+      for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
+        const bool integer = dtype == DType::kI32 || dtype == DType::kI64;
+        if (integer && std::find(integer_kinds.begin(), integer_kinds.end(), kind) == integer_kinds.end()) continue;
+        samples.push_back({"unary", UnaryAttrs{kind}, {{shape, dtype}}, {{shape, dtype}}, positive});
+        if (!integer) {
+          samples.push_back({"unary_grad", UnaryAttrs{kind}, {{shape, dtype}, {shape, dtype}}, {{shape, dtype}}, positive});
+        }
+      }
+    }
+  }
+  for (const char* op : {"relu", "sigmoid", "tanh"}) {
+    for (const Shape& shape : kElementwiseShapes) {
+      for (DType dtype : {DType::kF32, DType::kF64}) {
+        samples.push_back({op, std::any(), {{shape, dtype}}, {{shape, dtype}}});
+        samples.push_back({std::string(op) + "_grad", std::any(), {{shape, dtype}, {shape, dtype}}, {{shape, dtype}}});
+      }
+    }
+  }
+  struct Product {
+    std::int64_t m, k, n;
+    bool ta, tb;
+  };
+  for (const Product& p : {Product{1, 1, 1, false, false}, Product{7, 5, 3, false, false}, Product{7, 5, 3, true, false},
+                           Product{7, 5, 3, false, true}, Product{33, 65, 17, true, true}, Product{4, 0, 3, false, false},
+                           Product{0, 4, 3, false, false}, Product{128, 256, 64, false, true}}) {
+    for (DType dtype : {DType::kF32, DType::kF64}) {
+      const Shape a = p.ta ? Shape{p.k, p.m} : Shape{p.m, p.k};
+      const Shape b = p.tb ? Shape{p.n, p.k} : Shape{p.k, p.n};
+      samples.push_back({"matmul", MatMulAttrs{p.ta, p.tb, 0.5}, {{a, dtype}, {b, dtype}}, {{Shape{p.m, p.n}, dtype}}});
+    }
+  }
+  return samples;
+}
+
+std::string Describe(const Sample& sample) {
+  std::vector<std::string> inputs;
+  for (const TensorMeta& meta : sample.inputs) inputs.push_back(meta.ToString());
+  std::string kind;
+  if (const auto* unary = std::any_cast<UnaryAttrs>(&sample.attrs)) kind = fmt::format(" kind {}", static_cast<int>(unary->kind));
+  return fmt::format("{}{} ({})", sample.op, kind, fmt::join(inputs, ", "));
+}
+
+Tensor RandomTensor(const TensorMeta& meta, bool positive, std::mt19937& random) {
+  Tensor t(meta.shape, meta.dtype);
+  std::uniform_real_distribution<double> real(positive ? 0.1 : -2.0, 2.0);
+  std::uniform_int_distribution<std::int64_t> integer(-1000, 1000);
+  for (std::int64_t i = 0; i < t.NumElements(); ++i) {
+    switch (meta.dtype) {
+      case DType::kF32: t.Data<float>()[i] = static_cast<float>(real(random)); break;
+      case DType::kF64: t.Data<double>()[i] = real(random); break;
+      case DType::kI32: t.Data<std::int32_t>()[i] = static_cast<std::int32_t>(integer(random)); break;
+      case DType::kI64: t.Data<std::int64_t>()[i] = integer(random); break;
+      default: FAIL("no random values for ", meta.ToString());
+    }
+  }
+  return t;
+}
+
+void CudaOrHostCopy(Tensor& dst, const Tensor& src) {
+  const bool dst_cuda = dst.GetDevice().kind == Device::Kind::kCuda;
+  const bool src_cuda = src.GetDevice().kind == Device::Kind::kCuda;
+  if (dst.NumBytes() == 0) return;
+  if (dst_cuda || src_cuda) {
+    CudaCopy(dst.RawData(), dst_cuda, src.RawData(), src_cuda, dst.NumBytes());
+  } else {
+    std::memcpy(dst.RawData(), src.RawData(), dst.NumBytes());
+  }
+}
+
+// Runs the (op, device) kernel of `sample` on host inputs; CUDA runs on a device stream.
+std::vector<Tensor> RunOn(Device::Kind device, const Sample& sample, const std::vector<Tensor>& inputs) {
+  const KernelFactory factory = FindKernel({sample.op, device, sample.inputs[0].dtype});
+  const bool found = factory != nullptr;
+  REQUIRE(found);
+  std::unique_ptr<DeviceStream> stream;
+  if (device == Device::Kind::kCuda) stream = MakeCudaDeviceStream(0, "cuda:0 compute");
+  const Device where = device == Device::Kind::kCuda ? Device::Cuda(0) : Device::Cpu();
+  const KernelSetup setup{sample.op, "conformance", &sample.attrs, sample.inputs, sample.outputs, where, nullptr, stream.get()};
+  std::unique_ptr<Kernel> kernel = factory(setup);
+  std::vector<Tensor> ins, outs;
+  std::vector<ConstTensorView> in_views;
+  std::vector<TensorView> out_views;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    Tensor t(sample.inputs[i].shape, sample.inputs[i].dtype, where);
+    CudaOrHostCopy(t, inputs[i]);
+    ins.push_back(t);
+    in_views.push_back({t.RawData(), &sample.inputs[i]});
+  }
+  for (const TensorMeta& meta : sample.outputs) {
+    outs.emplace_back(meta.shape, meta.dtype, where);
+    out_views.push_back({outs.back().RawData(), &meta});
+  }
+  if (stream) {
+    stream->Submit([&] { kernel->Run(in_views, out_views); });
+    REQUIRE(stream->Record()->WaitFor(std::chrono::seconds(30)));
+  } else {
+    kernel->Run(in_views, out_views);
+  }
+  std::vector<Tensor> host;
+  for (const Tensor& out : outs) {
+    Tensor h(out.GetShape(), out.GetDType());
+    CudaOrHostCopy(h, out);
+    host.push_back(h);
+  }
+  return host;
+}
+
+}  // namespace
+
+TEST_CASE("every op with a CPU kernel has a CUDA kernel, but for the ones listed as not yet") {
+  if (!CudaBuilt()) {
+    MESSAGE("skipped: this build has no CUDA backend");
+    return;
+  }
+  std::set<std::string> cpu, cuda;
+  for (const KernelKey& key : RegisteredKernels(Device::Kind::kCpu)) cpu.insert(key.op_type);
+  for (const KernelKey& key : RegisteredKernels(Device::Kind::kCuda)) cuda.insert(key.op_type);
+  std::vector<std::string> missing, listed_but_done, not_an_op;
+  int on_cuda = 0;
+  for (const std::string& op : cpu) {
+    if (cuda.count(op) == 0 && kNotYetOnCuda.count(op) == 0) missing.push_back(op);
+    on_cuda += cuda.count(op) > 0 ? 1 : 0;
+  }
+  for (const std::string& op : kNotYetOnCuda) {
+    if (cuda.count(op) > 0) listed_but_done.push_back(op);
+    if (cpu.count(op) == 0) not_an_op.push_back(op);
+  }
+  CHECK_MESSAGE(missing.empty(), fmt::format("ops with a CPU kernel and no CUDA kernel: {}", fmt::join(missing, ", ")));
+  CHECK_MESSAGE(listed_but_done.empty(), fmt::format("have CUDA kernels now, drop from kNotYetOnCuda: {}",
+                                                     fmt::join(listed_but_done, ", ")));
+  CHECK_MESSAGE(not_an_op.empty(), fmt::format("no CPU kernel: drop from kNotYetOnCuda: {}", fmt::join(not_an_op, ", ")));
+  MESSAGE(fmt::format("{} of {} ops with CPU kernels have CUDA kernels", on_cuda, cpu.size()));
+}
+
+TEST_CASE("every CUDA kernel has conformance samples") {
+  std::set<std::pair<std::string, DType>> sampled;
+  for (const Sample& sample : Samples()) sampled.insert({sample.op, sample.inputs[0].dtype});
+  for (const KernelKey& key : RegisteredKernels(Device::Kind::kCuda)) {
+    CHECK_MESSAGE(sampled.count({key.op_type, key.dtype}) == 1,
+                  fmt::format("no conformance sample for the CUDA kernel of {} ({})", key.op_type, key.dtype));
+  }
+}
+
+TEST_CASE("CUDA kernels compute what the CPU kernels compute, on random inputs and odd and empty shapes" *
+          doctest::skip(CudaDeviceCount() == 0)) {
+  std::mt19937 random(7);
+  int compared = 0;
+  for (const Sample& sample : Samples()) {
+    CAPTURE(Describe(sample));
+    std::vector<Tensor> inputs;
+    for (const TensorMeta& meta : sample.inputs) inputs.push_back(RandomTensor(meta, sample.positive, random));
+    const std::vector<Tensor> cpu = RunOn(Device::Kind::kCpu, sample, inputs);
+    const std::vector<Tensor> gpu = RunOn(Device::Kind::kCuda, sample, inputs);
+    for (std::size_t j = 0; j < cpu.size(); ++j) {
+      switch (cpu[j].GetDType()) {
+        case DType::kF32: {
+          const std::vector<float> x = cpu[j].ToVector<float>(), y = gpu[j].ToVector<float>();
+          for (std::size_t i = 0; i < x.size(); ++i) {
+            if (std::isnan(x[i])) CHECK(std::isnan(y[i]));
+            else CHECK(y[i] == doctest::Approx(x[i]).epsilon(2e-5).scale(1e-5));
+          }
+          break;
+        }
+        case DType::kF64: {
+          const std::vector<double> x = cpu[j].ToVector<double>(), y = gpu[j].ToVector<double>();
+          for (std::size_t i = 0; i < x.size(); ++i) {
+            if (std::isnan(x[i])) CHECK(std::isnan(y[i]));
+            else CHECK(y[i] == doctest::Approx(x[i]).epsilon(1e-12).scale(1e-12));
+          }
+          break;
+        }
+        default:
+          CHECK(cpu[j].ToVector<std::int64_t>() == gpu[j].ToVector<std::int64_t>());
+      }
+    }
+    ++compared;
+  }
+  MESSAGE(fmt::format("{} samples compared on {}", compared, CudaDescribe()));
+}
