@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <any>
+#include <array>
 #include <chrono>
 #include <algorithm>
 #include <cmath>
@@ -33,17 +34,17 @@ namespace {
 
 // Ops with a CPU kernel and no CUDA kernel yet. Shrinks as kernels land; never grows.
 const std::set<std::string> kNotYetOnCuda = {
-    "adam_update", "add", "all_gather", "all_reduce", "all_to_all", "argmax", "avg_pool2d", "avg_pool2d_grad",
-    "batch_norm", "batch_norm_grad", "batch_norm_moving_update", "bias_add", "broadcast_to", "cast",
+    "adam_update", "all_gather", "all_reduce", "all_to_all", "argmax", "avg_pool2d", "avg_pool2d_grad",
+    "batch_norm", "batch_norm_grad", "batch_norm_moving_update", "broadcast_to", "cast",
     "clip_by_global_norm", "clip_by_value", "clip_by_value_grad", "concat", "concat_grad", "constant", "conv2d",
-    "conv2d_bias_act", "conv2d_grad_data", "conv2d_grad_filter", "div", "dropout", "dropout_grad", "identity",
+    "conv2d_bias_act", "conv2d_grad_data", "conv2d_grad_filter", "dropout", "dropout_grad", "identity",
     "increment", "lamb_update", "learning_rate", "matmul_bias_act", "matmul_sgd_update", "max_pool2d",
-    "max_pool2d_grad", "maximum", "maximum_grad", "minimum", "minimum_grad", "momentum_update", "mul", "one_hot",
+    "max_pool2d_grad", "maximum_grad", "minimum_grad", "momentum_update", "one_hot",
     "parallel_cast", "reduce_extremum_grad", "reduce_max", "reduce_mean", "reduce_min", "reduce_scatter",
-    "reduce_sum", "reduce_sum_to", "reshape", "rmsprop_update", "scalar", "scalar_grad", "scatter", "sgd_update",
+    "reduce_sum", "reduce_sum_to", "reshape", "rmsprop_update", "scalar_grad", "scatter", "sgd_update",
     "sigmoid_cross_entropy", "sigmoid_cross_entropy_grad", "softmax", "softmax_cross_entropy",
     "softmax_cross_entropy_grad", "softmax_grad", "sparse_softmax_cross_entropy", "sparse_softmax_cross_entropy_grad",
-    "sub", "transfer", "transpose",
+    "transfer", "transpose",
 };
 
 struct Sample {
@@ -82,6 +83,37 @@ std::vector<Sample> Samples() {
         samples.push_back({op, std::any(), {{shape, dtype}}, {{shape, dtype}}});
         samples.push_back({std::string(op) + "_grad", std::any(), {{shape, dtype}, {shape, dtype}}, {{shape, dtype}}});
       }
+    }
+  }
+  for (int k = 0; k <= static_cast<int>(ScalarOpKind::kPow); ++k) {
+    const auto kind = static_cast<ScalarOpKind>(k);
+    for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
+      const bool integer = dtype == DType::kI32 || dtype == DType::kI64;
+      if (integer && (kind == ScalarOpKind::kDiv || kind == ScalarOpKind::kRDiv)) continue;  // the CPU's
+      const double value = kind == ScalarOpKind::kPow ? (integer ? 3.0 : 1.5) : integer ? 7.0 : -0.75;
+      for (const Shape& shape : kElementwiseShapes) {
+        samples.push_back({"scalar", ScalarAttrs{kind, value}, {{shape, dtype}}, {{shape, dtype}},
+                           kind == ScalarOpKind::kPow || kind == ScalarOpKind::kRDiv});
+      }
+    }
+  }
+  // Broadcast layouts: equal, scalar, a trailing row, a column, a strided mix, an empty output.
+  const std::vector<std::array<Shape, 3>> layouts = {
+      {Shape{7, 13}, Shape{7, 13}, Shape{7, 13}}, {Shape{1}, Shape{7, 13}, Shape{7, 13}},
+      {Shape{7, 13}, Shape{13}, Shape{7, 13}},    {Shape{7, 1}, Shape{7, 13}, Shape{7, 13}},
+      {Shape{3, 1, 5}, Shape{1, 4, 5}, Shape{3, 4, 5}}, {Shape{2, 1, 3, 1}, Shape{5, 1, 4}, Shape{2, 5, 3, 4}},
+      {Shape{0, 3}, Shape{3}, Shape{0, 3}},       {Shape{}, Shape{1}, Shape{1}}};
+  for (const char* op : {"add", "sub", "mul", "div", "maximum", "minimum"}) {
+    for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
+      if (std::string(op) == "div" && (dtype == DType::kI32 || dtype == DType::kI64)) continue;  // the CPU's
+      for (const auto& [a, b, out] : layouts) samples.push_back({op, std::any(), {{a, dtype}, {b, dtype}}, {{out, dtype}}});
+    }
+  }
+  for (const auto& [x, axis] : {std::pair{Shape{7, 13}, 1}, std::pair{Shape{4, 6, 5, 3}, 1}, std::pair{Shape{4, 6, 5}, -1},
+                                std::pair{Shape{0, 3}, 1}}) {
+    for (DType dtype : {DType::kF32, DType::kF64}) {
+      const int a = axis < 0 ? axis + x.Rank() : axis;
+      samples.push_back({"bias_add", BiasAddAttrs{axis}, {{x, dtype}, {Shape{x[a]}, dtype}}, {{x, dtype}}});
     }
   }
   struct Product {
@@ -200,9 +232,16 @@ TEST_CASE("every op with a CPU kernel has a CUDA kernel, but for the ones listed
   MESSAGE(fmt::format("{} of {} ops with CPU kernels have CUDA kernels", on_cuda, cpu.size()));
 }
 
-TEST_CASE("every CUDA kernel has conformance samples") {
+TEST_CASE("every CUDA kernel has conformance samples, and the CPU kernels run them") {
   std::set<std::pair<std::string, DType>> sampled;
-  for (const Sample& sample : Samples()) sampled.insert({sample.op, sample.inputs[0].dtype});
+  std::mt19937 random(3);
+  for (const Sample& sample : Samples()) {
+    CAPTURE(Describe(sample));
+    sampled.insert({sample.op, sample.inputs[0].dtype});
+    std::vector<Tensor> inputs;
+    for (const TensorMeta& meta : sample.inputs) inputs.push_back(RandomTensor(meta, sample.positive, random));
+    RunOn(Device::Kind::kCpu, sample, inputs);  // a sample the GPU day can use: valid for the CPU kernel
+  }
   for (const KernelKey& key : RegisteredKernels(Device::Kind::kCuda)) {
     CHECK_MESSAGE(sampled.count({key.op_type, key.dtype}) == 1,
                   fmt::format("no conformance sample for the CUDA kernel of {} ({})", key.op_type, key.dtype));

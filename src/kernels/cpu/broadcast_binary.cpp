@@ -1,42 +1,25 @@
-// add, sub, mul, div, maximum, minimum on the CPU with numpy broadcasting. The layout is
+// add, sub, mul, div, maximum, minimum on the CPU with numpy broadcasting (the math and the strided
+// walk's plan are kernels/functors/binary.hpp, which the CUDA kernels share). The layout is
 // classified once per task: equal element counts run as a flat loop, a scalar or a trailing block
 // (a bias row) broadcast over a full operand as tight loops, and anything else as a strided walk
 // over merged axes.
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "kernels/cpu/arithmetic.hpp"
+#include "kernels/functors/binary.hpp"
 #include "kernels/kernel.hpp"
 
 namespace weir::internal {
 namespace {
 
-struct AddOp {
-  template <typename T> static T Apply(T a, T b) { return ArithAdd(a, b); }
-};
-struct SubOp {
-  template <typename T> static T Apply(T a, T b) { return ArithSub(a, b); }
-};
-struct MulOp {
-  template <typename T> static T Apply(T a, T b) { return ArithMul(a, b); }
-};
+// Integer division fails the call on a zero divisor (kernels/cpu/arithmetic.hpp).
 struct DivOp {
   template <typename T> static T Apply(T a, T b) { return ArithDiv(a, b, "div"); }
 };
-// a on ties; a NaN operand wins (numpy's maximum / minimum propagate NaN).
-struct MaximumOp {
-  template <typename T> static T Apply(T a, T b) { return (a >= b || a != a) ? a : b; }
-};
-struct MinimumOp {
-  template <typename T> static T Apply(T a, T b) { return (a <= b || a != a) ? a : b; }
-};
-
-/// `dims` padded with leading 1s to `rank`.
-std::vector<std::int64_t> PadTo(const Shape& shape, int rank) {
-  std::vector<std::int64_t> dims(static_cast<std::size_t>(rank - shape.Rank()), 1);
-  dims.insert(dims.end(), shape.Dims().begin(), shape.Dims().end());
-  return dims;
-}
 
 /// True if `part`, without its leading 1s, equals the trailing dims of `out`: then it is one
 /// contiguous block repeated over the rows of `out`.
@@ -113,48 +96,25 @@ template <typename T, typename Op> class BroadcastBinaryCpu final : public Kerne
  private:
   enum class Layout : std::uint8_t { kSame, kScalarA, kScalarB, kRowA, kRowB, kStrided };
 
-  // Per output axis, each operand's element stride (0 where it is broadcast). Size-1 output axes
-  // are dropped and neighbours that are contiguous in both operands merged.
+  // The merged broadcast walk (kernels/functors/binary.hpp; the CUDA kernel's too).
   void PlanStrided(const Shape& a, const Shape& b, const Shape& out) {
     if (count_ == 0) return;
-    const int rank = out.Rank();
-    const std::vector<std::int64_t> a_dims = PadTo(a, rank);
-    const std::vector<std::int64_t> b_dims = PadTo(b, rank);
-    std::int64_t a_stride = 1;
-    std::int64_t b_stride = 1;
-    std::vector<std::int64_t> dims, a_strides, b_strides;
-    for (int i = rank - 1; i >= 0; --i) {
-      const auto axis = static_cast<std::size_t>(i);
-      const std::int64_t dim = out[i];
-      if (dim != 1) {
-        dims.push_back(dim);
-        a_strides.push_back(a_dims[axis] == 1 ? 0 : a_stride);
-        b_strides.push_back(b_dims[axis] == 1 ? 0 : b_stride);
-      }
-      a_stride *= a_dims[axis];
-      b_stride *= b_dims[axis];
+    if (!PlanBroadcast(a.Dims(), b.Dims(), out.Dims(), plan_)) {
+      throw std::invalid_argument(fmt::format("[broadcast] {} and {} broadcast over more than {} axes that do not merge",
+                                              a, b, BroadcastPlan::kMaxRank));
     }
-    // `dims` runs innermost first here; merge into the outer-first members.
-    for (std::size_t i = dims.size(); i-- > 0;) {
-      if (!dims_.empty() && a_strides_.back() == a_strides[i] * dims[i] && b_strides_.back() == b_strides[i] * dims[i]) {
-        dims_.back() *= dims[i];
-        a_strides_.back() = a_strides[i];
-        b_strides_.back() = b_strides[i];
-      } else {
-        dims_.push_back(dims[i]);
-        a_strides_.push_back(a_strides[i]);
-        b_strides_.push_back(b_strides[i]);
-      }
+    std::int64_t stride = 1;
+    for (int i = plan_.rank; i-- > 0;) {
+      out_strides_[i] = stride;
+      stride *= plan_.dims[i];
     }
-    out_strides_.assign(dims_.size(), 1);
-    for (int i = static_cast<int>(dims_.size()) - 2; i >= 0; --i) out_strides_[i] = out_strides_[i + 1] * dims_[i + 1];
   }
 
-  void Strided(std::size_t axis, const T* a, const T* b, T* y) const {
-    const std::int64_t dim = dims_[axis];
-    const std::int64_t a_stride = a_strides_[axis];
-    const std::int64_t b_stride = b_strides_[axis];
-    if (axis + 1 == dims_.size()) {
+  void Strided(int axis, const T* a, const T* b, T* y) const {
+    const std::int64_t dim = plan_.dims[axis];
+    const std::int64_t a_stride = plan_.a_strides[axis];
+    const std::int64_t b_stride = plan_.b_strides[axis];
+    if (axis + 1 == plan_.rank) {
       for (std::int64_t i = 0; i < dim; ++i) y[i] = Op::Apply(a[i * a_stride], b[i * b_stride]);
       return;
     }
@@ -165,7 +125,8 @@ template <typename T, typename Op> class BroadcastBinaryCpu final : public Kerne
   std::int64_t count_;
   Layout layout_ = Layout::kStrided;
   std::int64_t block_ = 1;  // elements of the repeated operand in kRowA / kRowB
-  std::vector<std::int64_t> dims_, a_strides_, b_strides_, out_strides_;
+  BroadcastPlan plan_;
+  std::int64_t out_strides_[BroadcastPlan::kMaxRank] = {};
 };
 
 template <typename Op> void RegisterBinary(const char* op_type) {

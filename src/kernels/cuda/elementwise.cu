@@ -3,10 +3,13 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "common/cuda_check.cuh"
 #include "kernels/cuda/launch.hpp"
 #include "kernels/functors/activation.hpp"
+#include "kernels/functors/binary.hpp"
+#include "kernels/functors/scalar.hpp"
 #include "kernels/functors/unary.hpp"
 
 namespace weir::internal::cuda {
@@ -95,7 +98,58 @@ template <typename T> struct UnaryGradLaunch {
   template <typename Fn> void Run() { LaunchGrad<T, Fn, false>(stream, dy, v, dx, count); }
 };
 
+template <typename T> __global__ void ScalarKernel(ScalarOpKind kind, T value, const T* x, T* y, std::int64_t count) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
+    y[i] = ApplyScalar(kind, x[i], value);
+  }
+}
+
+template <typename T, typename Op>
+__global__ void BinaryKernel(BroadcastPlan plan, const T* a, const T* b, T* out, std::int64_t count) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
+    std::int64_t ia = i, ib = i;  // rank 0: both operands have the output's layout
+    if (plan.rank > 0) plan.Offsets(i, ia, ib);
+    out[i] = Op::template Apply<T>(a[ia], b[ib]);
+  }
+}
+
+template <typename T, typename Op>
+void LaunchBinary(void* stream, const BroadcastPlan& plan, const T* a, const T* b, T* out, std::int64_t count) {
+  BinaryKernel<T, Op><<<Blocks(count), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(plan, a, b, out, count);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
 }  // namespace
+
+template <typename T> void Scalar(void* stream, ScalarOpKind kind, T value, const T* x, T* y, std::int64_t count) {
+  if (std::is_integral_v<T> && (kind == ScalarOpKind::kDiv || kind == ScalarOpKind::kRDiv)) {
+    throw std::invalid_argument("[scalar] integer division has no CUDA kernel (a zero divisor must fail the call)");
+  }
+  if (count == 0) return;
+  ScalarKernel<T><<<Blocks(count), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(kind, value, x, y, count);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
+void BroadcastBinary(void* stream, Binary kind, const BroadcastPlan& plan, const T* a, const T* b, T* out,
+                     std::int64_t count) {
+  if (count == 0) return;
+  switch (kind) {
+    case Binary::kAdd: return LaunchBinary<T, AddOp>(stream, plan, a, b, out, count);
+    case Binary::kSub: return LaunchBinary<T, SubOp>(stream, plan, a, b, out, count);
+    case Binary::kMul: return LaunchBinary<T, MulOp>(stream, plan, a, b, out, count);
+    case Binary::kDiv:
+      if constexpr (std::is_integral_v<T>) {
+        throw std::invalid_argument("[div] integer division has no CUDA kernel (a zero divisor must fail the call)");
+      } else {
+        return LaunchBinary<T, FloatDivOp>(stream, plan, a, b, out, count);
+      }
+    case Binary::kMaximum: return LaunchBinary<T, MaximumOp>(stream, plan, a, b, out, count);
+    case Binary::kMinimum: return LaunchBinary<T, MinimumOp>(stream, plan, a, b, out, count);
+  }
+}
 
 template <typename T> void Unary(void* stream, UnaryOpKind kind, const T* x, T* y, std::int64_t count) {
   if constexpr (std::is_integral_v<T>) {  // shape inference admits only these kinds for integers
@@ -140,6 +194,14 @@ template void UnaryGrad<double>(void*, UnaryOpKind, const double*, const double*
 template void ActivationForward<float>(void*, Activation, const float*, float*, std::int64_t);
 template void ActivationForward<double>(void*, Activation, const double*, double*, std::int64_t);
 template void ActivationGrad<float>(void*, Activation, const float*, const float*, float*, std::int64_t);
+#define WEIR_INSTANTIATE(T)                                                                             \
+  template void Scalar<T>(void*, ScalarOpKind, T, const T*, T*, std::int64_t);                          \
+  template void BroadcastBinary<T>(void*, Binary, const BroadcastPlan&, const T*, const T*, T*, std::int64_t);
+WEIR_INSTANTIATE(float)
+WEIR_INSTANTIATE(double)
+WEIR_INSTANTIATE(std::int32_t)
+WEIR_INSTANTIATE(std::int64_t)
+#undef WEIR_INSTANTIATE
 template void ActivationGrad<double>(void*, Activation, const double*, const double*, double*, std::int64_t);
 
 }  // namespace weir::internal::cuda

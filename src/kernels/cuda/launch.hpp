@@ -9,6 +9,7 @@
 // with the CPU kernels); the heavy ops go to cuBLAS.
 #include <cstdint>
 
+#include "kernels/functors/binary.hpp"
 #include "weir/op_kinds.hpp"
 
 namespace weir::internal::cuda {
@@ -23,6 +24,17 @@ enum class Activation : std::uint8_t { kRelu, kSigmoid, kTanh };
 template <typename T> void ActivationForward(void* stream, Activation kind, const T* x, T* y, std::int64_t count);
 /// dx = act'(y) dy from the forward output y; float, double.
 template <typename T> void ActivationGrad(void* stream, Activation kind, const T* dy, const T* y, T* dx, std::int64_t count);
+
+/// y = x (kind) value; T: float, double, int32_t, int64_t (integers: not kDiv or kRDiv, whose zero
+/// divisors must fail the call on the CPU).
+template <typename T> void Scalar(void* stream, ScalarOpKind kind, T value, const T* x, T* y, std::int64_t count);
+
+enum class Binary : std::uint8_t { kAdd, kSub, kMul, kDiv, kMaximum, kMinimum };
+/// out = a (kind) b with broadcasting along `plan` (kernels/functors/binary.hpp; rank 0 or a plan of
+/// count elements); T: float, double, int32_t, int64_t (integers: not kDiv).
+template <typename T>
+void BroadcastBinary(void* stream, Binary kind, const BroadcastPlan& plan, const T* a, const T* b, T* out,
+                     std::int64_t count);
 
 /// Row-major C (m x n) = alpha op(A) op(B) through cuBLAS on the stream's handle; A is (m x k) or,
 /// transposed, (k x m); B is (k x n) or (n x k). float, double.

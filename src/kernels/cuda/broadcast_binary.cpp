@@ -1,0 +1,57 @@
+// add, sub, mul, div, maximum and minimum on CUDA with numpy broadcasting: the functors and the
+// broadcast plan of kernels/functors/binary.hpp (the CPU kernels') through one launcher. Integer
+// division stays on the CPU, where a zero divisor fails the call.
+#include <cstdint>
+
+#include "kernels/cuda/cuda_kernel.hpp"
+#include "kernels/cuda/launch.hpp"
+
+namespace weir::internal {
+namespace {
+
+/// The plan of a (op) b into `out`: rank 0 when both operands have the output's layout.
+inline BroadcastPlan PlanFor(const KernelSetup& setup, const Shape& a, const Shape& b, const Shape& out) {
+  BroadcastPlan plan;
+  if (a == out && b == out) return plan;
+  if (!PlanBroadcast(a.Dims(), b.Dims(), out.Dims(), plan)) {
+    throw std::invalid_argument(fmt::format("[{}] '{}': {} and {} broadcast over more than {} axes that do not merge",
+                                            setup.op_type, setup.op_name, a, b, BroadcastPlan::kMaxRank));
+  }
+  return plan;
+}
+
+template <typename T, cuda::Binary kKind> class BinaryCuda final : public Kernel {
+ public:
+  explicit BinaryCuda(const KernelSetup& setup)
+      : stream_(CudaStreamOf(setup)),
+        plan_(PlanFor(setup, setup.inputs[0].shape, setup.inputs[1].shape, setup.outputs[0].shape)),
+        count_(setup.outputs[0].shape.NumElements()) {}
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    cuda::BroadcastBinary<T>(stream_, kKind, plan_, inputs[0].As<T>(), inputs[1].As<T>(), outputs[0].As<T>(), count_);
+  }
+
+ private:
+  void* stream_;
+  BroadcastPlan plan_;
+  std::int64_t count_;
+};
+
+template <cuda::Binary kKind> void Register(const char* op, bool integers) {
+  RegisterKernel({op, Device::Kind::kCuda, DType::kF32}, &MakeKernel<BinaryCuda<float, kKind>>);
+  RegisterKernel({op, Device::Kind::kCuda, DType::kF64}, &MakeKernel<BinaryCuda<double, kKind>>);
+  if (!integers) return;
+  RegisterKernel({op, Device::Kind::kCuda, DType::kI32}, &MakeKernel<BinaryCuda<std::int32_t, kKind>>);
+  RegisterKernel({op, Device::Kind::kCuda, DType::kI64}, &MakeKernel<BinaryCuda<std::int64_t, kKind>>);
+}
+
+WEIR_REGISTER_KERNELS {
+  Register<cuda::Binary::kAdd>("add", true);
+  Register<cuda::Binary::kSub>("sub", true);
+  Register<cuda::Binary::kMul>("mul", true);
+  Register<cuda::Binary::kDiv>("div", false);
+  Register<cuda::Binary::kMaximum>("maximum", true);
+  Register<cuda::Binary::kMinimum>("minimum", true);
+}
+
+}  // namespace
+}  // namespace weir::internal

@@ -1,0 +1,42 @@
+// scalar on CUDA: kernels/functors/scalar.hpp through the elementwise launcher. Integer division
+// (x / s, s / x) stays on the CPU, where a zero divisor fails the call.
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/cuda/cuda_kernel.hpp"
+#include "kernels/cuda/launch.hpp"
+#include "weir/ops.hpp"
+
+namespace weir::internal {
+namespace {
+
+template <typename T> class ScalarCuda final : public Kernel {
+ public:
+  explicit ScalarCuda(const KernelSetup& setup)
+      : stream_(CudaStreamOf(setup)), kind_(setup.Get<ScalarAttrs>().kind),
+        value_(static_cast<T>(setup.Get<ScalarAttrs>().value)), count_(setup.inputs[0].shape.NumElements()) {
+    if (std::is_integral_v<T> && (kind_ == ScalarOpKind::kDiv || kind_ == ScalarOpKind::kRDiv)) {
+      throw std::invalid_argument(fmt::format("[scalar] '{}': integer division has no CUDA kernel (a zero divisor must "
+                                              "fail the call); place it on the CPU", setup.op_name));
+    }
+  }
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    cuda::Scalar<T>(stream_, kind_, value_, inputs[0].As<T>(), outputs[0].As<T>(), count_);
+  }
+
+ private:
+  void* stream_;
+  ScalarOpKind kind_;
+  T value_;
+  std::int64_t count_;
+};
+
+WEIR_REGISTER_KERNELS {
+  RegisterKernel({"scalar", Device::Kind::kCuda, DType::kF32}, &MakeKernel<ScalarCuda<float>>);
+  RegisterKernel({"scalar", Device::Kind::kCuda, DType::kF64}, &MakeKernel<ScalarCuda<double>>);
+  RegisterKernel({"scalar", Device::Kind::kCuda, DType::kI32}, &MakeKernel<ScalarCuda<std::int32_t>>);
+  RegisterKernel({"scalar", Device::Kind::kCuda, DType::kI64}, &MakeKernel<ScalarCuda<std::int64_t>>);
+}
+
+}  // namespace
+}  // namespace weir::internal
