@@ -23,8 +23,10 @@
 
 #include "common/cuda_runtime.hpp"
 #include "common/device_stream.hpp"
+#include "kernels/attrs/update_attrs.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/ops.hpp"
+#include "weir/optimizers.hpp"
 #include "weir/tensor.hpp"
 
 using namespace weir;
@@ -34,14 +36,14 @@ namespace {
 
 // Ops with a CPU kernel and no CUDA kernel yet. Shrinks as kernels land; never grows.
 const std::set<std::string> kNotYetOnCuda = {
-    "adam_update", "all_gather", "all_reduce", "all_to_all", "argmax", "avg_pool2d", "avg_pool2d_grad",
+    "all_gather", "all_reduce", "all_to_all", "argmax", "avg_pool2d", "avg_pool2d_grad",
     "batch_norm", "batch_norm_grad", "batch_norm_moving_update", "broadcast_to", "cast",
     "clip_by_global_norm", "clip_by_value", "clip_by_value_grad", "concat", "concat_grad", "constant", "conv2d",
     "conv2d_bias_act", "conv2d_grad_data", "conv2d_grad_filter", "dropout", "dropout_grad", "identity",
     "increment", "lamb_update", "learning_rate", "matmul_bias_act", "matmul_sgd_update", "max_pool2d",
-    "max_pool2d_grad", "maximum_grad", "minimum_grad", "momentum_update", "one_hot",
+    "max_pool2d_grad", "maximum_grad", "minimum_grad", "one_hot",
     "parallel_cast", "reduce_extremum_grad", "reduce_max", "reduce_mean", "reduce_min", "reduce_scatter",
-    "reduce_sum", "reduce_sum_to", "reshape", "rmsprop_update", "scalar_grad", "scatter", "sgd_update",
+    "reduce_sum", "reduce_sum_to", "reshape", "scalar_grad", "scatter",
     "sigmoid_cross_entropy", "sigmoid_cross_entropy_grad", "softmax", "softmax_cross_entropy",
     "softmax_cross_entropy_grad", "softmax_grad", "sparse_softmax_cross_entropy", "sparse_softmax_cross_entropy_grad",
     "transfer", "transpose",
@@ -116,6 +118,27 @@ std::vector<Sample> Samples() {
       samples.push_back({"bias_add", BiasAddAttrs{axis}, {{x, dtype}, {Shape{x[a]}, dtype}}, {{x, dtype}}});
     }
   }
+  // Updates: (variable, gradient, learning rate[, slots][, train step]), in place; l1, l2 and a scale on.
+  const LrSchedule lr = PiecewiseConstantScheduler({}, {0.1});
+  struct Update {
+    const char* op;
+    Optimizer optimizer;
+    int slots;
+    bool step;
+  };
+  for (const Update& u : {Update{"sgd_update", Sgd(lr, 0.0), 0, false}, Update{"momentum_update", Sgd(lr, 0.9), 1, false},
+                          Update{"adam_update", Adam(lr), 2, false}, Update{"adam_update", Adam(lr, 0.9, 0.99, 1e-8, true), 2, true},
+                          Update{"adam_update", AdamW(lr, 0.01), 2, false}, Update{"rmsprop_update", RmsProp(lr), 1, false},
+                          Update{"rmsprop_update", RmsProp(lr, 0.9, 1e-6, true), 2, false}}) {
+    for (const Shape& shape : kElementwiseShapes) {
+      for (DType dtype : {DType::kF32, DType::kF64}) {
+        std::vector<TensorMeta> inputs = {{shape, dtype}, {shape, dtype}, {Shape{1}, DType::kF32}};
+        for (int k = 0; k < u.slots; ++k) inputs.push_back({shape, dtype});
+        if (u.step) inputs.push_back({Shape{1}, DType::kI64});
+        samples.push_back({u.op, UpdateAttrs{u.optimizer, Regularizer{0.01, 0.02}, 0.5}, inputs, {}, true});
+      }
+    }
+  }
   struct Product {
     std::int64_t m, k, n;
     bool ta, tb;
@@ -143,7 +166,7 @@ std::string Describe(const Sample& sample) {
 Tensor RandomTensor(const TensorMeta& meta, bool positive, std::mt19937& random) {
   Tensor t(meta.shape, meta.dtype);
   std::uniform_real_distribution<double> real(positive ? 0.1 : -2.0, 2.0);
-  std::uniform_int_distribution<std::int64_t> integer(-1000, 1000);
+  std::uniform_int_distribution<std::int64_t> integer(positive ? 1 : -1000, 1000);
   for (std::int64_t i = 0; i < t.NumElements(); ++i) {
     switch (meta.dtype) {
       case DType::kF32: t.Data<float>()[i] = static_cast<float>(real(random)); break;
@@ -167,7 +190,8 @@ void CudaOrHostCopy(Tensor& dst, const Tensor& src) {
   }
 }
 
-// Runs the (op, device) kernel of `sample` on host inputs; CUDA runs on a device stream.
+// Runs the (op, device) kernel of `sample` on host inputs; CUDA runs on a device stream. Returns the
+// outputs and then the inputs, copied to the host.
 std::vector<Tensor> RunOn(Device::Kind device, const Sample& sample, const std::vector<Tensor>& inputs) {
   const KernelFactory factory = FindKernel({sample.op, device, sample.inputs[0].dtype});
   const bool found = factory != nullptr;
@@ -196,11 +220,14 @@ std::vector<Tensor> RunOn(Device::Kind device, const Sample& sample, const std::
   } else {
     kernel->Run(in_views, out_views);
   }
+  // The outputs, then the inputs as the kernel left them (updates write theirs in place).
   std::vector<Tensor> host;
-  for (const Tensor& out : outs) {
-    Tensor h(out.GetShape(), out.GetDType());
-    CudaOrHostCopy(h, out);
-    host.push_back(h);
+  for (const std::vector<Tensor>* tensors : {&outs, &ins}) {
+    for (const Tensor& t : *tensors) {
+      Tensor h(t.GetShape(), t.GetDType());
+      CudaOrHostCopy(h, t);
+      host.push_back(h);
+    }
   }
   return host;
 }

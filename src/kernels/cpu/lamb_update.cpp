@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "kernels/kernel.hpp"
-#include "kernels/cpu/regularized_gradient.hpp"
+#include "kernels/attrs/update_params.hpp"
 #include "kernels/attrs/update_attrs.hpp"
 
 namespace weir::internal {
@@ -28,7 +28,7 @@ template <typename T> class LambUpdateCpu final : public Kernel {
     const double t = static_cast<double>(inputs[5].As<std::int64_t>()[0] + 1);
     const T correction1 = static_cast<T>(1 - std::pow(optimizer.beta1, t));
     const T correction2 = static_cast<T>(1 - std::pow(optimizer.beta2, t));
-    const RegularizedGradient<T> regularized(attrs_);
+    const RegularizedGradient<T> regularized = MakeRegularizedGradient<T>(attrs_);
     const T beta1 = static_cast<T>(optimizer.beta1);
     const T beta2 = static_cast<T>(optimizer.beta2);
     // 1 − β in double first: 1 − 0.999f is 4.7e-5 away from 0.001 in relative terms.

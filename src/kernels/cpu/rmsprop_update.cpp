@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "kernels/kernel.hpp"
-#include "kernels/cpu/regularized_gradient.hpp"
+#include "kernels/attrs/update_params.hpp"
 #include "kernels/attrs/update_attrs.hpp"
 
 namespace weir::internal {
@@ -22,24 +22,14 @@ template <typename T> class RmsPropUpdateCpu final : public Kernel {
     const T* g = inputs[1].As<T>();
     const T lr = static_cast<T>(inputs[2].As<float>()[0]);
     T* mean_square = const_cast<T*>(inputs[3].As<T>());
-    const RegularizedGradient<T> regularized(attrs_);
+    const RegularizedGradient<T> regularized = MakeRegularizedGradient<T>(attrs_);
     const T decay = static_cast<T>(attrs_.optimizer.decay_rate);
     const T one_minus_decay = static_cast<T>(1 - attrs_.optimizer.decay_rate);
     const T epsilon = static_cast<T>(attrs_.optimizer.epsilon);
-    if (!centered_) {
-      for (std::int64_t i = 0; i < count_; ++i) {
-        const T grad = regularized(g[i], p[i]);
-        mean_square[i] = decay * mean_square[i] + one_minus_decay * grad * grad;
-        p[i] -= lr * grad / std::sqrt(mean_square[i] + epsilon);
-      }
-      return;
-    }
-    T* mean_gradient = const_cast<T*>(inputs[4].As<T>());
+    T* mean_gradient = centered_ ? const_cast<T*>(inputs[4].As<T>()) : nullptr;
     for (std::int64_t i = 0; i < count_; ++i) {
-      const T grad = regularized(g[i], p[i]);
-      mean_square[i] = decay * mean_square[i] + one_minus_decay * grad * grad;
-      mean_gradient[i] = decay * mean_gradient[i] + one_minus_decay * grad;
-      p[i] -= lr * grad / std::sqrt(mean_square[i] - mean_gradient[i] * mean_gradient[i] + epsilon);
+      RmsPropStep(p[i], mean_square[i], mean_gradient != nullptr ? &mean_gradient[i] : nullptr, g[i], lr, decay,
+                  one_minus_decay, epsilon, regularized);
     }
   }
 

@@ -1,9 +1,9 @@
-// sgd_update and momentum_update on the CPU. The variable (and momentum slot) inputs are written in
+// sgd_update and momentum_update on the CPU (the math: kernels/functors/update.hpp). The variable (and momentum slot) inputs are written in
 // place: the planner made every other reader of this call act first.
 #include <cmath>
 
 #include "kernels/cpu/elementwise.hpp"
-#include "kernels/cpu/regularized_gradient.hpp"
+#include "kernels/attrs/update_params.hpp"
 #include "kernels/kernel.hpp"
 #include "kernels/attrs/update_attrs.hpp"
 
@@ -20,20 +20,17 @@ template <typename T> class SgdUpdateCpu final : public Kernel {
     T* p = const_cast<T*>(inputs[0].As<T>());
     const T* g = inputs[1].As<T>();
     const T lr = static_cast<T>(inputs[2].As<float>()[0]);
-    const RegularizedGradient<T> regularized(attrs_);
+    const RegularizedGradient<T> regularized = MakeRegularizedGradient<T>(attrs_);
     if (!momentum_) {
       ForEachRange(count_, [&](std::int64_t begin, std::int64_t end) {
-        for (std::int64_t i = begin; i < end; ++i) p[i] -= lr * regularized(g[i], p[i]);
+        for (std::int64_t i = begin; i < end; ++i) SgdStep(p[i], g[i], lr, regularized);
       });
       return;
     }
     T* v = const_cast<T*>(inputs[3].As<T>());
     const T beta = static_cast<T>(attrs_.optimizer.momentum);
     ForEachRange(count_, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t i = begin; i < end; ++i) {
-        v[i] = beta * v[i] - lr * regularized(g[i], p[i]);
-        p[i] += v[i];
-      }
+      for (std::int64_t i = begin; i < end; ++i) MomentumStep(p[i], v[i], g[i], lr, beta, regularized);
     });
   }
 

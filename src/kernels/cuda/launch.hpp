@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "kernels/functors/binary.hpp"
+#include "kernels/functors/update.hpp"
 #include "weir/op_kinds.hpp"
 
 namespace weir::internal::cuda {
@@ -35,6 +36,22 @@ enum class Binary : std::uint8_t { kAdd, kSub, kMul, kDiv, kMaximum, kMinimum };
 template <typename T>
 void BroadcastBinary(void* stream, Binary kind, const BroadcastPlan& plan, const T* a, const T* b, T* out,
                      std::int64_t count);
+
+// The optimizer updates, in place, reading the learning rate (f32) and the train step (i64) where
+// the learning_rate and increment kernels wrote them on the device; float, double.
+template <typename T>
+void SgdUpdate(void* stream, T* p, const T* g, const float* lr, const RegularizedGradient<T>& regularized, std::int64_t count);
+template <typename T>
+void MomentumUpdate(void* stream, T* p, T* v, const T* g, const float* lr, T beta, const RegularizedGradient<T>& regularized,
+                    std::int64_t count);
+/// `train_step` null: no bias correction.
+template <typename T>
+void AdamUpdate(void* stream, T* p, T* m, T* v, const T* g, const float* lr, const std::int64_t* train_step, double beta1,
+                double beta2, const AdamConstants<T>& constants, const RegularizedGradient<T>& regularized, std::int64_t count);
+/// `mean_gradient` null: not centered.
+template <typename T>
+void RmsPropUpdate(void* stream, T* p, T* mean_square, T* mean_gradient, const T* g, const float* lr, T decay,
+                   T one_minus_decay, T epsilon, const RegularizedGradient<T>& regularized, std::int64_t count);
 
 /// Row-major C (m x n) = alpha op(A) op(B) through cuBLAS on the stream's handle; A is (m x k) or,
 /// transposed, (k x m); B is (k x n) or (n x k). float, double.

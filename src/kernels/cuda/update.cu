@@ -1,0 +1,107 @@
+// The optimizer updates' launchers: one thread per element running the functor of
+// kernels/functors/update.hpp (the CPU kernels'), the learning rate and train step read on the device.
+#include <cstdint>
+
+#include "common/cuda_check.cuh"
+#include "kernels/cuda/launch.hpp"
+
+namespace weir::internal::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned Blocks(std::int64_t count) {
+  const std::int64_t blocks = (count + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 65535 * 8 ? 65535 * 8 : blocks);
+}
+
+#define WEIR_FOR_EACH_ELEMENT(i, count)                                                                \
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < (count); \
+       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x)
+
+template <typename T>
+__global__ void SgdKernel(T* p, const T* g, const float* lr, RegularizedGradient<T> regularized, std::int64_t count) {
+  const T rate = static_cast<T>(*lr);
+  WEIR_FOR_EACH_ELEMENT(i, count) { SgdStep(p[i], g[i], rate, regularized); }
+}
+
+template <typename T>
+__global__ void MomentumKernel(T* p, T* v, const T* g, const float* lr, T beta, RegularizedGradient<T> regularized,
+                               std::int64_t count) {
+  const T rate = static_cast<T>(*lr);
+  WEIR_FOR_EACH_ELEMENT(i, count) { MomentumStep(p[i], v[i], g[i], rate, beta, regularized); }
+}
+
+template <typename T>
+__global__ void AdamKernel(T* p, T* m, T* v, const T* g, const float* lr, const std::int64_t* train_step, double beta1,
+                           double beta2, AdamConstants<T> constants, RegularizedGradient<T> regularized, std::int64_t count) {
+  // Every thread derives the same rate from the two scalars (cheaper than another launch).
+  const double corrected = train_step == nullptr ? *lr : AdamBiasCorrectedRate(*lr, beta1, beta2, *train_step);
+  const T rate = static_cast<T>(corrected);
+  WEIR_FOR_EACH_ELEMENT(i, count) { AdamStep(p[i], m[i], v[i], g[i], rate, constants, regularized); }
+}
+
+template <typename T>
+__global__ void RmsPropKernel(T* p, T* mean_square, T* mean_gradient, const T* g, const float* lr, T decay,
+                              T one_minus_decay, T epsilon, RegularizedGradient<T> regularized, std::int64_t count) {
+  const T rate = static_cast<T>(*lr);
+  WEIR_FOR_EACH_ELEMENT(i, count) {
+    RmsPropStep(p[i], mean_square[i], mean_gradient != nullptr ? &mean_gradient[i] : nullptr, g[i], rate, decay,
+                one_minus_decay, epsilon, regularized);
+  }
+}
+
+#undef WEIR_FOR_EACH_ELEMENT
+
+cudaStream_t Native(void* stream) { return static_cast<cudaStream_t>(stream); }
+
+}  // namespace
+
+template <typename T>
+void SgdUpdate(void* stream, T* p, const T* g, const float* lr, const RegularizedGradient<T>& regularized, std::int64_t count) {
+  if (count == 0) return;
+  SgdKernel<T><<<Blocks(count), kThreads, 0, Native(stream)>>>(p, g, lr, regularized, count);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
+void MomentumUpdate(void* stream, T* p, T* v, const T* g, const float* lr, T beta, const RegularizedGradient<T>& regularized,
+                    std::int64_t count) {
+  if (count == 0) return;
+  MomentumKernel<T><<<Blocks(count), kThreads, 0, Native(stream)>>>(p, v, g, lr, beta, regularized, count);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
+void AdamUpdate(void* stream, T* p, T* m, T* v, const T* g, const float* lr, const std::int64_t* train_step, double beta1,
+                double beta2, const AdamConstants<T>& constants, const RegularizedGradient<T>& regularized,
+                std::int64_t count) {
+  if (count == 0) return;
+  AdamKernel<T><<<Blocks(count), kThreads, 0, Native(stream)>>>(p, m, v, g, lr, train_step, beta1, beta2, constants,
+                                                                regularized, count);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
+void RmsPropUpdate(void* stream, T* p, T* mean_square, T* mean_gradient, const T* g, const float* lr, T decay,
+                   T one_minus_decay, T epsilon, const RegularizedGradient<T>& regularized, std::int64_t count) {
+  if (count == 0) return;
+  RmsPropKernel<T><<<Blocks(count), kThreads, 0, Native(stream)>>>(p, mean_square, mean_gradient, g, lr, decay,
+                                                                   one_minus_decay, epsilon, regularized, count);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+#define WEIR_INSTANTIATE(T)                                                                                         \
+  template void SgdUpdate<T>(void*, T*, const T*, const float*, const RegularizedGradient<T>&, std::int64_t);       \
+  template void MomentumUpdate<T>(void*, T*, T*, const T*, const float*, T, const RegularizedGradient<T>&,           \
+                                  std::int64_t);                                                                     \
+  template void AdamUpdate<T>(void*, T*, T*, T*, const T*, const float*, const std::int64_t*, double, double,        \
+                              const AdamConstants<T>&, const RegularizedGradient<T>&, std::int64_t);                 \
+  template void RmsPropUpdate<T>(void*, T*, T*, T*, const T*, const float*, T, T, T, const RegularizedGradient<T>&,  \
+                                 std::int64_t);
+WEIR_INSTANTIATE(float)
+WEIR_INSTANTIATE(double)
+#undef WEIR_INSTANTIATE
+
+}  // namespace weir::internal::cuda

@@ -1,0 +1,66 @@
+#pragma once
+// The math of the optimizer updates (OneFlow's model-update kernels), one step of one element, for
+// the CPU kernels and the CUDA kernels' device code alike. Every update starts from the regularized
+// gradient g' = g·scale + l1·sign(p) + l2·p, scale undoing the loss's element count and loss scale.
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/functors/host_device.hpp"
+
+namespace weir::internal {
+
+template <typename T> struct RegularizedGradient {
+  T scale = 1, l1 = 0, l2 = 0;
+  WEIR_HOST_DEVICE T operator()(T g, T p) const { return g * scale + l1 * static_cast<T>((p > 0) - (p < 0)) + l2 * p; }
+};
+
+/// p -= lr g'.
+template <typename T> WEIR_HOST_DEVICE void SgdStep(T& p, T g, T lr, const RegularizedGradient<T>& regularized) {
+  p -= lr * regularized(g, p);
+}
+
+/// v = beta v - lr g'; p += v.
+template <typename T>
+WEIR_HOST_DEVICE void MomentumStep(T& p, T& v, T g, T lr, T beta, const RegularizedGradient<T>& regularized) {
+  v = beta * v - lr * regularized(g, p);
+  p += v;
+}
+
+template <typename T> struct AdamConstants {
+  T beta1, beta2;
+  T one_minus_beta1, one_minus_beta2;  // 1 − β in double first: 1 − 0.999f is 4.7e-5 off 0.001
+  T epsilon, weight_decay;
+};
+
+/// m = β1 m + (1 − β1) g'; v = β2 v + (1 − β2) g'²; p -= lr (m / (√v + ε) + wd p) (AdamW: wd > 0).
+template <typename T>
+WEIR_HOST_DEVICE void AdamStep(T& p, T& m, T& v, T g, T lr, const AdamConstants<T>& c,
+                               const RegularizedGradient<T>& regularized) {
+  const T grad = regularized(g, p);
+  m = c.beta1 * m + c.one_minus_beta1 * grad;
+  v = c.beta2 * v + c.one_minus_beta2 * grad * grad;
+  p -= lr * (m / (std::sqrt(v) + c.epsilon) + c.weight_decay * p);
+}
+
+/// OneFlow's adam_bias_correction_learning_rate: lr √(1 − β2^t) / (1 − β1^t) with t = train step + 1.
+WEIR_HOST_DEVICE inline double AdamBiasCorrectedRate(double lr, double beta1, double beta2, std::int64_t train_step) {
+  const double t = static_cast<double>(train_step + 1);
+  return lr * std::sqrt(1 - std::pow(beta2, t)) / (1 - std::pow(beta1, t));
+}
+
+/// ms = ρ ms + (1 − ρ) g'²; centered: mg = ρ mg + (1 − ρ) g' and the variance ms − mg²;
+/// p -= lr g' / √(variance + ε).
+template <typename T>
+WEIR_HOST_DEVICE void RmsPropStep(T& p, T& mean_square, T* mean_gradient, T g, T lr, T decay, T one_minus_decay, T epsilon,
+                                  const RegularizedGradient<T>& regularized) {
+  const T grad = regularized(g, p);
+  mean_square = decay * mean_square + one_minus_decay * grad * grad;
+  if (mean_gradient == nullptr) {
+    p -= lr * grad / std::sqrt(mean_square + epsilon);
+    return;
+  }
+  *mean_gradient = decay * *mean_gradient + one_minus_decay * grad;
+  p -= lr * grad / std::sqrt(mean_square - *mean_gradient * *mean_gradient + epsilon);
+}
+
+}  // namespace weir::internal
