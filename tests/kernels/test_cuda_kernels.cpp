@@ -23,6 +23,7 @@
 
 #include "common/cuda_runtime.hpp"
 #include "common/device_stream.hpp"
+#include "kernels/attrs/gradient_attrs.hpp"
 #include "kernels/attrs/update_attrs.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/ops.hpp"
@@ -42,8 +43,8 @@ const std::set<std::string> kNotYetOnCuda = {
     "conv2d_bias_act", "conv2d_grad_data", "conv2d_grad_filter", "dropout", "dropout_grad", "identity",
     "increment", "lamb_update", "learning_rate", "matmul_bias_act", "matmul_sgd_update", "max_pool2d",
     "max_pool2d_grad", "maximum_grad", "minimum_grad", "one_hot",
-    "parallel_cast", "reduce_extremum_grad", "reduce_max", "reduce_mean", "reduce_min", "reduce_scatter",
-    "reduce_sum", "reduce_sum_to", "reshape", "scalar_grad", "scatter",
+    "parallel_cast", "reduce_extremum_grad", "reduce_max", "reduce_min", "reduce_scatter",
+    "reshape", "scalar_grad", "scatter",
     "sigmoid_cross_entropy", "sigmoid_cross_entropy_grad", "softmax", "softmax_cross_entropy",
     "softmax_cross_entropy_grad", "softmax_grad", "sparse_softmax_cross_entropy", "sparse_softmax_cross_entropy_grad",
     "transfer", "transpose",
@@ -116,6 +117,30 @@ std::vector<Sample> Samples() {
     for (DType dtype : {DType::kF32, DType::kF64}) {
       const int a = axis < 0 ? axis + x.Rank() : axis;
       samples.push_back({"bias_add", BiasAddAttrs{axis}, {{x, dtype}, {Shape{x[a]}, dtype}}, {{x, dtype}}});
+    }
+  }
+  // Reductions: rows, columns, mixed axes, everything, an empty axis, negative axes, keep_dims.
+  struct Reduction {
+    Shape x;
+    std::vector<int> axes;
+    bool keep_dims;
+    Shape out;
+  };
+  for (const Reduction& r : {Reduction{Shape{7, 13}, {1}, false, Shape{7}}, Reduction{Shape{7, 13}, {0}, true, Shape{1, 13}},
+                             Reduction{Shape{3, 4, 5}, {0, 2}, false, Shape{4}}, Reduction{Shape{3, 4, 5}, {}, false, Shape{}},
+                             Reduction{Shape{1000, 3}, {0}, false, Shape{3}}, Reduction{Shape{4, 0, 3}, {1}, false, Shape{4, 3}},
+                             Reduction{Shape{2, 3, 4}, {-1}, false, Shape{2, 3}}}) {
+    for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
+      const ReduceAttrs attrs{r.axes, r.keep_dims};
+      samples.push_back({"reduce_sum", attrs, {{r.x, dtype}}, {{r.out, dtype}}});
+      if (dtype == DType::kF32 || dtype == DType::kF64) samples.push_back({"reduce_mean", attrs, {{r.x, dtype}}, {{r.out, dtype}}});
+    }
+  }
+  for (const auto& [x, target] : {std::pair{Shape{7, 13}, Shape{13}}, std::pair{Shape{7, 13}, Shape{7, 1}},
+                                  std::pair{Shape{2, 3, 4}, Shape{3, 1}}, std::pair{Shape{5, 6}, Shape{5, 6}},
+                                  std::pair{Shape{0, 4}, Shape{4}}}) {
+    for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
+      samples.push_back({"reduce_sum_to", ReduceSumToAttrs{target}, {{x, dtype}}, {{target, dtype}}});
     }
   }
   // Updates: (variable, gradient, learning rate[, slots][, train step]), in place; l1, l2 and a scale on.

@@ -11,13 +11,11 @@
 #include "common/intra_op_pool.hpp"
 #include "common/tensor_meta.hpp"
 #include "kernels/cpu/elementwise.hpp"
+#include "kernels/functors/reduce.hpp"
 #include "weir/ops.hpp"
 
 namespace weir::internal {
 
-/// Floats accumulate in double; integers in uint64_t, which wraps instead of overflowing and
-/// converts back modulo 2^bits.
-template <typename T> using ReduceAcc = std::conditional_t<std::is_floating_point_v<T>, double, std::uint64_t>;
 
 /// x's axes after dropping size-1 axes and merging neighbours that are both reduced or both kept,
 /// outer first: the merged dims, their contiguous input strides, and the output stride of each

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "kernels/functors/binary.hpp"
+#include "kernels/functors/reduce.hpp"
 #include "kernels/functors/update.hpp"
 #include "weir/op_kinds.hpp"
 
@@ -36,6 +37,12 @@ enum class Binary : std::uint8_t { kAdd, kSub, kMul, kDiv, kMaximum, kMinimum };
 template <typename T>
 void BroadcastBinary(void* stream, Binary kind, const BroadcastPlan& plan, const T* a, const T* b, T* out,
                      std::int64_t count);
+
+/// y[o] = the sum (mean: / reduced count) of x's elements of output o along `plan`, accumulated as
+/// the CPU accumulates (ReduceAcc); one block per output. T: float, double, int32_t, int64_t (mean:
+/// float, double).
+template <typename T>
+void Reduce(void* stream, const ReductionPlan& plan, bool mean, const T* x, T* y, std::int64_t outputs);
 
 // The optimizer updates, in place, reading the learning rate (f32) and the train step (i64) where
 // the learning_rate and increment kernels wrote them on the device; float, double.

@@ -1,0 +1,108 @@
+// The index helpers that CUDA device code runs (kernels/functors/), checked on the host against a
+// plain numpy-style computation: the broadcast plan's offsets, and the reduction plan's.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "kernels/functors/binary.hpp"
+#include "kernels/functors/reduce.hpp"
+
+using namespace weir::internal;
+
+namespace {
+
+using Dims = std::vector<std::int64_t>;
+
+std::int64_t Count(const Dims& dims) {
+  std::int64_t n = 1;
+  for (std::int64_t d : dims) n *= d;
+  return n;
+}
+
+// Row-major coordinates of `index` in `dims`.
+Dims Coordinates(std::int64_t index, const Dims& dims) {
+  Dims c(dims.size());
+  for (std::size_t i = dims.size(); i-- > 0;) {
+    c[i] = index % dims[i];
+    index /= dims[i];
+  }
+  return c;
+}
+
+// Where output coordinate `c` reads an operand of `dims` (left-padded with 1s, broadcast where 1).
+std::int64_t BroadcastOffset(const Dims& c, const Dims& dims) {
+  const std::size_t pad = c.size() - dims.size();
+  std::int64_t offset = 0;
+  for (std::size_t i = 0; i < dims.size(); ++i) offset = offset * dims[i] + (dims[i] == 1 ? 0 : c[pad + i]);
+  return offset;
+}
+
+}  // namespace
+
+TEST_CASE("the broadcast plan reads each operand where numpy broadcasting does") {
+  struct Layout {
+    Dims a, b, out;
+  };
+  for (const Layout& l : {Layout{{7, 13}, {7, 13}, {7, 13}}, Layout{{1}, {7, 13}, {7, 13}}, Layout{{7, 13}, {13}, {7, 13}},
+                          Layout{{7, 1}, {7, 13}, {7, 13}}, Layout{{3, 1, 5}, {1, 4, 5}, {3, 4, 5}},
+                          Layout{{2, 1, 3, 1}, {5, 1, 4}, {2, 5, 3, 4}}, Layout{{1, 1, 6}, {2, 3, 1}, {2, 3, 6}},
+                          Layout{{4, 1, 1, 2}, {1, 3, 5, 1}, {4, 3, 5, 2}}}) {
+    CAPTURE(l.out.size());
+    BroadcastPlan plan;
+    REQUIRE(PlanBroadcast(l.a, l.b, l.out, plan));
+    CHECK(plan.rank <= static_cast<int>(l.out.size()));
+    for (std::int64_t i = 0; i < Count(l.out); ++i) {
+      std::int64_t a = 0, b = 0;
+      plan.Offsets(i, a, b);
+      const Dims c = Coordinates(i, l.out);
+      CHECK(a == BroadcastOffset(c, l.a));
+      CHECK(b == BroadcastOffset(c, l.b));
+    }
+  }
+  BroadcastPlan plan;  // a row over a matrix merges to two axes; equal shapes to one
+  REQUIRE(PlanBroadcast({6, 5, 4}, {4}, {6, 5, 4}, plan));
+  CHECK(plan.rank == 2);
+  REQUIRE(PlanBroadcast({6, 5, 4}, {6, 5, 4}, {6, 5, 4}, plan));
+  CHECK(plan.rank == 1);
+}
+
+TEST_CASE("the reduction plan sums exactly the elements of each output") {
+  struct Case {
+    Dims dims;
+    std::vector<bool> reduced;
+  };
+  for (const Case& c : {Case{{7, 13}, {false, true}}, Case{{7, 13}, {true, false}}, Case{{7, 13}, {true, true}},
+                        Case{{3, 4, 5}, {true, false, true}}, Case{{2, 3, 4, 5}, {false, true, true, false}},
+                        Case{{1, 6, 1, 4}, {true, false, true, true}}, Case{{5}, {false}}, Case{{1, 1}, {true, true}},
+                        Case{{4, 0, 3}, {false, true, false}}}) {
+    CAPTURE(c.dims.size());
+    ReductionPlan plan;
+    REQUIRE(PlanReduction(c.dims, c.reduced, plan));
+    // Naively: each x element belongs to the output of its kept coordinates.
+    std::map<std::int64_t, std::vector<std::int64_t>> expected;
+    Dims kept_dims;
+    for (std::size_t i = 0; i < c.dims.size(); ++i) {
+      if (!c.reduced[i]) kept_dims.push_back(c.dims[i]);
+    }
+    std::int64_t reduced_count = 1;
+    for (std::size_t i = 0; i < c.dims.size(); ++i) reduced_count *= c.reduced[i] ? c.dims[i] : 1;
+    for (std::int64_t x = 0; x < Count(c.dims); ++x) {
+      const Dims coords = Coordinates(x, c.dims);
+      std::int64_t out = 0;
+      for (std::size_t i = 0, k = 0; i < c.dims.size(); ++i) {
+        if (!c.reduced[i]) out = out * kept_dims[k++] + coords[i];
+      }
+      expected[out].push_back(x);
+    }
+    CHECK(plan.reduced_count == reduced_count);
+    for (std::int64_t out = 0; out < Count(kept_dims); ++out) {
+      std::vector<std::int64_t> got;
+      for (std::int64_t r = 0; r < plan.reduced_count; ++r) got.push_back(plan.Offset(out, r));
+      std::sort(got.begin(), got.end());
+      CHECK(got == expected[out]);
+    }
+  }
+}
