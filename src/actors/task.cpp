@@ -100,6 +100,13 @@ void Task::ActAsync() {
 
 void Task::FinishAsync(AsyncAct& act, MessageSink& sink) {
   --async_pending_;
+  if (!act.failed) {  // its Run was submitted: the kernel may report what the device found
+    try {
+      kernel_->AfterCompletion();
+    } catch (...) {
+      if (!act.error) act.error = std::current_exception();
+    }
+  }
   if (act.error && act.call != nullptr) act.call->Fail(act.error);
   const bool failed = act.failed || act.error != nullptr;
   for (std::size_t j = 0; j < desc_.produced.size(); ++j) {

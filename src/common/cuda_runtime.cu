@@ -1,6 +1,8 @@
 // The CUDA backend's runtime layer, compiled by nvcc when -Dcuda is enabled. It stays free of fmt
 // and CAF (nvcc chokes on fmt's consteval strings in C++20) and exposes the plain API of
 // cuda_runtime.hpp.
+#include <cstring>
+
 #include "common/cuda_check.cuh"
 #include "common/cuda_runtime.hpp"
 
@@ -58,6 +60,20 @@ void CudaCopy(void* dst, bool dst_on_device, const void* src, bool src_on_device
                                             : (src_on_device ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
   WEIR_CUDA_CHECK(cudaMemcpy(dst, src, bytes, kind));
 }
+
+MappedHostMemory CudaAllocateMapped(std::size_t bytes) {
+  MappedHostMemory memory;
+  WEIR_CUDA_CHECK(cudaHostAlloc(&memory.host, bytes == 0 ? 1 : bytes, cudaHostAllocMapped | cudaHostAllocPortable));
+  std::memset(memory.host, 0, bytes);
+  const cudaError_t status = cudaHostGetDevicePointer(&memory.device, memory.host, 0);
+  if (status != cudaSuccess) {
+    cudaFreeHost(memory.host);
+    WEIR_CUDA_CHECK(status);
+  }
+  return memory;
+}
+
+void CudaFreeMapped(void* host) noexcept { cudaFreeHost(host); }
 
 void CudaFillForTest(int device, float* data, std::size_t count, float value) {
   WEIR_CUDA_CHECK(cudaSetDevice(device));

@@ -20,6 +20,16 @@ void* CudaAllocate(int device, std::size_t bytes);
 void CudaFree(int device, void* memory) noexcept;
 void CudaCopy(void* dst, bool dst_on_device, const void* src, bool src_on_device, std::size_t bytes);
 
+/// Pinned host memory the device writes to directly (cudaHostAllocMapped): a kernel reports to the host
+/// through it without a copy; the host reads it once the work's event has completed. `device` is the
+/// address kernels write to.
+struct MappedHostMemory {
+  void* host = nullptr;
+  void* device = nullptr;
+};
+MappedHostMemory CudaAllocateMapped(std::size_t bytes);
+void CudaFreeMapped(void* host) noexcept;
+
 /// A stream of CUDA device `device` (non-blocking, with a pool of timing-free events): work submitted
 /// runs at once on the caller's thread and queues device work on NativeHandle(); an event is a CUDA
 /// event recorded on the stream, waited for by polling cudaEventQuery (a device error there names the

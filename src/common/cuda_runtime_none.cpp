@@ -20,5 +20,7 @@ void CudaCopy(void*, bool, const void*, bool, std::size_t) { NotBuilt(); }
 void CudaFillForTest(int, float*, std::size_t, float) { NotBuilt(); }
 std::unique_ptr<DeviceStream> MakeCudaDeviceStream(int, std::string) { NotBuilt(); }
 void CudaFillAsyncForTest(void*, float*, std::size_t, float) { NotBuilt(); }
+MappedHostMemory CudaAllocateMapped(std::size_t) { NotBuilt(); }
+void CudaFreeMapped(void*) noexcept {}
 
 }  // namespace weir::internal

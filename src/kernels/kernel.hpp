@@ -48,6 +48,10 @@ class Kernel {
   /// Computes outputs from inputs. Throws KernelError for bad data; the runtime turns it into a
   /// failed call.
   virtual void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) = 0;
+  /// On the asynchronous device path, once the device has finished the work of a Run (called in Run
+  /// order, on the actor's executor): a device kernel that found bad data (a label out of range),
+  /// which it cannot throw from the device, throws KernelError here, failing that Run's call.
+  virtual void AfterCompletion() {}
 };
 
 using KernelFactory = std::unique_ptr<Kernel> (*)(const KernelSetup& setup);

@@ -46,7 +46,7 @@ const std::set<std::string> kNotYetOnCuda = {
     "parallel_cast", "reduce_extremum_grad", "reduce_max", "reduce_min", "reduce_scatter",
     "reshape", "scalar_grad", "scatter",
     "sigmoid_cross_entropy", "sigmoid_cross_entropy_grad", "softmax", "softmax_cross_entropy",
-    "softmax_cross_entropy_grad", "softmax_grad", "sparse_softmax_cross_entropy", "sparse_softmax_cross_entropy_grad",
+    "softmax_cross_entropy_grad", "softmax_grad",
     "transfer", "transpose",
 };
 
@@ -56,6 +56,7 @@ struct Sample {
   std::vector<TensorMeta> inputs;
   std::vector<TensorMeta> outputs;
   bool positive = false;  // inputs drawn from (0.1, 2): the domain of log, sqrt, rsqrt, reciprocal
+  std::int64_t classes = 0;  // > 0: integer inputs are labels in [0, classes)
 };
 
 // Shapes every elementwise sample runs on: empty, one element, odd, and more than a block of threads.
@@ -143,6 +144,17 @@ std::vector<Sample> Samples() {
       samples.push_back({"reduce_sum_to", ReduceSumToAttrs{target}, {{x, dtype}}, {{target, dtype}}});
     }
   }
+  // The sparse cross entropy: (labels, logits[, dy]) with labels in range; rows x classes incl. odd and empty.
+  for (const auto& [rows, classes] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {7, 10}, {100, 10}, {3, 1000}, {0, 5}}) {
+    for (DType label : {DType::kI32, DType::kI64}) {
+      for (DType dtype : {DType::kF32, DType::kF64}) {
+        const TensorMeta labels{Shape{rows}, label}, logits{Shape{rows, classes}, dtype};
+        samples.push_back({"sparse_softmax_cross_entropy", std::any(), {labels, logits}, {{Shape{rows}, dtype}}, false, classes});
+        samples.push_back({"sparse_softmax_cross_entropy_grad", std::any(), {labels, logits, {Shape{rows}, dtype}},
+                           {logits}, false, classes});
+      }
+    }
+  }
   // Updates: (variable, gradient, learning rate[, slots][, train step]), in place; l1, l2 and a scale on.
   const LrSchedule lr = PiecewiseConstantScheduler({}, {0.1});
   struct Update {
@@ -188,10 +200,11 @@ std::string Describe(const Sample& sample) {
   return fmt::format("{}{} ({})", sample.op, kind, fmt::join(inputs, ", "));
 }
 
-Tensor RandomTensor(const TensorMeta& meta, bool positive, std::mt19937& random) {
+Tensor RandomTensor(const TensorMeta& meta, const Sample& sample, std::mt19937& random) {
   Tensor t(meta.shape, meta.dtype);
-  std::uniform_real_distribution<double> real(positive ? 0.1 : -2.0, 2.0);
-  std::uniform_int_distribution<std::int64_t> integer(positive ? 1 : -1000, 1000);
+  std::uniform_real_distribution<double> real(sample.positive ? 0.1 : -2.0, 2.0);
+  std::uniform_int_distribution<std::int64_t> integer(sample.classes > 0 ? 0 : sample.positive ? 1 : -1000,
+                                                      sample.classes > 0 ? sample.classes - 1 : 1000);
   for (std::int64_t i = 0; i < t.NumElements(); ++i) {
     switch (meta.dtype) {
       case DType::kF32: t.Data<float>()[i] = static_cast<float>(real(random)); break;
@@ -242,6 +255,7 @@ std::vector<Tensor> RunOn(Device::Kind device, const Sample& sample, const std::
   if (stream) {
     stream->Submit([&] { kernel->Run(in_views, out_views); });
     REQUIRE(stream->Record()->WaitFor(std::chrono::seconds(30)));
+    kernel->AfterCompletion();  // as the runtime does: what the device found wrong throws here
   } else {
     kernel->Run(in_views, out_views);
   }
@@ -291,7 +305,7 @@ TEST_CASE("every CUDA kernel has conformance samples, and the CPU kernels run th
     CAPTURE(Describe(sample));
     sampled.insert({sample.op, sample.inputs[0].dtype});
     std::vector<Tensor> inputs;
-    for (const TensorMeta& meta : sample.inputs) inputs.push_back(RandomTensor(meta, sample.positive, random));
+    for (const TensorMeta& meta : sample.inputs) inputs.push_back(RandomTensor(meta, sample, random));
     RunOn(Device::Kind::kCpu, sample, inputs);  // a sample the GPU day can use: valid for the CPU kernel
   }
   for (const KernelKey& key : RegisteredKernels(Device::Kind::kCuda)) {
@@ -307,7 +321,7 @@ TEST_CASE("CUDA kernels compute what the CPU kernels compute, on random inputs a
   for (const Sample& sample : Samples()) {
     CAPTURE(Describe(sample));
     std::vector<Tensor> inputs;
-    for (const TensorMeta& meta : sample.inputs) inputs.push_back(RandomTensor(meta, sample.positive, random));
+    for (const TensorMeta& meta : sample.inputs) inputs.push_back(RandomTensor(meta, sample, random));
     const std::vector<Tensor> cpu = RunOn(Device::Kind::kCpu, sample, inputs);
     const std::vector<Tensor> gpu = RunOn(Device::Kind::kCuda, sample, inputs);
     for (std::size_t j = 0; j < cpu.size(); ++j) {
@@ -335,4 +349,25 @@ TEST_CASE("CUDA kernels compute what the CPU kernels compute, on random inputs a
     ++compared;
   }
   MESSAGE(fmt::format("{} samples compared on {}", compared, CudaDescribe()));
+}
+
+TEST_CASE("a label out of range fails on the GPU with the CPU's error" *
+          doctest::skip(CudaDeviceCount() == 0)) {
+  for (const char* op : {"sparse_softmax_cross_entropy", "sparse_softmax_cross_entropy_grad"}) {
+    CAPTURE(op);
+    const bool grad = std::string(op).ends_with("_grad");
+    const Sample sample{op, std::any(),
+                        grad ? std::vector<TensorMeta>{{Shape{3}, DType::kI32}, {Shape{3, 4}, DType::kF32}, {Shape{3}, DType::kF32}}
+                             : std::vector<TensorMeta>{{Shape{3}, DType::kI32}, {Shape{3, 4}, DType::kF32}},
+                        {grad ? TensorMeta{Shape{3, 4}, DType::kF32} : TensorMeta{Shape{3}, DType::kF32}}, false, 4};
+    std::mt19937 random(5);
+    std::vector<Tensor> inputs;
+    for (const TensorMeta& meta : sample.inputs) inputs.push_back(RandomTensor(meta, sample, random));
+    inputs[0] = Tensor::FromVector<std::int32_t>(Shape{3}, {1, 9, -2});
+    const std::string expected = fmt::format("[{}] label 9 at row 1 is outside [0, 4)", op);
+    CHECK_THROWS_WITH_AS(RunOn(Device::Kind::kCpu, sample, inputs), expected.c_str(), KernelError);
+    CHECK_THROWS_WITH_AS(RunOn(Device::Kind::kCuda, sample, inputs), expected.c_str(), KernelError);
+    inputs[0] = Tensor::FromVector<std::int32_t>(Shape{3}, {1, 3, 0});
+    CHECK_NOTHROW(RunOn(Device::Kind::kCuda, sample, inputs));
+  }
 }

@@ -1,5 +1,6 @@
 // sparse_softmax_cross_entropy on the CPU: loss = logsumexp(row) - row[label], with the row
-// maximum taken out of the exponent for stability. The kernel key is the labels' dtype; the
+// maximum taken out of the exponent for stability (kernels/functors/softmax.hpp, the CUDA kernel's
+// math too). The kernel key is the labels' dtype; the
 // logits' dtype is picked when the task is created.
 #include <algorithm>
 #include <cmath>
@@ -8,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "kernels/functors/softmax.hpp"
 #include "kernels/kernel.hpp"
 
 namespace weir::internal {
@@ -28,11 +30,7 @@ template <typename Label, typename T> class SparseSoftmaxCrossEntropyCpu final :
         throw KernelError(fmt::format("[sparse_softmax_cross_entropy] label {} at row {} is outside [0, {})", label,
                                       r, classes_));
       }
-      const T* row = logits + r * classes_;
-      const T max = *std::max_element(row, row + classes_);
-      double sum = 0;
-      for (std::int64_t c = 0; c < classes_; ++c) sum += std::exp(static_cast<double>(row[c] - max));
-      loss[r] = static_cast<T>(std::log(sum) - static_cast<double>(row[label] - max));
+      loss[r] = SparseCrossEntropyRow(logits + r * classes_, classes_, label);
     }
   }
 

@@ -1,6 +1,7 @@
 // sparse_softmax_cross_entropy_grad on the CPU: per row, dlogits = (softmax(row) − onehot(label))
-// · dy. The softmax is recomputed in the output row (max, exp with the sum in double, scale), so
-// nothing is stored between the forward and backward passes. The kernel key is the labels' dtype;
+// · dy. The softmax is recomputed in the output row (max, exp with the sum in double, scale;
+// kernels/functors/softmax.hpp, the CUDA kernel's math too), so nothing is stored between the
+// forward and backward passes. The kernel key is the labels' dtype;
 // the logits' dtype is picked when the task is created.
 #include <algorithm>
 #include <cmath>
@@ -9,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "kernels/functors/softmax.hpp"
 #include "kernels/kernel.hpp"
 
 namespace weir::internal {
@@ -30,18 +32,7 @@ template <typename Label, typename T> class SparseSoftmaxCrossEntropyGradCpu fin
         throw KernelError(fmt::format("[sparse_softmax_cross_entropy_grad] label {} at row {} is outside [0, {})",
                                       label, r, classes_));
       }
-      const T* row = logits + r * classes_;
-      T* out = dlogits + r * classes_;
-      const T max = *std::max_element(row, row + classes_);
-      double sum = 0;
-      for (std::int64_t c = 0; c < classes_; ++c) {
-        const T e = std::exp(row[c] - max);
-        out[c] = e;
-        sum += e;
-      }
-      const T scale = static_cast<T>(static_cast<double>(dy[r]) / sum);
-      for (std::int64_t c = 0; c < classes_; ++c) out[c] *= scale;
-      out[label] -= dy[r];
+      SparseCrossEntropyGradRow(logits + r * classes_, classes_, label, dy[r], dlogits + r * classes_);
     }
   }
 

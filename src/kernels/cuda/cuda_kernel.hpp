@@ -1,9 +1,12 @@
 #pragma once
 // What every CUDA kernel's host side needs: the cudaStream_t of the device stream it was made for.
+#include <cstdint>
+#include <limits>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
+#include "common/cuda_runtime.hpp"
 #include "common/device_stream.hpp"
 #include "kernels/kernel.hpp"
 
@@ -19,5 +22,39 @@ inline void* CudaStreamOf(const KernelSetup& setup) {
   }
   return stream;
 }
+
+/// What a CUDA kernel's device code found wrong in a Run's data (a label out of range), which it
+/// cannot throw: one 64-bit report per Run in mapped host memory, in a ring of more slots than Runs
+/// can be in flight. The device code atomicMin's a key into its Run's slot; the host reads the slot
+/// in AfterCompletion (the Run's event has completed, so the device's write is visible) and resets it.
+class DeviceReports {
+ public:
+  static constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
+  static constexpr int kSlots = 64;
+
+  DeviceReports() : memory_(CudaAllocateMapped(kSlots * sizeof(std::int64_t))) {
+    for (int i = 0; i < kSlots; ++i) Host()[i] = kNone;
+  }
+  ~DeviceReports() { CudaFreeMapped(memory_.host); }
+  DeviceReports(const DeviceReports&) = delete;
+  DeviceReports& operator=(const DeviceReports&) = delete;
+
+  /// The device address of the next Run's slot (once per Run, in Run order).
+  std::int64_t* NextSlot() { return static_cast<std::int64_t*>(memory_.device) + submitted_++ % kSlots; }
+  /// The oldest unread Run's report (once per completed Run, in Run order): kNone or the key.
+  std::int64_t TakeCompleted() {
+    volatile std::int64_t* slot = Host() + completed_++ % kSlots;
+    const std::int64_t key = *slot;
+    *slot = kNone;
+    return key;
+  }
+
+ private:
+  volatile std::int64_t* Host() { return static_cast<volatile std::int64_t*>(memory_.host); }
+
+  MappedHostMemory memory_;
+  std::uint64_t submitted_ = 0;
+  std::uint64_t completed_ = 0;
+};
 
 }  // namespace weir::internal

@@ -44,6 +44,17 @@ void BroadcastBinary(void* stream, Binary kind, const BroadcastPlan& plan, const
 template <typename T>
 void Reduce(void* stream, const ReductionPlan& plan, bool mean, const T* x, T* y, std::int64_t outputs);
 
+/// The sparse softmax cross entropy of (rows x classes) logits, one loss per row, and its gradient
+/// dlogits = (softmax − onehot(label)) dy (kernels/functors/softmax.hpp). A label outside [0, classes)
+/// makes its row atomicMin (row << 32 | the label's low 32 bits) into `report` (DeviceReports).
+/// Label: int32_t, int64_t; T: float, double.
+template <typename Label, typename T>
+void SparseCrossEntropy(void* stream, const Label* labels, const T* logits, T* loss, std::int64_t rows,
+                        std::int64_t classes, std::int64_t* report);
+template <typename Label, typename T>
+void SparseCrossEntropyGrad(void* stream, const Label* labels, const T* logits, const T* dy, T* dlogits,
+                            std::int64_t rows, std::int64_t classes, std::int64_t* report);
+
 // The optimizer updates, in place, reading the learning rate (f32) and the train step (i64) where
 // the learning_rate and increment kernels wrote them on the device; float, double.
 template <typename T>

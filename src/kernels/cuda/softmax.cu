@@ -1,0 +1,82 @@
+// The sparse softmax cross entropy launchers: a thread per row running the row functions of
+// kernels/functors/softmax.hpp (the CPU kernels'). A label out of range is reported through the
+// kernel's DeviceReports slot, lowest row first.
+#include <cstdint>
+
+#include "common/cuda_check.cuh"
+#include "kernels/cuda/launch.hpp"
+#include "kernels/functors/softmax.hpp"
+
+namespace weir::internal::cuda {
+
+namespace {
+
+constexpr int kThreads = 128;
+
+unsigned Blocks(std::int64_t rows) {
+  const std::int64_t blocks = (rows + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 65535 * 8 ? 65535 * 8 : blocks);
+}
+
+// False (and the row reported) when `label` is outside [0, classes).
+__device__ bool CheckLabel(std::int64_t row, std::int64_t label, std::int64_t classes, std::int64_t* report) {
+  if (label >= 0 && label < classes) return true;
+  const auto key = static_cast<unsigned long long>((row << 32) | (static_cast<std::uint64_t>(label) & 0xffffffffull));
+  atomicMin(reinterpret_cast<unsigned long long*>(report), key);
+  return false;
+}
+
+template <typename Label, typename T>
+__global__ void CrossEntropyKernel(const Label* labels, const T* logits, T* loss, std::int64_t rows, std::int64_t classes,
+                                   std::int64_t* report) {
+  for (std::int64_t r = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; r < rows;
+       r += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
+    const std::int64_t label = labels[r];
+    if (CheckLabel(r, label, classes, report)) loss[r] = SparseCrossEntropyRow(logits + r * classes, classes, label);
+  }
+}
+
+template <typename Label, typename T>
+__global__ void CrossEntropyGradKernel(const Label* labels, const T* logits, const T* dy, T* dlogits, std::int64_t rows,
+                                       std::int64_t classes, std::int64_t* report) {
+  for (std::int64_t r = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; r < rows;
+       r += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
+    const std::int64_t label = labels[r];
+    if (CheckLabel(r, label, classes, report)) {
+      SparseCrossEntropyGradRow(logits + r * classes, classes, label, dy[r], dlogits + r * classes);
+    }
+  }
+}
+
+}  // namespace
+
+template <typename Label, typename T>
+void SparseCrossEntropy(void* stream, const Label* labels, const T* logits, T* loss, std::int64_t rows,
+                        std::int64_t classes, std::int64_t* report) {
+  if (rows == 0) return;
+  CrossEntropyKernel<Label, T><<<Blocks(rows), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(labels, logits, loss, rows,
+                                                                                                   classes, report);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename Label, typename T>
+void SparseCrossEntropyGrad(void* stream, const Label* labels, const T* logits, const T* dy, T* dlogits,
+                            std::int64_t rows, std::int64_t classes, std::int64_t* report) {
+  if (rows == 0) return;
+  CrossEntropyGradKernel<Label, T><<<Blocks(rows), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      labels, logits, dy, dlogits, rows, classes, report);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+#define WEIR_INSTANTIATE(Label, T)                                                                                \
+  template void SparseCrossEntropy<Label, T>(void*, const Label*, const T*, T*, std::int64_t, std::int64_t,      \
+                                             std::int64_t*);                                                     \
+  template void SparseCrossEntropyGrad<Label, T>(void*, const Label*, const T*, const T*, T*, std::int64_t,       \
+                                                 std::int64_t, std::int64_t*);
+WEIR_INSTANTIATE(std::int32_t, float)
+WEIR_INSTANTIATE(std::int32_t, double)
+WEIR_INSTANTIATE(std::int64_t, float)
+WEIR_INSTANTIATE(std::int64_t, double)
+#undef WEIR_INSTANTIATE
+
+}  // namespace weir::internal::cuda

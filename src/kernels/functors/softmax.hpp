@@ -1,0 +1,41 @@
+#pragma once
+// The row math of the sparse softmax cross entropy and its gradient, for the CPU kernels and the
+// CUDA kernels' device code alike: the row maximum is taken out of the exponent for stability and
+// the exponentials are summed in double.
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/functors/host_device.hpp"
+
+namespace weir::internal {
+
+template <typename T> WEIR_HOST_DEVICE T RowMax(const T* row, std::int64_t classes) {
+  T max = row[0];
+  for (std::int64_t c = 1; c < classes; ++c) max = row[c] > max ? row[c] : max;
+  return max;
+}
+
+/// logsumexp(row) − row[label]; `label` in [0, classes), classes > 0.
+template <typename T> WEIR_HOST_DEVICE T SparseCrossEntropyRow(const T* row, std::int64_t classes, std::int64_t label) {
+  const T max = RowMax(row, classes);
+  double sum = 0;
+  for (std::int64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(row[c] - max));
+  return static_cast<T>(std::log(sum) - static_cast<double>(row[label] - max));
+}
+
+/// out = (softmax(row) − onehot(label)) · dy, the softmax recomputed in `out`.
+template <typename T>
+WEIR_HOST_DEVICE void SparseCrossEntropyGradRow(const T* row, std::int64_t classes, std::int64_t label, T dy, T* out) {
+  const T max = RowMax(row, classes);
+  double sum = 0;
+  for (std::int64_t c = 0; c < classes; ++c) {
+    const T e = std::exp(row[c] - max);
+    out[c] = e;
+    sum += e;
+  }
+  const T scale = static_cast<T>(static_cast<double>(dy) / sum);
+  for (std::int64_t c = 0; c < classes; ++c) out[c] *= scale;
+  out[label] -= dy;
+}
+
+}  // namespace weir::internal
