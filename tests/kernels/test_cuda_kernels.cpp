@@ -38,13 +38,11 @@ namespace {
 // Ops with a CPU kernel and no CUDA kernel yet. Shrinks as kernels land; never grows.
 const std::set<std::string> kNotYetOnCuda = {
     "all_gather", "all_reduce", "all_to_all", "argmax", "avg_pool2d", "avg_pool2d_grad",
-    "batch_norm", "batch_norm_grad", "batch_norm_moving_update", "broadcast_to", "cast",
-    "clip_by_global_norm", "clip_by_value", "clip_by_value_grad", "concat", "concat_grad", "constant", "conv2d",
-    "conv2d_bias_act", "conv2d_grad_data", "conv2d_grad_filter", "dropout", "dropout_grad", "identity",
-    "increment", "lamb_update", "learning_rate", "matmul_bias_act", "matmul_sgd_update", "max_pool2d",
+    "batch_norm", "batch_norm_grad", "batch_norm_moving_update",     "clip_by_global_norm", "clip_by_value", "clip_by_value_grad", "concat", "concat_grad", "conv2d",
+    "conv2d_bias_act", "conv2d_grad_data", "conv2d_grad_filter", "dropout", "dropout_grad",     "lamb_update", "learning_rate", "matmul_bias_act", "matmul_sgd_update", "max_pool2d",
     "max_pool2d_grad", "maximum_grad", "minimum_grad", "one_hot",
     "parallel_cast", "reduce_extremum_grad", "reduce_max", "reduce_min", "reduce_scatter",
-    "reshape", "scalar_grad", "scatter",
+    "scalar_grad", "scatter",
     "sigmoid_cross_entropy", "sigmoid_cross_entropy_grad", "softmax", "softmax_cross_entropy",
     "softmax_cross_entropy_grad", "softmax_grad",
     "transfer", "transpose",
@@ -61,6 +59,8 @@ struct Sample {
 
 // Shapes every elementwise sample runs on: empty, one element, odd, and more than a block of threads.
 const std::vector<Shape> kElementwiseShapes = {Shape{0}, Shape{1}, Shape{7, 13}, Shape{1000, 3}};
+
+Tensor RandomTensor(const TensorMeta& meta, const Sample& sample, std::mt19937& random);
 
 std::vector<Sample> Samples() {
   std::vector<Sample> samples;
@@ -155,6 +155,27 @@ std::vector<Sample> Samples() {
       }
     }
   }
+  // Copies: identity and reshape of every dtype, constants, the train step's increment, every cast,
+  // broadcasts.
+  const std::vector<DType> all_dtypes = {DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kU8, DType::kBool};
+  for (DType dtype : all_dtypes) {
+    for (const Shape& shape : kElementwiseShapes) samples.push_back({"identity", std::any(), {{shape, dtype}}, {{shape, dtype}}});
+    samples.push_back({"reshape", std::any(), {{Shape{7, 13}, dtype}}, {{Shape{13, 7}, dtype}}});
+    std::mt19937 values(11);
+    const Sample shape_only{"constant", std::any(), {{Shape{5, 3}, dtype}}, {}};
+    samples.push_back({"constant", RandomTensor({Shape{5, 3}, dtype}, shape_only, values), {}, {{Shape{5, 3}, dtype}}});
+    for (DType to : all_dtypes) {
+      for (const Shape& shape : kElementwiseShapes) samples.push_back({"cast", CastAttrs{to}, {{shape, dtype}}, {{shape, to}}});
+    }
+  }
+  samples.push_back({"increment", std::any(), {{Shape{1}, DType::kI64}}, {}});
+  for (const auto& [x, out] : {std::pair{Shape{13}, Shape{7, 13}}, std::pair{Shape{7, 1}, Shape{7, 13}}, std::pair{Shape{1}, Shape{4, 5}},
+                               std::pair{Shape{3, 1, 5}, Shape{2, 3, 4, 5}}, std::pair{Shape{6, 2}, Shape{6, 2}},
+                               std::pair{Shape{3}, Shape{0, 3}}}) {
+    for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
+      samples.push_back({"broadcast_to", std::any(), {{x, dtype}}, {{out, dtype}}});
+    }
+  }
   // Updates: (variable, gradient, learning rate[, slots][, train step]), in place; l1, l2 and a scale on.
   const LrSchedule lr = PiecewiseConstantScheduler({}, {0.1});
   struct Update {
@@ -192,6 +213,9 @@ std::vector<Sample> Samples() {
   return samples;
 }
 
+// The registry's key dtype: the first input's, or the first output's for ops without inputs.
+DType KeyDType(const Sample& sample) { return sample.inputs.empty() ? sample.outputs[0].dtype : sample.inputs[0].dtype; }
+
 std::string Describe(const Sample& sample) {
   std::vector<std::string> inputs;
   for (const TensorMeta& meta : sample.inputs) inputs.push_back(meta.ToString());
@@ -211,6 +235,8 @@ Tensor RandomTensor(const TensorMeta& meta, const Sample& sample, std::mt19937& 
       case DType::kF64: t.Data<double>()[i] = real(random); break;
       case DType::kI32: t.Data<std::int32_t>()[i] = static_cast<std::int32_t>(integer(random)); break;
       case DType::kI64: t.Data<std::int64_t>()[i] = integer(random); break;
+      case DType::kU8: t.Data<std::uint8_t>()[i] = static_cast<std::uint8_t>(integer(random)); break;
+      case DType::kBool: t.Data<bool>()[i] = integer(random) % 2 == 0; break;
       default: FAIL("no random values for ", meta.ToString());
     }
   }
@@ -231,7 +257,7 @@ void CudaOrHostCopy(Tensor& dst, const Tensor& src) {
 // Runs the (op, device) kernel of `sample` on host inputs; CUDA runs on a device stream. Returns the
 // outputs and then the inputs, copied to the host.
 std::vector<Tensor> RunOn(Device::Kind device, const Sample& sample, const std::vector<Tensor>& inputs) {
-  const KernelFactory factory = FindKernel({sample.op, device, sample.inputs[0].dtype});
+  const KernelFactory factory = FindKernel({sample.op, device, KeyDType(sample)});
   const bool found = factory != nullptr;
   REQUIRE(found);
   std::unique_ptr<DeviceStream> stream;
@@ -303,7 +329,7 @@ TEST_CASE("every CUDA kernel has conformance samples, and the CPU kernels run th
   std::mt19937 random(3);
   for (const Sample& sample : Samples()) {
     CAPTURE(Describe(sample));
-    sampled.insert({sample.op, sample.inputs[0].dtype});
+    sampled.insert({sample.op, KeyDType(sample)});
     std::vector<Tensor> inputs;
     for (const TensorMeta& meta : sample.inputs) inputs.push_back(RandomTensor(meta, sample, random));
     RunOn(Device::Kind::kCpu, sample, inputs);  // a sample the GPU day can use: valid for the CPU kernel
@@ -342,8 +368,8 @@ TEST_CASE("CUDA kernels compute what the CPU kernels compute, on random inputs a
           }
           break;
         }
-        default:
-          CHECK(cpu[j].ToVector<std::int64_t>() == gpu[j].ToVector<std::int64_t>());
+        default:  // integers, u8 and bool: the same bytes
+          CHECK(std::memcmp(cpu[j].RawData(), gpu[j].RawData(), cpu[j].NumBytes()) == 0);
       }
     }
     ++compared;

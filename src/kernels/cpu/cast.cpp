@@ -1,4 +1,5 @@
-// cast on the CPU: one kernel per (input, output) dtype pair, picked when the task is created.
+// cast on the CPU: one kernel per (input, output) dtype pair, picked when the task is created; the
+// conversion is kernels/functors/cast.hpp (the CUDA kernel's too).
 // Float to integer saturates and maps NaN to 0 (a plain out-of-range conversion is undefined);
 // integer narrowing wraps; anything to bool is value != 0.
 #include <cmath>
@@ -7,28 +8,12 @@
 #include <memory>
 #include <type_traits>
 
+#include "kernels/functors/cast.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/ops.hpp"
 
 namespace weir::internal {
 namespace {
-
-template <typename Out, typename In> Out Convert(In value) {
-  if constexpr (std::is_same_v<Out, bool>) {
-    return value != In(0);
-  } else if constexpr (std::is_floating_point_v<In> && std::is_integral_v<Out>) {
-    // min is 0 or -2^k and max + 1 is 2^k, all exact as doubles.
-    constexpr double kLow = static_cast<double>(std::numeric_limits<Out>::min());
-    constexpr double kHigh = static_cast<double>(std::numeric_limits<Out>::max()) + 1.0;
-    const double v = value;
-    if (std::isnan(v)) return Out(0);
-    if (v <= kLow) return std::numeric_limits<Out>::min();
-    if (v >= kHigh) return std::numeric_limits<Out>::max();
-    return static_cast<Out>(v);
-  } else {
-    return static_cast<Out>(value);
-  }
-}
 
 template <typename In, typename Out> class CastCpu final : public Kernel {
  public:

@@ -7,6 +7,7 @@
 //
 // The few generic launchers: elementwise maps whose math is a functor of kernels/functors/ (shared
 // with the CPU kernels); the heavy ops go to cuBLAS.
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/functors/binary.hpp"
@@ -15,6 +16,17 @@
 #include "weir/op_kinds.hpp"
 
 namespace weir::internal::cuda {
+
+/// Copies `bytes` device to device, or host to device, on the stream.
+void CopyOnDevice(void* stream, void* dst, const void* src, std::size_t bytes);
+void CopyFromHost(void* stream, void* dst, const void* host, std::size_t bytes);
+/// ++*value on the device (the train step).
+void Increment(void* stream, std::int64_t* value);
+/// y = Convert<Out>(x) (kernels/functors/cast.hpp); In and Out: float, double, int32_t, int64_t,
+/// uint8_t, bool.
+template <typename In, typename Out> void Cast(void* stream, const In* x, Out* y, std::int64_t count);
+/// out[i] = x[the broadcast plan's a-offset of i]; T: uint32_t, uint64_t (the bytes of 4- and 8-byte dtypes).
+template <typename T> void BroadcastCopy(void* stream, const BroadcastPlan& plan, const T* x, T* out, std::int64_t count);
 
 /// y = f(x) for the unary kind; T: float, double, int32_t, int64_t (integers: the kinds that take them).
 template <typename T> void Unary(void* stream, UnaryOpKind kind, const T* x, T* y, std::int64_t count);

@@ -1,0 +1,87 @@
+// Copies on a device stream: bytes (identity, reshape, constants), the train step's increment, dtype
+// conversions (kernels/functors/cast.hpp, the CPU's) and broadcasts (kernels/functors/binary.hpp's plan).
+#include <cstdint>
+
+#include "common/cuda_check.cuh"
+#include "kernels/cuda/launch.hpp"
+#include "kernels/functors/cast.hpp"
+
+namespace weir::internal::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned Blocks(std::int64_t count) {
+  const std::int64_t blocks = (count + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 65535 * 8 ? 65535 * 8 : blocks);
+}
+
+cudaStream_t Native(void* stream) { return static_cast<cudaStream_t>(stream); }
+
+__global__ void IncrementKernel(std::int64_t* value) { ++*value; }
+
+template <typename In, typename Out> __global__ void CastKernel(const In* x, Out* y, std::int64_t count) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
+    y[i] = Convert<Out>(x[i]);
+  }
+}
+
+template <typename T> __global__ void BroadcastCopyKernel(BroadcastPlan plan, const T* x, T* out, std::int64_t count) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
+    std::int64_t from = i, unused = 0;
+    if (plan.rank > 0) plan.Offsets(i, from, unused);
+    out[i] = x[from];
+  }
+}
+
+}  // namespace
+
+void CopyOnDevice(void* stream, void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+  WEIR_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, Native(stream)));
+}
+
+void CopyFromHost(void* stream, void* dst, const void* host, std::size_t bytes) {
+  if (bytes == 0) return;
+  WEIR_CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, Native(stream)));
+}
+
+void Increment(void* stream, std::int64_t* value) {
+  IncrementKernel<<<1, 1, 0, Native(stream)>>>(value);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename In, typename Out> void Cast(void* stream, const In* x, Out* y, std::int64_t count) {
+  if (count == 0) return;
+  CastKernel<In, Out><<<Blocks(count), kThreads, 0, Native(stream)>>>(x, y, count);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T> void BroadcastCopy(void* stream, const BroadcastPlan& plan, const T* x, T* out, std::int64_t count) {
+  if (count == 0) return;
+  BroadcastCopyKernel<T><<<Blocks(count), kThreads, 0, Native(stream)>>>(plan, x, out, count);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+template void BroadcastCopy<std::uint32_t>(void*, const BroadcastPlan&, const std::uint32_t*, std::uint32_t*, std::int64_t);
+template void BroadcastCopy<std::uint64_t>(void*, const BroadcastPlan&, const std::uint64_t*, std::uint64_t*, std::int64_t);
+
+#define WEIR_CAST_TO(In)                                                        \
+  template void Cast<In, float>(void*, const In*, float*, std::int64_t);       \
+  template void Cast<In, double>(void*, const In*, double*, std::int64_t);     \
+  template void Cast<In, std::int32_t>(void*, const In*, std::int32_t*, std::int64_t); \
+  template void Cast<In, std::int64_t>(void*, const In*, std::int64_t*, std::int64_t); \
+  template void Cast<In, std::uint8_t>(void*, const In*, std::uint8_t*, std::int64_t); \
+  template void Cast<In, bool>(void*, const In*, bool*, std::int64_t);
+WEIR_CAST_TO(float)
+WEIR_CAST_TO(double)
+WEIR_CAST_TO(std::int32_t)
+WEIR_CAST_TO(std::int64_t)
+WEIR_CAST_TO(std::uint8_t)
+WEIR_CAST_TO(bool)
+#undef WEIR_CAST_TO
+
+}  // namespace weir::internal::cuda
