@@ -1,6 +1,7 @@
 #pragma once
-// The learning rate a schedule gives at a train step: the math of the learning_rate kernel, which
-// weir::LearningRate (the public API, which validates first) also uses.
+// The learning rate a schedule gives at a train step: the math of the learning_rate kernel
+// (kernels/functors/learning_rate.hpp, which the CUDA kernel shares), which weir::LearningRate (the
+// public API, which validates first) also uses.
 #include <cstdint>
 
 #include "weir/lr_schedule.hpp"

@@ -23,6 +23,7 @@
 
 #include "common/cuda_runtime.hpp"
 #include "common/device_stream.hpp"
+#include "kernels/attrs/fused_attrs.hpp"
 #include "kernels/attrs/gradient_attrs.hpp"
 #include "kernels/attrs/update_attrs.hpp"
 #include "kernels/kernel.hpp"
@@ -39,7 +40,7 @@ namespace {
 const std::set<std::string> kNotYetOnCuda = {
     "all_gather", "all_reduce", "all_to_all", "argmax", "avg_pool2d", "avg_pool2d_grad",
     "batch_norm", "batch_norm_grad", "batch_norm_moving_update",     "clip_by_global_norm", "clip_by_value", "clip_by_value_grad", "concat", "concat_grad", "conv2d",
-    "conv2d_bias_act", "conv2d_grad_data", "conv2d_grad_filter", "dropout", "dropout_grad",     "lamb_update", "learning_rate", "matmul_bias_act", "matmul_sgd_update", "max_pool2d",
+    "conv2d_bias_act", "conv2d_grad_data", "conv2d_grad_filter", "dropout", "dropout_grad",     "lamb_update", "matmul_sgd_update", "max_pool2d",
     "max_pool2d_grad", "maximum_grad", "minimum_grad", "one_hot",
     "parallel_cast", "reduce_extremum_grad", "reduce_max", "reduce_min", "reduce_scatter",
     "scalar_grad", "scatter",
@@ -169,6 +170,14 @@ std::vector<Sample> Samples() {
     }
   }
   samples.push_back({"increment", std::any(), {{Shape{1}, DType::kI64}}, {}});
+  // The learning rate of every kind of schedule, with warmups (train steps drawn from 1..1000).
+  for (const LrSchedule& schedule :
+       {PiecewiseConstantScheduler({100, 500}, {0.1, 0.05, 0.01}), PiecewiseScalingScheduler(0.2, {300}, 0.5),
+        CosineScheduler(0.1, 800, 0.1, LinearWarmup(50, 0.1)), PolynomialScheduler(0.1, 300, 1e-4, 2.0, true),
+        PolynomialScheduler(0.1, 300), ExponentialScheduler(0.1, 200, 0.9, true, ConstantWarmup(20, 0.5)),
+        InverseTimeScheduler(0.1, 200, 0.5), NaturalExpScheduler(0.1, 200, 0.3, true), LinearCosineScheduler(0.1, 700)}) {
+    samples.push_back({"learning_rate", LearningRateAttrs{schedule}, {{Shape{1}, DType::kI64}}, {{Shape{1}, DType::kF32}}, true});
+  }
   for (const auto& [x, out] : {std::pair{Shape{13}, Shape{7, 13}}, std::pair{Shape{7, 1}, Shape{7, 13}}, std::pair{Shape{1}, Shape{4, 5}},
                                std::pair{Shape{3, 1, 5}, Shape{2, 3, 4, 5}}, std::pair{Shape{6, 2}, Shape{6, 2}},
                                std::pair{Shape{3}, Shape{0, 3}}}) {
@@ -208,6 +217,11 @@ std::vector<Sample> Samples() {
       const Shape a = p.ta ? Shape{p.k, p.m} : Shape{p.m, p.k};
       const Shape b = p.tb ? Shape{p.n, p.k} : Shape{p.k, p.n};
       samples.push_back({"matmul", MatMulAttrs{p.ta, p.tb, 0.5}, {{a, dtype}, {b, dtype}}, {{Shape{p.m, p.n}, dtype}}});
+      if (dtype != DType::kF32) continue;  // the fused kernel is f32 on the CPU
+      for (FusedActivation act : {FusedActivation::kNone, FusedActivation::kRelu}) {
+        samples.push_back({"matmul_bias_act", FusedMatMulAttrs{MatMulAttrs{p.ta, p.tb, 0.5}, act},
+                           {{a, dtype}, {b, dtype}, {Shape{p.n}, dtype}}, {{Shape{p.m, p.n}, dtype}}});
+      }
     }
   }
   return samples;

@@ -1,8 +1,9 @@
-// identity, reshape, constant and increment on CUDA: copies and the train step's increment on the
-// device stream (kernels/cuda/copy.cu).
+// identity, reshape, constant, increment and learning_rate on CUDA: copies, the train step's
+// increment and its learning rate on the device stream (kernels/cuda/copy.cu).
 #include <cstdint>
 #include <vector>
 
+#include "kernels/attrs/update_attrs.hpp"
 #include "kernels/cuda/cuda_kernel.hpp"
 #include "kernels/cuda/launch.hpp"
 
@@ -51,6 +52,44 @@ class IncrementCuda final : public Kernel {
   void* stream_;
 };
 
+// The schedule's arrays are copied to the device once; the rate is computed there from the step.
+class LearningRateCuda final : public Kernel {
+ public:
+  explicit LearningRateCuda(const KernelSetup& setup)
+      : stream_(CudaStreamOf(setup)), device_(setup.device.index), schedule_(setup.Get<LearningRateAttrs>().schedule) {
+    try {
+      const std::int64_t* boundaries = Upload(schedule_.boundaries);
+      const double* values = Upload(schedule_.values);
+      const double* scales = Upload(schedule_.scales);
+      view_ = ViewOf(schedule_, boundaries, values, scales);
+    } catch (...) {
+      for (void* memory : device_arrays_) CudaFree(device_, memory);
+      throw;
+    }
+  }
+  ~LearningRateCuda() override {
+    for (void* memory : device_arrays_) CudaFree(device_, memory);
+  }
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    cuda::LearningRate(stream_, view_, inputs[0].As<std::int64_t>(), outputs[0].As<float>());
+  }
+
+ private:
+  template <typename T> const T* Upload(const std::vector<T>& host) {
+    if (host.empty()) return nullptr;
+    void* memory = CudaAllocate(device_, host.size() * sizeof(T));
+    device_arrays_.push_back(memory);
+    CudaCopy(memory, true, host.data(), false, host.size() * sizeof(T));
+    return static_cast<const T*>(memory);
+  }
+
+  void* stream_;
+  int device_;
+  LrSchedule schedule_;
+  std::vector<void*> device_arrays_;
+  ScheduleView view_;
+};
+
 WEIR_REGISTER_KERNELS {
   for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kU8, DType::kBool}) {
     RegisterKernel({"identity", Device::Kind::kCuda, dtype}, &MakeKernel<ByteCopyCuda>);
@@ -58,6 +97,7 @@ WEIR_REGISTER_KERNELS {
     RegisterKernel({"constant", Device::Kind::kCuda, dtype}, &MakeKernel<ConstantCuda>);
   }
   RegisterKernel({"increment", Device::Kind::kCuda, DType::kI64}, &MakeKernel<IncrementCuda>);
+  RegisterKernel({"learning_rate", Device::Kind::kCuda, DType::kI64}, &MakeKernel<LearningRateCuda>);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// Copies on a device stream: bytes (identity, reshape, constants), the train step's increment, dtype
+// Copies on a device stream: bytes (identity, reshape, constants), the train step's increment and
+// learning rate (kernels/functors/learning_rate.hpp), dtype
 // conversions (kernels/functors/cast.hpp, the CPU's) and broadcasts (kernels/functors/binary.hpp's plan).
 #include <cstdint>
 
@@ -20,6 +21,10 @@ unsigned Blocks(std::int64_t count) {
 cudaStream_t Native(void* stream) { return static_cast<cudaStream_t>(stream); }
 
 __global__ void IncrementKernel(std::int64_t* value) { ++*value; }
+
+__global__ void LearningRateKernel(ScheduleView view, const std::int64_t* train_step, float* lr) {
+  *lr = static_cast<float>(ScheduledLearningRate(view, *train_step));
+}
 
 template <typename In, typename Out> __global__ void CastKernel(const In* x, Out* y, std::int64_t count) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
@@ -51,6 +56,11 @@ void CopyFromHost(void* stream, void* dst, const void* host, std::size_t bytes) 
 
 void Increment(void* stream, std::int64_t* value) {
   IncrementKernel<<<1, 1, 0, Native(stream)>>>(value);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+void LearningRate(void* stream, const ScheduleView& view, const std::int64_t* train_step, float* lr) {
+  LearningRateKernel<<<1, 1, 0, Native(stream)>>>(view, train_step, lr);
   WEIR_CUDA_CHECK(cudaGetLastError());
 }
 

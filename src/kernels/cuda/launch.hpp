@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "kernels/functors/binary.hpp"
+#include "kernels/functors/learning_rate.hpp"
 #include "kernels/functors/reduce.hpp"
 #include "kernels/functors/update.hpp"
 #include "weir/op_kinds.hpp"
@@ -27,6 +28,10 @@ void Increment(void* stream, std::int64_t* value);
 template <typename In, typename Out> void Cast(void* stream, const In* x, Out* y, std::int64_t count);
 /// out[i] = x[the broadcast plan's a-offset of i]; T: uint32_t, uint64_t (the bytes of 4- and 8-byte dtypes).
 template <typename T> void BroadcastCopy(void* stream, const BroadcastPlan& plan, const T* x, T* out, std::int64_t count);
+
+/// *lr = the schedule's learning rate at *train_step (kernels/functors/learning_rate.hpp); `view`'s
+/// arrays in device memory.
+void LearningRate(void* stream, const ScheduleView& view, const std::int64_t* train_step, float* lr);
 
 /// y = f(x) for the unary kind; T: float, double, int32_t, int64_t (integers: the kinds that take them).
 template <typename T> void Unary(void* stream, UnaryOpKind kind, const T* x, T* y, std::int64_t count);

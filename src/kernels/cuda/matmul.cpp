@@ -1,6 +1,9 @@
-// matmul on CUDA through cuBLAS (kernels/cuda/blas.cu), on the device stream's handle.
+// matmul on CUDA through cuBLAS (kernels/cuda/blas.cu), on the device stream's handle; and the
+// planner-fused matmul_bias_act as the GEMM, then the bias added to each row and the relu, in place
+// (two more elementwise launches; cuBLASLt's epilogue would fold them into the GEMM).
 #include <cstdint>
 
+#include "kernels/attrs/fused_attrs.hpp"
 #include "kernels/cuda/cuda_kernel.hpp"
 #include "kernels/cuda/launch.hpp"
 #include "weir/ops.hpp"
@@ -10,27 +13,39 @@ namespace {
 
 template <typename T> class MatMulCuda final : public Kernel {
  public:
-  explicit MatMulCuda(const KernelSetup& setup) : stream_(CudaStreamOf(setup)), attrs_(setup.Get<MatMulAttrs>()) {
+  explicit MatMulCuda(const KernelSetup& setup)
+      : stream_(CudaStreamOf(setup)), fused_(setup.op_type == "matmul_bias_act"),
+        attrs_(fused_ ? setup.Get<FusedMatMulAttrs>().matmul : setup.Get<MatMulAttrs>()),
+        relu_(fused_ && setup.Get<FusedMatMulAttrs>().activation == FusedActivation::kRelu) {
     const Shape& a = setup.inputs[0].shape;
     const Shape& b = setup.inputs[1].shape;
     m_ = attrs_.transpose_a ? a[1] : a[0];
     k_ = attrs_.transpose_a ? a[0] : a[1];
     n_ = attrs_.transpose_b ? b[0] : b[1];
+    if (fused_) PlanBroadcast({m_, n_}, {n_}, {m_, n_}, bias_rows_);
   }
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    T* c = outputs[0].As<T>();
     cuda::Gemm<T>(stream_, attrs_.transpose_a, attrs_.transpose_b, m_, n_, k_, attrs_.alpha, inputs[0].As<T>(),
-                  inputs[1].As<T>(), outputs[0].As<T>());
+                  inputs[1].As<T>(), c);
+    if (!fused_) return;
+    cuda::BroadcastBinary<T>(stream_, cuda::Binary::kAdd, bias_rows_, c, inputs[2].As<T>(), c, m_ * n_);
+    if (relu_) cuda::ActivationForward<T>(stream_, cuda::Activation::kRelu, c, c, m_ * n_);
   }
 
  private:
   void* stream_;
+  bool fused_;
   MatMulAttrs attrs_;
+  bool relu_;
   std::int64_t m_ = 0, n_ = 0, k_ = 0;
+  BroadcastPlan bias_rows_;  // the bias row over C's rows
 };
 
 WEIR_REGISTER_KERNELS {
   RegisterKernel({"matmul", Device::Kind::kCuda, DType::kF32}, &MakeKernel<MatMulCuda<float>>);
   RegisterKernel({"matmul", Device::Kind::kCuda, DType::kF64}, &MakeKernel<MatMulCuda<double>>);
+  RegisterKernel({"matmul_bias_act", Device::Kind::kCuda, DType::kF32}, &MakeKernel<MatMulCuda<float>>);
 }
 
 }  // namespace
