@@ -154,6 +154,11 @@ struct Resource {
   std::string collectives;
 };
 
+/// The ops with a kernel for `device` ("cpu" or "gpu") in this build, each with its dtypes (the kernel's
+/// key: the first input's dtype, the output's for ops without inputs). "gpu" lists the CUDA kernels
+/// this build has, whether or not a GPU is visible. Throws std::invalid_argument for another device.
+std::map<std::string, std::vector<DType>> SupportedOps(std::string_view device);
+
 /// Runs jobs. Thread-safe: several threads may call one session. Destroying a session completes
 /// the calls in flight (and their callbacks) and shuts its actors down.
 class Session {

@@ -87,6 +87,7 @@ from weir.ops import (
 __version__ = "0.1.0"
 
 current_resource = env.current_resource
+supported_ops = env.supported_ops
 
 
 def current_machine_id() -> int:

@@ -106,3 +106,14 @@ def current_resource():
     if session.started:
         return session.c_session().resource()
     return {"machine_num": 1, "cpu_device_num": session.devices(), "gpu_device_num": 0}
+
+
+def supported_ops(device: str = "cpu") -> dict:
+    """The ops with a kernel for ``device`` ("cpu" or "gpu") in this build, each with its dtypes
+    (``{"matmul": ["f32", "f64"], ...}``). "gpu" lists the CUDA kernels built in, whether or not a
+    GPU is visible; an op missing there cannot run on a GPU yet."""
+    from weir import _C
+
+    if device not in ("cpu", "gpu"):
+        raise ValueError(f"weir.supported_ops: device must be 'cpu' or 'gpu', got {device!r}")
+    return _C.supported_ops(device)

@@ -23,6 +23,7 @@
 #include "api/variable_store.hpp"
 #include "common/intra_op_pool.hpp"
 #include "graph/planner.hpp"
+#include "kernels/kernel.hpp"
 
 namespace weir {
 
@@ -614,6 +615,18 @@ class SessionImpl {
 };
 
 }  // namespace internal
+
+std::map<std::string, std::vector<DType>> SupportedOps(std::string_view device) {
+  if (device != "cpu" && device != "gpu") {
+    throw std::invalid_argument(fmt::format("[SupportedOps] device: expected \"cpu\" or \"gpu\", got \"{}\"", device));
+  }
+  std::map<std::string, std::vector<DType>> ops;
+  for (const internal::KernelKey& key :
+       internal::RegisteredKernels(device == "gpu" ? Device::Kind::kCuda : Device::Kind::kCpu)) {
+    ops[key.op_type].push_back(key.dtype);
+  }
+  return ops;
+}
 
 Session::Session(SessionOptions options) : impl_(std::make_unique<internal::SessionImpl>(options)) {}
 

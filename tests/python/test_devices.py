@@ -246,3 +246,15 @@ def test_first_api_docs_programs_train_on_two_devices_like_one_device():
     assert two_vars["Dense_1-weight"].shape == (4, 16) and two_vars["Dense-weight"].shape == (16, FEATURES)
     for name in one_vars:
         np.testing.assert_allclose(two_vars[name], one_vars[name], rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+def test_supported_ops_say_what_runs_where():
+    cpu = flow.supported_ops("cpu")
+    assert cpu["matmul"] == ["f32", "f64"]
+    assert "sparse_softmax_cross_entropy" in cpu and "conv2d" in cpu
+    gpu = flow.supported_ops("gpu")
+    assert set(gpu) <= set(cpu)  # every CUDA kernel has its CPU twin (the conformance reference)
+    if gpu:  # a build with CUDA
+        assert gpu["matmul"] == ["f32", "f64"]
+    with pytest.raises(ValueError, match="device must be 'cpu' or 'gpu', got 'tpu'"):
+        flow.supported_ops("tpu")

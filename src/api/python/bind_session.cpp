@@ -261,6 +261,18 @@ void BindSession(py::module_& m) {
            },
            py::arg("path"), py::arg("names") = std::vector<std::string>());
 
+  m.def("supported_ops",
+        [](std::string_view device) {
+          py::dict ops;
+          for (const auto& [op, dtypes] : SupportedOps(device)) {
+            py::list names;
+            for (DType dtype : dtypes) names.append(std::string(Name(dtype)));
+            ops[py::str(op)] = names;
+          }
+          return ops;
+        },
+        py::arg("device"));
+
   m.def("save_checkpoint",
         [](const std::string& path, const std::map<std::string, py::array>& values, bool overwrite) {
           std::map<std::string, Tensor> tensors = FromDict(values);
