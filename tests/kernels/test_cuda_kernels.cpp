@@ -39,14 +39,13 @@ namespace {
 // Ops with a CPU kernel and no CUDA kernel yet. Shrinks as kernels land; never grows.
 const std::set<std::string> kNotYetOnCuda = {
     "all_gather", "all_reduce", "all_to_all", "argmax", "avg_pool2d", "avg_pool2d_grad",
-    "batch_norm", "batch_norm_grad", "batch_norm_moving_update",     "clip_by_global_norm", "clip_by_value", "clip_by_value_grad", "concat", "concat_grad", "conv2d",
+    "batch_norm", "batch_norm_grad", "batch_norm_moving_update",     "clip_by_global_norm", "concat", "concat_grad", "conv2d",
     "conv2d_bias_act", "conv2d_grad_data", "conv2d_grad_filter", "dropout", "dropout_grad",     "lamb_update", "matmul_sgd_update", "max_pool2d",
     "max_pool2d_grad", "maximum_grad", "minimum_grad", "one_hot",
     "parallel_cast", "reduce_extremum_grad", "reduce_max", "reduce_min", "reduce_scatter",
-    "scalar_grad", "scatter",
-    "sigmoid_cross_entropy", "sigmoid_cross_entropy_grad", "softmax", "softmax_cross_entropy",
-    "softmax_cross_entropy_grad", "softmax_grad",
-    "transfer", "transpose",
+    "scatter",
+    "softmax_cross_entropy",
+    "softmax_cross_entropy_grad",     "transfer", "transpose",
 };
 
 struct Sample {
@@ -100,6 +99,40 @@ std::vector<Sample> Samples() {
         samples.push_back({"scalar", ScalarAttrs{kind, value}, {{shape, dtype}}, {{shape, dtype}},
                            kind == ScalarOpKind::kPow || kind == ScalarOpKind::kRDiv});
       }
+    }
+  }
+  for (int k = 0; k <= static_cast<int>(ScalarOpKind::kPow); ++k) {
+    const auto kind = static_cast<ScalarOpKind>(k);
+    for (const double value : {2.0, 0.0, -1.5}) {
+      for (DType dtype : {DType::kF32, DType::kF64}) {
+        samples.push_back({"scalar_grad", ScalarAttrs{kind, value}, {{Shape{7, 13}, dtype}, {Shape{7, 13}, dtype}},
+                           {{Shape{7, 13}, dtype}}, true});
+      }
+    }
+  }
+  // Along rows, columns and a middle axis; a one-element axis; an empty batch.
+  for (const auto& [x, axis] : {std::pair{Shape{7, 10}, -1}, std::pair{Shape{7, 10}, 0}, std::pair{Shape{3, 5, 4}, 1},
+                                std::pair{Shape{6, 1}, 1}, std::pair{Shape{0, 4}, 1}}) {
+    for (DType dtype : {DType::kF32, DType::kF64}) {
+      samples.push_back({"softmax", SoftmaxAttrs{axis}, {{x, dtype}}, {{x, dtype}}});
+      samples.push_back({"softmax_grad", SoftmaxAttrs{axis}, {{x, dtype}, {x, dtype}}, {{x, dtype}}, true});
+    }
+  }
+  for (const ClipAttrs& clip : {ClipAttrs{-0.5, 0.75}, ClipAttrs{std::nullopt, 0.3}, ClipAttrs{-1.2, std::nullopt}}) {
+    for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
+      for (const Shape& shape : kElementwiseShapes) {
+        samples.push_back({"clip_by_value", clip, {{shape, dtype}}, {{shape, dtype}}});
+        if (dtype == DType::kF32 || dtype == DType::kF64) {
+          samples.push_back({"clip_by_value_grad", clip, {{shape, dtype}, {shape, dtype}}, {{shape, dtype}}});
+        }
+      }
+    }
+  }
+  for (const Shape& shape : kElementwiseShapes) {
+    for (DType dtype : {DType::kF32, DType::kF64}) {
+      samples.push_back({"sigmoid_cross_entropy", std::any(), {{shape, dtype}, {shape, dtype}}, {{shape, dtype}}});
+      samples.push_back({"sigmoid_cross_entropy_grad", std::any(), {{shape, dtype}, {shape, dtype}, {shape, dtype}},
+                         {{shape, dtype}, {shape, dtype}}});
     }
   }
   // Broadcast layouts: equal, scalar, a trailing row, a column, a strided mix, an empty output.

@@ -6,6 +6,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "kernels/attrs/clip_bounds.hpp"
+#include "kernels/functors/clip.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/ops.hpp"
 
@@ -14,33 +16,16 @@ namespace {
 
 /// The bounds of `attrs` in T: missing ones are the type's extremes; integer bounds are rounded
 /// inward (an integer x >= 0.5 means x >= 1) and saturated to T's range.
-template <typename T> std::pair<T, T> Bounds(const ClipAttrs& attrs) {
-  using Limits = std::numeric_limits<T>;
-  if constexpr (std::is_floating_point_v<T>) {
-    return {attrs.min ? static_cast<T>(*attrs.min) : -Limits::infinity(),
-            attrs.max ? static_cast<T>(*attrs.max) : Limits::infinity()};
-  } else {
-    const auto saturate = [](double v) {
-      if (v <= static_cast<double>(Limits::lowest())) return Limits::lowest();
-      if (v >= static_cast<double>(Limits::max())) return Limits::max();
-      return static_cast<T>(v);
-    };
-    return {attrs.min ? saturate(std::ceil(*attrs.min)) : Limits::lowest(),
-            attrs.max ? saturate(std::floor(*attrs.max)) : Limits::max()};
-  }
-}
-
 template <typename T> class ClipByValueCpu final : public Kernel {
  public:
   explicit ClipByValueCpu(const KernelSetup& setup)
-      : count_(setup.inputs[0].shape.NumElements()), bounds_(Bounds<T>(setup.Get<ClipAttrs>())) {}
+      : count_(setup.inputs[0].shape.NumElements()), bounds_(ClipBounds<T>(setup.Get<ClipAttrs>())) {}
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     const T* x = inputs[0].As<T>();
     T* y = outputs[0].As<T>();
     const auto [lo, hi] = bounds_;
-    // Written so that a NaN x fails both tests and passes through.
-    for (std::int64_t i = 0; i < count_; ++i) y[i] = x[i] < lo ? lo : (x[i] > hi ? hi : x[i]);
+    for (std::int64_t i = 0; i < count_; ++i) y[i] = Clip(x[i], lo, hi);
   }
 
  private:
@@ -51,14 +36,14 @@ template <typename T> class ClipByValueCpu final : public Kernel {
 template <typename T> class ClipByValueGradCpu final : public Kernel {
  public:
   explicit ClipByValueGradCpu(const KernelSetup& setup)
-      : count_(setup.inputs[0].shape.NumElements()), bounds_(Bounds<T>(setup.Get<ClipAttrs>())) {}
+      : count_(setup.inputs[0].shape.NumElements()), bounds_(ClipBounds<T>(setup.Get<ClipAttrs>())) {}
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     const T* dy = inputs[0].As<T>();
     const T* x = inputs[1].As<T>();
     T* dx = outputs[0].As<T>();
     const auto [lo, hi] = bounds_;
-    for (std::int64_t i = 0; i < count_; ++i) dx[i] = x[i] >= lo && x[i] <= hi ? dy[i] : T(0);
+    for (std::int64_t i = 0; i < count_; ++i) dx[i] = ClipGrad(dy[i], x[i], lo, hi);
   }
 
  private:

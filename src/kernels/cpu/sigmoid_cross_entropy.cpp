@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/functors/sigmoid_cross_entropy.hpp"
 #include "kernels/kernel.hpp"
 
 namespace weir::internal {
@@ -17,9 +18,7 @@ template <typename T> class SigmoidCrossEntropyCpu final : public Kernel {
     const T* z = inputs[0].As<T>();
     const T* x = inputs[1].As<T>();
     T* loss = outputs[0].As<T>();
-    for (std::int64_t i = 0; i < count_; ++i) {
-      loss[i] = std::max(x[i], T(0)) - x[i] * z[i] + std::log1p(std::exp(-std::abs(x[i])));
-    }
+    for (std::int64_t i = 0; i < count_; ++i) loss[i] = SigmoidCrossEntropy(z[i], x[i]);
   }
 
  private:
@@ -36,10 +35,7 @@ template <typename T> class SigmoidCrossEntropyGradCpu final : public Kernel {
     const T* dy = inputs[2].As<T>();
     T* dz = outputs[0].As<T>();
     T* dx = outputs[1].As<T>();
-    for (std::int64_t i = 0; i < count_; ++i) {
-      dz[i] = -x[i] * dy[i];
-      dx[i] = (T(1) / (T(1) + std::exp(-x[i])) - z[i]) * dy[i];
-    }
+    for (std::int64_t i = 0; i < count_; ++i) SigmoidCrossEntropyGrad(z[i], x[i], dy[i], dz[i], dx[i]);
   }
 
  private:

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/cpu/byte_copy.hpp"
+#include "kernels/functors/softmax.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/ops.hpp"
 
@@ -24,18 +25,7 @@ template <typename T> class SoftmaxCpu final : public Kernel {
     for (std::int64_t o = 0; o < outer_; ++o) {
       for (std::int64_t i = 0; i < inner_; ++i) {
         const std::int64_t base = o * n_ * inner_ + i;
-        const T* in = x + base;
-        T* out = y + base;
-        T max = in[0];
-        for (std::int64_t j = 1; j < n_; ++j) max = std::max(max, in[j * stride]);
-        double sum = 0;
-        for (std::int64_t j = 0; j < n_; ++j) {
-          const T e = std::exp(in[j * stride] - max);
-          out[j * stride] = e;
-          sum += e;
-        }
-        const T scale = static_cast<T>(1.0 / sum);
-        for (std::int64_t j = 0; j < n_; ++j) out[j * stride] *= scale;
+        SoftmaxAlong(x + base, y + base, n_, stride);
       }
     }
   }

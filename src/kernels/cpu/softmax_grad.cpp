@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/cpu/byte_copy.hpp"
+#include "kernels/functors/softmax.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/ops.hpp"
 
@@ -29,12 +30,11 @@ template <typename T> class SoftmaxGradCpu final : public Kernel {
       const T* y_block = y + base;
       T* dx_block = dx + base;
       if (inner == 1) {
-        double sum = 0;
-        for (std::int64_t j = 0; j < n; ++j) sum += static_cast<double>(dy_block[j]) * y_block[j];
-        const T dot = static_cast<T>(sum);
-        for (std::int64_t j = 0; j < n; ++j) dx_block[j] = y_block[j] * (dy_block[j] - dot);
+        SoftmaxGradAlong(dy_block, y_block, dx_block, n, 1);
         continue;
       }
+      // Along a strided axis, the CUDA kernel's SoftmaxGradAlong per column; here the sums of every
+      // column at once, row after row, which reads memory in order.
       std::fill(sums_.begin(), sums_.end(), 0.0);
       for (std::int64_t j = 0; j < n; ++j) {
         const std::int64_t row = j * inner;

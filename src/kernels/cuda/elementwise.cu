@@ -9,6 +9,8 @@
 #include "kernels/cuda/launch.hpp"
 #include "kernels/functors/activation.hpp"
 #include "kernels/functors/binary.hpp"
+#include "kernels/functors/clip.hpp"
+#include "kernels/functors/sigmoid_cross_entropy.hpp"
 #include "kernels/functors/scalar.hpp"
 #include "kernels/functors/unary.hpp"
 
@@ -115,6 +117,30 @@ __global__ void BinaryKernel(BroadcastPlan plan, const T* a, const T* b, T* out,
   }
 }
 
+#define WEIR_FOR_EACH_ELEMENT(i, count)                                                                \
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < (count); \
+       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x)
+
+template <typename T> __global__ void ClipKernel(const T* x, T* y, T lo, T hi, std::int64_t count) {
+  WEIR_FOR_EACH_ELEMENT(i, count) { y[i] = Clip(x[i], lo, hi); }
+}
+template <typename T> __global__ void ClipGradKernel(const T* dy, const T* x, T* dx, T lo, T hi, std::int64_t count) {
+  WEIR_FOR_EACH_ELEMENT(i, count) { dx[i] = ClipGrad(dy[i], x[i], lo, hi); }
+}
+template <typename T> __global__ void SigmoidCrossEntropyKernel(const T* z, const T* x, T* loss, std::int64_t count) {
+  WEIR_FOR_EACH_ELEMENT(i, count) { loss[i] = internal::SigmoidCrossEntropy(z[i], x[i]); }
+}
+template <typename T>
+__global__ void SigmoidCrossEntropyGradKernel(const T* z, const T* x, const T* dy, T* dz, T* dx, std::int64_t count) {
+  WEIR_FOR_EACH_ELEMENT(i, count) { internal::SigmoidCrossEntropyGrad(z[i], x[i], dy[i], dz[i], dx[i]); }
+}
+template <typename T>
+__global__ void ScalarGradKernel(ScalarOpKind kind, T value, const T* dy, const T* x, T* dx, std::int64_t count) {
+  WEIR_FOR_EACH_ELEMENT(i, count) { dx[i] = internal::ScalarGrad(kind, dy[i], x[i], value); }
+}
+
+#undef WEIR_FOR_EACH_ELEMENT
+
 template <typename T, typename Op>
 void LaunchBinary(void* stream, const BroadcastPlan& plan, const T* a, const T* b, T* out, std::int64_t count) {
   BinaryKernel<T, Op><<<Blocks(count), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(plan, a, b, out, count);
@@ -149,6 +175,39 @@ void BroadcastBinary(void* stream, Binary kind, const BroadcastPlan& plan, const
     case Binary::kMaximum: return LaunchBinary<T, MaximumOp>(stream, plan, a, b, out, count);
     case Binary::kMinimum: return LaunchBinary<T, MinimumOp>(stream, plan, a, b, out, count);
   }
+}
+
+template <typename T> void ClipByValue(void* stream, const T* x, T* y, T lo, T hi, std::int64_t count) {
+  if (count == 0) return;
+  ClipKernel<T><<<Blocks(count), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(x, y, lo, hi, count);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T> void ClipByValueGrad(void* stream, const T* dy, const T* x, T* dx, T lo, T hi, std::int64_t count) {
+  if (count == 0) return;
+  ClipGradKernel<T><<<Blocks(count), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(dy, x, dx, lo, hi, count);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T> void SigmoidCrossEntropy(void* stream, const T* z, const T* x, T* loss, std::int64_t count) {
+  if (count == 0) return;
+  SigmoidCrossEntropyKernel<T><<<Blocks(count), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(z, x, loss, count);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
+void SigmoidCrossEntropyGrad(void* stream, const T* z, const T* x, const T* dy, T* dz, T* dx, std::int64_t count) {
+  if (count == 0) return;
+  SigmoidCrossEntropyGradKernel<T><<<Blocks(count), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(z, x, dy, dz, dx,
+                                                                                                      count);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
+void ScalarGrad(void* stream, ScalarOpKind kind, T value, const T* dy, const T* x, T* dx, std::int64_t count) {
+  if (count == 0) return;
+  ScalarGradKernel<T><<<Blocks(count), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(kind, value, dy, x, dx, count);
+  WEIR_CUDA_CHECK(cudaGetLastError());
 }
 
 template <typename T> void Unary(void* stream, UnaryOpKind kind, const T* x, T* y, std::int64_t count) {
@@ -196,11 +255,20 @@ template void ActivationForward<double>(void*, Activation, const double*, double
 template void ActivationGrad<float>(void*, Activation, const float*, const float*, float*, std::int64_t);
 #define WEIR_INSTANTIATE(T)                                                                             \
   template void Scalar<T>(void*, ScalarOpKind, T, const T*, T*, std::int64_t);                          \
-  template void BroadcastBinary<T>(void*, Binary, const BroadcastPlan&, const T*, const T*, T*, std::int64_t);
+  template void BroadcastBinary<T>(void*, Binary, const BroadcastPlan&, const T*, const T*, T*, std::int64_t); \
+  template void ClipByValue<T>(void*, const T*, T*, T, T, std::int64_t);
 WEIR_INSTANTIATE(float)
 WEIR_INSTANTIATE(double)
 WEIR_INSTANTIATE(std::int32_t)
 WEIR_INSTANTIATE(std::int64_t)
+#undef WEIR_INSTANTIATE
+#define WEIR_INSTANTIATE(T)                                                                             \
+  template void ClipByValueGrad<T>(void*, const T*, const T*, T*, T, T, std::int64_t);                  \
+  template void SigmoidCrossEntropy<T>(void*, const T*, const T*, T*, std::int64_t);                     \
+  template void SigmoidCrossEntropyGrad<T>(void*, const T*, const T*, const T*, T*, T*, std::int64_t);   \
+  template void ScalarGrad<T>(void*, ScalarOpKind, T, const T*, const T*, T*, std::int64_t);
+WEIR_INSTANTIATE(float)
+WEIR_INSTANTIATE(double)
 #undef WEIR_INSTANTIATE
 template void ActivationGrad<double>(void*, Activation, const double*, const double*, double*, std::int64_t);
 

@@ -61,6 +61,25 @@ void BroadcastBinary(void* stream, Binary kind, const BroadcastPlan& plan, const
 template <typename T>
 void Reduce(void* stream, const ReductionPlan& plan, bool mean, const T* x, T* y, std::int64_t outputs);
 
+/// softmax of x viewed as (outer, n, inner) along n, and its gradient from y: a thread per
+/// (outer, inner) column (kernels/functors/softmax.hpp); float, double.
+template <typename T> void Softmax(void* stream, const T* x, T* y, std::int64_t outer, std::int64_t n, std::int64_t inner);
+template <typename T>
+void SoftmaxGrad(void* stream, const T* dy, const T* y, T* dx, std::int64_t outer, std::int64_t n, std::int64_t inner);
+
+/// y = clip(x, lo, hi), dx = dy where lo <= x <= hi (kernels/functors/clip.hpp); clip: float,
+/// double, int32_t, int64_t; the gradient: float, double.
+template <typename T> void ClipByValue(void* stream, const T* x, T* y, T lo, T hi, std::int64_t count);
+template <typename T> void ClipByValueGrad(void* stream, const T* dy, const T* x, T* dx, T lo, T hi, std::int64_t count);
+/// The sigmoid cross entropy of labels z and logits x, and its gradient (kernels/functors/
+/// sigmoid_cross_entropy.hpp); float, double.
+template <typename T> void SigmoidCrossEntropy(void* stream, const T* z, const T* x, T* loss, std::int64_t count);
+template <typename T>
+void SigmoidCrossEntropyGrad(void* stream, const T* z, const T* x, const T* dy, T* dz, T* dx, std::int64_t count);
+/// dx = dy d(x (kind) value)/dx (kernels/functors/scalar.hpp); float, double.
+template <typename T>
+void ScalarGrad(void* stream, ScalarOpKind kind, T value, const T* dy, const T* x, T* dx, std::int64_t count);
+
 /// The sparse softmax cross entropy of (rows x classes) logits, one loss per row, and its gradient
 /// dlogits = (softmax − onehot(label)) dy (kernels/functors/softmax.hpp). A label outside [0, classes)
 /// makes its row atomicMin (row << 32 | the label's low 32 bits) into `report` (DeviceReports).

@@ -1,5 +1,5 @@
-// scalar on CUDA: kernels/functors/scalar.hpp through the elementwise launcher. Integer division
-// (x / s, s / x) stays on the CPU, where a zero divisor fails the call.
+// scalar and scalar_grad on CUDA: kernels/functors/scalar.hpp through the elementwise launcher.
+// Integer division (x / s, s / x) stays on the CPU, where a zero divisor fails the call.
 #include <cstdint>
 #include <type_traits>
 
@@ -31,7 +31,26 @@ template <typename T> class ScalarCuda final : public Kernel {
   std::int64_t count_;
 };
 
+// Inputs (dy, x).
+template <typename T> class ScalarGradCuda final : public Kernel {
+ public:
+  explicit ScalarGradCuda(const KernelSetup& setup)
+      : stream_(CudaStreamOf(setup)), kind_(setup.Get<ScalarAttrs>().kind),
+        value_(static_cast<T>(setup.Get<ScalarAttrs>().value)), count_(setup.inputs[0].shape.NumElements()) {}
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    cuda::ScalarGrad<T>(stream_, kind_, value_, inputs[0].As<T>(), inputs[1].As<T>(), outputs[0].As<T>(), count_);
+  }
+
+ private:
+  void* stream_;
+  ScalarOpKind kind_;
+  T value_;
+  std::int64_t count_;
+};
+
 WEIR_REGISTER_KERNELS {
+  RegisterKernel({"scalar_grad", Device::Kind::kCuda, DType::kF32}, &MakeKernel<ScalarGradCuda<float>>);
+  RegisterKernel({"scalar_grad", Device::Kind::kCuda, DType::kF64}, &MakeKernel<ScalarGradCuda<double>>);
   RegisterKernel({"scalar", Device::Kind::kCuda, DType::kF32}, &MakeKernel<ScalarCuda<float>>);
   RegisterKernel({"scalar", Device::Kind::kCuda, DType::kF64}, &MakeKernel<ScalarCuda<double>>);
   RegisterKernel({"scalar", Device::Kind::kCuda, DType::kI32}, &MakeKernel<ScalarCuda<std::int32_t>>);

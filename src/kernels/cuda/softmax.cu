@@ -1,6 +1,6 @@
-// The sparse softmax cross entropy launchers: a thread per row running the row functions of
-// kernels/functors/softmax.hpp (the CPU kernels'). A label out of range is reported through the
-// kernel's DeviceReports slot, lowest row first.
+// The softmax launchers: a thread per column (softmax along an axis) or per row (the sparse softmax
+// cross entropy) running the functions of kernels/functors/softmax.hpp (the CPU kernels'). A label
+// out of range is reported through the kernel's DeviceReports slot, lowest row first.
 #include <cstdint>
 
 #include "common/cuda_check.cuh"
@@ -48,7 +48,44 @@ __global__ void CrossEntropyGradKernel(const Label* labels, const T* logits, con
   }
 }
 
+template <typename T>
+__global__ void SoftmaxKernel(const T* x, T* y, std::int64_t outer, std::int64_t n, std::int64_t inner) {
+  for (std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; c < outer * inner;
+       c += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
+    const std::int64_t base = (c / inner) * n * inner + c % inner;
+    SoftmaxAlong(x + base, y + base, n, inner);
+  }
+}
+
+template <typename T>
+__global__ void SoftmaxGradKernel(const T* dy, const T* y, T* dx, std::int64_t outer, std::int64_t n, std::int64_t inner) {
+  for (std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; c < outer * inner;
+       c += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
+    const std::int64_t base = (c / inner) * n * inner + c % inner;
+    SoftmaxGradAlong(dy + base, y + base, dx + base, n, inner);
+  }
+}
+
 }  // namespace
+
+template <typename T> void Softmax(void* stream, const T* x, T* y, std::int64_t outer, std::int64_t n, std::int64_t inner) {
+  if (outer * inner == 0 || n == 0) return;
+  SoftmaxKernel<T><<<Blocks(outer * inner), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(x, y, outer, n, inner);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
+void SoftmaxGrad(void* stream, const T* dy, const T* y, T* dx, std::int64_t outer, std::int64_t n, std::int64_t inner) {
+  if (outer * inner == 0 || n == 0) return;
+  SoftmaxGradKernel<T><<<Blocks(outer * inner), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(dy, y, dx, outer, n,
+                                                                                                   inner);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+template void Softmax<float>(void*, const float*, float*, std::int64_t, std::int64_t, std::int64_t);
+template void Softmax<double>(void*, const double*, double*, std::int64_t, std::int64_t, std::int64_t);
+template void SoftmaxGrad<float>(void*, const float*, const float*, float*, std::int64_t, std::int64_t, std::int64_t);
+template void SoftmaxGrad<double>(void*, const double*, const double*, double*, std::int64_t, std::int64_t, std::int64_t);
 
 template <typename Label, typename T>
 void SparseCrossEntropy(void* stream, const Label* labels, const T* logits, T* loss, std::int64_t rows,

@@ -30,4 +30,21 @@ template <typename T> WEIR_HOST_DEVICE T ApplyScalar(ScalarOpKind kind, T x, T s
   return x;
 }
 
+/// dx of x (kind) s for dy: 1, −1, s, 1/s, −s/x², s x^(s−1) (0 for s = 0, where 0·x^−1 would be NaN).
+template <typename T> WEIR_HOST_DEVICE T ScalarGrad(ScalarOpKind kind, T dy, T x, T s) {
+  switch (kind) {
+    case ScalarOpKind::kAdd:
+    case ScalarOpKind::kSub: return dy;
+    case ScalarOpKind::kRSub: return -dy;
+    case ScalarOpKind::kMul: return dy * s;
+    case ScalarOpKind::kDiv: return dy / s;
+    case ScalarOpKind::kRDiv: return -dy * s / (x * x);
+    case ScalarOpKind::kPow:
+      if (s == T(0)) return T(0);
+      if (s == T(2)) return dy * T(2) * x;
+      return dy * s * std::pow(x, s - T(1));
+  }
+  return dy;
+}
+
 }  // namespace weir::internal

@@ -38,4 +38,27 @@ WEIR_HOST_DEVICE void SparseCrossEntropyGradRow(const T* row, std::int64_t class
   out[label] -= dy;
 }
 
+/// softmax along one axis of n elements, `stride` apart (the axis' inner extent): out = e^(x − max) / Σ.
+template <typename T> WEIR_HOST_DEVICE void SoftmaxAlong(const T* in, T* out, std::int64_t n, std::int64_t stride) {
+  T max = in[0];
+  for (std::int64_t j = 1; j < n; ++j) max = in[j * stride] > max ? in[j * stride] : max;
+  double sum = 0;
+  for (std::int64_t j = 0; j < n; ++j) {
+    const T e = std::exp(in[j * stride] - max);
+    out[j * stride] = e;
+    sum += e;
+  }
+  const T scale = static_cast<T>(1.0 / sum);
+  for (std::int64_t j = 0; j < n; ++j) out[j * stride] *= scale;
+}
+
+/// softmax's gradient along one axis from its output y: dx = y (dy − Σ dy·y).
+template <typename T>
+WEIR_HOST_DEVICE void SoftmaxGradAlong(const T* dy, const T* y, T* dx, std::int64_t n, std::int64_t stride) {
+  double sum = 0;
+  for (std::int64_t j = 0; j < n; ++j) sum += static_cast<double>(dy[j * stride]) * y[j * stride];
+  const T dot = static_cast<T>(sum);
+  for (std::int64_t j = 0; j < n; ++j) dx[j * stride] = y[j * stride] * (dy[j * stride] - dot);
+}
+
 }  // namespace weir::internal
