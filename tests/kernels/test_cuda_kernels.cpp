@@ -38,11 +38,10 @@ namespace {
 
 // Ops with a CPU kernel and no CUDA kernel yet. Shrinks as kernels land; never grows.
 const std::set<std::string> kNotYetOnCuda = {
-    "all_gather", "all_reduce", "all_to_all", "argmax", "avg_pool2d", "avg_pool2d_grad",
+    "all_gather", "all_reduce", "all_to_all", "avg_pool2d", "avg_pool2d_grad",
     "batch_norm", "batch_norm_grad", "batch_norm_moving_update",     "clip_by_global_norm", "concat", "concat_grad", "conv2d",
     "conv2d_bias_act", "conv2d_grad_data", "conv2d_grad_filter", "dropout", "dropout_grad",     "lamb_update", "matmul_sgd_update", "max_pool2d",
-    "max_pool2d_grad", "maximum_grad", "minimum_grad", "one_hot",
-    "parallel_cast", "reduce_extremum_grad", "reduce_max", "reduce_min", "reduce_scatter",
+    "max_pool2d_grad",     "reduce_extremum_grad", "reduce_max", "reduce_min", "reduce_scatter",
     "scatter",
     "softmax_cross_entropy",
     "softmax_cross_entropy_grad",     "transfer", "transpose",
@@ -107,6 +106,36 @@ std::vector<Sample> Samples() {
       for (DType dtype : {DType::kF32, DType::kF64}) {
         samples.push_back({"scalar_grad", ScalarAttrs{kind, value}, {{Shape{7, 13}, dtype}, {Shape{7, 13}, dtype}},
                            {{Shape{7, 13}, dtype}}, true});
+      }
+    }
+  }
+  for (const auto& [x, axis] : {std::pair{Shape{7, 10}, -1}, std::pair{Shape{7, 10}, 0}, std::pair{Shape{3, 5, 4}, 1},
+                                std::pair{Shape{6, 1}, 1}, std::pair{Shape{0, 4}, 1}}) {
+    const int a = axis < 0 ? axis + x.Rank() : axis;
+    std::vector<std::int64_t> kept;
+    for (int i = 0; i < x.Rank(); ++i) {
+      if (i != a) kept.push_back(x[i]);
+    }
+    for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
+      for (DType index : {DType::kI32, DType::kI64}) {
+        samples.push_back({"argmax", ArgMaxAttrs{axis, index}, {{x, dtype}}, {{Shape(kept), index}}});
+      }
+    }
+  }
+  for (const char* op : {"maximum_grad", "minimum_grad"}) {
+    for (DType dtype : {DType::kF32, DType::kF64}) {
+      samples.push_back({op, std::any(), {{Shape{7, 13}, dtype}, {Shape{7, 13}, dtype}, {Shape{7, 13}, dtype}},
+                         {{Shape{7, 13}, dtype}, {Shape{7, 13}, dtype}}});
+    }
+  }
+  for (const auto& [indices, depth] : {std::pair{Shape{7}, std::int64_t{10}}, std::pair{Shape{3, 4}, std::int64_t{5}},
+                                       std::pair{Shape{0}, std::int64_t{3}}}) {
+    for (DType index : {DType::kI32, DType::kI64}) {
+      for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
+        std::vector<std::int64_t> out = indices.Dims();
+        out.push_back(depth);
+        samples.push_back({"one_hot", OneHotAttrs{depth, 2.5, -1.0, dtype}, {{indices, index}}, {{Shape(out), dtype}},
+                           false, depth});
       }
     }
   }
@@ -195,6 +224,7 @@ std::vector<Sample> Samples() {
   for (DType dtype : all_dtypes) {
     for (const Shape& shape : kElementwiseShapes) samples.push_back({"identity", std::any(), {{shape, dtype}}, {{shape, dtype}}});
     samples.push_back({"reshape", std::any(), {{Shape{7, 13}, dtype}}, {{Shape{13, 7}, dtype}}});
+    samples.push_back({"parallel_cast", ParallelCastAttrs{}, {{Shape{7, 13}, dtype}}, {{Shape{7, 13}, dtype}}});
     std::mt19937 values(11);
     const Sample shape_only{"constant", std::any(), {{Shape{5, 3}, dtype}}, {}};
     samples.push_back({"constant", RandomTensor({Shape{5, 3}, dtype}, shape_only, values), {}, {{Shape{5, 3}, dtype}}});

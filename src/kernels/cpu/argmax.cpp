@@ -4,19 +4,12 @@
 #include <type_traits>
 
 #include "kernels/cpu/byte_copy.hpp"
+#include "kernels/functors/argmax.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/ops.hpp"
 
 namespace weir::internal {
 namespace {
-
-template <typename T> bool Beats(T value, T best) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return value > best || (value != value && best == best);
-  } else {
-    return value > best;
-  }
-}
 
 template <typename T, typename Index> class ArgMaxCpu final : public Kernel {
  public:
@@ -29,12 +22,7 @@ template <typename T, typename Index> class ArgMaxCpu final : public Kernel {
     Index* y = outputs[0].As<Index>();
     for (std::int64_t o = 0; o < outer_; ++o) {
       for (std::int64_t i = 0; i < inner_; ++i) {
-        const T* in = x + o * n_ * inner_ + i;
-        std::int64_t best = 0;
-        for (std::int64_t j = 1; j < n_; ++j) {
-          if (Beats(in[j * inner_], in[best * inner_])) best = j;
-        }
-        y[o * inner_ + i] = static_cast<Index>(best);
+        y[o * inner_ + i] = static_cast<Index>(ArgMaxAlong(x + o * n_ * inner_ + i, n_, inner_));
       }
     }
   }

@@ -1,17 +1,11 @@
 // maximum_grad and minimum_grad on the CPU: one select per element, all operands of one shape.
 #include <cstdint>
 
+#include "kernels/functors/binary.hpp"
 #include "kernels/kernel.hpp"
 
 namespace weir::internal {
 namespace {
-
-struct MaximumPicksA {
-  template <typename T> static bool Test(T a, T b) { return a >= b; }
-};
-struct MinimumPicksA {
-  template <typename T> static bool Test(T a, T b) { return a <= b; }
-};
 
 template <typename T, typename PicksA> class ExtremumGradCpu final : public Kernel {
  public:
@@ -23,11 +17,7 @@ template <typename T, typename PicksA> class ExtremumGradCpu final : public Kern
     const T* b = inputs[2].As<T>();
     T* da = outputs[0].As<T>();
     T* db = outputs[1].As<T>();
-    for (std::int64_t i = 0; i < count_; ++i) {
-      const bool picks_a = PicksA::Test(a[i], b[i]);
-      da[i] = picks_a ? dy[i] : T(0);
-      db[i] = picks_a ? T(0) : dy[i];
-    }
+    for (std::int64_t i = 0; i < count_; ++i) ExtremumGrad<PicksA>(dy[i], a[i], b[i], da[i], db[i]);
   }
 
  private:

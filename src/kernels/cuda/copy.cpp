@@ -1,4 +1,4 @@
-// identity, reshape, constant, increment and learning_rate on CUDA: copies, the train step's
+// identity, reshape, parallel_cast, constant, increment and learning_rate on CUDA: copies, the train step's
 // increment and its learning rate on the device stream (kernels/cuda/copy.cu).
 #include <cstdint>
 #include <vector>
@@ -10,7 +10,7 @@
 namespace weir::internal {
 namespace {
 
-// identity and reshape: the input's bytes unchanged (row-major order is the same).
+// identity, reshape and parallel_cast (a layout hint): the input's bytes unchanged.
 class ByteCopyCuda final : public Kernel {
  public:
   explicit ByteCopyCuda(const KernelSetup& setup) : stream_(CudaStreamOf(setup)), bytes_(setup.inputs[0].NumBytes()) {}
@@ -94,6 +94,7 @@ WEIR_REGISTER_KERNELS {
   for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kU8, DType::kBool}) {
     RegisterKernel({"identity", Device::Kind::kCuda, dtype}, &MakeKernel<ByteCopyCuda>);
     RegisterKernel({"reshape", Device::Kind::kCuda, dtype}, &MakeKernel<ByteCopyCuda>);
+    RegisterKernel({"parallel_cast", Device::Kind::kCuda, dtype}, &MakeKernel<ByteCopyCuda>);
     RegisterKernel({"constant", Device::Kind::kCuda, dtype}, &MakeKernel<ConstantCuda>);
   }
   RegisterKernel({"increment", Device::Kind::kCuda, DType::kI64}, &MakeKernel<IncrementCuda>);

@@ -80,6 +80,20 @@ void SigmoidCrossEntropyGrad(void* stream, const T* z, const T* x, const T* dy, 
 template <typename T>
 void ScalarGrad(void* stream, ScalarOpKind kind, T value, const T* dy, const T* x, T* dx, std::int64_t count);
 
+/// y[o, i] = the index of the largest x[o, :, i] (kernels/functors/argmax.hpp); T: float, double,
+/// int32_t, int64_t; Index: int32_t, int64_t.
+template <typename T, typename Index>
+void ArgMax(void* stream, const T* x, Index* y, std::int64_t outer, std::int64_t n, std::int64_t inner);
+/// maximum_grad (maximum true) and minimum_grad: dy to a where a was picked, else to b; float, double.
+template <typename T>
+void ExtremumGrad(void* stream, bool maximum, const T* dy, const T* a, const T* b, T* da, T* db, std::int64_t count);
+/// Each index to a row of `depth` values, on at the index and off elsewhere; an index outside
+/// [0, depth) makes its position atomicMin (position << 32 | the index's low 32 bits) into `report`.
+/// Index: int32_t, int64_t; T: float, double, int32_t, int64_t.
+template <typename Index, typename T>
+void OneHot(void* stream, const Index* indices, T* out, std::int64_t count, std::int64_t depth, T on, T off,
+            std::int64_t* report);
+
 /// The sparse softmax cross entropy of (rows x classes) logits, one loss per row, and its gradient
 /// dlogits = (softmax − onehot(label)) dy (kernels/functors/softmax.hpp). A label outside [0, classes)
 /// makes its row atomicMin (row << 32 | the label's low 32 bits) into `report` (DeviceReports).

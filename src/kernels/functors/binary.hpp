@@ -30,6 +30,19 @@ struct MinimumOp {
   template <typename T> static WEIR_HOST_DEVICE T Apply(T a, T b) { return (a <= b || a != a) ? a : b; }
 };
 
+/// maximum_grad / minimum_grad: dy goes to a where a was picked (a on ties), else to b.
+struct MaximumPicksA {
+  template <typename T> static WEIR_HOST_DEVICE bool Test(T a, T b) { return a >= b; }
+};
+struct MinimumPicksA {
+  template <typename T> static WEIR_HOST_DEVICE bool Test(T a, T b) { return a <= b; }
+};
+template <typename PicksA, typename T> WEIR_HOST_DEVICE void ExtremumGrad(T dy, T a, T b, T& da, T& db) {
+  const bool picks_a = PicksA::Test(a, b);
+  da = picks_a ? dy : T(0);
+  db = picks_a ? T(0) : dy;
+}
+
 /// A broadcast walk over merged axes: per axis (outermost first) its extent and each operand's
 /// element stride (0 where the operand is broadcast). Size-1 output axes are dropped and neighbours
 /// contiguous in both operands merged, so most layouts have one or two axes.
