@@ -44,8 +44,7 @@ const std::set<std::string> kNotYetOnCuda = {
     "max_pool2d_grad",     "reduce_extremum_grad", "reduce_max", "reduce_min", "reduce_scatter",
     "scatter",
     "softmax_cross_entropy",
-    "softmax_cross_entropy_grad",     "transfer", "transpose",
-};
+    "softmax_cross_entropy_grad",     "transfer", };
 
 struct Sample {
   std::string op;
@@ -225,6 +224,12 @@ std::vector<Sample> Samples() {
     for (const Shape& shape : kElementwiseShapes) samples.push_back({"identity", std::any(), {{shape, dtype}}, {{shape, dtype}}});
     samples.push_back({"reshape", std::any(), {{Shape{7, 13}, dtype}}, {{Shape{13, 7}, dtype}}});
     samples.push_back({"parallel_cast", ParallelCastAttrs{}, {{Shape{7, 13}, dtype}}, {{Shape{7, 13}, dtype}}});
+    for (const auto& [in, perm] : {std::pair{Shape{7, 13}, std::vector<int>{1, 0}}, std::pair{Shape{2, 3, 4, 5}, std::vector<int>{0, 2, 3, 1}},
+                                   std::pair{Shape{2, 3, 4}, std::vector<int>{2, 1, 0}}, std::pair{Shape{0, 3}, std::vector<int>{1, 0}}}) {
+      std::vector<std::int64_t> out;
+      for (int axis : perm) out.push_back(in[axis]);
+      samples.push_back({"transpose", TransposeAttrs{perm}, {{in, dtype}}, {{Shape(out), dtype}}});
+    }
     std::mt19937 values(11);
     const Sample shape_only{"constant", std::any(), {{Shape{5, 3}, dtype}}, {}};
     samples.push_back({"constant", RandomTensor({Shape{5, 3}, dtype}, shape_only, values), {}, {{Shape{5, 3}, dtype}}});

@@ -106,3 +106,31 @@ TEST_CASE("the reduction plan sums exactly the elements of each output") {
     }
   }
 }
+
+TEST_CASE("the gather plan of a transpose reads each output element from its permuted place") {
+  struct Case {
+    Dims in;
+    std::vector<int> perm;
+  };
+  for (const Case& c : {Case{{3, 4}, {1, 0}}, Case{{2, 3, 4}, {0, 2, 1}}, Case{{2, 3, 4, 5}, {0, 2, 3, 1}},
+                        Case{{1, 3, 1, 4}, {3, 2, 1, 0}}, Case{{2, 3, 4}, {0, 1, 2}}}) {
+    CAPTURE(c.in.size());
+    Dims in_strides(c.in.size(), 1);
+    for (std::size_t i = c.in.size() - 1; i-- > 0;) in_strides[i] = in_strides[i + 1] * c.in[i + 1];
+    Dims out, strides;
+    for (int axis : c.perm) {
+      out.push_back(c.in[static_cast<std::size_t>(axis)]);
+      strides.push_back(in_strides[static_cast<std::size_t>(axis)]);
+    }
+    BroadcastPlan plan;
+    REQUIRE(PlanGather(out, strides, plan));
+    for (std::int64_t i = 0; i < Count(out); ++i) {
+      const Dims coords = Coordinates(i, out);  // output coordinate k is input axis perm[k]'s
+      std::int64_t expected = 0;
+      for (std::size_t k = 0; k < coords.size(); ++k) expected += coords[k] * strides[k];
+      std::int64_t a = i, unused = 0;
+      if (plan.rank > 0) plan.Offsets(i, a, unused);
+      CHECK(a == expected);
+    }
+  }
+}

@@ -76,6 +76,7 @@ template <typename T> void BroadcastCopy(void* stream, const BroadcastPlan& plan
   WEIR_CUDA_CHECK(cudaGetLastError());
 }
 
+template void BroadcastCopy<std::uint8_t>(void*, const BroadcastPlan&, const std::uint8_t*, std::uint8_t*, std::int64_t);
 template void BroadcastCopy<std::uint32_t>(void*, const BroadcastPlan&, const std::uint32_t*, std::uint32_t*, std::int64_t);
 template void BroadcastCopy<std::uint64_t>(void*, const BroadcastPlan&, const std::uint64_t*, std::uint64_t*, std::int64_t);
 

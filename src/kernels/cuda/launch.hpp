@@ -26,7 +26,8 @@ void Increment(void* stream, std::int64_t* value);
 /// y = Convert<Out>(x) (kernels/functors/cast.hpp); In and Out: float, double, int32_t, int64_t,
 /// uint8_t, bool.
 template <typename In, typename Out> void Cast(void* stream, const In* x, Out* y, std::int64_t count);
-/// out[i] = x[the broadcast plan's a-offset of i]; T: uint32_t, uint64_t (the bytes of 4- and 8-byte dtypes).
+/// out[i] = x[the plan's a-offset of i] (PlanBroadcast, PlanGather); T: uint8_t, uint32_t, uint64_t (the
+/// bytes of 1-, 4- and 8-byte dtypes).
 template <typename T> void BroadcastCopy(void* stream, const BroadcastPlan& plan, const T* x, T* out, std::int64_t count);
 
 /// *lr = the schedule's learning rate at *train_step (kernels/functors/learning_rate.hpp); `view`'s

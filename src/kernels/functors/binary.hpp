@@ -103,4 +103,27 @@ inline bool PlanBroadcast(const std::vector<std::int64_t>& a_dims_in, const std:
   return true;
 }
 
+/// The plan of a strided gather (a transpose, a broadcast): output element i (row-major over
+/// out_dims) reads the input at the sum of its coordinates times in_strides (0 where broadcast),
+/// as the plan's a-offset. Size-1 axes are dropped and neighbours contiguous in the input merged.
+/// Returns false when the merged walk has more than kMaxRank axes.
+inline bool PlanGather(const std::vector<std::int64_t>& out_dims, const std::vector<std::int64_t>& in_strides,
+                       BroadcastPlan& plan) {
+  plan = BroadcastPlan{};
+  for (std::size_t i = 0; i < out_dims.size(); ++i) {
+    if (out_dims[i] == 1) continue;
+    const int last = plan.rank - 1;
+    if (last >= 0 && plan.a_strides[last] == in_strides[i] * out_dims[i]) {
+      plan.dims[last] *= out_dims[i];
+      plan.a_strides[last] = in_strides[i];
+      continue;
+    }
+    if (plan.rank == BroadcastPlan::kMaxRank) return false;
+    plan.dims[plan.rank] = out_dims[i];
+    plan.a_strides[plan.rank] = in_strides[i];
+    ++plan.rank;
+  }
+  return true;
+}
+
 }  // namespace weir::internal
