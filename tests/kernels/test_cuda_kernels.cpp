@@ -41,7 +41,7 @@ const std::set<std::string> kNotYetOnCuda = {
     "all_gather", "all_reduce", "all_to_all", "avg_pool2d", "avg_pool2d_grad",
     "batch_norm", "batch_norm_grad", "batch_norm_moving_update",     "clip_by_global_norm", "concat", "concat_grad", "conv2d",
     "conv2d_bias_act", "conv2d_grad_data", "conv2d_grad_filter", "dropout", "dropout_grad",     "lamb_update", "matmul_sgd_update", "max_pool2d",
-    "max_pool2d_grad",     "reduce_extremum_grad", "reduce_max", "reduce_min", "reduce_scatter",
+    "max_pool2d_grad",     "reduce_scatter",
     "scatter",
     "softmax_cross_entropy",
     "softmax_cross_entropy_grad",     "transfer", };
@@ -53,6 +53,7 @@ struct Sample {
   std::vector<TensorMeta> outputs;
   bool positive = false;  // inputs drawn from (0.1, 2): the domain of log, sqrt, rsqrt, reciprocal
   std::int64_t classes = 0;  // > 0: integer inputs are labels in [0, classes)
+  bool ties = false;         // float inputs drawn from {0, 1, 2}: equal values are common
 };
 
 // Shapes every elementwise sample runs on: empty, one element, odd, and more than a block of threads.
@@ -197,6 +198,12 @@ std::vector<Sample> Samples() {
       const ReduceAttrs attrs{r.axes, r.keep_dims};
       samples.push_back({"reduce_sum", attrs, {{r.x, dtype}}, {{r.out, dtype}}});
       if (dtype == DType::kF32 || dtype == DType::kF64) samples.push_back({"reduce_mean", attrs, {{r.x, dtype}}, {{r.out, dtype}}});
+      samples.push_back({"reduce_max", attrs, {{r.x, dtype}}, {{r.out, dtype}}});
+      samples.push_back({"reduce_min", attrs, {{r.x, dtype}}, {{r.out, dtype}}});
+      if (dtype == DType::kF32 || dtype == DType::kF64) {  // (x, y, dy): values in {0, 1, 2}, so x often ties y
+        samples.push_back({"reduce_extremum_grad", attrs, {{r.x, dtype}, {r.out, dtype}, {r.out, dtype}}, {{r.x, dtype}},
+                           false, 0, true});
+      }
     }
   }
   for (const auto& [x, target] : {std::pair{Shape{7, 13}, Shape{13}}, std::pair{Shape{7, 13}, Shape{7, 1}},
@@ -313,8 +320,8 @@ Tensor RandomTensor(const TensorMeta& meta, const Sample& sample, std::mt19937& 
                                                       sample.classes > 0 ? sample.classes - 1 : 1000);
   for (std::int64_t i = 0; i < t.NumElements(); ++i) {
     switch (meta.dtype) {
-      case DType::kF32: t.Data<float>()[i] = static_cast<float>(real(random)); break;
-      case DType::kF64: t.Data<double>()[i] = real(random); break;
+      case DType::kF32: t.Data<float>()[i] = static_cast<float>(sample.ties ? random() % 3 : real(random)); break;
+      case DType::kF64: t.Data<double>()[i] = sample.ties ? random() % 3 : real(random); break;
       case DType::kI32: t.Data<std::int32_t>()[i] = static_cast<std::int32_t>(integer(random)); break;
       case DType::kI64: t.Data<std::int64_t>()[i] = integer(random); break;
       case DType::kU8: t.Data<std::uint8_t>()[i] = static_cast<std::uint8_t>(integer(random)); break;

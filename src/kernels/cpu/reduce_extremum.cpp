@@ -47,22 +47,6 @@ class ReduceWalk {
   std::vector<std::int64_t> out_strides_;
 };
 
-// Combine(acc, x): the new extremum; `x != x` lets a NaN win and then stick.
-struct MaxOp {
-  template <typename T> static T Identity() {
-    if constexpr (std::numeric_limits<T>::has_infinity) return -std::numeric_limits<T>::infinity();
-    return std::numeric_limits<T>::lowest();
-  }
-  template <typename T> static T Combine(T acc, T x) { return (x > acc || x != x) ? x : acc; }
-};
-struct MinOp {
-  template <typename T> static T Identity() {
-    if constexpr (std::numeric_limits<T>::has_infinity) return std::numeric_limits<T>::infinity();
-    return std::numeric_limits<T>::max();
-  }
-  template <typename T> static T Combine(T acc, T x) { return (x < acc || x != x) ? x : acc; }
-};
-
 template <typename T, typename Op> class ReduceExtremumCpu final : public Kernel {
  public:
   explicit ReduceExtremumCpu(const KernelSetup& setup)

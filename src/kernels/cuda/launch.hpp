@@ -106,6 +106,15 @@ template <typename Label, typename T>
 void SparseCrossEntropyGrad(void* stream, const Label* labels, const T* logits, const T* dy, T* dlogits,
                             std::int64_t rows, std::int64_t classes, std::int64_t* report);
 
+/// y[o] = the max (or min) of output o's elements along `plan`, a NaN winning (the CPU's MaxOp / MinOp);
+/// one block per output. T: float, double, int32_t, int64_t.
+template <typename T>
+void ReduceExtremum(void* stream, const ReductionPlan& plan, bool max, const T* x, T* y, std::int64_t outputs);
+/// dx = dy[o] / (the elements of output o equal to y[o]) where x == y[o], else 0; float, double.
+template <typename T>
+void ReduceExtremumGrad(void* stream, const ReductionPlan& plan, const T* x, const T* y, const T* dy, T* dx,
+                        std::int64_t outputs);
+
 // The optimizer updates, in place, reading the learning rate (f32) and the train step (i64) where
 // the learning_rate and increment kernels wrote them on the device; float, double.
 template <typename T>

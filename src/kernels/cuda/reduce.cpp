@@ -1,6 +1,8 @@
-// reduce_sum, reduce_mean and reduce_sum_to on CUDA: the merged-axes plan of
-// kernels/functors/reduce.hpp through one block-per-output launcher, accumulating as the CPU does.
+// reduce_sum, reduce_mean, reduce_sum_to, reduce_max, reduce_min and reduce_extremum_grad on CUDA: the
+// merged-axes plan of kernels/functors/reduce.hpp through block-per-output launchers, accumulating and
+// combining as the CPU does.
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/attrs/gradient_attrs.hpp"
@@ -37,6 +39,31 @@ std::vector<bool> SummedAxes(const Shape& x, const Shape& target) {
   return reduced;
 }
 
+template <typename T> class ReduceExtremumCuda final : public Kernel {
+ public:
+  explicit ReduceExtremumCuda(const KernelSetup& setup)
+      : stream_(CudaStreamOf(setup)), plan_(Plan(setup, ReducedAxes(setup.inputs[0].shape, setup.Get<ReduceAttrs>()))),
+        grad_(setup.op_type == "reduce_extremum_grad"), max_(setup.op_type == "reduce_max"),
+        outputs_(grad_ ? setup.inputs[1].shape.NumElements() : setup.outputs[0].shape.NumElements()) {}
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (grad_) {  // inputs (x, y, dy)
+        cuda::ReduceExtremumGrad<T>(stream_, plan_, inputs[0].As<T>(), inputs[1].As<T>(), inputs[2].As<T>(), outputs[0].As<T>(),
+                                    outputs_);
+        return;
+      }
+    }
+    cuda::ReduceExtremum<T>(stream_, plan_, max_, inputs[0].As<T>(), outputs[0].As<T>(), outputs_);
+  }
+
+ private:
+  void* stream_;
+  ReductionPlan plan_;
+  bool grad_;
+  bool max_;
+  std::int64_t outputs_;
+};
+
 template <typename T> class ReduceCuda final : public Kernel {
  public:
   explicit ReduceCuda(const KernelSetup& setup)
@@ -62,6 +89,14 @@ WEIR_REGISTER_KERNELS {
     RegisterKernel({op, Device::Kind::kCuda, DType::kI32}, &MakeKernel<ReduceCuda<std::int32_t>>);
     RegisterKernel({op, Device::Kind::kCuda, DType::kI64}, &MakeKernel<ReduceCuda<std::int64_t>>);
   }
+  for (const char* op : {"reduce_max", "reduce_min"}) {
+    RegisterKernel({op, Device::Kind::kCuda, DType::kF32}, &MakeKernel<ReduceExtremumCuda<float>>);
+    RegisterKernel({op, Device::Kind::kCuda, DType::kF64}, &MakeKernel<ReduceExtremumCuda<double>>);
+    RegisterKernel({op, Device::Kind::kCuda, DType::kI32}, &MakeKernel<ReduceExtremumCuda<std::int32_t>>);
+    RegisterKernel({op, Device::Kind::kCuda, DType::kI64}, &MakeKernel<ReduceExtremumCuda<std::int64_t>>);
+  }
+  RegisterKernel({"reduce_extremum_grad", Device::Kind::kCuda, DType::kF32}, &MakeKernel<ReduceExtremumCuda<float>>);
+  RegisterKernel({"reduce_extremum_grad", Device::Kind::kCuda, DType::kF64}, &MakeKernel<ReduceExtremumCuda<double>>);
   RegisterKernel({"reduce_mean", Device::Kind::kCuda, DType::kF32}, &MakeKernel<ReduceCuda<float>>);
   RegisterKernel({"reduce_mean", Device::Kind::kCuda, DType::kF64}, &MakeKernel<ReduceCuda<double>>);
 }

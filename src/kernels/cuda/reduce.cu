@@ -38,7 +38,77 @@ __global__ void ReduceKernel(ReductionPlan plan, bool mean, const T* x, T* y, st
   }
 }
 
+template <typename T, typename Op>
+__global__ void ExtremumKernel(ReductionPlan plan, const T* x, T* y, std::int64_t outputs) {
+  __shared__ T partial[kThreads];
+  for (std::int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
+    T acc = Op::template Identity<T>();
+    for (std::int64_t r = threadIdx.x; r < plan.reduced_count; r += blockDim.x) acc = Op::Combine(acc, x[plan.Offset(o, r)]);
+    partial[threadIdx.x] = acc;
+    __syncthreads();
+    for (int width = kThreads / 2; width > 0; width /= 2) {
+      if (threadIdx.x < width) partial[threadIdx.x] = Op::Combine(partial[threadIdx.x], partial[threadIdx.x + width]);
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) y[o] = partial[0];
+    __syncthreads();
+  }
+}
+
+// A block per output: count the elements equal to y[o] (the ties), then spread dy[o] over them.
+template <typename T>
+__global__ void ExtremumGradKernel(ReductionPlan plan, const T* x, const T* y, const T* dy, T* dx, std::int64_t outputs) {
+  __shared__ std::int64_t ties[kThreads];
+  for (std::int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
+    std::int64_t count = 0;
+    for (std::int64_t r = threadIdx.x; r < plan.reduced_count; r += blockDim.x) count += x[plan.Offset(o, r)] == y[o];
+    ties[threadIdx.x] = count;
+    __syncthreads();
+    for (int width = kThreads / 2; width > 0; width /= 2) {
+      if (threadIdx.x < width) ties[threadIdx.x] += ties[threadIdx.x + width];
+      __syncthreads();
+    }
+    const T share = ties[0] > 0 ? dy[o] / static_cast<T>(ties[0]) : T(0);
+    for (std::int64_t r = threadIdx.x; r < plan.reduced_count; r += blockDim.x) {
+      const std::int64_t at = plan.Offset(o, r);
+      dx[at] = x[at] == y[o] ? share : T(0);
+    }
+    __syncthreads();  // ties is reused by the block's next output
+  }
+}
+
+unsigned OutputBlocks(std::int64_t outputs) { return static_cast<unsigned>(outputs < 65535 * 8 ? outputs : 65535 * 8); }
+
 }  // namespace
+
+template <typename T>
+void ReduceExtremum(void* stream, const ReductionPlan& plan, bool max, const T* x, T* y, std::int64_t outputs) {
+  if (outputs == 0) return;
+  if (max) {
+    ExtremumKernel<T, MaxOp><<<OutputBlocks(outputs), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(plan, x, y, outputs);
+  } else {
+    ExtremumKernel<T, MinOp><<<OutputBlocks(outputs), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(plan, x, y, outputs);
+  }
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
+void ReduceExtremumGrad(void* stream, const ReductionPlan& plan, const T* x, const T* y, const T* dy, T* dx,
+                        std::int64_t outputs) {
+  if (outputs == 0) return;
+  ExtremumGradKernel<T><<<OutputBlocks(outputs), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(plan, x, y, dy, dx,
+                                                                                                   outputs);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+template void ReduceExtremum<float>(void*, const ReductionPlan&, bool, const float*, float*, std::int64_t);
+template void ReduceExtremum<double>(void*, const ReductionPlan&, bool, const double*, double*, std::int64_t);
+template void ReduceExtremum<std::int32_t>(void*, const ReductionPlan&, bool, const std::int32_t*, std::int32_t*, std::int64_t);
+template void ReduceExtremum<std::int64_t>(void*, const ReductionPlan&, bool, const std::int64_t*, std::int64_t*, std::int64_t);
+template void ReduceExtremumGrad<float>(void*, const ReductionPlan&, const float*, const float*, const float*, float*,
+                                        std::int64_t);
+template void ReduceExtremumGrad<double>(void*, const ReductionPlan&, const double*, const double*, const double*, double*,
+                                         std::int64_t);
 
 template <typename T>
 void Reduce(void* stream, const ReductionPlan& plan, bool mean, const T* x, T* y, std::int64_t outputs) {

@@ -3,6 +3,7 @@
 // after dropping size-1 axes and merging neighbours that are both reduced or both kept (as the CPU
 // walk merges them), split into the kept axes (one output each combination) and the reduced ones.
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -13,6 +14,22 @@ namespace weir::internal {
 /// Floats accumulate in double; integers in uint64_t, which wraps instead of overflowing and converts
 /// back modulo 2^bits.
 template <typename T> using ReduceAcc = std::conditional_t<std::is_floating_point_v<T>, double, std::uint64_t>;
+
+// Combine(acc, x): the new extremum; `x != x` lets a NaN win and then stick.
+struct MaxOp {
+  template <typename T> static WEIR_HOST_DEVICE T Identity() {
+    if constexpr (std::numeric_limits<T>::has_infinity) return -std::numeric_limits<T>::infinity();
+    return std::numeric_limits<T>::lowest();
+  }
+  template <typename T> static WEIR_HOST_DEVICE T Combine(T acc, T x) { return (x > acc || x != x) ? x : acc; }
+};
+struct MinOp {
+  template <typename T> static WEIR_HOST_DEVICE T Identity() {
+    if constexpr (std::numeric_limits<T>::has_infinity) return std::numeric_limits<T>::infinity();
+    return std::numeric_limits<T>::max();
+  }
+  template <typename T> static WEIR_HOST_DEVICE T Combine(T acc, T x) { return (x < acc || x != x) ? x : acc; }
+};
 
 struct ReductionPlan {
   static constexpr int kMaxRank = 12;
