@@ -23,6 +23,8 @@
 
 #include "common/cuda_runtime.hpp"
 #include "common/device_stream.hpp"
+#include "kernels/attrs/concat_attrs.hpp"
+#include "kernels/attrs/dropout_attrs.hpp"
 #include "kernels/attrs/fused_attrs.hpp"
 #include "kernels/attrs/gradient_attrs.hpp"
 #include "kernels/attrs/update_attrs.hpp"
@@ -39,8 +41,8 @@ namespace {
 // Ops with a CPU kernel and no CUDA kernel yet. Shrinks as kernels land; never grows.
 const std::set<std::string> kNotYetOnCuda = {
     "all_gather", "all_reduce", "all_to_all", "avg_pool2d", "avg_pool2d_grad",
-    "batch_norm", "batch_norm_grad", "batch_norm_moving_update",     "clip_by_global_norm", "concat", "concat_grad", "conv2d",
-    "conv2d_bias_act", "conv2d_grad_data", "conv2d_grad_filter", "dropout", "dropout_grad",     "lamb_update", "matmul_sgd_update", "max_pool2d",
+    "batch_norm", "batch_norm_grad", "batch_norm_moving_update",     "clip_by_global_norm", "conv2d",
+    "conv2d_bias_act", "conv2d_grad_data", "conv2d_grad_filter",     "lamb_update", "matmul_sgd_update", "max_pool2d",
     "max_pool2d_grad",     "reduce_scatter",
     "scatter",
     "softmax_cross_entropy",
@@ -119,6 +121,15 @@ std::vector<Sample> Samples() {
     for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
       for (DType index : {DType::kI32, DType::kI64}) {
         samples.push_back({"argmax", ArgMaxAttrs{axis, index}, {{x, dtype}}, {{Shape(kept), index}}});
+      }
+    }
+  }
+  for (const double rate : {0.0, 0.3, 0.9}) {
+    for (const Shape& shape : kElementwiseShapes) {
+      for (DType dtype : {DType::kF32, DType::kF64}) {
+        const DropoutAttrs attrs{rate, 1234};
+        samples.push_back({"dropout", attrs, {{shape, dtype}}, {{shape, dtype}, {shape, DType::kU8}}});
+        samples.push_back({"dropout_grad", attrs, {{shape, dtype}, {shape, DType::kU8}}, {{shape, dtype}}});
       }
     }
   }
@@ -231,6 +242,22 @@ std::vector<Sample> Samples() {
     for (const Shape& shape : kElementwiseShapes) samples.push_back({"identity", std::any(), {{shape, dtype}}, {{shape, dtype}}});
     samples.push_back({"reshape", std::any(), {{Shape{7, 13}, dtype}}, {{Shape{13, 7}, dtype}}});
     samples.push_back({"parallel_cast", ParallelCastAttrs{}, {{Shape{7, 13}, dtype}}, {{Shape{7, 13}, dtype}}});
+    // Along the first, a middle and the last axis; an empty part.
+    for (const auto& [axis, parts] : {std::pair{0, std::vector<Shape>{Shape{2, 3}, Shape{4, 3}}},
+                                      std::pair{1, std::vector<Shape>{Shape{2, 3, 4}, Shape{2, 1, 4}, Shape{2, 0, 4}}},
+                                      std::pair{-1, std::vector<Shape>{Shape{5, 2}, Shape{5, 7}}}}) {
+      std::vector<TensorMeta> metas;
+      std::vector<std::int64_t> whole = parts[0].Dims(), sizes;
+      const int a = axis < 0 ? axis + parts[0].Rank() : axis;
+      whole[static_cast<std::size_t>(a)] = 0;
+      for (const Shape& part : parts) {
+        metas.push_back({part, dtype});
+        whole[static_cast<std::size_t>(a)] += part[a];
+        sizes.push_back(part[a]);
+      }
+      samples.push_back({"concat", ConcatAttrs{axis}, metas, {{Shape(whole), dtype}}});
+      samples.push_back({"concat_grad", ConcatGradAttrs{a, sizes}, {{Shape(whole), dtype}}, metas});
+    }
     for (const auto& [in, perm] : {std::pair{Shape{7, 13}, std::vector<int>{1, 0}}, std::pair{Shape{2, 3, 4, 5}, std::vector<int>{0, 2, 3, 1}},
                                    std::pair{Shape{2, 3, 4}, std::vector<int>{2, 1, 0}}, std::pair{Shape{0, 3}, std::vector<int>{1, 0}}}) {
       std::vector<std::int64_t> out;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/functors/binary.hpp"
+#include "kernels/functors/philox.hpp"
 #include "kernels/functors/reduce.hpp"
 
 using namespace weir::internal;
@@ -133,4 +134,24 @@ TEST_CASE("the gather plan of a transpose reads each output element from its per
       CHECK(a == expected);
     }
   }
+}
+
+TEST_CASE("Philox4x32-10 gives the Random123 known answers") {
+  struct Kat {
+    Philox4x32 counter;
+    std::uint32_t key0, key1;
+    Philox4x32 expected;
+  };
+  for (const Kat& kat : {Kat{{{0, 0, 0, 0}}, 0, 0, {{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}}},
+                         Kat{{{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}}, 0xffffffff, 0xffffffff,
+                             {{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}}},
+                         Kat{{{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}}, 0xa4093822, 0x299f31d0,
+                             {{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}}}}) {
+    const Philox4x32 out = Philox(kat.counter, kat.key0, kat.key1);
+    for (int i = 0; i < 4; ++i) CHECK(out.v[i] == kat.expected.v[i]);
+  }
+  // dropout's keep rate follows the threshold
+  int kept = 0;
+  for (std::uint64_t i = 0; i < 100000; ++i) kept += DropoutKeeps(7, 3, i, static_cast<std::uint64_t>(0.3 * 18446744073709551615.0));
+  CHECK(kept == doctest::Approx(70000).epsilon(0.01));
 }

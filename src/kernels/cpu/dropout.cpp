@@ -1,9 +1,11 @@
-// dropout on the CPU. Each task owns a random stream seeded from the options, so a seeded job
-// draws the same masks call after call, across sessions.
-#include <random>
+// dropout on the CPU. The mask of element i in a task's n-th call is Philox4x32's draw for
+// (seed, n, i) (kernels/functors/philox.hpp, which the CUDA kernel draws the same way), so a seeded
+// job draws the same masks call after call, across sessions and devices.
+#include <cstdint>
 
 #include "kernels/kernel.hpp"
 #include "kernels/attrs/dropout_attrs.hpp"
+#include "kernels/functors/philox.hpp"
 
 namespace weir::internal {
 namespace {
@@ -11,7 +13,7 @@ namespace {
 template <typename T> class DropoutCpu final : public Kernel {
  public:
   explicit DropoutCpu(const KernelSetup& setup)
-      : rate_(setup.Get<DropoutAttrs>().rate), random_(setup.Get<DropoutAttrs>().seed) {}
+      : rate_(setup.Get<DropoutAttrs>().rate), seed_(setup.Get<DropoutAttrs>().seed) {}
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     const T* x = inputs[0].As<T>();
@@ -21,15 +23,17 @@ template <typename T> class DropoutCpu final : public Kernel {
     // Compare raw 64-bit draws with a threshold: portable (no std distribution) and branch-light.
     const auto threshold = static_cast<std::uint64_t>(rate_ * 18446744073709551615.0);
     const std::int64_t count = inputs[0].NumElements();
+    const std::uint64_t call = calls_++;
     for (std::int64_t i = 0; i < count; ++i) {
-      mask[i] = random_() >= threshold ? 1 : 0;
+      mask[i] = DropoutKeeps(seed_, call, static_cast<std::uint64_t>(i), threshold) ? 1 : 0;
       y[i] = mask[i] ? x[i] * scale : T(0);
     }
   }
 
  private:
   double rate_;
-  std::mt19937_64 random_;
+  std::uint64_t seed_;
+  std::uint64_t calls_ = 0;
 };
 
 template <typename T> class DropoutGradCpu final : public Kernel {

@@ -6,6 +6,7 @@
 #include "common/cuda_check.cuh"
 #include "kernels/cuda/launch.hpp"
 #include "kernels/functors/cast.hpp"
+#include "kernels/functors/philox.hpp"
 
 namespace weir::internal::cuda {
 
@@ -33,6 +34,25 @@ template <typename In, typename Out> __global__ void CastKernel(const In* x, Out
   }
 }
 
+template <typename T>
+__global__ void DropoutKernel(const T* x, T* y, std::uint8_t* mask, std::int64_t count, std::uint64_t seed,
+                              std::uint64_t call, std::uint64_t threshold, T scale) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
+    const bool keep = DropoutKeeps(seed, call, static_cast<std::uint64_t>(i), threshold);
+    mask[i] = keep ? 1 : 0;
+    y[i] = keep ? x[i] * scale : T(0);
+  }
+}
+
+template <typename T>
+__global__ void DropoutGradKernel(const T* dy, const std::uint8_t* mask, T* dx, std::int64_t count, T scale) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
+    dx[i] = mask[i] ? dy[i] * scale : T(0);
+  }
+}
+
 template <typename T> __global__ void BroadcastCopyKernel(BroadcastPlan plan, const T* x, T* out, std::int64_t count) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
@@ -53,6 +73,33 @@ void CopyFromHost(void* stream, void* dst, const void* host, std::size_t bytes) 
   if (bytes == 0) return;
   WEIR_CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, Native(stream)));
 }
+
+void CopyRows(void* stream, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t width,
+              std::size_t height) {
+  if (width == 0 || height == 0) return;
+  WEIR_CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, height, cudaMemcpyDeviceToDevice, Native(stream)));
+}
+
+template <typename T>
+void Dropout(void* stream, const T* x, T* y, std::uint8_t* mask, std::int64_t count, std::uint64_t seed, std::uint64_t call,
+             std::uint64_t threshold, T scale) {
+  if (count == 0) return;
+  DropoutKernel<T><<<Blocks(count), kThreads, 0, Native(stream)>>>(x, y, mask, count, seed, call, threshold, scale);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T> void DropoutGrad(void* stream, const T* dy, const std::uint8_t* mask, T* dx, std::int64_t count, T scale) {
+  if (count == 0) return;
+  DropoutGradKernel<T><<<Blocks(count), kThreads, 0, Native(stream)>>>(dy, mask, dx, count, scale);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+template void Dropout<float>(void*, const float*, float*, std::uint8_t*, std::int64_t, std::uint64_t, std::uint64_t,
+                             std::uint64_t, float);
+template void Dropout<double>(void*, const double*, double*, std::uint8_t*, std::int64_t, std::uint64_t, std::uint64_t,
+                              std::uint64_t, double);
+template void DropoutGrad<float>(void*, const float*, const std::uint8_t*, float*, std::int64_t, float);
+template void DropoutGrad<double>(void*, const double*, const std::uint8_t*, double*, std::int64_t, double);
 
 void Increment(void* stream, std::int64_t* value) {
   IncrementKernel<<<1, 1, 0, Native(stream)>>>(value);

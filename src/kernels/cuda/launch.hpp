@@ -21,8 +21,17 @@ namespace weir::internal::cuda {
 /// Copies `bytes` device to device, or host to device, on the stream.
 void CopyOnDevice(void* stream, void* dst, const void* src, std::size_t bytes);
 void CopyFromHost(void* stream, void* dst, const void* host, std::size_t bytes);
+/// `height` rows of `width` bytes, `src_pitch` apart in src and `dst_pitch` apart in dst (cudaMemcpy2DAsync).
+void CopyRows(void* stream, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t width,
+              std::size_t height);
 /// ++*value on the device (the train step).
 void Increment(void* stream, std::int64_t* value);
+/// dropout: mask[i] = DropoutKeeps(seed, call, i, threshold) (kernels/functors/philox.hpp, the CPU's
+/// draw), y = mask ? x · scale : 0; and its gradient dx = mask ? dy · scale : 0. float, double.
+template <typename T>
+void Dropout(void* stream, const T* x, T* y, std::uint8_t* mask, std::int64_t count, std::uint64_t seed, std::uint64_t call,
+             std::uint64_t threshold, T scale);
+template <typename T> void DropoutGrad(void* stream, const T* dy, const std::uint8_t* mask, T* dx, std::int64_t count, T scale);
 /// y = Convert<Out>(x) (kernels/functors/cast.hpp); In and Out: float, double, int32_t, int64_t,
 /// uint8_t, bool.
 template <typename In, typename Out> void Cast(void* stream, const In* x, Out* y, std::int64_t count);

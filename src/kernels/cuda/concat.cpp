@@ -1,0 +1,58 @@
+// concat and concat_grad on CUDA: around the axis each part is (outer, extent · inner) rows of bytes,
+// so each part moves as one 2-D copy (cudaMemcpy2DAsync) between its rows and its columns of the whole.
+#include <cstdint>
+#include <vector>
+
+#include "kernels/attrs/concat_attrs.hpp"
+#include "kernels/cuda/cuda_kernel.hpp"
+#include "kernels/cuda/launch.hpp"
+#include "weir/ops.hpp"
+
+namespace weir::internal {
+namespace {
+
+class ConcatCuda final : public Kernel {
+ public:
+  explicit ConcatCuda(const KernelSetup& setup) : stream_(CudaStreamOf(setup)), grad_(setup.op_type == "concat_grad") {
+    const std::span<const TensorMeta> parts = grad_ ? setup.outputs : setup.inputs;
+    int axis = grad_ ? setup.Get<ConcatGradAttrs>().axis : setup.Get<ConcatAttrs>().axis;
+    if (axis < 0) axis += parts[0].shape.Rank();
+    for (int d = 0; d < axis; ++d) outer_ *= parts[0].shape[d];
+    for (const TensorMeta& part : parts) {
+      std::int64_t elements = 1;
+      for (int d = axis; d < part.shape.Rank(); ++d) elements *= part.shape[d];
+      part_bytes_.push_back(static_cast<std::size_t>(elements) * SizeOf(part.dtype));
+      row_bytes_ += part_bytes_.back();
+    }
+  }
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    std::size_t offset = 0;  // of each part's columns in the whole's rows
+    for (std::size_t i = 0; i < part_bytes_.size(); ++i) {
+      const std::size_t bytes = part_bytes_[i];
+      const auto rows = static_cast<std::size_t>(outer_);
+      if (grad_) {
+        cuda::CopyRows(stream_, outputs[i].data, bytes, static_cast<const std::byte*>(inputs[0].data) + offset, row_bytes_, bytes, rows);
+      } else {
+        cuda::CopyRows(stream_, static_cast<std::byte*>(outputs[0].data) + offset, row_bytes_, inputs[i].data, bytes, bytes, rows);
+      }
+      offset += bytes;
+    }
+  }
+
+ private:
+  void* stream_;
+  bool grad_;
+  std::int64_t outer_ = 1;
+  std::vector<std::size_t> part_bytes_;  // per outer row
+  std::size_t row_bytes_ = 0;
+};
+
+WEIR_REGISTER_KERNELS {
+  for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kU8, DType::kBool}) {
+    RegisterKernel({"concat", Device::Kind::kCuda, dtype}, &MakeKernel<ConcatCuda>);
+    RegisterKernel({"concat_grad", Device::Kind::kCuda, dtype}, &MakeKernel<ConcatCuda>);
+  }
+}
+
+}  // namespace
+}  // namespace weir::internal
