@@ -3,6 +3,7 @@
 // same before and after).
 #include <cstring>
 
+#include "kernels/axis_split.hpp"
 #include "kernels/kernel.hpp"
 
 namespace weir::internal {
@@ -25,19 +26,5 @@ inline void RegisterByteCopy(const char* op_type) {
     RegisterKernel({op_type, Device::Kind::kCpu, dtype}, &MakeKernel<ByteCopyCpu>);
   }
 }
-
-/// A shape seen as (outer, n, inner) around one axis, for kernels that work along an axis.
-struct AxisSplit {
-  std::int64_t outer = 1;
-  std::int64_t n = 1;
-  std::int64_t inner = 1;
-
-  AxisSplit(const Shape& shape, int axis) {
-    const int resolved = axis < 0 ? axis + shape.Rank() : axis;
-    n = shape[resolved];
-    for (int i = 0; i < resolved; ++i) outer *= shape[i];
-    for (int i = resolved + 1; i < shape.Rank(); ++i) inner *= shape[i];
-  }
-};
 
 }  // namespace weir::internal

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "common/cuda_check.cuh"
+#include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.hpp"
 #include "kernels/functors/cast.hpp"
 #include "kernels/functors/philox.hpp"
@@ -12,14 +13,8 @@ namespace weir::internal::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
 
-unsigned Blocks(std::int64_t count) {
-  const std::int64_t blocks = (count + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 65535 * 8 ? 65535 * 8 : blocks);
-}
 
-cudaStream_t Native(void* stream) { return static_cast<cudaStream_t>(stream); }
 
 __global__ void IncrementKernel(std::int64_t* value) { ++*value; }
 

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "common/cuda_check.cuh"
+#include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.hpp"
 #include "kernels/functors/activation.hpp"
 #include "kernels/functors/binary.hpp"
@@ -18,13 +19,7 @@ namespace weir::internal::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
 
-// Enough blocks to cover `count` (a grid-stride loop does the rest), capped where more only queue.
-unsigned Blocks(std::int64_t count) {
-  const std::int64_t blocks = (count + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 65535 * 8 ? 65535 * 8 : blocks);
-}
 
 template <typename T, typename Fn> __global__ void ForwardKernel(const T* x, T* y, std::int64_t count) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
@@ -117,9 +112,6 @@ __global__ void BinaryKernel(BroadcastPlan plan, const T* a, const T* b, T* out,
   }
 }
 
-#define WEIR_FOR_EACH_ELEMENT(i, count)                                                                \
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < (count); \
-       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x)
 
 template <typename T> __global__ void ClipKernel(const T* x, T* y, T lo, T hi, std::int64_t count) {
   WEIR_FOR_EACH_ELEMENT(i, count) { y[i] = Clip(x[i], lo, hi); }
@@ -139,7 +131,6 @@ __global__ void ScalarGradKernel(ScalarOpKind kind, T value, const T* dy, const 
   WEIR_FOR_EACH_ELEMENT(i, count) { dx[i] = internal::ScalarGrad(kind, dy[i], x[i], value); }
 }
 
-#undef WEIR_FOR_EACH_ELEMENT
 
 template <typename T, typename Op>
 void LaunchBinary(void* stream, const BroadcastPlan& plan, const T* a, const T* b, T* out, std::int64_t count) {

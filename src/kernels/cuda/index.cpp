@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "kernels/axis_split.hpp"
 #include "kernels/cuda/cuda_kernel.hpp"
 #include "kernels/cuda/launch.hpp"
 #include "weir/ops.hpp"
@@ -12,21 +13,15 @@ namespace {
 
 template <typename T, typename Index> class ArgMaxCuda final : public Kernel {
  public:
-  explicit ArgMaxCuda(const KernelSetup& setup) : stream_(CudaStreamOf(setup)) {
-    const Shape& x = setup.inputs[0].shape;
-    const int attr_axis = setup.Get<ArgMaxAttrs>().axis;
-    const int axis = attr_axis < 0 ? attr_axis + x.Rank() : attr_axis;
-    n_ = x[axis];
-    for (int i = 0; i < axis; ++i) outer_ *= x[i];
-    for (int i = axis + 1; i < x.Rank(); ++i) inner_ *= x[i];
-  }
+  explicit ArgMaxCuda(const KernelSetup& setup)
+      : stream_(CudaStreamOf(setup)), split_(setup.inputs[0].shape, setup.Get<ArgMaxAttrs>().axis) {}
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
-    cuda::ArgMax<T, Index>(stream_, inputs[0].As<T>(), outputs[0].As<Index>(), outer_, n_, inner_);
+    cuda::ArgMax<T, Index>(stream_, inputs[0].As<T>(), outputs[0].As<Index>(), split_.outer, split_.n, split_.inner);
   }
 
  private:
   void* stream_;
-  std::int64_t outer_ = 1, n_ = 1, inner_ = 1;
+  AxisSplit split_;
 };
 
 template <typename T> std::unique_ptr<Kernel> MakeArgMax(const KernelSetup& setup) {

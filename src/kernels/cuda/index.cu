@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "common/cuda_check.cuh"
+#include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.hpp"
 #include "kernels/functors/argmax.hpp"
 #include "kernels/functors/binary.hpp"
@@ -12,18 +13,9 @@ namespace weir::internal::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
 
-unsigned Blocks(std::int64_t count) {
-  const std::int64_t blocks = (count + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 65535 * 8 ? 65535 * 8 : blocks);
-}
 
-cudaStream_t Native(void* stream) { return static_cast<cudaStream_t>(stream); }
 
-#define WEIR_FOR_EACH_ELEMENT(i, count)                                                                \
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < (count); \
-       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x)
 
 template <typename T, typename Index>
 __global__ void ArgMaxKernel(const T* x, Index* y, std::int64_t outer, std::int64_t n, std::int64_t inner) {
@@ -51,7 +43,6 @@ __global__ void OneHotKernel(const Index* indices, T* out, std::int64_t count, s
   }
 }
 
-#undef WEIR_FOR_EACH_ELEMENT
 
 }  // namespace
 

@@ -5,13 +5,13 @@
 #include <type_traits>
 
 #include "common/cuda_check.cuh"
+#include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.hpp"
 
 namespace weir::internal::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
 
 template <typename T>
 __global__ void ReduceKernel(ReductionPlan plan, bool mean, const T* x, T* y, std::int64_t outputs) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "common/cuda_check.cuh"
+#include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.hpp"
 #include "kernels/functors/softmax.hpp"
 
@@ -11,12 +12,7 @@ namespace weir::internal::cuda {
 
 namespace {
 
-constexpr int kThreads = 128;
 
-unsigned Blocks(std::int64_t rows) {
-  const std::int64_t blocks = (rows + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 65535 * 8 ? 65535 * 8 : blocks);
-}
 
 // False (and the row reported) when `label` is outside [0, classes).
 __device__ bool CheckLabel(std::int64_t row, std::int64_t label, std::int64_t classes, std::int64_t* report) {

@@ -3,22 +3,15 @@
 #include <cstdint>
 
 #include "common/cuda_check.cuh"
+#include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.hpp"
 
 namespace weir::internal::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
 
-unsigned Blocks(std::int64_t count) {
-  const std::int64_t blocks = (count + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 65535 * 8 ? 65535 * 8 : blocks);
-}
 
-#define WEIR_FOR_EACH_ELEMENT(i, count)                                                                \
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < (count); \
-       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x)
 
 template <typename T>
 __global__ void SgdKernel(T* p, const T* g, const float* lr, RegularizedGradient<T> regularized, std::int64_t count) {
@@ -52,9 +45,7 @@ __global__ void RmsPropKernel(T* p, T* mean_square, T* mean_gradient, const T* g
   }
 }
 
-#undef WEIR_FOR_EACH_ELEMENT
 
-cudaStream_t Native(void* stream) { return static_cast<cudaStream_t>(stream); }
 
 }  // namespace
 

@@ -1,0 +1,24 @@
+#pragma once
+// The launch shape every Weir CUDA launcher uses: 256 threads a block, enough blocks to cover the
+// elements (capped where more would only queue), and a grid-stride loop over them.
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+namespace weir::internal::cuda {
+
+inline constexpr int kThreads = 256;
+
+inline unsigned Blocks(std::int64_t count, int threads = kThreads) {
+  const std::int64_t blocks = (count + threads - 1) / threads;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 65535 * 8 ? 65535 * 8 : blocks);
+}
+
+inline cudaStream_t Native(void* stream) { return static_cast<cudaStream_t>(stream); }
+
+}  // namespace weir::internal::cuda
+
+/// for (i = this thread's first element; i < count; i += the grid's threads)
+#define WEIR_FOR_EACH_ELEMENT(i, count)                                                                \
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < (count); \
+       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x)
