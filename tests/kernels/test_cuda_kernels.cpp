@@ -40,13 +40,11 @@ namespace {
 
 // Ops with a CPU kernel and no CUDA kernel yet. Shrinks as kernels land; never grows.
 const std::set<std::string> kNotYetOnCuda = {
-    "all_gather", "all_reduce", "all_to_all", "avg_pool2d", "avg_pool2d_grad",
-    "batch_norm", "batch_norm_grad", "batch_norm_moving_update",     "clip_by_global_norm", "conv2d",
-    "conv2d_bias_act", "conv2d_grad_data", "conv2d_grad_filter",     "lamb_update", "matmul_sgd_update", "max_pool2d",
-    "max_pool2d_grad",     "reduce_scatter",
-    "scatter",
-    "softmax_cross_entropy",
-    "softmax_cross_entropy_grad",     "transfer", };
+    "all_gather", "all_reduce", "all_to_all", "avg_pool2d", "avg_pool2d_grad", "batch_norm", "batch_norm_grad",
+    "batch_norm_moving_update", "clip_by_global_norm", "conv2d", "conv2d_bias_act", "conv2d_grad_data",
+    "conv2d_grad_filter", "lamb_update", "matmul_sgd_update", "max_pool2d", "max_pool2d_grad", "reduce_scatter",
+    "scatter", "softmax_cross_entropy", "softmax_cross_entropy_grad", "transfer",
+};
 
 struct Sample {
   std::string op;
