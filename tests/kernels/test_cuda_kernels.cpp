@@ -43,7 +43,7 @@ const std::set<std::string> kNotYetOnCuda = {
     "all_gather", "all_reduce", "all_to_all", "avg_pool2d", "avg_pool2d_grad", "batch_norm", "batch_norm_grad",
     "batch_norm_moving_update", "clip_by_global_norm", "conv2d", "conv2d_bias_act", "conv2d_grad_data",
     "conv2d_grad_filter", "lamb_update", "matmul_sgd_update", "max_pool2d", "max_pool2d_grad", "reduce_scatter",
-    "scatter", "softmax_cross_entropy", "softmax_cross_entropy_grad", "transfer",
+    "scatter", "transfer",
 };
 
 struct Sample {
@@ -283,6 +283,14 @@ std::vector<Sample> Samples() {
                                std::pair{Shape{3}, Shape{0, 3}}}) {
     for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
       samples.push_back({"broadcast_to", std::any(), {{x, dtype}}, {{out, dtype}}});
+    }
+  }
+  // The dense softmax cross entropy: (labels, logits[, dy]) with probability-like labels.
+  for (const auto& [rows, classes] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {7, 10}, {3, 1000}, {0, 5}}) {
+    for (DType dtype : {DType::kF32, DType::kF64}) {
+      const TensorMeta logits{Shape{rows, classes}, dtype}, loss{Shape{rows}, dtype};
+      samples.push_back({"softmax_cross_entropy", std::any(), {logits, logits}, {loss}, true});
+      samples.push_back({"softmax_cross_entropy_grad", std::any(), {logits, logits, loss}, {logits, logits}, true});
     }
   }
   // Updates: (variable, gradient, learning rate[, slots][, train step]), in place; l1, l2 and a scale on.

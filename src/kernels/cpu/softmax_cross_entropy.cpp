@@ -1,23 +1,18 @@
-// softmax_cross_entropy and its backward op on the CPU, one row (the last axis) at a time. With
+// softmax_cross_entropy and its backward op on the CPU, one row (the last axis) at a time (the row math:
+// kernels/functors/softmax.hpp, the CUDA kernels' too). With
 // m = max(row) and lse = m + log(sum exp(row − m)) (the sum in double, no overflow),
 // loss = sum_c labels_c · (lse − row_c); the backward op recomputes lse instead of storing it.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/functors/softmax.hpp"
 #include "kernels/kernel.hpp"
 
 namespace weir::internal {
 namespace {
 
 /// log(sum(exp(row))) without overflow.
-template <typename T> double LogSumExp(const T* row, std::int64_t classes) {
-  const double max = static_cast<double>(*std::max_element(row, row + classes));
-  double sum = 0;
-  for (std::int64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(row[c]) - max);
-  return max + std::log(sum);
-}
-
 template <typename T> class SoftmaxCrossEntropyCpu final : public Kernel {
  public:
   explicit SoftmaxCrossEntropyCpu(const KernelSetup& setup)
@@ -28,14 +23,7 @@ template <typename T> class SoftmaxCrossEntropyCpu final : public Kernel {
     const T* labels = inputs[0].As<T>();
     const T* logits = inputs[1].As<T>();
     T* loss = outputs[0].As<T>();
-    for (std::int64_t r = 0; r < rows_; ++r) {
-      const T* z = labels + r * classes_;
-      const T* x = logits + r * classes_;
-      const double lse = LogSumExp(x, classes_);
-      double sum = 0;
-      for (std::int64_t c = 0; c < classes_; ++c) sum += static_cast<double>(z[c]) * (lse - static_cast<double>(x[c]));
-      loss[r] = static_cast<T>(sum);
-    }
+    for (std::int64_t r = 0; r < rows_; ++r) loss[r] = SoftmaxCrossEntropyRow(labels + r * classes_, logits + r * classes_, classes_);
   }
 
  private:
@@ -56,20 +44,8 @@ template <typename T> class SoftmaxCrossEntropyGradCpu final : public Kernel {
     T* dlabels = outputs[0].As<T>();
     T* dlogits = outputs[1].As<T>();
     for (std::int64_t r = 0; r < rows_; ++r) {
-      const T* z = labels + r * classes_;
-      const T* x = logits + r * classes_;
-      T* dz = dlabels + r * classes_;
-      T* dx = dlogits + r * classes_;
-      const double lse = LogSumExp(x, classes_);
-      double label_sum = 0;
-      for (std::int64_t c = 0; c < classes_; ++c) label_sum += static_cast<double>(z[c]);
-      const double g = static_cast<double>(dy[r]);
-      const double softmax_scale = label_sum * g;
-      for (std::int64_t c = 0; c < classes_; ++c) {
-        const double log_softmax = static_cast<double>(x[c]) - lse;
-        dz[c] = static_cast<T>(-log_softmax * g);
-        dx[c] = static_cast<T>(std::exp(log_softmax) * softmax_scale - static_cast<double>(z[c]) * g);
-      }
+      const std::int64_t at = r * classes_;
+      SoftmaxCrossEntropyGradRow(labels + at, logits + at, dy[r], dlabels + at, dlogits + at, classes_);
     }
   }
 

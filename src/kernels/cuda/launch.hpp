@@ -104,6 +104,14 @@ template <typename Index, typename T>
 void OneHot(void* stream, const Index* indices, T* out, std::int64_t count, std::int64_t depth, T on, T off,
             std::int64_t* report);
 
+/// The dense softmax cross entropy of (rows x classes) labels z and logits x, one loss per row, and its
+/// gradient (dz, dx) (kernels/functors/softmax.hpp); a thread per row; float, double.
+template <typename T>
+void SoftmaxCrossEntropy(void* stream, const T* z, const T* x, T* loss, std::int64_t rows, std::int64_t classes);
+template <typename T>
+void SoftmaxCrossEntropyGrad(void* stream, const T* z, const T* x, const T* dy, T* dz, T* dx, std::int64_t rows,
+                             std::int64_t classes);
+
 /// The sparse softmax cross entropy of (rows x classes) logits, one loss per row, and its gradient
 /// dlogits = (softmax − onehot(label)) dy (kernels/functors/softmax.hpp). A label outside [0, classes)
 /// makes its row atomicMin (row << 32 | the label's low 32 bits) into `report` (DeviceReports).

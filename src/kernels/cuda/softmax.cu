@@ -62,7 +62,43 @@ __global__ void SoftmaxGradKernel(const T* dy, const T* y, T* dx, std::int64_t o
   }
 }
 
+template <typename T>
+__global__ void DenseCrossEntropyKernel(const T* z, const T* x, T* loss, std::int64_t rows, std::int64_t classes) {
+  WEIR_FOR_EACH_ELEMENT(r, rows) { loss[r] = SoftmaxCrossEntropyRow(z + r * classes, x + r * classes, classes); }
+}
+
+template <typename T>
+__global__ void DenseCrossEntropyGradKernel(const T* z, const T* x, const T* dy, T* dz, T* dx, std::int64_t rows,
+                                            std::int64_t classes) {
+  WEIR_FOR_EACH_ELEMENT(r, rows) {
+    const std::int64_t at = r * classes;
+    SoftmaxCrossEntropyGradRow(z + at, x + at, dy[r], dz + at, dx + at, classes);
+  }
+}
+
 }  // namespace
+
+template <typename T>
+void SoftmaxCrossEntropy(void* stream, const T* z, const T* x, T* loss, std::int64_t rows, std::int64_t classes) {
+  if (rows == 0 || classes == 0) return;
+  DenseCrossEntropyKernel<T><<<Blocks(rows), kThreads, 0, Native(stream)>>>(z, x, loss, rows, classes);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
+void SoftmaxCrossEntropyGrad(void* stream, const T* z, const T* x, const T* dy, T* dz, T* dx, std::int64_t rows,
+                             std::int64_t classes) {
+  if (rows == 0 || classes == 0) return;
+  DenseCrossEntropyGradKernel<T><<<Blocks(rows), kThreads, 0, Native(stream)>>>(z, x, dy, dz, dx, rows, classes);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+template void SoftmaxCrossEntropy<float>(void*, const float*, const float*, float*, std::int64_t, std::int64_t);
+template void SoftmaxCrossEntropy<double>(void*, const double*, const double*, double*, std::int64_t, std::int64_t);
+template void SoftmaxCrossEntropyGrad<float>(void*, const float*, const float*, const float*, float*, float*, std::int64_t,
+                                             std::int64_t);
+template void SoftmaxCrossEntropyGrad<double>(void*, const double*, const double*, const double*, double*, double*,
+                                              std::int64_t, std::int64_t);
 
 template <typename T> void Softmax(void* stream, const T* x, T* y, std::int64_t outer, std::int64_t n, std::int64_t inner) {
   if (outer * inner == 0 || n == 0) return;

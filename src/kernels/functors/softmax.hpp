@@ -38,6 +38,37 @@ WEIR_HOST_DEVICE void SparseCrossEntropyGradRow(const T* row, std::int64_t class
   out[label] -= dy;
 }
 
+/// log Σ e^row, in double, the row maximum taken out of the exponent.
+template <typename T> WEIR_HOST_DEVICE double LogSumExp(const T* row, std::int64_t classes) {
+  const double max = static_cast<double>(RowMax(row, classes));
+  double sum = 0;
+  for (std::int64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(row[c]) - max);
+  return max + std::log(sum);
+}
+
+/// The dense softmax cross entropy of one row: Σ z (logsumexp(x) − x).
+template <typename T> WEIR_HOST_DEVICE T SoftmaxCrossEntropyRow(const T* z, const T* x, std::int64_t classes) {
+  const double lse = LogSumExp(x, classes);
+  double sum = 0;
+  for (std::int64_t c = 0; c < classes; ++c) sum += static_cast<double>(z[c]) * (lse - static_cast<double>(x[c]));
+  return static_cast<T>(sum);
+}
+
+/// Its gradient: dz = −log_softmax(x) dy, dx = softmax(x) Σz dy − z dy.
+template <typename T>
+WEIR_HOST_DEVICE void SoftmaxCrossEntropyGradRow(const T* z, const T* x, T dy, T* dz, T* dx, std::int64_t classes) {
+  const double lse = LogSumExp(x, classes);
+  double label_sum = 0;
+  for (std::int64_t c = 0; c < classes; ++c) label_sum += static_cast<double>(z[c]);
+  const double g = static_cast<double>(dy);
+  const double softmax_scale = label_sum * g;
+  for (std::int64_t c = 0; c < classes; ++c) {
+    const double log_softmax = static_cast<double>(x[c]) - lse;
+    dz[c] = static_cast<T>(-log_softmax * g);
+    dx[c] = static_cast<T>(std::exp(log_softmax) * softmax_scale - static_cast<double>(z[c]) * g);
+  }
+}
+
 /// softmax along one axis of n elements, `stride` apart (the axis' inner extent): out = e^(x − max) / Σ.
 template <typename T> WEIR_HOST_DEVICE void SoftmaxAlong(const T* in, T* out, std::int64_t n, std::int64_t stride) {
   T max = in[0];
