@@ -41,8 +41,8 @@ namespace {
 // Ops with a CPU kernel and no CUDA kernel yet. Shrinks as kernels land; never grows.
 const std::set<std::string> kNotYetOnCuda = {
     "all_gather", "all_reduce", "all_to_all", "avg_pool2d", "avg_pool2d_grad", "batch_norm", "batch_norm_grad",
-    "batch_norm_moving_update", "clip_by_global_norm", "conv2d", "conv2d_bias_act", "conv2d_grad_data",
-    "conv2d_grad_filter", "lamb_update", "matmul_sgd_update", "max_pool2d", "max_pool2d_grad", "reduce_scatter",
+    "batch_norm_moving_update", "conv2d", "conv2d_bias_act", "conv2d_grad_data",
+    "conv2d_grad_filter", "matmul_sgd_update", "max_pool2d", "max_pool2d_grad", "reduce_scatter",
     "scatter", "transfer",
 };
 
@@ -304,7 +304,8 @@ std::vector<Sample> Samples() {
   for (const Update& u : {Update{"sgd_update", Sgd(lr, 0.0), 0, false}, Update{"momentum_update", Sgd(lr, 0.9), 1, false},
                           Update{"adam_update", Adam(lr), 2, false}, Update{"adam_update", Adam(lr, 0.9, 0.99, 1e-8, true), 2, true},
                           Update{"adam_update", AdamW(lr, 0.01), 2, false}, Update{"rmsprop_update", RmsProp(lr), 1, false},
-                          Update{"rmsprop_update", RmsProp(lr, 0.9, 1e-6, true), 2, false}}) {
+                          Update{"rmsprop_update", RmsProp(lr, 0.9, 1e-6, true), 2, false},
+                          Update{"lamb_update", Lamb(lr), 2, true}, Update{"lamb_update", Lamb(lr, 0.9, 0.99, 1e-6, 0.01), 2, true}}) {
     for (const Shape& shape : kElementwiseShapes) {
       for (DType dtype : {DType::kF32, DType::kF64}) {
         std::vector<TensorMeta> inputs = {{shape, dtype}, {shape, dtype}, {Shape{1}, DType::kF32}};
@@ -312,6 +313,14 @@ std::vector<Sample> Samples() {
         if (u.step) inputs.push_back({Shape{1}, DType::kI64});
         samples.push_back({u.op, UpdateAttrs{u.optimizer, Regularizer{0.01, 0.02}, 0.5}, inputs, {}, true});
       }
+    }
+  }
+  // The global norm over gradients of both float dtypes: clipped (norm above clip_norm) and not.
+  for (const double clip : {0.5, 1e6}) {
+    for (DType first : {DType::kF32, DType::kF64}) {
+      const std::vector<TensorMeta> grads = {{Shape{7, 13}, first}, {Shape{5}, DType::kF64}, {Shape{0}, DType::kF32},
+                                             {Shape{1000, 3}, DType::kF32}};
+      samples.push_back({"clip_by_global_norm", ClipByGlobalNormAttrs{clip, 0.5}, grads, grads});
     }
   }
   struct Product {

@@ -29,26 +29,16 @@ template <typename T> class LambUpdateCpu final : public Kernel {
     const T correction1 = static_cast<T>(1 - std::pow(optimizer.beta1, t));
     const T correction2 = static_cast<T>(1 - std::pow(optimizer.beta2, t));
     const RegularizedGradient<T> regularized = MakeRegularizedGradient<T>(attrs_);
-    const T beta1 = static_cast<T>(optimizer.beta1);
-    const T beta2 = static_cast<T>(optimizer.beta2);
-    // 1 − β in double first: 1 − 0.999f is 4.7e-5 away from 0.001 in relative terms.
-    const T one_minus_beta1 = static_cast<T>(1 - optimizer.beta1);
-    const T one_minus_beta2 = static_cast<T>(1 - optimizer.beta2);
-    const T epsilon = static_cast<T>(optimizer.epsilon);
+    const AdamConstants<T> constants = MakeAdamConstants<T>(optimizer);
     T* u = direction_.data();
     double p_square_sum = 0;
     double u_square_sum = 0;
     for (std::int64_t i = 0; i < count_; ++i) {
-      const T grad = regularized(g[i], p[i]);
-      m[i] = beta1 * m[i] + one_minus_beta1 * grad;
-      v[i] = beta2 * v[i] + one_minus_beta2 * grad * grad;
-      u[i] = (m[i] / correction1) / std::sqrt(v[i] / correction2 + epsilon);
+      u[i] = LambDirection(p[i], m[i], v[i], g[i], constants, correction1, correction2, regularized);
       p_square_sum += static_cast<double>(p[i]) * p[i];
       u_square_sum += static_cast<double>(u[i]) * u[i];
     }
-    const double p_norm = std::sqrt(p_square_sum);
-    const double u_norm = std::sqrt(u_square_sum);
-    const double trust_ratio = p_norm > 0 && u_norm > 0 ? p_norm / u_norm : 1.0;
+    const double trust_ratio = LambTrustRatio(p_square_sum, u_square_sum);
     const T lr = static_cast<T>(inputs[2].As<float>()[0] * trust_ratio);
     const T weight_decay = static_cast<T>(optimizer.weight_decay);
     for (std::int64_t i = 0; i < count_; ++i) p[i] -= lr * (u[i] + weight_decay * p[i]);

@@ -1,5 +1,6 @@
 #pragma once
 // What every CUDA kernel's host side needs: the cudaStream_t of the device stream it was made for.
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
@@ -22,6 +23,22 @@ inline void* CudaStreamOf(const KernelSetup& setup) {
   }
   return stream;
 }
+
+/// Device scratch memory a kernel allocates once (with the kernel) and frees with it.
+class DeviceScratch {
+ public:
+  DeviceScratch(int device, std::size_t bytes) : device_(device), memory_(CudaAllocate(device, bytes)) {}
+  ~DeviceScratch() { CudaFree(device_, memory_); }
+  DeviceScratch(const DeviceScratch&) = delete;
+  DeviceScratch& operator=(const DeviceScratch&) = delete;
+  template <typename T> T* As(std::size_t byte_offset = 0) const {
+    return reinterpret_cast<T*>(static_cast<std::byte*>(memory_) + byte_offset);
+  }
+
+ private:
+  int device_;
+  void* memory_;
+};
 
 /// What a CUDA kernel's device code found wrong in a Run's data (a label out of range), which it
 /// cannot throw: one 64-bit report per Run in mapped host memory, in a ring of more slots than Runs

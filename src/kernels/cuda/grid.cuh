@@ -16,6 +16,21 @@ inline unsigned Blocks(std::int64_t count, int threads = kThreads) {
 
 inline cudaStream_t Native(void* stream) { return static_cast<cudaStream_t>(stream); }
 
+/// The sum of `value` over the block's threads (every thread of a kThreads block calls it); thread 0
+/// gets it. Uses shared memory, so the block synchronises inside.
+__device__ inline double BlockSum(double value) {
+  __shared__ double partial[kThreads];
+  partial[threadIdx.x] = value;
+  __syncthreads();
+  for (int width = kThreads / 2; width > 0; width /= 2) {
+    if (threadIdx.x < width) partial[threadIdx.x] += partial[threadIdx.x + width];
+    __syncthreads();
+  }
+  const double sum = partial[0];
+  __syncthreads();  // partial may be reused by the block's next call
+  return sum;
+}
+
 }  // namespace weir::internal::cuda
 
 /// for (i = this thread's first element; i < count; i += the grid's threads)

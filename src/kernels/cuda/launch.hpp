@@ -148,6 +148,22 @@ template <typename T>
 void RmsPropUpdate(void* stream, T* p, T* mean_square, T* mean_gradient, const T* g, const float* lr, T decay,
                    T one_minus_decay, T epsilon, const RegularizedGradient<T>& regularized, std::int64_t count);
 
+/// LAMB, in place: m, v and the direction u (in `direction`, count elements of scratch), the squared
+/// norms of p and u summed into `square_sums` (two doubles of scratch), then p -= lr ‖p‖/‖u‖ (u + wd p).
+/// float, double.
+template <typename T>
+void LambUpdate(void* stream, T* p, T* m, T* v, const T* g, const float* lr, const std::int64_t* train_step, double beta1,
+                double beta2, const AdamConstants<T>& constants, const RegularizedGradient<T>& regularized,
+                double weight_decay, T* direction, double* square_sums, std::int64_t count);
+/// Adds the squares of x's elements into *square_sum (a double on the device); float, double.
+template <typename T> void AddSquares(void* stream, const T* x, std::int64_t count, double* square_sum);
+/// y = x · clip / max(scale √(*square_sum), clip); float, double.
+template <typename T>
+void ScaleByGlobalNorm(void* stream, const T* x, T* y, std::int64_t count, const double* square_sum, double scale,
+                       double clip);
+/// Zeroes `bytes` of device memory on the stream.
+void Zero(void* stream, void* memory, std::size_t bytes);
+
 /// Row-major C (m x n) = alpha op(A) op(B) through cuBLAS on the stream's handle; A is (m x k) or,
 /// transposed, (k x m); B is (k x n) or (n x k). float, double.
 template <typename T>

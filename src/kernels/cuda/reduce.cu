@@ -77,6 +77,21 @@ __global__ void ExtremumGradKernel(ReductionPlan plan, const T* x, const T* y, c
   }
 }
 
+template <typename T> __global__ void AddSquaresKernel(const T* x, std::int64_t count, double* square_sum) {
+  double sum = 0;
+  WEIR_FOR_EACH_ELEMENT(i, count) { sum += static_cast<double>(x[i]) * x[i]; }
+  sum = BlockSum(sum);
+  if (threadIdx.x == 0) atomicAdd(square_sum, sum);
+}
+
+template <typename T>
+__global__ void ScaleByGlobalNormKernel(const T* x, T* y, std::int64_t count, const double* square_sum, double scale,
+                                        double clip) {
+  const double norm = scale * sqrt(*square_sum);
+  const T factor = static_cast<T>(clip / (norm > clip ? norm : clip));
+  WEIR_FOR_EACH_ELEMENT(i, count) { y[i] = x[i] * factor; }
+}
+
 unsigned OutputBlocks(std::int64_t outputs) { return static_cast<unsigned>(outputs < 65535 * 8 ? outputs : 65535 * 8); }
 
 }  // namespace
@@ -109,6 +124,29 @@ template void ReduceExtremumGrad<float>(void*, const ReductionPlan&, const float
                                         std::int64_t);
 template void ReduceExtremumGrad<double>(void*, const ReductionPlan&, const double*, const double*, const double*, double*,
                                          std::int64_t);
+
+void Zero(void* stream, void* memory, std::size_t bytes) {
+  if (bytes != 0) WEIR_CUDA_CHECK(cudaMemsetAsync(memory, 0, bytes, Native(stream)));
+}
+
+template <typename T> void AddSquares(void* stream, const T* x, std::int64_t count, double* square_sum) {
+  if (count == 0) return;
+  AddSquaresKernel<T><<<Blocks(count), kThreads, 0, Native(stream)>>>(x, count, square_sum);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
+void ScaleByGlobalNorm(void* stream, const T* x, T* y, std::int64_t count, const double* square_sum, double scale,
+                       double clip) {
+  if (count == 0) return;
+  ScaleByGlobalNormKernel<T><<<Blocks(count), kThreads, 0, Native(stream)>>>(x, y, count, square_sum, scale, clip);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+template void AddSquares<float>(void*, const float*, std::int64_t, double*);
+template void AddSquares<double>(void*, const double*, std::int64_t, double*);
+template void ScaleByGlobalNorm<float>(void*, const float*, float*, std::int64_t, const double*, double, double);
+template void ScaleByGlobalNorm<double>(void*, const double*, double*, std::int64_t, const double*, double, double);
 
 template <typename T>
 void Reduce(void* stream, const ReductionPlan& plan, bool mean, const T* x, T* y, std::int64_t outputs) {

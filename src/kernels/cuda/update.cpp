@@ -1,4 +1,4 @@
-// sgd_update, momentum_update, adam_update and rmsprop_update on CUDA: the functors of
+// sgd_update, momentum_update, adam_update, rmsprop_update and lamb_update on CUDA: the functors of
 // kernels/functors/update.hpp (the CPU kernels') in place on the device, inputs as the CPU kernels
 // take them: (p, g, lr[, slots...][, train step]).
 #include <cstdint>
@@ -77,7 +77,33 @@ template <typename T> class RmsPropUpdateCuda final : public Kernel {
   bool centered_;
 };
 
+// (p, g, lr, m, v, train step); the direction and the two squared norms live in scratch memory.
+template <typename T> class LambUpdateCuda final : public Kernel {
+ public:
+  explicit LambUpdateCuda(const KernelSetup& setup)
+      : stream_(CudaStreamOf(setup)), attrs_(setup.Get<UpdateAttrs>()), regularized_(MakeRegularizedGradient<T>(attrs_)),
+        constants_(MakeAdamConstants<T>(attrs_.optimizer)), count_(setup.inputs[0].shape.NumElements()),
+        scratch_(setup.device.index, 2 * sizeof(double) + static_cast<std::size_t>(count_) * sizeof(T)) {}
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView>) override {
+    const Optimizer& optimizer = attrs_.optimizer;
+    cuda::LambUpdate<T>(stream_, Mutable<T>(inputs[0]), Mutable<T>(inputs[3]), Mutable<T>(inputs[4]), inputs[1].As<T>(),
+                        inputs[2].As<float>(), inputs[5].As<std::int64_t>(), optimizer.beta1, optimizer.beta2, constants_,
+                        regularized_, optimizer.weight_decay, scratch_.As<T>(2 * sizeof(double)), scratch_.As<double>(),
+                        count_);
+  }
+
+ private:
+  void* stream_;
+  UpdateAttrs attrs_;
+  RegularizedGradient<T> regularized_;
+  AdamConstants<T> constants_;
+  std::int64_t count_;
+  DeviceScratch scratch_;
+};
+
 WEIR_REGISTER_KERNELS {
+  RegisterKernel({"lamb_update", Device::Kind::kCuda, DType::kF32}, &MakeKernel<LambUpdateCuda<float>>);
+  RegisterKernel({"lamb_update", Device::Kind::kCuda, DType::kF64}, &MakeKernel<LambUpdateCuda<double>>);
   for (const char* op : {"sgd_update", "momentum_update"}) {
     RegisterKernel({op, Device::Kind::kCuda, DType::kF32}, &MakeKernel<SgdUpdateCuda<float>>);
     RegisterKernel({op, Device::Kind::kCuda, DType::kF64}, &MakeKernel<SgdUpdateCuda<double>>);

@@ -36,6 +36,34 @@ __global__ void AdamKernel(T* p, T* m, T* v, const T* g, const float* lr, const 
 }
 
 template <typename T>
+__global__ void LambDirectionKernel(const T* p, T* m, T* v, const T* g, const std::int64_t* train_step, double beta1,
+                                    double beta2, AdamConstants<T> constants, RegularizedGradient<T> regularized, T* u,
+                                    double* square_sums, std::int64_t count) {
+  const double t = static_cast<double>(*train_step + 1);
+  const T correction1 = static_cast<T>(1 - pow(beta1, t));
+  const T correction2 = static_cast<T>(1 - pow(beta2, t));
+  double p_squares = 0, u_squares = 0;
+  WEIR_FOR_EACH_ELEMENT(i, count) {
+    u[i] = LambDirection(p[i], m[i], v[i], g[i], constants, correction1, correction2, regularized);
+    p_squares += static_cast<double>(p[i]) * p[i];
+    u_squares += static_cast<double>(u[i]) * u[i];
+  }
+  p_squares = BlockSum(p_squares);
+  u_squares = BlockSum(u_squares);
+  if (threadIdx.x == 0) {
+    atomicAdd(&square_sums[0], p_squares);
+    atomicAdd(&square_sums[1], u_squares);
+  }
+}
+
+template <typename T>
+__global__ void LambApplyKernel(T* p, const T* u, const float* lr, const double* square_sums, T weight_decay,
+                                std::int64_t count) {
+  const T rate = static_cast<T>(*lr * LambTrustRatio(square_sums[0], square_sums[1]));
+  WEIR_FOR_EACH_ELEMENT(i, count) { p[i] -= rate * (u[i] + weight_decay * p[i]); }
+}
+
+template <typename T>
 __global__ void RmsPropKernel(T* p, T* mean_square, T* mean_gradient, const T* g, const float* lr, T decay,
                               T one_minus_decay, T epsilon, RegularizedGradient<T> regularized, std::int64_t count) {
   const T rate = static_cast<T>(*lr);
@@ -83,7 +111,24 @@ void RmsPropUpdate(void* stream, T* p, T* mean_square, T* mean_gradient, const T
   WEIR_CUDA_CHECK(cudaGetLastError());
 }
 
+template <typename T>
+void LambUpdate(void* stream, T* p, T* m, T* v, const T* g, const float* lr, const std::int64_t* train_step, double beta1,
+                double beta2, const AdamConstants<T>& constants, const RegularizedGradient<T>& regularized,
+                double weight_decay, T* direction, double* square_sums, std::int64_t count) {
+  WEIR_CUDA_CHECK(cudaMemsetAsync(square_sums, 0, 2 * sizeof(double), Native(stream)));
+  if (count == 0) return;
+  LambDirectionKernel<T><<<Blocks(count), kThreads, 0, Native(stream)>>>(p, m, v, g, train_step, beta1, beta2, constants,
+                                                                          regularized, direction, square_sums, count);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+  LambApplyKernel<T><<<Blocks(count), kThreads, 0, Native(stream)>>>(p, direction, lr, square_sums,
+                                                                      static_cast<T>(weight_decay), count);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
 #define WEIR_INSTANTIATE(T)                                                                                         \
+  template void LambUpdate<T>(void*, T*, T*, T*, const T*, const float*, const std::int64_t*, double, double,        \
+                              const AdamConstants<T>&, const RegularizedGradient<T>&, double, T*, double*,           \
+                              std::int64_t);                                                                         \
   template void SgdUpdate<T>(void*, T*, const T*, const float*, const RegularizedGradient<T>&, std::int64_t);       \
   template void MomentumUpdate<T>(void*, T*, T*, const T*, const float*, T, const RegularizedGradient<T>&,           \
                                   std::int64_t);                                                                     \

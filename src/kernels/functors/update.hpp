@@ -63,4 +63,22 @@ WEIR_HOST_DEVICE void RmsPropStep(T& p, T& mean_square, T* mean_gradient, T g, T
   p -= lr * grad / std::sqrt(mean_square - *mean_gradient * *mean_gradient + epsilon);
 }
 
+/// LAMB's direction for one element: m and v as Adam's, then u = (m / c1) / √(v / c2 + ε) with the
+/// bias corrections c1 = 1 − β1^t, c2 = 1 − β2^t.
+template <typename T>
+WEIR_HOST_DEVICE T LambDirection(T p, T& m, T& v, T g, const AdamConstants<T>& c, T correction1, T correction2,
+                                 const RegularizedGradient<T>& regularized) {
+  const T grad = regularized(g, p);
+  m = c.beta1 * m + c.one_minus_beta1 * grad;
+  v = c.beta2 * v + c.one_minus_beta2 * grad * grad;
+  return (m / correction1) / std::sqrt(v / correction2 + c.epsilon);
+}
+
+/// ‖p‖ / ‖u‖ from the squared norms, 1 when either is 0.
+WEIR_HOST_DEVICE inline double LambTrustRatio(double p_square_sum, double u_square_sum) {
+  const double p_norm = std::sqrt(p_square_sum);
+  const double u_norm = std::sqrt(u_square_sum);
+  return p_norm > 0 && u_norm > 0 ? p_norm / u_norm : 1.0;
+}
+
 }  // namespace weir::internal
