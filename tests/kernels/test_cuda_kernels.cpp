@@ -27,7 +27,9 @@
 #include "kernels/attrs/dropout_attrs.hpp"
 #include "kernels/attrs/fused_attrs.hpp"
 #include "kernels/attrs/gradient_attrs.hpp"
+#include "kernels/attrs/pool_attrs.hpp"
 #include "kernels/attrs/update_attrs.hpp"
+#include "graph/op_registry.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/ops.hpp"
 #include "weir/optimizers.hpp"
@@ -40,9 +42,9 @@ namespace {
 
 // Ops with a CPU kernel and no CUDA kernel yet. Shrinks as kernels land; never grows.
 const std::set<std::string> kNotYetOnCuda = {
-    "all_gather", "all_reduce", "all_to_all", "avg_pool2d", "avg_pool2d_grad", "batch_norm", "batch_norm_grad",
+    "all_gather", "all_reduce", "all_to_all", "batch_norm", "batch_norm_grad",
     "batch_norm_moving_update", "conv2d", "conv2d_bias_act", "conv2d_grad_data",
-    "conv2d_grad_filter", "matmul_sgd_update", "max_pool2d", "max_pool2d_grad", "reduce_scatter",
+    "conv2d_grad_filter", "matmul_sgd_update", "reduce_scatter",
     "scatter", "transfer",
 };
 
@@ -321,6 +323,30 @@ std::vector<Sample> Samples() {
       const std::vector<TensorMeta> grads = {{Shape{7, 13}, first}, {Shape{5}, DType::kF64}, {Shape{0}, DType::kF32},
                                              {Shape{1000, 3}, DType::kF32}};
       samples.push_back({"clip_by_global_norm", ClipByGlobalNormAttrs{clip, 0.5}, grads, grads});
+    }
+  }
+  // Pooling: NCHW and NHWC; VALID, SAME, explicit and ceil-mode pads (asymmetric ones included);
+  // overlapping windows; odd sizes. The output shape is the op's own inference.
+  struct Pool {
+    std::array<std::int64_t, 2> k, s;
+    Padding padding;
+    bool ceil;
+  };
+  for (const Pool& pool : {Pool{{2, 2}, {2, 2}, ValidPadding(), false}, Pool{{3, 3}, {2, 2}, SamePadding(), false},
+                           Pool{{3, 2}, {1, 2}, ExplicitPadding(1, 0, 1, 1), false}, Pool{{2, 2}, {2, 2}, ValidPadding(), true},
+                           Pool{{3, 3}, {2, 2}, ValidPadding(), true}}) {
+    for (const DataFormat format : {DataFormat::kNCHW, DataFormat::kNHWC}) {
+      const Shape x = format == DataFormat::kNCHW ? Shape{2, 3, 7, 9} : Shape{2, 7, 9, 3};
+      for (DType dtype : {DType::kF32, DType::kF64}) {
+        const Pool2DAttrs attrs{pool.k, pool.s, pool.padding, format, pool.ceil};
+        const std::any attrs_any = attrs;
+        const std::vector<TensorMeta> in = {{x, dtype}};
+        const TensorMeta y = FindOp("max_pool2d").infer({"max_pool2d", "sample", &attrs_any, in})[0];
+        samples.push_back({"max_pool2d", attrs, {{x, dtype}}, {y}});
+        samples.push_back({"avg_pool2d", attrs, {{x, dtype}}, {y}});
+        samples.push_back({"max_pool2d_grad", attrs, {y, {x, dtype}}, {{x, dtype}}});
+        samples.push_back({"avg_pool2d_grad", Pool2DGradAttrs{attrs, x}, {y}, {{x, dtype}}});
+      }
     }
   }
   struct Product {

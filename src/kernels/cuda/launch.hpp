@@ -12,6 +12,7 @@
 
 #include "kernels/functors/binary.hpp"
 #include "kernels/functors/learning_rate.hpp"
+#include "kernels/functors/pool2d.hpp"
 #include "kernels/functors/reduce.hpp"
 #include "kernels/functors/update.hpp"
 #include "weir/op_kinds.hpp"
@@ -163,6 +164,15 @@ void ScaleByGlobalNorm(void* stream, const T* x, T* y, std::int64_t count, const
                        double clip);
 /// Zeroes `bytes` of device memory on the stream.
 void Zero(void* stream, void* memory, std::size_t bytes);
+
+/// 2-D pooling on the geometry of kernels/functors/pool2d.hpp (asymmetric pads, which cuDNN's pooling
+/// descriptors cannot express): forward a thread per output; the gradients a thread per input element,
+/// summing over the windows that cover it (no atomics: deterministic). Max: the first largest of each
+/// window, as the CPU reference. float, double.
+template <typename T> void MaxPool2D(void* stream, const Pool2DGeometry& g, const T* x, T* y);
+template <typename T> void MaxPool2DGrad(void* stream, const Pool2DGeometry& g, const T* dy, const T* x, T* dx);
+template <typename T> void AvgPool2D(void* stream, const Pool2DGeometry& g, const T* x, T* y);
+template <typename T> void AvgPool2DGrad(void* stream, const Pool2DGeometry& g, const T* dy, T* dx);
 
 /// Row-major C (m x n) = alpha op(A) op(B) through cuBLAS on the stream's handle; A is (m x k) or,
 /// transposed, (k x m); B is (k x n) or (n x k). float, double.

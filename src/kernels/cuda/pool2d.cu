@@ -1,0 +1,132 @@
+// The pooling launchers: the window arithmetic of kernels/functors/pool2d.hpp (the CPU reference
+// kernels'). The gradients run a thread per input element over the windows that cover it.
+#include <cstdint>
+
+#include "common/cuda_check.cuh"
+#include "kernels/cuda/grid.cuh"
+#include "kernels/cuda/launch.hpp"
+
+namespace weir::internal::cuda {
+
+namespace {
+
+// Coordinates of element i of an (n, c, h, w) tensor in g's layout.
+__device__ void Coordinates(const Pool2DGeometry& g, std::int64_t i, std::int64_t h_extent, std::int64_t w_extent,
+                            std::int64_t& b, std::int64_t& ch, std::int64_t& h, std::int64_t& w) {
+  if (g.nchw) {
+    w = i % w_extent;
+    i /= w_extent;
+    h = i % h_extent;
+    i /= h_extent;
+    ch = i % g.c;
+    b = i / g.c;
+  } else {
+    ch = i % g.c;
+    i /= g.c;
+    w = i % w_extent;
+    i /= w_extent;
+    h = i % h_extent;
+    b = i / h_extent;
+  }
+}
+
+// The output rows (or columns) whose windows cover input row h: [first, last].
+__device__ void Covering(std::int64_t h, std::int64_t pad, std::int64_t k, std::int64_t s, std::int64_t out,
+                         std::int64_t& first, std::int64_t& last) {
+  const std::int64_t p = h + pad;  // in padded coordinates; window oh spans [oh s, oh s + k)
+  first = p - k + 1 <= 0 ? 0 : (p - k + 1 + s - 1) / s;
+  last = p / s < out - 1 ? p / s : out - 1;
+}
+
+template <typename T> __global__ void MaxPoolKernel(Pool2DGeometry g, const T* x, T* y) {
+  WEIR_FOR_EACH_ELEMENT(i, g.n * g.c * g.out_h * g.out_w) {
+    std::int64_t b, ch, oh, ow, h_begin, h_end, w_begin, w_end;
+    Coordinates(g, i, g.out_h, g.out_w, b, ch, oh, ow);
+    g.RowWindow(oh, h_begin, h_end);
+    g.ColumnWindow(ow, w_begin, w_end);
+    y[i] = x[WindowArgMax(g, x, b, ch, h_begin, h_end, w_begin, w_end)];
+  }
+}
+
+template <typename T> __global__ void AvgPoolKernel(Pool2DGeometry g, const T* x, T* y) {
+  WEIR_FOR_EACH_ELEMENT(i, g.n * g.c * g.out_h * g.out_w) {
+    std::int64_t b, ch, oh, ow, h_begin, h_end, w_begin, w_end;
+    Coordinates(g, i, g.out_h, g.out_w, b, ch, oh, ow);
+    g.RowWindow(oh, h_begin, h_end);
+    g.ColumnWindow(ow, w_begin, w_end);
+    T sum = 0;
+    for (std::int64_t h = h_begin; h < h_end; ++h) {
+      for (std::int64_t w = w_begin; w < w_end; ++w) sum += x[g.XIndex(b, ch, h, w)];
+    }
+    y[i] = sum / static_cast<T>((h_end - h_begin) * (w_end - w_begin));
+  }
+}
+
+// kMax: dy of every covering window whose first largest element is this one; else (avg) each covering
+// window's dy over its pixel count. Windows in row-major order, as the CPU adds them.
+template <typename T, bool kMax> __global__ void PoolGradKernel(Pool2DGeometry g, const T* dy, const T* x, T* dx) {
+  WEIR_FOR_EACH_ELEMENT(i, g.n * g.c * g.in_h * g.in_w) {
+    std::int64_t b, ch, h, w;
+    Coordinates(g, i, g.in_h, g.in_w, b, ch, h, w);
+    std::int64_t oh_first, oh_last, ow_first, ow_last;
+    Covering(h, g.pad_top, g.k_h, g.s_h, g.out_h, oh_first, oh_last);
+    Covering(w, g.pad_left, g.k_w, g.s_w, g.out_w, ow_first, ow_last);
+    T sum = 0;
+    for (std::int64_t oh = oh_first; oh <= oh_last; ++oh) {
+      std::int64_t h_begin, h_end;
+      g.RowWindow(oh, h_begin, h_end);
+      for (std::int64_t ow = ow_first; ow <= ow_last; ++ow) {
+        std::int64_t w_begin, w_end;
+        g.ColumnWindow(ow, w_begin, w_end);
+        const T grad = dy[g.YIndex(b, ch, oh, ow)];
+        if constexpr (kMax) {
+          if (WindowArgMax(g, x, b, ch, h_begin, h_end, w_begin, w_end) == i) sum += grad;
+        } else {
+          sum += grad / static_cast<T>((h_end - h_begin) * (w_end - w_begin));
+        }
+      }
+    }
+    dx[i] = sum;
+  }
+}
+
+}  // namespace
+
+template <typename T> void MaxPool2D(void* stream, const Pool2DGeometry& g, const T* x, T* y) {
+  const std::int64_t count = g.n * g.c * g.out_h * g.out_w;
+  if (count == 0) return;
+  MaxPoolKernel<T><<<Blocks(count), kThreads, 0, Native(stream)>>>(g, x, y);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T> void AvgPool2D(void* stream, const Pool2DGeometry& g, const T* x, T* y) {
+  const std::int64_t count = g.n * g.c * g.out_h * g.out_w;
+  if (count == 0) return;
+  AvgPoolKernel<T><<<Blocks(count), kThreads, 0, Native(stream)>>>(g, x, y);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T> void MaxPool2DGrad(void* stream, const Pool2DGeometry& g, const T* dy, const T* x, T* dx) {
+  const std::int64_t count = g.n * g.c * g.in_h * g.in_w;
+  if (count == 0) return;
+  PoolGradKernel<T, true><<<Blocks(count), kThreads, 0, Native(stream)>>>(g, dy, x, dx);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T> void AvgPool2DGrad(void* stream, const Pool2DGeometry& g, const T* dy, T* dx) {
+  const std::int64_t count = g.n * g.c * g.in_h * g.in_w;
+  if (count == 0) return;
+  PoolGradKernel<T, false><<<Blocks(count), kThreads, 0, Native(stream)>>>(g, dy, nullptr, dx);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
+#define WEIR_INSTANTIATE(T)                                                                   \
+  template void MaxPool2D<T>(void*, const Pool2DGeometry&, const T*, T*);                     \
+  template void AvgPool2D<T>(void*, const Pool2DGeometry&, const T*, T*);                     \
+  template void MaxPool2DGrad<T>(void*, const Pool2DGeometry&, const T*, const T*, T*);       \
+  template void AvgPool2DGrad<T>(void*, const Pool2DGeometry&, const T*, T*);
+WEIR_INSTANTIATE(float)
+WEIR_INSTANTIATE(double)
+#undef WEIR_INSTANTIATE
+
+}  // namespace weir::internal::cuda
