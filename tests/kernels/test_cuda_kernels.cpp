@@ -44,7 +44,7 @@ namespace {
 const std::set<std::string> kNotYetOnCuda = {
     "all_gather", "all_reduce", "all_to_all", "batch_norm", "batch_norm_grad",
     "batch_norm_moving_update", "conv2d", "conv2d_bias_act", "conv2d_grad_data",
-    "conv2d_grad_filter", "matmul_sgd_update", "reduce_scatter",
+    "conv2d_grad_filter", "reduce_scatter",
     "scatter", "transfer",
 };
 
@@ -361,6 +361,8 @@ std::vector<Sample> Samples() {
       const Shape b = p.tb ? Shape{p.n, p.k} : Shape{p.k, p.n};
       samples.push_back({"matmul", MatMulAttrs{p.ta, p.tb, 0.5}, {{a, dtype}, {b, dtype}}, {{Shape{p.m, p.n}, dtype}}});
       if (dtype != DType::kF32) continue;  // the fused kernel is f32 on the CPU
+      samples.push_back({"matmul_sgd_update", FusedMatMulSgdAttrs{MatMulAttrs{p.ta, p.tb, 0.5}, 0.25},
+                         {{a, dtype}, {b, dtype}, {Shape{p.m, p.n}, dtype}, {Shape{1}, DType::kF32}}, {}});
       for (FusedActivation act : {FusedActivation::kNone, FusedActivation::kRelu}) {
         samples.push_back({"matmul_bias_act", FusedMatMulAttrs{MatMulAttrs{p.ta, p.tb, 0.5}, act},
                            {{a, dtype}, {b, dtype}, {Shape{p.n}, dtype}}, {{Shape{p.m, p.n}, dtype}}});

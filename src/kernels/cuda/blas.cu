@@ -32,7 +32,34 @@ cublasStatus_t GemmCall(cublasHandle_t handle, cublasOperation_t ta, cublasOpera
   return cublasDgemm(handle, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+// alpha = factor · *lr, beta = 1, on the device.
+template <typename T> __global__ void AccumulateScalarsKernel(const float* lr, double factor, T* scalars) {
+  scalars[0] = static_cast<T>(factor * static_cast<double>(*lr));
+  scalars[1] = T(1);
+}
+
 }  // namespace
+
+template <typename T>
+void GemmAccumulate(void* stream, bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                    const float* lr, double factor, const T* a, const T* b, T* c, T* scalars) {
+  if (m == 0 || n == 0 || k == 0) return;  // nothing to add
+  cudaStream_t native = static_cast<cudaStream_t>(stream);
+  AccumulateScalarsKernel<T><<<1, 1, 0, native>>>(lr, factor, scalars);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+  cublasHandle_t handle = CublasHandleOf(native);
+  const int lda = Dim(transpose_a ? m : k, "a's row length");
+  const int ldb = Dim(transpose_b ? k : n, "b's row length");
+  WEIR_CUDA_CHECK(cublasSetPointerMode(handle, CUBLAS_POINTER_MODE_DEVICE));
+  const cublasStatus_t status = GemmCall(handle, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                         Dim(n, "n"), Dim(m, "m"), Dim(k, "k"), scalars, b, ldb, a, lda, scalars + 1, c,
+                                         Dim(n, "n"));
+  WEIR_CUDA_CHECK(cublasSetPointerMode(handle, CUBLAS_POINTER_MODE_HOST));  // what Gemm expects
+  WEIR_CUDA_CHECK(status);
+}
+
+template void GemmAccumulate<float>(void*, bool, bool, std::int64_t, std::int64_t, std::int64_t, const float*, double,
+                                    const float*, const float*, float*, float*);
 
 template <typename T>
 void Gemm(void* stream, bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,

@@ -180,4 +180,10 @@ template <typename T>
 void Gemm(void* stream, bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
           const T* a, const T* b, T* c);
 
+/// Row-major C += (factor · *lr) op(A) op(B): the scale read on the device (cuBLAS in device pointer
+/// mode, `scalars` two T of device scratch for alpha and beta). float.
+template <typename T>
+void GemmAccumulate(void* stream, bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                    const float* lr, double factor, const T* a, const T* b, T* c, T* scalars);
+
 }  // namespace weir::internal::cuda

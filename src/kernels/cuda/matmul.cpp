@@ -42,7 +42,35 @@ template <typename T> class MatMulCuda final : public Kernel {
   BroadcastPlan bias_rows_;  // the bias row over C's rows
 };
 
+// matmul_sgd_update: (a, b, variable, lr) -> variable += (−lr · gradient_scale · alpha) op(a) op(b),
+// in place, the gradient never a tensor; the scale is formed on the device from the learning rate.
+class MatMulSgdUpdateCuda final : public Kernel {
+ public:
+  explicit MatMulSgdUpdateCuda(const KernelSetup& setup)
+      : stream_(CudaStreamOf(setup)), attrs_(setup.Get<FusedMatMulSgdAttrs>().matmul),
+        factor_(-setup.Get<FusedMatMulSgdAttrs>().gradient_scale * attrs_.alpha), scratch_(setup.device.index, 2 * sizeof(float)) {
+    const Shape& a = setup.inputs[0].shape;
+    const Shape& b = setup.inputs[1].shape;
+    m_ = attrs_.transpose_a ? a[1] : a[0];
+    k_ = attrs_.transpose_a ? a[0] : a[1];
+    n_ = attrs_.transpose_b ? b[0] : b[1];
+  }
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView>) override {
+    cuda::GemmAccumulate<float>(stream_, attrs_.transpose_a, attrs_.transpose_b, m_, n_, k_, inputs[3].As<float>(), factor_,
+                                inputs[0].As<float>(), inputs[1].As<float>(), const_cast<float*>(inputs[2].As<float>()),
+                                scratch_.As<float>());
+  }
+
+ private:
+  void* stream_;
+  MatMulAttrs attrs_;
+  double factor_;
+  DeviceScratch scratch_;
+  std::int64_t m_ = 0, n_ = 0, k_ = 0;
+};
+
 WEIR_REGISTER_KERNELS {
+  RegisterKernel({"matmul_sgd_update", Device::Kind::kCuda, DType::kF32}, &MakeKernel<MatMulSgdUpdateCuda>);
   RegisterKernel({"matmul", Device::Kind::kCuda, DType::kF32}, &MakeKernel<MatMulCuda<float>>);
   RegisterKernel({"matmul", Device::Kind::kCuda, DType::kF64}, &MakeKernel<MatMulCuda<double>>);
   RegisterKernel({"matmul_bias_act", Device::Kind::kCuda, DType::kF32}, &MakeKernel<MatMulCuda<float>>);
