@@ -23,6 +23,7 @@
 
 #include "common/cuda_runtime.hpp"
 #include "common/device_stream.hpp"
+#include "kernels/attrs/batch_norm_attrs.hpp"
 #include "kernels/attrs/concat_attrs.hpp"
 #include "kernels/attrs/dropout_attrs.hpp"
 #include "kernels/attrs/fused_attrs.hpp"
@@ -42,8 +43,8 @@ namespace {
 
 // Ops with a CPU kernel and no CUDA kernel yet. Shrinks as kernels land; never grows.
 const std::set<std::string> kNotYetOnCuda = {
-    "all_gather", "all_reduce", "all_to_all", "batch_norm", "batch_norm_grad",
-    "batch_norm_moving_update", "conv2d", "conv2d_bias_act", "conv2d_grad_data",
+    "all_gather", "all_reduce", "all_to_all",
+    "conv2d", "conv2d_bias_act", "conv2d_grad_data",
     "conv2d_grad_filter", "reduce_scatter",
     "scatter", "transfer",
 };
@@ -347,6 +348,23 @@ std::vector<Sample> Samples() {
         samples.push_back({"max_pool2d_grad", attrs, {y, {x, dtype}}, {{x, dtype}}});
         samples.push_back({"avg_pool2d_grad", Pool2DGradAttrs{attrs, x}, {y}, {{x, dtype}}});
       }
+    }
+  }
+  // Batch norm around channels first, channels last and of a matrix; training and inference.
+  // (Not empty: the CPU's f32 and f64 kernels disagree on an empty batch's statistics.)
+  for (const auto& [x, axis] : {std::pair{Shape{4, 3, 5, 6}, 1}, std::pair{Shape{4, 5, 6, 3}, -1}, std::pair{Shape{9, 7}, 1}}) {
+    const int a = axis < 0 ? axis + x.Rank() : axis;
+    for (DType dtype : {DType::kF32, DType::kF64}) {
+      const TensorMeta data{x, dtype}, channel{Shape{x[a]}, dtype};
+      for (const bool training : {true, false}) {
+        const BatchNormAttrs attrs{axis, 1e-3, 0.9, training};
+        std::vector<TensorMeta> outputs = {data};
+        if (training) outputs.insert(outputs.end(), {channel, channel});
+        samples.push_back({"batch_norm", attrs, {data, channel, channel, channel, channel}, outputs, true});
+        samples.push_back({"batch_norm_grad", attrs, {data, data, channel, channel, channel}, {data, channel, channel}, true});
+      }
+      samples.push_back({"batch_norm_moving_update", BatchNormMovingUpdateAttrs{0.9, x.NumElements() / x[a]},
+                         {channel, channel, channel, channel}, {}, true});
     }
   }
   struct Product {

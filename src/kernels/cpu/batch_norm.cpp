@@ -1,7 +1,8 @@
 // batch_norm, batch_norm_grad and batch_norm_moving_update on the CPU. x is viewed as
 // (outer, C, inner) around the channel axis, which covers every axis. f32 goes through oneDNN's
 // batch normalization (primitives, reorders and buffers made once per task); f64 through reference
-// loops that accumulate in double.
+// loops that accumulate in double (their formulas: kernels/functors/batch_norm.hpp, which the CUDA
+// kernels run).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -13,6 +14,7 @@
 
 #include "kernels/attrs/batch_norm_attrs.hpp"
 #include "kernels/cpu/dnnl_engine.hpp"
+#include "kernels/functors/batch_norm.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/ops.hpp"
 
@@ -280,7 +282,7 @@ template <typename T> class BatchNormGradReferenceCpu final : public Kernel {
       if (attrs_.training) {
         view_.ForChannel(c, [&](std::int64_t i) {
           const double normalized = (x[i] - mean) * inv_std;
-          dx[i] = static_cast<T>(scale * (dy[i] - (dbeta + normalized * dgamma) / count));
+          dx[i] = static_cast<T>(BatchNormTrainingDx(scale, dy[i], normalized, dbeta, dgamma, count));
         });
       } else {
         view_.ForChannel(c, [&](std::int64_t i) { dx[i] = static_cast<T>(scale * dy[i]); });
@@ -308,8 +310,7 @@ template <typename T> class BatchNormMovingUpdateCpu final : public Kernel {
     // Bessel's correction; a single element per channel has no unbiased variance, so it stays biased.
     const double unbias = attrs_.count > 1 ? static_cast<double>(attrs_.count) / static_cast<double>(attrs_.count - 1) : 1.0;
     for (std::int64_t c = 0; c < channels_; ++c) {
-      moving_mean[c] = static_cast<T>(momentum * moving_mean[c] + (1 - momentum) * mean[c]);
-      moving_variance[c] = static_cast<T>(momentum * moving_variance[c] + (1 - momentum) * variance[c] * unbias);
+      MovingStatistics(moving_mean[c], moving_variance[c], mean[c], variance[c], momentum, unbias);
     }
   }
 

@@ -16,8 +16,8 @@ inline unsigned Blocks(std::int64_t count, int threads = kThreads) {
 
 inline cudaStream_t Native(void* stream) { return static_cast<cudaStream_t>(stream); }
 
-/// The sum of `value` over the block's threads (every thread of a kThreads block calls it); thread 0
-/// gets it. Uses shared memory, so the block synchronises inside.
+/// The sum of `value` over the block's threads (every thread of a kThreads block calls it), returned
+/// to every thread. Uses shared memory, so the block synchronises inside.
 __device__ inline double BlockSum(double value) {
   __shared__ double partial[kThreads];
   partial[threadIdx.x] = value;

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/functors/batch_norm.hpp"
 #include "kernels/functors/binary.hpp"
 #include "kernels/functors/learning_rate.hpp"
 #include "kernels/functors/pool2d.hpp"
@@ -173,6 +174,21 @@ template <typename T> void MaxPool2D(void* stream, const Pool2DGeometry& g, cons
 template <typename T> void MaxPool2DGrad(void* stream, const Pool2DGeometry& g, const T* dy, const T* x, T* dx);
 template <typename T> void AvgPool2D(void* stream, const Pool2DGeometry& g, const T* x, T* y);
 template <typename T> void AvgPool2DGrad(void* stream, const Pool2DGeometry& g, const T* dy, T* dx);
+
+/// Batch normalization, a block per channel (statistics in double, two passes as the CPU reference):
+/// training writes the batch mean and biased variance and normalizes with them; inference normalizes
+/// with the moving ones. float, double.
+template <typename T>
+void BatchNorm(void* stream, const ChannelLayout& layout, bool training, double epsilon, const T* x, const T* gamma,
+               const T* beta, const T* moving_mean, const T* moving_variance, T* y, T* mean, T* variance);
+/// Its gradient: dgamma, dbeta per channel and dx (training: through the batch statistics).
+template <typename T>
+void BatchNormGrad(void* stream, const ChannelLayout& layout, bool training, double epsilon, const T* dy, const T* x,
+                   const T* gamma, const T* mean, const T* variance, T* dx, T* dgamma, T* dbeta);
+/// The moving statistics' update, in place (kernels/functors/batch_norm.hpp).
+template <typename T>
+void BatchNormMovingUpdate(void* stream, T* moving_mean, T* moving_variance, const T* mean, const T* variance,
+                           std::int64_t channels, double momentum, double unbias);
 
 /// Row-major C (m x n) = alpha op(A) op(B) through cuBLAS on the stream's handle; A is (m x k) or,
 /// transposed, (k x m); B is (k x n) or (n x k). float, double.
