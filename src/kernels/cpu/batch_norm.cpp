@@ -13,6 +13,7 @@
 #include <dnnl.hpp>
 
 #include "kernels/attrs/batch_norm_attrs.hpp"
+#include "kernels/axis_split.hpp"
 #include "kernels/cpu/dnnl_engine.hpp"
 #include "kernels/functors/batch_norm.hpp"
 #include "kernels/kernel.hpp"
@@ -37,14 +38,8 @@ struct ChannelView {
 };
 
 ChannelView ViewAroundAxis(const Shape& x, int axis) {
-  ChannelView view;
-  const int resolved = axis < 0 ? axis + x.Rank() : axis;
-  for (int i = 0; i < x.Rank(); ++i) {
-    if (i < resolved) view.outer *= x[i];
-    else if (i == resolved) view.channels = x[i];
-    else view.inner *= x[i];
-  }
-  return view;
+  const AxisSplit split(x, axis);
+  return {split.outer, split.n, split.inner};
 }
 
 /// The user's f32 layout of the view for oneDNN, 4-D: (outer, C, 1, 1) channels last when nothing

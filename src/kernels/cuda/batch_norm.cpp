@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "kernels/attrs/batch_norm_attrs.hpp"
+#include "kernels/axis_split.hpp"
 #include "kernels/cuda/cuda_kernel.hpp"
 #include "kernels/cuda/launch.hpp"
 #include "weir/ops.hpp"
@@ -11,14 +12,8 @@ namespace weir::internal {
 namespace {
 
 ChannelLayout LayoutAround(const Shape& x, int axis) {
-  ChannelLayout layout;
-  const int resolved = axis < 0 ? axis + x.Rank() : axis;
-  for (int i = 0; i < x.Rank(); ++i) {
-    if (i < resolved) layout.outer *= x[i];
-    else if (i == resolved) layout.channels = x[i];
-    else layout.inner *= x[i];
-  }
-  return layout;
+  const AxisSplit split(x, axis);
+  return {split.outer, split.n, split.inner};
 }
 
 // Forward inputs (x, gamma, beta, moving_mean, moving_variance), outputs (y[, mean, variance]); the

@@ -82,15 +82,13 @@ __global__ void MovingUpdateKernel(T* moving_mean, T* moving_variance, const T* 
   }
 }
 
-unsigned ChannelBlocks(std::int64_t channels) { return static_cast<unsigned>(channels < 65535 * 8 ? channels : 65535 * 8); }
-
 }  // namespace
 
 template <typename T>
 void BatchNorm(void* stream, const ChannelLayout& layout, bool training, double epsilon, const T* x, const T* gamma,
                const T* beta, const T* moving_mean, const T* moving_variance, T* y, T* mean, T* variance) {
   if (layout.channels == 0) return;
-  BatchNormKernel<T><<<ChannelBlocks(layout.channels), kThreads, 0, Native(stream)>>>(
+  BatchNormKernel<T><<<BlockPerItem(layout.channels), kThreads, 0, Native(stream)>>>(
       layout, training, epsilon, x, gamma, beta, moving_mean, moving_variance, y, mean, variance);
   WEIR_CUDA_CHECK(cudaGetLastError());
 }
@@ -99,7 +97,7 @@ template <typename T>
 void BatchNormGrad(void* stream, const ChannelLayout& layout, bool training, double epsilon, const T* dy, const T* x,
                    const T* gamma, const T* mean, const T* variance, T* dx, T* dgamma, T* dbeta) {
   if (layout.channels == 0) return;
-  BatchNormGradKernel<T><<<ChannelBlocks(layout.channels), kThreads, 0, Native(stream)>>>(
+  BatchNormGradKernel<T><<<BlockPerItem(layout.channels), kThreads, 0, Native(stream)>>>(
       layout, training, epsilon, dy, x, gamma, mean, variance, dx, dgamma, dbeta);
   WEIR_CUDA_CHECK(cudaGetLastError());
 }

@@ -52,41 +52,36 @@ class IncrementCuda final : public Kernel {
   void* stream_;
 };
 
-// The schedule's arrays are copied to the device once; the rate is computed there from the step.
+// The schedule's arrays are copied to the device once (one allocation, 8-byte elements each); the rate
+// is computed there from the step.
 class LearningRateCuda final : public Kernel {
  public:
   explicit LearningRateCuda(const KernelSetup& setup)
-      : stream_(CudaStreamOf(setup)), device_(setup.device.index), schedule_(setup.Get<LearningRateAttrs>().schedule) {
-    try {
-      const std::int64_t* boundaries = Upload(schedule_.boundaries);
-      const double* values = Upload(schedule_.values);
-      const double* scales = Upload(schedule_.scales);
-      view_ = ViewOf(schedule_, boundaries, values, scales);
-    } catch (...) {
-      for (void* memory : device_arrays_) CudaFree(device_, memory);
-      throw;
-    }
-  }
-  ~LearningRateCuda() override {
-    for (void* memory : device_arrays_) CudaFree(device_, memory);
+      : stream_(CudaStreamOf(setup)), schedule_(setup.Get<LearningRateAttrs>().schedule),
+        arrays_(setup.device.index, (schedule_.boundaries.size() + schedule_.values.size() + schedule_.scales.size()) * 8) {
+    std::size_t offset = 0;
+    const std::int64_t* boundaries = Upload(schedule_.boundaries, offset);
+    const double* values = Upload(schedule_.values, offset);
+    const double* scales = Upload(schedule_.scales, offset);
+    view_ = ViewOf(schedule_, boundaries, values, scales);
   }
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     cuda::LearningRate(stream_, view_, inputs[0].As<std::int64_t>(), outputs[0].As<float>());
   }
 
  private:
-  template <typename T> const T* Upload(const std::vector<T>& host) {
+  template <typename T> const T* Upload(const std::vector<T>& host, std::size_t& offset) {
+    static_assert(sizeof(T) == 8);
     if (host.empty()) return nullptr;
-    void* memory = CudaAllocate(device_, host.size() * sizeof(T));
-    device_arrays_.push_back(memory);
-    CudaCopy(memory, true, host.data(), false, host.size() * sizeof(T));
-    return static_cast<const T*>(memory);
+    T* device = arrays_.As<T>(offset);
+    CudaCopy(device, true, host.data(), false, host.size() * sizeof(T));
+    offset += host.size() * sizeof(T);
+    return device;
   }
 
   void* stream_;
-  int device_;
   LrSchedule schedule_;
-  std::vector<void*> device_arrays_;
+  DeviceScratch arrays_;
   ScheduleView view_;
 };
 

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -42,12 +43,19 @@ class DeviceScratch {
 
 /// What a CUDA kernel's device code found wrong in a Run's data (a label out of range), which it
 /// cannot throw: one 64-bit report per Run in mapped host memory, in a ring of more slots than Runs
-/// can be in flight. The device code atomicMin's a key into its Run's slot; the host reads the slot
-/// in AfterCompletion (the Run's event has completed, so the device's write is visible) and resets it.
+/// can be in flight. The device code reports through CheckIndex (kernels/cuda/grid.cuh) into its Run's
+/// slot; the host reads the slot in AfterCompletion (the Run's event has completed, so the device's
+/// write is visible) and resets it.
 class DeviceReports {
  public:
   static constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
   static constexpr int kSlots = 64;
+
+  /// An index out of range: where (the lowest position that had one) and which (its low 32 bits).
+  struct BadIndex {
+    std::int64_t position;
+    std::int32_t index;
+  };
 
   DeviceReports() : memory_(CudaAllocateMapped(kSlots * sizeof(std::int64_t))) {
     for (int i = 0; i < kSlots; ++i) Host()[i] = kNone;
@@ -58,12 +66,13 @@ class DeviceReports {
 
   /// The device address of the next Run's slot (once per Run, in Run order).
   std::int64_t* NextSlot() { return static_cast<std::int64_t*>(memory_.device) + submitted_++ % kSlots; }
-  /// The oldest unread Run's report (once per completed Run, in Run order): kNone or the key.
-  std::int64_t TakeCompleted() {
+  /// The oldest unread Run's report (once per completed Run, in Run order), if it found a bad index.
+  std::optional<BadIndex> TakeCompleted() {
     volatile std::int64_t* slot = Host() + completed_++ % kSlots;
     const std::int64_t key = *slot;
     *slot = kNone;
-    return key;
+    if (key == kNone) return std::nullopt;
+    return BadIndex{key >> 32, static_cast<std::int32_t>(static_cast<std::uint32_t>(key & 0xffffffff))};
   }
 
  private:

@@ -14,21 +14,37 @@ inline unsigned Blocks(std::int64_t count, int threads = kThreads) {
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 65535 * 8 ? 65535 * 8 : blocks);
 }
 
+/// A block per item (a channel, an output), capped; the kernel strides blocks over the rest.
+inline unsigned BlockPerItem(std::int64_t items) { return Blocks(items, 1); }
+
 inline cudaStream_t Native(void* stream) { return static_cast<cudaStream_t>(stream); }
 
-/// The sum of `value` over the block's threads (every thread of a kThreads block calls it), returned
-/// to every thread. Uses shared memory, so the block synchronises inside.
-__device__ inline double BlockSum(double value) {
-  __shared__ double partial[kThreads];
+/// `value` combined over the block's threads (every thread of a kThreads block calls it) by a tree in
+/// shared memory, returned to every thread. The block synchronises inside.
+template <typename T, typename Combine> __device__ T BlockCombine(T value, Combine combine) {
+  __shared__ T partial[kThreads];
   partial[threadIdx.x] = value;
   __syncthreads();
   for (int width = kThreads / 2; width > 0; width /= 2) {
-    if (threadIdx.x < width) partial[threadIdx.x] += partial[threadIdx.x + width];
+    if (threadIdx.x < width) partial[threadIdx.x] = combine(partial[threadIdx.x], partial[threadIdx.x + width]);
     __syncthreads();
   }
-  const double sum = partial[0];
+  const T result = partial[0];
   __syncthreads();  // partial may be reused by the block's next call
-  return sum;
+  return result;
+}
+
+/// True when 0 <= index < bound; otherwise reports (position, index) into `report`, a DeviceReports
+/// slot (kernels/cuda/cuda_kernel.hpp decodes it): the lowest position wins, the index's low 32 bits kept.
+__device__ inline bool CheckIndex(std::int64_t position, std::int64_t index, std::int64_t bound, std::int64_t* report) {
+  if (index >= 0 && index < bound) return true;
+  const auto key = static_cast<unsigned long long>((position << 32) | (static_cast<std::uint64_t>(index) & 0xffffffffull));
+  atomicMin(reinterpret_cast<unsigned long long*>(report), key);
+  return false;
+}
+
+template <typename T> __device__ T BlockSum(T value) {
+  return BlockCombine(value, [](T a, T b) { return a + b; });
 }
 
 }  // namespace weir::internal::cuda

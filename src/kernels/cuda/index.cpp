@@ -53,10 +53,9 @@ template <typename Index, typename T> class OneHotCuda final : public Kernel {
     cuda::OneHot<Index, T>(stream_, inputs[0].As<Index>(), outputs[0].As<T>(), count_, depth_, on_, off_, reports_.NextSlot());
   }
   void AfterCompletion() override {
-    const std::int64_t key = reports_.TakeCompleted();
-    if (key == DeviceReports::kNone) return;
-    const auto index = static_cast<std::int32_t>(static_cast<std::uint32_t>(key & 0xffffffff));
-    throw KernelError(fmt::format("[one_hot] index {} at position {} is outside [0, {})", index, key >> 32, depth_));
+    if (const auto bad = reports_.TakeCompleted()) {
+      throw KernelError(fmt::format("[one_hot] index {} at position {} is outside [0, {})", bad->index, bad->position, depth_));
+    }
   }
 
  private:

@@ -36,10 +36,7 @@ __global__ void OneHotKernel(const Index* indices, T* out, std::int64_t count, s
     const std::int64_t index = indices[i];
     T* row = out + i * depth;
     for (std::int64_t c = 0; c < depth; ++c) row[c] = c == index ? on : off;
-    if (index < 0 || index >= depth) {
-      const auto key = static_cast<unsigned long long>((i << 32) | (static_cast<std::uint64_t>(index) & 0xffffffffull));
-      atomicMin(reinterpret_cast<unsigned long long*>(report), key);
-    }
+    CheckIndex(i, index, depth, report);
   }
 }
 

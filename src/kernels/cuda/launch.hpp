@@ -100,7 +100,7 @@ void ArgMax(void* stream, const T* x, Index* y, std::int64_t outer, std::int64_t
 template <typename T>
 void ExtremumGrad(void* stream, bool maximum, const T* dy, const T* a, const T* b, T* da, T* db, std::int64_t count);
 /// Each index to a row of `depth` values, on at the index and off elsewhere; an index outside
-/// [0, depth) makes its position atomicMin (position << 32 | the index's low 32 bits) into `report`.
+/// [0, depth) is reported into `report` (CheckIndex, DeviceReports).
 /// Index: int32_t, int64_t; T: float, double, int32_t, int64_t.
 template <typename Index, typename T>
 void OneHot(void* stream, const Index* indices, T* out, std::int64_t count, std::int64_t depth, T on, T off,
@@ -116,7 +116,7 @@ void SoftmaxCrossEntropyGrad(void* stream, const T* z, const T* x, const T* dy, 
 
 /// The sparse softmax cross entropy of (rows x classes) logits, one loss per row, and its gradient
 /// dlogits = (softmax − onehot(label)) dy (kernels/functors/softmax.hpp). A label outside [0, classes)
-/// makes its row atomicMin (row << 32 | the label's low 32 bits) into `report` (DeviceReports).
+/// is reported into `report` (CheckIndex, DeviceReports).
 /// Label: int32_t, int64_t; T: float, double.
 template <typename Label, typename T>
 void SparseCrossEntropy(void* stream, const Label* labels, const T* logits, T* loss, std::int64_t rows,

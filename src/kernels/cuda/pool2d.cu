@@ -38,22 +38,27 @@ __device__ void Covering(std::int64_t h, std::int64_t pad, std::int64_t k, std::
   last = p / s < out - 1 ? p / s : out - 1;
 }
 
+// Output element i's coordinates and its window clipped to x.
+__device__ void OutputWindow(const Pool2DGeometry& g, std::int64_t i, std::int64_t& b, std::int64_t& ch,
+                             std::int64_t& h_begin, std::int64_t& h_end, std::int64_t& w_begin, std::int64_t& w_end) {
+  std::int64_t oh, ow;
+  Coordinates(g, i, g.out_h, g.out_w, b, ch, oh, ow);
+  g.RowWindow(oh, h_begin, h_end);
+  g.ColumnWindow(ow, w_begin, w_end);
+}
+
 template <typename T> __global__ void MaxPoolKernel(Pool2DGeometry g, const T* x, T* y) {
   WEIR_FOR_EACH_ELEMENT(i, g.n * g.c * g.out_h * g.out_w) {
-    std::int64_t b, ch, oh, ow, h_begin, h_end, w_begin, w_end;
-    Coordinates(g, i, g.out_h, g.out_w, b, ch, oh, ow);
-    g.RowWindow(oh, h_begin, h_end);
-    g.ColumnWindow(ow, w_begin, w_end);
+    std::int64_t b, ch, h_begin, h_end, w_begin, w_end;
+    OutputWindow(g, i, b, ch, h_begin, h_end, w_begin, w_end);
     y[i] = x[WindowArgMax(g, x, b, ch, h_begin, h_end, w_begin, w_end)];
   }
 }
 
 template <typename T> __global__ void AvgPoolKernel(Pool2DGeometry g, const T* x, T* y) {
   WEIR_FOR_EACH_ELEMENT(i, g.n * g.c * g.out_h * g.out_w) {
-    std::int64_t b, ch, oh, ow, h_begin, h_end, w_begin, w_end;
-    Coordinates(g, i, g.out_h, g.out_w, b, ch, oh, ow);
-    g.RowWindow(oh, h_begin, h_end);
-    g.ColumnWindow(ow, w_begin, w_end);
+    std::int64_t b, ch, h_begin, h_end, w_begin, w_end;
+    OutputWindow(g, i, b, ch, h_begin, h_end, w_begin, w_end);
     T sum = 0;
     for (std::int64_t h = h_begin; h < h_end; ++h) {
       for (std::int64_t w = w_begin; w < w_end; ++w) sum += x[g.XIndex(b, ch, h, w)];

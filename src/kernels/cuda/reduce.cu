@@ -12,68 +12,44 @@ namespace weir::internal::cuda {
 
 namespace {
 
-
 template <typename T>
 __global__ void ReduceKernel(ReductionPlan plan, bool mean, const T* x, T* y, std::int64_t outputs) {
   using Acc = ReduceAcc<T>;
-  __shared__ Acc partial[kThreads];
   for (std::int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
     Acc sum = 0;
     for (std::int64_t r = threadIdx.x; r < plan.reduced_count; r += blockDim.x) sum += static_cast<Acc>(x[plan.Offset(o, r)]);
-    partial[threadIdx.x] = sum;
-    __syncthreads();
-    for (int width = kThreads / 2; width > 0; width /= 2) {
-      if (threadIdx.x < width) partial[threadIdx.x] += partial[threadIdx.x + width];
-      __syncthreads();
+    const Acc total = BlockSum(sum);
+    if (threadIdx.x != 0) continue;
+    if constexpr (std::is_floating_point_v<T>) {
+      y[o] = static_cast<T>(mean ? total / static_cast<double>(plan.reduced_count) : total);
+    } else {
+      y[o] = static_cast<T>(total);
     }
-    if (threadIdx.x == 0) {
-      const Acc total = partial[0];
-      if constexpr (std::is_floating_point_v<T>) {
-        y[o] = static_cast<T>(mean ? total / static_cast<double>(plan.reduced_count) : total);
-      } else {
-        y[o] = static_cast<T>(total);
-      }
-    }
-    __syncthreads();  // partial is reused by the block's next output
   }
 }
 
 template <typename T, typename Op>
 __global__ void ExtremumKernel(ReductionPlan plan, const T* x, T* y, std::int64_t outputs) {
-  __shared__ T partial[kThreads];
   for (std::int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
     T acc = Op::template Identity<T>();
     for (std::int64_t r = threadIdx.x; r < plan.reduced_count; r += blockDim.x) acc = Op::Combine(acc, x[plan.Offset(o, r)]);
-    partial[threadIdx.x] = acc;
-    __syncthreads();
-    for (int width = kThreads / 2; width > 0; width /= 2) {
-      if (threadIdx.x < width) partial[threadIdx.x] = Op::Combine(partial[threadIdx.x], partial[threadIdx.x + width]);
-      __syncthreads();
-    }
-    if (threadIdx.x == 0) y[o] = partial[0];
-    __syncthreads();
+    acc = BlockCombine(acc, [](T a, T b) { return Op::Combine(a, b); });
+    if (threadIdx.x == 0) y[o] = acc;
   }
 }
 
 // A block per output: count the elements equal to y[o] (the ties), then spread dy[o] over them.
 template <typename T>
 __global__ void ExtremumGradKernel(ReductionPlan plan, const T* x, const T* y, const T* dy, T* dx, std::int64_t outputs) {
-  __shared__ std::int64_t ties[kThreads];
   for (std::int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
     std::int64_t count = 0;
     for (std::int64_t r = threadIdx.x; r < plan.reduced_count; r += blockDim.x) count += x[plan.Offset(o, r)] == y[o];
-    ties[threadIdx.x] = count;
-    __syncthreads();
-    for (int width = kThreads / 2; width > 0; width /= 2) {
-      if (threadIdx.x < width) ties[threadIdx.x] += ties[threadIdx.x + width];
-      __syncthreads();
-    }
-    const T share = ties[0] > 0 ? dy[o] / static_cast<T>(ties[0]) : T(0);
+    const std::int64_t ties = BlockSum(count);
+    const T share = ties > 0 ? dy[o] / static_cast<T>(ties) : T(0);
     for (std::int64_t r = threadIdx.x; r < plan.reduced_count; r += blockDim.x) {
       const std::int64_t at = plan.Offset(o, r);
       dx[at] = x[at] == y[o] ? share : T(0);
     }
-    __syncthreads();  // ties is reused by the block's next output
   }
 }
 
@@ -92,7 +68,6 @@ __global__ void ScaleByGlobalNormKernel(const T* x, T* y, std::int64_t count, co
   WEIR_FOR_EACH_ELEMENT(i, count) { y[i] = x[i] * factor; }
 }
 
-unsigned OutputBlocks(std::int64_t outputs) { return static_cast<unsigned>(outputs < 65535 * 8 ? outputs : 65535 * 8); }
 
 }  // namespace
 
@@ -100,9 +75,9 @@ template <typename T>
 void ReduceExtremum(void* stream, const ReductionPlan& plan, bool max, const T* x, T* y, std::int64_t outputs) {
   if (outputs == 0) return;
   if (max) {
-    ExtremumKernel<T, MaxOp><<<OutputBlocks(outputs), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(plan, x, y, outputs);
+    ExtremumKernel<T, MaxOp><<<BlockPerItem(outputs), kThreads, 0, Native(stream)>>>(plan, x, y, outputs);
   } else {
-    ExtremumKernel<T, MinOp><<<OutputBlocks(outputs), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(plan, x, y, outputs);
+    ExtremumKernel<T, MinOp><<<BlockPerItem(outputs), kThreads, 0, Native(stream)>>>(plan, x, y, outputs);
   }
   WEIR_CUDA_CHECK(cudaGetLastError());
 }
@@ -111,7 +86,7 @@ template <typename T>
 void ReduceExtremumGrad(void* stream, const ReductionPlan& plan, const T* x, const T* y, const T* dy, T* dx,
                         std::int64_t outputs) {
   if (outputs == 0) return;
-  ExtremumGradKernel<T><<<OutputBlocks(outputs), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(plan, x, y, dy, dx,
+  ExtremumGradKernel<T><<<BlockPerItem(outputs), kThreads, 0, Native(stream)>>>(plan, x, y, dy, dx,
                                                                                                    outputs);
   WEIR_CUDA_CHECK(cudaGetLastError());
 }
@@ -151,8 +126,8 @@ template void ScaleByGlobalNorm<double>(void*, const double*, double*, std::int6
 template <typename T>
 void Reduce(void* stream, const ReductionPlan& plan, bool mean, const T* x, T* y, std::int64_t outputs) {
   if (outputs == 0) return;
-  const unsigned blocks = static_cast<unsigned>(outputs < 65535 * 8 ? outputs : 65535 * 8);
-  ReduceKernel<T><<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(plan, mean, x, y, outputs);
+  const unsigned blocks = BlockPerItem(outputs);
+  ReduceKernel<T><<<blocks, kThreads, 0, Native(stream)>>>(plan, mean, x, y, outputs);
   WEIR_CUDA_CHECK(cudaGetLastError());
 }
 

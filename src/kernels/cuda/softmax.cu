@@ -14,13 +14,6 @@ namespace {
 
 
 
-// False (and the row reported) when `label` is outside [0, classes).
-__device__ bool CheckLabel(std::int64_t row, std::int64_t label, std::int64_t classes, std::int64_t* report) {
-  if (label >= 0 && label < classes) return true;
-  const auto key = static_cast<unsigned long long>((row << 32) | (static_cast<std::uint64_t>(label) & 0xffffffffull));
-  atomicMin(reinterpret_cast<unsigned long long*>(report), key);
-  return false;
-}
 
 template <typename Label, typename T>
 __global__ void CrossEntropyKernel(const Label* labels, const T* logits, T* loss, std::int64_t rows, std::int64_t classes,
@@ -28,7 +21,7 @@ __global__ void CrossEntropyKernel(const Label* labels, const T* logits, T* loss
   for (std::int64_t r = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; r < rows;
        r += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
     const std::int64_t label = labels[r];
-    if (CheckLabel(r, label, classes, report)) loss[r] = SparseCrossEntropyRow(logits + r * classes, classes, label);
+    if (CheckIndex(r, label, classes, report)) loss[r] = SparseCrossEntropyRow(logits + r * classes, classes, label);
   }
 }
 
@@ -38,7 +31,7 @@ __global__ void CrossEntropyGradKernel(const Label* labels, const T* logits, con
   for (std::int64_t r = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; r < rows;
        r += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
     const std::int64_t label = labels[r];
-    if (CheckLabel(r, label, classes, report)) {
+    if (CheckIndex(r, label, classes, report)) {
       SparseCrossEntropyGradRow(logits + r * classes, classes, label, dy[r], dlogits + r * classes);
     }
   }

@@ -28,11 +28,9 @@ template <typename Label, typename T> class SparseCrossEntropyCuda final : publi
   }
 
   void AfterCompletion() override {
-    const std::int64_t key = reports_.TakeCompleted();
-    if (key == DeviceReports::kNone) return;
-    const std::int64_t row = key >> 32;
-    const auto label = static_cast<std::int32_t>(static_cast<std::uint32_t>(key & 0xffffffff));
-    throw KernelError(fmt::format("[{}] label {} at row {} is outside [0, {})", op_, label, row, classes_));
+    if (const auto bad = reports_.TakeCompleted()) {
+      throw KernelError(fmt::format("[{}] label {} at row {} is outside [0, {})", op_, bad->index, bad->position, classes_));
+    }
   }
 
  private:
