@@ -75,14 +75,22 @@ class CudaStreamEvent final : public StreamEvent {
   cudaEvent_t event_;
 };
 
-// Each live stream's cuBLAS handle.
+// Each live stream's library handles.
+struct LibraryHandles {
+  cublasHandle_t blas = nullptr;
+  cudnnHandle_t dnn = nullptr;
+};
 std::mutex& HandlesMutex() {
   static std::mutex mutex;
   return mutex;
 }
-std::map<cudaStream_t, cublasHandle_t>& Handles() {
-  static std::map<cudaStream_t, cublasHandle_t> handles;
+std::map<cudaStream_t, LibraryHandles>& Handles() {
+  static std::map<cudaStream_t, LibraryHandles> handles;
   return handles;
+}
+void Destroy(const LibraryHandles& handles) {
+  if (handles.blas != nullptr) cublasDestroy(handles.blas);
+  if (handles.dnn != nullptr) cudnnDestroy(handles.dnn);
 }
 
 class CudaDeviceStream final : public DeviceStream {
@@ -96,24 +104,26 @@ class CudaDeviceStream final : public DeviceStream {
     }
     WEIR_CUDA_CHECK(cudaSetDevice(device_));
     WEIR_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    cublasHandle_t blas = nullptr;
+    LibraryHandles handles;
     try {
-      WEIR_CUDA_CHECK(cublasCreate(&blas));
-      WEIR_CUDA_CHECK(cublasSetStream(blas, stream_));
+      WEIR_CUDA_CHECK(cublasCreate(&handles.blas));
+      WEIR_CUDA_CHECK(cublasSetStream(handles.blas, stream_));
+      WEIR_CUDA_CHECK(cudnnCreate(&handles.dnn));
+      WEIR_CUDA_CHECK(cudnnSetStream(handles.dnn, stream_));
     } catch (...) {
-      if (blas != nullptr) cublasDestroy(blas);
+      Destroy(handles);
       cudaStreamDestroy(stream_);
       throw;
     }
     std::lock_guard<std::mutex> lock(HandlesMutex());
-    Handles()[stream_] = blas;
+    Handles()[stream_] = handles;
   }
   ~CudaDeviceStream() override {
     cudaSetDevice(device_);
     cudaStreamSynchronize(stream_);  // what was queued runs before the memory it uses goes
     {
       std::lock_guard<std::mutex> lock(HandlesMutex());
-      cublasDestroy(Handles().at(stream_));
+      Destroy(Handles().at(stream_));
       Handles().erase(stream_);
     }
     cudaStreamDestroy(stream_);
@@ -153,12 +163,19 @@ __global__ void FillAsyncKernel(float* data, std::size_t count, float value) {
 
 }  // namespace
 
-cublasHandle_t CublasHandleOf(cudaStream_t stream) {
+namespace {
+LibraryHandles HandlesOf(cudaStream_t stream, const char* library) {
   std::lock_guard<std::mutex> lock(HandlesMutex());
   const auto it = Handles().find(stream);
-  if (it == Handles().end()) throw std::invalid_argument("[cuda] cuBLAS on a stream that no Weir device stream owns");
+  if (it == Handles().end()) {
+    throw std::invalid_argument(std::string("[cuda] ") + library + " on a stream that no Weir device stream owns");
+  }
   return it->second;
 }
+}  // namespace
+
+cublasHandle_t CublasHandleOf(cudaStream_t stream) { return HandlesOf(stream, "cuBLAS").blas; }
+cudnnHandle_t CudnnHandleOf(cudaStream_t stream) { return HandlesOf(stream, "cuDNN").dnn; }
 
 std::unique_ptr<DeviceStream> MakeCudaDeviceStream(int device, std::string name) {
   return std::make_unique<CudaDeviceStream>(device, std::move(name));

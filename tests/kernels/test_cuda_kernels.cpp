@@ -25,6 +25,7 @@
 #include "common/device_stream.hpp"
 #include "kernels/attrs/batch_norm_attrs.hpp"
 #include "kernels/attrs/concat_attrs.hpp"
+#include "kernels/attrs/conv2d_attrs.hpp"
 #include "kernels/attrs/dropout_attrs.hpp"
 #include "kernels/attrs/fused_attrs.hpp"
 #include "kernels/attrs/gradient_attrs.hpp"
@@ -43,10 +44,7 @@ namespace {
 
 // Ops with a CPU kernel and no CUDA kernel yet. Shrinks as kernels land; never grows.
 const std::set<std::string> kNotYetOnCuda = {
-    "all_gather", "all_reduce", "all_to_all",
-    "conv2d", "conv2d_bias_act", "conv2d_grad_data",
-    "conv2d_grad_filter", "reduce_scatter",
-    "scatter", "transfer",
+    "all_gather", "all_reduce", "all_to_all", "reduce_scatter", "scatter", "transfer",
 };
 
 struct Sample {
@@ -347,6 +345,44 @@ std::vector<Sample> Samples() {
         samples.push_back({"avg_pool2d", attrs, {{x, dtype}}, {y}});
         samples.push_back({"max_pool2d_grad", attrs, {y, {x, dtype}}, {{x, dtype}}});
         samples.push_back({"avg_pool2d_grad", Pool2DGradAttrs{attrs, x}, {y}, {{x, dtype}}});
+      }
+    }
+  }
+  // Convolutions: NCHW and NHWC; VALID, SAME (unequal pads: the padded-copy path) and explicit pads;
+  // strides, dilation, groups (NCHW only); an empty batch. The output shape is the op's own inference.
+  struct Conv {
+    Shape x_nchw;
+    std::int64_t filters, k_h, k_w;
+    Conv2DAttrs attrs;
+  };
+  for (const Conv& conv : {Conv{Shape{2, 3, 7, 9}, 4, 3, 3, {{1, 1}, {1, 1}, ValidPadding()}},
+                           Conv{Shape{2, 3, 8, 7}, 5, 4, 2, {{1, 1}, {1, 1}, SamePadding()}},  // pads (1, 2) and (0, 1)
+                           Conv{Shape{3, 2, 9, 9}, 3, 3, 3, {{2, 2}, {1, 1}, SamePadding()}},  // pads (1, 1)
+                           Conv{Shape{1, 3, 6, 7}, 2, 2, 3, {{2, 1}, {2, 1}, ExplicitPadding(1, 0, 2, 1)}},
+                           Conv{Shape{2, 4, 6, 6}, 6, 3, 3, {{1, 1}, {1, 1}, ExplicitPadding(1, 1, 1, 1), DataFormat::kNCHW, 2}},
+                           Conv{Shape{0, 3, 5, 5}, 2, 3, 3, {{1, 1}, {1, 1}, SamePadding()}}}) {
+    for (const DataFormat format : {DataFormat::kNCHW, DataFormat::kNHWC}) {
+      if (format == DataFormat::kNHWC && conv.attrs.groups > 1) continue;  // grouped NHWC is rejected
+      Conv2DAttrs attrs = conv.attrs;
+      attrs.data_format = format;
+      const Shape& c = conv.x_nchw;
+      const bool nhwc = format == DataFormat::kNHWC;
+      const Shape x = nhwc ? Shape{c[0], c[2], c[3], c[1]} : c;
+      const std::int64_t group_channels = c[1] / attrs.groups;
+      const Shape weight = nhwc ? Shape{conv.filters, conv.k_h, conv.k_w, group_channels}
+                                : Shape{conv.filters, group_channels, conv.k_h, conv.k_w};
+      for (DType dtype : {DType::kF32, DType::kF64}) {
+        const std::any attrs_any = attrs;
+        const std::vector<TensorMeta> in = {{x, dtype}, {weight, dtype}};
+        const TensorMeta y = FindOp("conv2d").infer({"conv2d", "sample", &attrs_any, in})[0];
+        samples.push_back({"conv2d", attrs, in, {y}});
+        samples.push_back({"conv2d_grad_data", Conv2DGradAttrs{attrs, x}, {y, {weight, dtype}}, {{x, dtype}}});
+        samples.push_back({"conv2d_grad_filter", Conv2DGradAttrs{attrs, weight}, {y, {x, dtype}}, {{weight, dtype}}});
+        if (dtype != DType::kF32) continue;  // the fused kernel is f32 on the CPU
+        const TensorMeta bias{Shape{conv.filters}, dtype};
+        for (FusedActivation act : {FusedActivation::kNone, FusedActivation::kRelu}) {
+          samples.push_back({"conv2d_bias_act", FusedConv2DAttrs{attrs, act}, {in[0], in[1], bias}, {y}});
+        }
       }
     }
   }

@@ -1,12 +1,15 @@
 // The index helpers that CUDA device code runs (kernels/functors/), checked on the host against a
-// plain numpy-style computation: the broadcast plan's offsets, and the reduction plan's.
+// plain numpy-style computation: the broadcast plan's offsets, and the reduction plan's; and the image
+// shift by which the CUDA convolutions run unequal pads (checked against the convolution's definition).
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <random>
 #include <vector>
 
+#include "kernels/conv2d_geometry.hpp"
 #include "kernels/functors/binary.hpp"
 #include "kernels/functors/philox.hpp"
 #include "kernels/functors/reduce.hpp"
@@ -154,4 +157,62 @@ TEST_CASE("Philox4x32-10 gives the Random123 known answers") {
   int kept = 0;
   for (std::uint64_t i = 0; i < 100000; ++i) kept += DropoutKeeps(7, 3, i, static_cast<std::uint64_t>(0.3 * 18446744073709551615.0));
   CHECK(kept == doctest::Approx(70000).epsilon(0.01));
+}
+
+namespace {
+
+// dst[i] = src[shift.SourceOf(i)], or 0.
+std::vector<double> Shift(const ImageShift& shift, const std::vector<double>& src) {
+  std::vector<double> dst(static_cast<std::size_t>(shift.DstCount()));
+  for (std::int64_t i = 0; i < shift.DstCount(); ++i) {
+    const std::int64_t from = shift.SourceOf(i);
+    dst[static_cast<std::size_t>(i)] = from < 0 ? 0.0 : src[static_cast<std::size_t>(from)];
+  }
+  return dst;
+}
+
+}  // namespace
+
+TEST_CASE("a convolution with unequal pads is the unpadded one over its padded input, as the CUDA kernels run it") {
+  std::mt19937 random(5);
+  std::uniform_real_distribution<double> value(-1, 1);
+  auto values = [&](std::int64_t count) {
+    std::vector<double> v(static_cast<std::size_t>(count));
+    for (double& e : v) e = value(random);
+    return v;
+  };
+  for (const bool nhwc : {false, true}) {
+    CAPTURE(nhwc);
+    Conv2DGeometry g;
+    g.nhwc = nhwc;
+    g.batch = 2, g.channels = 3, g.in_h = 6, g.in_w = 5, g.filters = 4, g.kernel_h = 3, g.kernel_w = 2;
+    g.strides = {2, 1}, g.dilations = {1, 2}, g.pad_before = {0, 1}, g.pad_after = {1, 2};
+    g.out_h = (g.in_h + 1 - 3) / 2 + 1, g.out_w = (g.in_w + 3 - 3) / 1 + 1;
+    const Conv2DGeometry padded = Prepadded(g);
+    CHECK(padded.SymmetricPads());
+    const ImageShift pad = PadShift(g, false), crop = PadShift(g, true);
+    CHECK(pad.DstCount() == padded.XCount());
+    CHECK(crop.DstCount() == g.XCount());
+    const std::vector<double> x = values(g.XCount()), w = values(g.WeightCount()), dy = values(g.YCount());
+    const std::vector<double> x_padded = Shift(pad, x);
+    CHECK(Shift(crop, x_padded) == x);  // cropping undoes padding
+    // The padded image holds x once and zeros elsewhere.
+    CHECK(std::count(x_padded.begin(), x_padded.end(), 0.0) == padded.XCount() - g.XCount());
+
+    std::vector<double> y(static_cast<std::size_t>(g.YCount())), y_padded = y;
+    ForEachConv2DTap(g, [&](std::int64_t xi, std::int64_t wi, std::int64_t yi) { y[yi] += x[xi] * w[wi]; });
+    ForEachConv2DTap(padded, [&](std::int64_t xi, std::int64_t wi, std::int64_t yi) { y_padded[yi] += x_padded[xi] * w[wi]; });
+    for (std::size_t i = 0; i < y.size(); ++i) CHECK(y_padded[i] == doctest::Approx(y[i]).epsilon(1e-14));
+
+    std::vector<double> dx(static_cast<std::size_t>(g.XCount())), dx_padded(static_cast<std::size_t>(padded.XCount()));
+    ForEachConv2DTap(g, [&](std::int64_t xi, std::int64_t wi, std::int64_t yi) { dx[xi] += dy[yi] * w[wi]; });
+    ForEachConv2DTap(padded, [&](std::int64_t xi, std::int64_t wi, std::int64_t yi) { dx_padded[xi] += dy[yi] * w[wi]; });
+    const std::vector<double> dx_cropped = Shift(crop, dx_padded);
+    for (std::size_t i = 0; i < dx.size(); ++i) CHECK(dx_cropped[i] == doctest::Approx(dx[i]).epsilon(1e-14));
+
+    std::vector<double> dw(static_cast<std::size_t>(g.WeightCount())), dw_padded = dw;
+    ForEachConv2DTap(g, [&](std::int64_t xi, std::int64_t wi, std::int64_t yi) { dw[wi] += dy[yi] * x[xi]; });
+    ForEachConv2DTap(padded, [&](std::int64_t xi, std::int64_t wi, std::int64_t yi) { dw_padded[wi] += dy[yi] * x_padded[xi]; });
+    for (std::size_t i = 0; i < dw.size(); ++i) CHECK(dw_padded[i] == doctest::Approx(dw[i]).epsilon(1e-14));
+  }
 }

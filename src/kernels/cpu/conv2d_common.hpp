@@ -1,7 +1,7 @@
 #pragma once
-// What conv2d's three CPU kernels share: the geometry of one convolution, the f64 reference loops
-// (also the reference the f32 oneDNN kernels are tested against), and the oneDNN plumbing that
-// binds user-layout registers to a primitive's arguments.
+// What conv2d's three CPU kernels share: the f64 reference kernels over the definition of the
+// convolution (kernels/conv2d_geometry.hpp; also the reference the f32 oneDNN kernels are tested
+// against), and the oneDNN plumbing that binds user-layout registers to a primitive's arguments.
 #include <algorithm>
 #include <array>
 #include <optional>
@@ -14,117 +14,12 @@
 
 #include "common/intra_op_pool.hpp"
 #include "kernels/attrs/conv2d_attrs.hpp"
+#include "kernels/conv2d_geometry.hpp"
 #include "kernels/cpu/dnnl_engine.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/ops.hpp"
 
 namespace weir::internal {
-
-/// One convolution in sizes and resolved pads; the op's inference has validated it.
-struct Conv2DGeometry {
-  bool nhwc = false;
-  std::int64_t batch = 0, channels = 0, in_h = 0, in_w = 0;
-  std::int64_t filters = 0, kernel_h = 0, kernel_w = 0, out_h = 0, out_w = 0, groups = 1;
-  std::array<std::int64_t, 2> strides{1, 1}, dilations{1, 1}, pad_before{0, 0}, pad_after{0, 0};
-
-  std::int64_t XIndex(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) const {
-    return nhwc ? ((n * in_h + h) * in_w + w) * channels + c : ((n * channels + c) * in_h + h) * in_w + w;
-  }
-  std::int64_t YIndex(std::int64_t n, std::int64_t o, std::int64_t h, std::int64_t w) const {
-    return nhwc ? ((n * out_h + h) * out_w + w) * filters + o : ((n * filters + o) * out_h + h) * out_w + w;
-  }
-  /// `c` counts within the group: weight (out, C/groups, kh, kw) or (out, kh, kw, C).
-  std::int64_t WIndex(std::int64_t o, std::int64_t c, std::int64_t h, std::int64_t w) const {
-    const std::int64_t group_channels = channels / groups;
-    return nhwc ? ((o * kernel_h + h) * kernel_w + w) * group_channels + c
-                : ((o * group_channels + c) * kernel_h + h) * kernel_w + w;
-  }
-};
-
-/// The geometry of conv2d(x, weight) -> y. SAME pads follow graph/ops/window.hpp (TensorFlow's rule:
-/// the total pad that gives out = ceil(in / stride), the odd pixel after).
-inline Conv2DGeometry MakeConv2DGeometry(const Conv2DAttrs& attrs, const Shape& x, const Shape& weight,
-                                         const Shape& y) {
-  Conv2DGeometry g;
-  g.nhwc = attrs.data_format == DataFormat::kNHWC;
-  g.batch = x[0];
-  g.channels = g.nhwc ? x[3] : x[1];
-  g.in_h = g.nhwc ? x[1] : x[2];
-  g.in_w = g.nhwc ? x[2] : x[3];
-  g.filters = weight[0];
-  g.kernel_h = g.nhwc ? weight[1] : weight[2];
-  g.kernel_w = g.nhwc ? weight[2] : weight[3];
-  g.out_h = g.nhwc ? y[1] : y[2];
-  g.out_w = g.nhwc ? y[2] : y[3];
-  g.groups = attrs.groups;
-  g.strides = attrs.strides;
-  g.dilations = attrs.dilations;
-  const std::array<std::int64_t, 2> in{g.in_h, g.in_w}, kernel{g.kernel_h, g.kernel_w}, out{g.out_h, g.out_w};
-  for (std::size_t axis = 0; axis < 2; ++axis) {
-    switch (attrs.padding.kind) {
-      case PaddingKind::kValid: break;
-      case PaddingKind::kSame: {
-        const std::int64_t extent = (kernel[axis] - 1) * g.dilations[axis] + 1;
-        const std::int64_t total = std::max<std::int64_t>((out[axis] - 1) * g.strides[axis] + extent - in[axis], 0);
-        g.pad_before[axis] = total / 2;
-        g.pad_after[axis] = total - total / 2;
-        break;
-      }
-      case PaddingKind::kExplicit:
-        g.pad_before[axis] = attrs.padding.pads[2 * axis];
-        g.pad_after[axis] = attrs.padding.pads[2 * axis + 1];
-        break;
-    }
-  }
-  return g;
-}
-
-/// Calls fn(x_index, weight_index, y_index) for every product x·weight that adds into y: the
-/// definition of the convolution. Each pass below is this loop with a different accumulation.
-template <typename Fn> void ForEachConv2DTap(const Conv2DGeometry& g, Fn&& fn) {
-  const std::int64_t group_channels = g.channels / g.groups;
-  const std::int64_t group_filters = g.filters / g.groups;
-  for (std::int64_t n = 0; n < g.batch; ++n) {
-    for (std::int64_t o = 0; o < g.filters; ++o) {
-      const std::int64_t first_channel = (o / group_filters) * group_channels;
-      for (std::int64_t oh = 0; oh < g.out_h; ++oh) {
-        for (std::int64_t ow = 0; ow < g.out_w; ++ow) {
-          const std::int64_t y_index = g.YIndex(n, o, oh, ow);
-          for (std::int64_t c = 0; c < group_channels; ++c) {
-            for (std::int64_t kh = 0; kh < g.kernel_h; ++kh) {
-              const std::int64_t ih = oh * g.strides[0] - g.pad_before[0] + kh * g.dilations[0];
-              if (ih < 0 || ih >= g.in_h) continue;  // padding
-              for (std::int64_t kw = 0; kw < g.kernel_w; ++kw) {
-                const std::int64_t iw = ow * g.strides[1] - g.pad_before[1] + kw * g.dilations[1];
-                if (iw < 0 || iw >= g.in_w) continue;
-                fn(g.XIndex(n, first_channel + c, ih, iw), g.WIndex(o, c, kh, kw), y_index);
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-}
-
-enum class Conv2DPass : std::uint8_t { kForward, kBackwardData, kBackwardFilter };
-
-/// The geometry a kernel of `pass` sees: forward (x, weight) -> y; backward data (dy, weight) -> dx;
-/// backward filter (dy, x) -> dweight.
-inline Conv2DGeometry MakeConv2DGeometry(Conv2DPass pass, const KernelSetup& setup) {
-  switch (pass) {
-    case Conv2DPass::kForward:
-      return MakeConv2DGeometry(setup.Get<Conv2DAttrs>(), setup.inputs[0].shape, setup.inputs[1].shape,
-                                setup.outputs[0].shape);
-    case Conv2DPass::kBackwardData:
-      return MakeConv2DGeometry(setup.Get<Conv2DGradAttrs>().conv, setup.outputs[0].shape, setup.inputs[1].shape,
-                                setup.inputs[0].shape);
-    case Conv2DPass::kBackwardFilter:
-      return MakeConv2DGeometry(setup.Get<Conv2DGradAttrs>().conv, setup.inputs[1].shape, setup.outputs[0].shape,
-                                setup.inputs[0].shape);
-  }
-  return {};
-}
 
 /// The plain loop kernel of any pass, layout, groups and dilation; oneDNN has no f64 convolution.
 template <Conv2DPass kPass, typename T> class Conv2DReferenceCpu final : public Kernel {

@@ -9,9 +9,11 @@
 // with the CPU kernels); the heavy ops go to cuBLAS.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "kernels/functors/batch_norm.hpp"
 #include "kernels/functors/binary.hpp"
+#include "kernels/functors/conv2d.hpp"
 #include "kernels/functors/learning_rate.hpp"
 #include "kernels/functors/pool2d.hpp"
 #include "kernels/functors/reduce.hpp"
@@ -174,6 +176,26 @@ template <typename T> void MaxPool2D(void* stream, const Pool2DGeometry& g, cons
 template <typename T> void MaxPool2DGrad(void* stream, const Pool2DGeometry& g, const T* dy, const T* x, T* dx);
 template <typename T> void AvgPool2D(void* stream, const Pool2DGeometry& g, const T* x, T* y);
 template <typename T> void AvgPool2DGrad(void* stream, const Pool2DGeometry& g, const T* dy, T* dx);
+
+/// A cuDNN convolution of one pass on `g` (symmetric pads: ImageShift pads the input otherwise), its
+/// descriptors and algorithm chosen once, with the stream's cuDNN handle; f32 or f64. Run: forward
+/// (a = x, b = weight) -> y; backward data (a = dy, b = weight) -> dx; backward filter (a = dy, b = x) ->
+/// dweight; `out` is overwritten, `workspace` holds WorkspaceBytes() of device memory.
+class Convolution {
+ public:
+  Convolution(void* stream, const Conv2DGeometry& g, Conv2DPass pass, bool f64);
+  ~Convolution();
+  Convolution(const Convolution&) = delete;
+  Convolution& operator=(const Convolution&) = delete;
+  std::size_t WorkspaceBytes() const;
+  void Run(void* stream, const void* a, const void* b, void* out, void* workspace) const;
+
+ private:
+  struct Descriptors;  // cuDNN's, in conv2d.cu
+  std::unique_ptr<Descriptors> d_;
+};
+/// dst = src shifted (kernels/functors/conv2d.hpp: pads or crops images); float, double.
+template <typename T> void ShiftImages(void* stream, const ImageShift& shift, const T* src, T* dst);
 
 /// Batch normalization, a block per channel (statistics in double, two passes as the CPU reference):
 /// training writes the batch mean and biased variance and normalizes with them; inference normalizes
