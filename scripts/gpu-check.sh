@@ -19,10 +19,12 @@ results=()
 # name|command: each CUDA test suite (doctest prints its own skips); the GPU benchmark when present.
 checks=(
   "cuda-runtime|$build/tests/test_common -tc=*CUDA*"
-  "cuda-kernels|$build/tests/test_cuda"
+  "cuda-kernels-and-sessions|$build/tests/test_cuda"
   "device-streams|$build/tests/test_actors -tc=*stream*,*event*,*poller*"
 )
 [[ -x $build/bench/gpu_step ]] && checks+=("gpu-step-bench|$build/bench/gpu_step")
+# The Python GPU tests, where `make venv` has built the bindings (from build/, which has CUDA by default).
+[[ -x .venv/bin/python ]] && checks+=("python-gpu|.venv/bin/python -m pytest -q tests/python/test_gpu.py")
 status=0
 for check in "${checks[@]}"; do
   name=${check%%|*}

@@ -112,8 +112,10 @@ struct SessionOptions {
   /// CPU devices (OneFlow's flow.config.cpu_device_num). Each device has its own actor executors and
   /// an equal share of the cores for its kernels (2 devices on 2 cores: one core each).
   int cpu_devices = 1;
-  /// GPU devices requested (flow.config.gpu_device_num). Weir has no CUDA kernels yet, so they
-  /// become CPU devices (max of both counts), with one notice on stderr.
+  /// GPU devices requested (flow.config.gpu_device_num). One GPU, in a build with CUDA where one is
+  /// visible, runs the session's jobs (all but those placed on the CPU); otherwise, and for several
+  /// GPUs (which need NCCL, not yet there), they become CPU devices (max of both counts), with one
+  /// notice on stderr saying why.
   int gpu_devices = 0;
   /// CPU compute streams of each device that op-actors are spread over.
   int cpu_compute_streams = 1;
@@ -158,6 +160,9 @@ struct Resource {
 /// key: the first input's dtype, the output's for ops without inputs). "gpu" lists the CUDA kernels
 /// this build has, whether or not a GPU is visible. Throws std::invalid_argument for another device.
 std::map<std::string, std::vector<DType>> SupportedOps(std::string_view device);
+
+/// GPUs a session could use: the CUDA devices visible to this process, 0 in a build without CUDA.
+int VisibleGpus();
 
 /// Runs jobs. Thread-safe: several threads may call one session. Destroying a session completes
 /// the calls in flight (and their callbacks) and shuts its actors down.

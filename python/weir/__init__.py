@@ -88,6 +88,7 @@ __version__ = "0.1.0"
 
 current_resource = env.current_resource
 supported_ops = env.supported_ops
+visible_gpus = env.visible_gpus
 
 
 def current_machine_id() -> int:

@@ -108,6 +108,14 @@ def current_resource():
     return {"machine_num": 1, "cpu_device_num": session.devices(), "gpu_device_num": 0}
 
 
+def visible_gpus() -> int:
+    """The GPUs a session could use: CUDA devices visible to this process (0 in a build without
+    CUDA). ``flow.config.gpu_device_num(1)`` runs jobs on one of them; otherwise on the CPU."""
+    from weir import _C
+
+    return _C.visible_gpus()
+
+
 def supported_ops(device: str = "cpu") -> dict:
     """The ops with a kernel for ``device`` ("cpu" or "gpu") in this build, each with its dtypes
     (``{"matmul": ["f32", "f64"], ...}``). "gpu" lists the CUDA kernels built in, whether or not a

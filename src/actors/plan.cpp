@@ -17,7 +17,10 @@ std::string_view Name(TaskKind kind) {
 
 std::string Plan::DeviceName(const TaskDesc& task) const {
   const StreamId& stream = streams[static_cast<std::size_t>(task.stream)];
-  return stream.kind == StreamKind::kCollective ? fmt::format("cpu:0-{}", devices - 1) : stream.device.ToString();
+  if (stream.kind == StreamKind::kCollective) return fmt::format("cpu:0-{}", devices - 1);
+  // The source, input and sink actors of a device's stream work on the host.
+  const bool host_task = task.kind == TaskKind::kSourceTick || task.kind == TaskKind::kInput || task.kind == TaskKind::kSink;
+  return host_task && stream.device.kind == Device::Kind::kCuda ? std::string("host") : stream.device.ToString();
 }
 
 std::size_t Plan::RegisterBytes() const {
@@ -56,8 +59,12 @@ std::string Plan::ToDot() const {
   }
   for (const RegisterDesc& reg : registers) {
     for (int consumer : reg.consumers) {
-      dot += fmt::format("  t{} -> t{} [label=\"{}\\nregister_num={}\\n{} B\"];\n", reg.producer, consumer,
-                         Escape(reg.name), reg.register_num, reg.slot_bytes);
+      // Where the memory is, when not ordinary host memory: "cuda:0", "pinned".
+      const std::string memory = reg.device.kind != Device::Kind::kCpu ? fmt::format("\\n{}", reg.device.ToString())
+                                 : reg.pinned                          ? std::string("\\npinned")
+                                                                       : std::string();
+      dot += fmt::format("  t{} -> t{} [label=\"{}\\nregister_num={}\\n{} B{}\"];\n", reg.producer, consumer,
+                         Escape(reg.name), reg.register_num, reg.slot_bytes, memory);
     }
   }
   return dot + "}\n";

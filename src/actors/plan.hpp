@@ -37,6 +37,12 @@ struct RegisterDesc {
   std::string variable;
   /// Where the slot starts in the variable's storage: a device's rows of a split variable.
   std::size_t variable_offset = 0;
+  /// Where the slots' memory is: its producer's device (a CUDA device's memory for its kernels'
+  /// results and variables), the host otherwise.
+  Device device = Device::Cpu();
+  /// Host memory that a device copies from or into (page-locked, so the copy runs asynchronously):
+  /// a call input bound for a device is copied into it instead of borrowed.
+  bool pinned = false;
 };
 
 struct TaskDesc {
@@ -97,7 +103,8 @@ struct Plan {
   /// Attrs of the kernels the planner fused (graph/fusion.hpp); a deque, so tasks' pointers stay put.
   std::deque<std::any> fused_attrs;
 
-  /// Where `task` runs: "cpu:1", or "cpu:0-1" for a collective actor spanning the devices.
+  /// Where `task` runs: "cpu:1", or "cpu:0-1" for a collective actor spanning the devices; "host" for
+  /// the source, input and sink actors of a CUDA device.
   std::string DeviceName(const TaskDesc& task) const;
   /// Bytes of register memory the plan needs (every slot of every register).
   std::size_t RegisterBytes() const;

@@ -14,24 +14,43 @@ std::size_t AlignUp(std::size_t bytes) { return (bytes + kCpuAlignment - 1) / kC
 
 RegisterStore::RegisterStore(const Plan& plan, const VariableResolver& variables) {
   // A call input's register borrows the call's own tensor (the call keeps it alive and unchanged
-  // until it completes), so the input actor sets the slot's pointer instead of copying.
+  // until it completes), so the input actor sets the slot's pointer instead of copying; one bound for
+  // a device is copied into pinned memory, from which the device copies it.
   const auto borrowed = [&](const RegisterDesc& reg) {
-    return plan.tasks[static_cast<std::size_t>(reg.producer)].kind == TaskKind::kInput;
+    return plan.tasks[static_cast<std::size_t>(reg.producer)].kind == TaskKind::kInput && !reg.pinned;
   };
-  std::size_t arena_bytes = 0;
+  // One arena per memory, in order of first use: its bytes, then its allocation.
+  struct Memory {
+    Device device;
+    bool pinned;
+    std::size_t bytes = 0;
+    std::byte* base = nullptr;
+  };
+  std::vector<Memory> memories;
+  const auto memory_of = [&](const RegisterDesc& reg) -> Memory& {
+    for (Memory& memory : memories) {
+      if (memory.device == reg.device && memory.pinned == reg.pinned) return memory;
+    }
+    return memories.emplace_back(Memory{reg.device, reg.pinned});
+  };
   for (const RegisterDesc& reg : plan.registers) {
     if (!reg.variable.empty() || borrowed(reg)) continue;
-    arena_bytes += AlignUp(reg.slot_bytes) * static_cast<std::size_t>(reg.register_num);
+    memory_of(reg).bytes += AlignUp(reg.slot_bytes) * static_cast<std::size_t>(reg.register_num);
   }
-  arena_ = Allocate(Device::Cpu(), arena_bytes);
-  std::size_t offset = 0;
+  for (Memory& memory : memories) {
+    arenas_.push_back(memory.pinned ? AllocatePinned(memory.bytes) : Allocate(memory.device, memory.bytes));
+    memory.base = arenas_.back().get();
+    memory.bytes = 0;  // from here on: the bytes handed out
+  }
   for (const RegisterDesc& reg : plan.registers) {
     first_slot_.push_back(static_cast<int>(slots_.size()));
     if (!reg.variable.empty()) {
-      Tensor variable = variables(reg.variable);
-      if (reg.variable_offset + reg.slot_bytes > variable.NumBytes() || reg.register_num != 1) {
-        throw std::logic_error(fmt::format("[runtime] variable '{}' has {} bytes, its register {} from byte {}",
-                                           reg.variable, variable.NumBytes(), reg.slot_bytes, reg.variable_offset));
+      Tensor variable = variables(reg.variable, reg.device);
+      if (reg.variable_offset + reg.slot_bytes > variable.NumBytes() || reg.register_num != 1 ||
+          !(variable.GetDevice() == reg.device)) {
+        throw std::logic_error(fmt::format("[runtime] variable '{}' has {} bytes on {}, its register {} from byte {} on {}",
+                                           reg.variable, variable.NumBytes(), variable.GetDevice().ToString(),
+                                           reg.slot_bytes, reg.variable_offset, reg.device.ToString()));
       }
       slots_.push_back({static_cast<std::byte*>(variable.RawData()) + reg.variable_offset, nullptr, false});
       variables_.push_back(std::move(variable));
@@ -42,8 +61,9 @@ RegisterStore::RegisterStore(const Plan& plan, const VariableResolver& variables
         slots_.push_back({nullptr, nullptr, false});
         continue;
       }
-      slots_.push_back({arena_.get() + offset, nullptr, false});
-      offset += AlignUp(reg.slot_bytes);
+      Memory& memory = memory_of(reg);
+      slots_.push_back({memory.base + memory.bytes, nullptr, false});
+      memory.bytes += AlignUp(reg.slot_bytes);
     }
   }
 }

@@ -1,8 +1,9 @@
 #pragma once
-// Register memory of one instantiated plan: every slot of every register, carved out of one arena
-// allocated up front, so no call allocates register memory. Two kinds of register own no arena
-// memory: a variable's (its slot is the variable's storage) and a call input's (its slot points at
-// the call's input tensor, set by the input actor for each call).
+// Register memory of one instantiated plan: every slot of every register, carved out of arenas
+// allocated up front (one per memory: the host's, pinned host memory, each CUDA device's), so no call
+// allocates register memory. Two kinds of register own no arena memory: a variable's (its slot is the
+// variable's storage) and a call input's that stays on the host (its slot points at the call's input
+// tensor, set by the input actor for each call).
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -22,8 +23,8 @@ struct RegisterSlot {
   bool failed = false;  // an upstream kernel failed on this piece: skip work, pass the failure on
 };
 
-/// The storage of a session variable, by name.
-using VariableResolver = std::function<Tensor(const std::string& name)>;
+/// The storage of a session variable, by name, on the device whose kernels use it.
+using VariableResolver = std::function<Tensor(const std::string& name, Device device)>;
 
 class RegisterStore {
  public:
@@ -34,7 +35,7 @@ class RegisterStore {
   }
 
  private:
-  std::shared_ptr<std::byte[]> arena_;
+  std::vector<std::shared_ptr<std::byte[]>> arenas_;
   std::vector<Tensor> variables_;
   std::vector<RegisterSlot> slots_;
   std::vector<int> first_slot_;

@@ -17,6 +17,7 @@
 
 #include "actors/registers.hpp"
 #include "actors/task.hpp"
+#include "common/cuda_runtime.hpp"
 #include "kernels/collectives/collective_attrs.hpp"
 
 namespace weir::internal {
@@ -436,10 +437,15 @@ std::unique_ptr<JobRuntime> Runtime::Instantiate(std::shared_ptr<const Plan> pla
   job->pollers.resize(p.streams.size());
   for (std::size_t s = 0; s < p.streams.size(); ++s) {
     const StreamId& stream = p.streams[s];
-    if (stream.kind != StreamKind::kCompute || !options_.async_cpu_streams) continue;
-    const std::string name = fmt::format("{} (async)", stream.ToString());
-    job->device_streams[s] = MakeCpuDeviceStream(name);
-    job->pollers[s] = std::make_unique<CompletionPoller>(name);
+    if (stream.device.kind == Device::Kind::kCuda) {
+      // Each stream of a CUDA device (compute, host-to-device, device-to-host) is a CUDA stream.
+      job->device_streams[s] = MakeCudaDeviceStream(stream.device.index, stream.ToString());
+    } else if (stream.kind == StreamKind::kCompute && options_.async_cpu_streams) {
+      job->device_streams[s] = MakeCpuDeviceStream(fmt::format("{} (async)", stream.ToString()));
+    } else {
+      continue;
+    }
+    job->pollers[s] = std::make_unique<CompletionPoller>(job->device_streams[s]->Name());
   }
   for (const TaskDesc& desc : p.tasks) {
     DeviceStream* stream = desc.kind == TaskKind::kKernel ? job->device_streams[static_cast<std::size_t>(desc.stream)].get() : nullptr;

@@ -167,12 +167,19 @@ bool Task::Work(CallRecord*& call) {
     case TaskKind::kVariable:  // the register's memory is the variable: nothing to copy
       break;
     case TaskKind::kInput: {
-      // No copy: the slot borrows the call's input, which the call keeps alive and unchanged until
-      // it completes (registers.hpp).
       RegisterSlot& out = store_.Slot(desc_.produced[0], protocol_.ProducedSlot(0));
-      out.data = failed ? nullptr
-                        : static_cast<std::byte*>(call->inputs[static_cast<std::size_t>(desc_.input_index)].RawData()) +
-                              desc_.input_offset;
+      std::byte* input = failed ? nullptr
+                                : static_cast<std::byte*>(call->inputs[static_cast<std::size_t>(desc_.input_index)].RawData()) +
+                                      desc_.input_offset;
+      const RegisterDesc& reg = plan_->registers[static_cast<std::size_t>(desc_.produced[0])];
+      if (!reg.pinned) {
+        // No copy: the slot borrows the call's input, which the call keeps alive and unchanged until
+        // it completes (registers.hpp).
+        out.data = input;
+      } else if (input != nullptr) {
+        // Bound for a device: into the slot's pinned memory, from which the device copies it.
+        std::memcpy(out.data, input, reg.slot_bytes);
+      }
       break;
     }
     case TaskKind::kKernel:

@@ -21,6 +21,7 @@
 #include "api/cluster.hpp"
 #include "api/trace.hpp"
 #include "api/variable_store.hpp"
+#include "common/cuda_runtime.hpp"
 #include "common/intra_op_pool.hpp"
 #include "graph/planner.hpp"
 #include "kernels/kernel.hpp"
@@ -157,7 +158,18 @@ void CheckJob(const Job& job) {
 
 }  // namespace
 
-// The devices a session gets: GPU requests become CPU devices until Weir has CUDA kernels.
+// Why a session that asks for GPUs gets CPU devices instead, or nothing when it gets its GPU.
+std::string WhyNotGpu(const SessionOptions& options) {
+  if (!CudaBuilt()) return "this build has no CUDA";
+  if (CudaDeviceCount() < options.gpu_devices) {
+    return fmt::format("{} GPU(s) visible", CudaDeviceCount());
+  }
+  if (options.gpu_devices > 1) return "Weir runs a session on one GPU so far (several need NCCL, not yet there)";
+  if (options.distributed.world_size > 1) return "Weir runs one-process sessions on a GPU so far";
+  return {};
+}
+
+// The devices a session gets: its GPU when it asks for one and one is there, else CPU devices.
 SessionOptions ResolveDevices(SessionOptions options) {
   if (options.cpu_devices < 1) {
     throw std::invalid_argument(fmt::format("[SessionOptions] cpu_devices must be at least 1, got {}", options.cpu_devices));
@@ -170,12 +182,12 @@ SessionOptions ResolveDevices(SessionOptions options) {
                                             options.cpu_compute_streams));
   }
   if (options.gpu_devices > 0) {
-    std::fprintf(stderr,
-                 "[weir] %d GPU device(s) requested: this build has no CUDA kernels yet, so the session runs on %d CPU "
-                 "device(s) instead\n",
-                 options.gpu_devices, std::max(options.cpu_devices, options.gpu_devices));
-    options.cpu_devices = std::max(options.cpu_devices, options.gpu_devices);
-    options.gpu_devices = 0;
+    if (const std::string why = WhyNotGpu(options); !why.empty()) {
+      std::fprintf(stderr, "[weir] %d GPU device(s) requested: %s, so the session runs on %d CPU device(s) instead\n",
+                   options.gpu_devices, why.c_str(), std::max(options.cpu_devices, options.gpu_devices));
+      options.cpu_devices = std::max(options.cpu_devices, options.gpu_devices);
+      options.gpu_devices = 0;
+    }
   }
   // Every device needs an actor thread of its own to compute beside the others.
   if (options.scheduler_threads == 0 && options.cpu_devices > 1) options.scheduler_threads = options.cpu_devices;
@@ -195,6 +207,15 @@ class SessionImpl {
             options.hosting == ActorHosting::kActorPerOp ? Hosting::kActorPerTask : Hosting::kActorPerStream,
             options.shutdown_timeout, /*share_work=*/options_.cpu_devices > 1, options.async_cpu_streams})) {
     StartWatchdog();
+  }
+
+  /// Whether `graph` runs on the session's GPU: a GPU session runs its jobs there, except a job placed
+  /// on the CPU (every placement scope of it "cpu").
+  bool OnGpu(const JobGraph& graph) const {
+    if (options_.gpu_devices == 0) return false;
+    return graph.placements.empty() ||
+           !std::all_of(graph.placements.begin(), graph.placements.end(),
+                        [](const Placement& placement) { return placement.DeviceTag() == "cpu"; });
   }
 
   /// Each device's share of the cores; 0 (every core) with one device.
@@ -521,6 +542,10 @@ class SessionImpl {
     plan_options.threads_per_device = ThreadsPerDevice();
     plan_options.processes = cluster_ ? cluster_->Size() : 1;
     plan_options.rank = cluster_ ? cluster_->Rank() : 0;
+    if (OnGpu(*job.Graph())) {
+      plan_options.device_kind = Device::Kind::kCuda;
+      plan_options.devices = options_.gpu_devices;
+    }
     std::shared_ptr<const Plan> plan;
     std::shared_ptr<ProcessGroup> processes;
     // Every process compiles its jobs in the same order, failed ones included: the n-th must be the
@@ -566,7 +591,7 @@ class SessionImpl {
                 jobs_.size()};
     entry.across_processes = plan->process_collectives;
     entry.runtime = runtime_->Instantiate(std::move(plan), *dispatcher_,
-                                          [this](const std::string& name) { return variables_.Find(name); },
+                                          [this](const std::string& name, Device device) { return variables_.Resident(name, device); },
                                           std::move(processes));
     entry.runtime->SetCallDoneHook([this] {
       if (gate_waiters_.load() > 0) {
@@ -628,6 +653,8 @@ std::map<std::string, std::vector<DType>> SupportedOps(std::string_view device) 
   return ops;
 }
 
+int VisibleGpus() { return internal::CudaDeviceCount(); }
+
 Session::Session(SessionOptions options) : impl_(std::make_unique<internal::SessionImpl>(options)) {}
 
 Session::~Session() = default;
@@ -667,12 +694,12 @@ void Session::Compile(const Job& job) {
 
 Tensor Session::GetVariable(const std::string& name) {
   return impl_->Exclusive([&] {
-    const Tensor value = impl_->Variables().Find(name);
+    Tensor value = impl_->Variables().Read(name);
     if (!value.Defined()) {
       throw std::invalid_argument(fmt::format("[session] no variable named '{}' (variables are created when a job "
                                               "naming them is compiled)", name));
     }
-    return value.Clone();
+    return value;
   });
 }
 
@@ -709,9 +736,9 @@ void Session::SaveCheckpoint(const std::string& path, SaveOptions options, const
     if (names.empty()) return impl_->Variables().Snapshot();
     std::map<std::string, Tensor> selected;
     for (const std::string& name : names) {
-      const Tensor value = impl_->Variables().Find(name);
+      Tensor value = impl_->Variables().Read(name);
       if (!value.Defined()) throw std::invalid_argument(fmt::format("[session] SaveCheckpoint: no variable named '{}'", name));
-      selected.emplace(name, value.Clone());
+      selected.emplace(name, std::move(value));
     }
     return selected;
   });

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "common/allocator.hpp"
+
 namespace weir::internal {
 
 // FNV-1a: a stable hash, so a variable's initial value depends only on its name and the seed.
@@ -40,10 +42,40 @@ Tensor VariableStore::Find(const std::string& name) const {
   return it == variables_.end() ? Tensor() : it->second.value;
 }
 
+namespace {
+Tensor OnDevice(const Tensor& value, Device device) {
+  Tensor copy(value.GetShape(), value.GetDType(), device);
+  CopyBytes(copy.RawData(), device, value.RawData(), value.GetDevice(), value.NumBytes());
+  return copy;
+}
+}  // namespace
+
+Tensor VariableStore::Resident(const std::string& name, Device device) {
+  std::lock_guard lock(mutex_);
+  const auto it = variables_.find(name);
+  if (it == variables_.end()) throw std::logic_error(fmt::format("[variables] no variable named '{}'", name));
+  Entry& entry = it->second;
+  if (!(entry.value.GetDevice() == device)) {
+    if (entry.bound) {
+      throw std::logic_error(fmt::format("[variables] '{}' lives on {}, where a job uses it; it cannot also be used on {}",
+                                         name, entry.value.GetDevice().ToString(), device.ToString()));
+    }
+    entry.value = OnDevice(entry.value, device);
+  }
+  entry.bound = true;
+  return entry.value;
+}
+
+Tensor VariableStore::Read(const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  const auto it = variables_.find(name);
+  return it == variables_.end() ? Tensor() : OnDevice(it->second.value, Device::Cpu());
+}
+
 std::map<std::string, Tensor> VariableStore::Snapshot() const {
   std::lock_guard lock(mutex_);
   std::map<std::string, Tensor> copies;
-  for (const auto& [name, entry] : variables_) copies.emplace(name, entry.value.Clone());
+  for (const auto& [name, entry] : variables_) copies.emplace(name, OnDevice(entry.value, Device::Cpu()));
   return copies;
 }
 
@@ -58,7 +90,7 @@ void VariableStore::Assign(const std::string& name, const Tensor& value) {
                                             value.Defined() ? fmt::format("{}{}", value.GetDType(), value.GetShape())
                                                             : std::string("undefined")));
   }
-  std::memcpy(target.RawData(), value.RawData(), target.NumBytes());
+  CopyBytes(target.RawData(), target.GetDevice(), value.RawData(), value.GetDevice(), target.NumBytes());
 }
 
 void VariableStore::Reinitialize(const std::string& name) {
@@ -67,7 +99,7 @@ void VariableStore::Reinitialize(const std::string& name) {
   if (it == variables_.end()) return;
   Entry& entry = it->second;
   const Tensor fresh = Initialize(entry.spec.initializer, entry.spec.shape, *entry.spec.dtype, SeedFor(name));
-  std::memcpy(entry.value.RawData(), fresh.RawData(), fresh.NumBytes());
+  CopyBytes(entry.value.RawData(), entry.value.GetDevice(), fresh.RawData(), fresh.GetDevice(), fresh.NumBytes());
 }
 
 }  // namespace weir::internal

@@ -1,6 +1,8 @@
 #pragma once
 // The session's variables: global by name, created (and initialised) when the first job naming
-// them is compiled, shared by every job of the session, kept across calls.
+// them is compiled, shared by every job of the session, kept across calls. A variable's storage is
+// on the host until a job's kernels need it on a CUDA device; it then lives there, and reads copy it
+// back.
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -18,9 +20,15 @@ class VariableStore {
   /// The variable `attrs.name`, created from its initializer if new. Throws std::invalid_argument
   /// when a variable of that name exists with another shape or dtype.
   Tensor GetOrCreate(const VariableAttrs& attrs, std::string_view job_name);
-  /// The variable's storage; an undefined tensor if there is none.
+  /// The variable's storage (on whichever device it lives); an undefined tensor if there is none.
   Tensor Find(const std::string& name) const;
-  /// Deep copies of every variable.
+  /// The variable's storage on `device`, for a job to bind: moved there (copied, the old storage
+  /// dropped) if it lives elsewhere and no job has bound it yet. Throws std::logic_error if a bound
+  /// variable is asked for on another device (jobs would then update two copies).
+  Tensor Resident(const std::string& name, Device device);
+  /// A host copy of the variable; an undefined tensor if there is none.
+  Tensor Read(const std::string& name) const;
+  /// Host copies of every variable.
   std::map<std::string, Tensor> Snapshot() const;
   /// Copies `value` into the variable `name`; throws std::invalid_argument on a shape or dtype
   /// mismatch (nothing is written then).
@@ -33,6 +41,7 @@ class VariableStore {
     Tensor value;
     VariableSpec spec;
     std::string defined_by;  // the job that first named it, for error messages
+    bool bound = false;      // a job's registers point into `value`: it stays where it is
   };
   std::uint64_t SeedFor(const std::string& name) const;
 

@@ -29,6 +29,11 @@ std::shared_ptr<std::byte[]> Allocate(Device device, std::size_t bytes) {
                                       [index = device.index](std::byte* p) { CudaFree(index, p); });
 }
 
+std::shared_ptr<std::byte[]> AllocatePinned(std::size_t bytes) {
+  const MappedHostMemory memory = CudaAllocateMapped(bytes);  // zero-filled
+  return std::shared_ptr<std::byte[]>(static_cast<std::byte*>(memory.host), [](std::byte* p) { CudaFreeMapped(p); });
+}
+
 void CopyBytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes) {
   if (bytes == 0) return;
   if (dst_device.kind == Device::Kind::kCpu && src_device.kind == Device::Kind::kCpu) {

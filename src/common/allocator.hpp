@@ -14,6 +14,10 @@ inline constexpr std::size_t kCpuAlignment = 64;
 /// cannot be used (a CUDA device in a build or on a machine without CUDA).
 std::shared_ptr<std::byte[]> Allocate(Device device, std::size_t bytes);
 
+/// Allocates `bytes` zero-filled bytes of page-locked host memory, which CUDA devices copy from and
+/// into asynchronously. Throws std::runtime_error in a build without CUDA.
+std::shared_ptr<std::byte[]> AllocatePinned(std::size_t bytes);
+
 /// Copies between any two devices; both ranges must hold `bytes` bytes.
 void CopyBytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes);
 

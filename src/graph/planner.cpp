@@ -1,5 +1,6 @@
 #include "graph/planner.hpp"
 
+#include "graph/device_copies.hpp"
 #include "graph/fusion.hpp"
 #include "graph/op_registry.hpp"
 #include "graph/process_split.hpp"
@@ -74,8 +75,8 @@ int AddTask(Plan& plan, TaskKind kind, std::string name, int stream) {
   return plan.tasks.back().id;
 }
 
-// A kernel actor for `op_type` on the CPU; the caller wires its registers. Throws naming the op when
-// no kernel exists for the dtype.
+// A kernel actor for `op_type` on its stream's device; the caller wires its registers. Throws naming
+// the op when that device has no kernel for the dtype.
 int AddKernelTask(Plan& plan, std::string_view op_type, std::string name, const std::any* attrs,
                   std::vector<TensorMeta> input_metas, std::vector<TensorMeta> output_metas, int stream) {
   const int task = AddTask(plan, TaskKind::kKernel, std::move(name), stream);
@@ -85,10 +86,13 @@ int AddKernelTask(Plan& plan, std::string_view op_type, std::string name, const 
   desc.input_metas = std::move(input_metas);
   desc.output_metas = std::move(output_metas);
   const DType key_dtype = desc.input_metas.empty() ? desc.output_metas.at(0).dtype : desc.input_metas[0].dtype;
-  desc.kernel_factory = FindKernel({desc.op_type, Device::Kind::kCpu, key_dtype});
+  const Device::Kind device = plan.streams[static_cast<std::size_t>(stream)].device.kind;
+  desc.kernel_factory = FindKernel({desc.op_type, device, key_dtype});
   if (desc.kernel_factory == nullptr) {
-    throw std::invalid_argument(fmt::format("[{}] op '{}' has no CPU kernel for {} (CPU kernels exist for: {})",
-                                            op_type, desc.name, key_dtype, RegisteredDTypes(op_type, Device::Kind::kCpu)));
+    const char* where = device == Device::Kind::kCuda ? "CUDA" : "CPU";
+    std::string have = RegisteredDTypes(op_type, device);
+    throw std::invalid_argument(fmt::format("[{}] op '{}' has no {} kernel for {} ({} kernels exist for: {})", op_type,
+                                            desc.name, where, key_dtype, where, have.empty() ? "no dtype" : have));
   }
   return task;
 }
@@ -281,9 +285,14 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   if (options.rank < 0 || options.rank >= options.processes) {
     throw std::invalid_argument(fmt::format("[compile] rank must be in [0, {}), got {}", options.processes, options.rank));
   }
+  if (options.device_kind == Device::Kind::kCuda && (all_devices > 1 || options.processes > 1)) {
+    throw std::invalid_argument(fmt::format(
+        "[compile] a job on {} CUDA devices in {} process(es): Weir runs jobs on one GPU so far (collectives between "
+        "GPUs need NCCL, not yet there)", all_devices, options.processes));
+  }
   for (int d = 0; d < all_devices; ++d) {
     for (int s = 0; s < options.compute_streams; ++s) {
-      plan->streams.push_back({Device{Device::Kind::kCpu, d}, StreamKind::kCompute, s});
+      plan->streams.push_back({Device{options.device_kind, d}, StreamKind::kCompute, s});
     }
   }
   int collective_stream = -1;  // created with the first collective
@@ -862,6 +871,9 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     plan->output_pieces.push_back(static_cast<int>(output_registers[i].size()));
   }
 
+  // On CUDA devices: the registers in device memory, with copy actors where a register crosses between
+  // the host and a device.
+  if (options.device_kind == Device::Kind::kCuda) AddDeviceCopies(*plan);
   // A register read on another device than its producer's is a pipeline-stage boundary: two slots,
   // so that the producer works on the next call while the consumer works on this one.
   for (RegisterDesc& reg : plan->registers) {

@@ -29,6 +29,9 @@ struct PlanOptions {
   int processes = 1;
   /// This process's rank among `processes`.
   int rank = 0;
+  /// The kind of the devices: kCuda places every kernel on CUDA devices (one, so far), with copies
+  /// between host and device memory (graph/device_copies.hpp).
+  Device::Kind device_kind = Device::Kind::kCpu;
 };
 
 /// Throws std::invalid_argument naming the op for anything that cannot run.

@@ -234,12 +234,14 @@ std::vector<Sample> Samples() {
       }
     }
   }
-  // Copies: identity and reshape of every dtype, constants, the train step's increment, every cast,
+  // Copies: identity, reshape and device_copy of every dtype, constants, the train step's increment, every cast,
   // broadcasts.
   const std::vector<DType> all_dtypes = {DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kU8, DType::kBool};
   for (DType dtype : all_dtypes) {
     for (const Shape& shape : kElementwiseShapes) samples.push_back({"identity", std::any(), {{shape, dtype}}, {{shape, dtype}}});
     samples.push_back({"reshape", std::any(), {{Shape{7, 13}, dtype}}, {{Shape{13, 7}, dtype}}});
+    // The planner's copy between memories (here device to device; host to device in the session tests).
+    samples.push_back({"device_copy", std::any(), {{Shape{7, 13}, dtype}}, {{Shape{7, 13}, dtype}}});
     samples.push_back({"parallel_cast", ParallelCastAttrs{}, {{Shape{7, 13}, dtype}}, {{Shape{7, 13}, dtype}}});
     // Along the first, a middle and the last axis; an empty part.
     for (const auto& [axis, parts] : {std::pair{0, std::vector<Shape>{Shape{2, 3}, Shape{4, 3}}},

@@ -261,6 +261,7 @@ void BindSession(py::module_& m) {
            },
            py::arg("path"), py::arg("names") = std::vector<std::string>());
 
+  m.def("visible_gpus", &VisibleGpus);
   m.def("supported_ops",
         [](std::string_view device) {
           py::dict ops;

@@ -1,4 +1,4 @@
-// identity, reshape, parallel_cast, constant, increment and learning_rate on CUDA: copies, the train step's
+// identity, reshape, parallel_cast, device_copy, constant, increment and learning_rate on CUDA: copies, the train step's
 // increment and its learning rate on the device stream (kernels/cuda/copy.cu).
 #include <cstdint>
 #include <vector>
@@ -10,17 +10,22 @@
 namespace weir::internal {
 namespace {
 
-// identity, reshape and parallel_cast (a layout hint): the input's bytes unchanged.
+// identity, reshape and parallel_cast (a layout hint): the input's bytes unchanged. device_copy (the
+// planner's copy between memories, graph/device_copies.hpp): the same, from or to pinned host memory
+// or another device, on its device's host-to-device or device-to-host stream.
 class ByteCopyCuda final : public Kernel {
  public:
-  explicit ByteCopyCuda(const KernelSetup& setup) : stream_(CudaStreamOf(setup)), bytes_(setup.inputs[0].NumBytes()) {}
+  explicit ByteCopyCuda(const KernelSetup& setup)
+      : stream_(CudaStreamOf(setup)), bytes_(setup.inputs[0].NumBytes()), between_memories_(setup.op_type == "device_copy") {}
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
-    cuda::CopyOnDevice(stream_, outputs[0].data, inputs[0].data, bytes_);
+    if (between_memories_) cuda::CopyBetweenMemories(stream_, outputs[0].data, inputs[0].data, bytes_);
+    else cuda::CopyOnDevice(stream_, outputs[0].data, inputs[0].data, bytes_);
   }
 
  private:
   void* stream_;
   std::size_t bytes_;
+  bool between_memories_;
 };
 
 // A constant is copied to each output slot once (a slot keeps it across calls), as on the CPU.
@@ -88,6 +93,7 @@ class LearningRateCuda final : public Kernel {
 WEIR_REGISTER_KERNELS {
   for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kU8, DType::kBool}) {
     RegisterKernel({"identity", Device::Kind::kCuda, dtype}, &MakeKernel<ByteCopyCuda>);
+    RegisterKernel({"device_copy", Device::Kind::kCuda, dtype}, &MakeKernel<ByteCopyCuda>);
     RegisterKernel({"reshape", Device::Kind::kCuda, dtype}, &MakeKernel<ByteCopyCuda>);
     RegisterKernel({"parallel_cast", Device::Kind::kCuda, dtype}, &MakeKernel<ByteCopyCuda>);
     RegisterKernel({"constant", Device::Kind::kCuda, dtype}, &MakeKernel<ConstantCuda>);

@@ -64,6 +64,13 @@ void CopyOnDevice(void* stream, void* dst, const void* src, std::size_t bytes) {
   WEIR_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, Native(stream)));
 }
 
+void CopyBetweenMemories(void* stream, void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  // Unified addressing: the runtime knows from the pointers whether each end is pinned host memory or
+  // which device's.
+  WEIR_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, Native(stream)));
+}
+
 void CopyFromHost(void* stream, void* dst, const void* host, std::size_t bytes) {
   if (bytes == 0) return;
   WEIR_CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, Native(stream)));

@@ -25,6 +25,9 @@ namespace weir::internal::cuda {
 /// Copies `bytes` device to device, or host to device, on the stream.
 void CopyOnDevice(void* stream, void* dst, const void* src, std::size_t bytes);
 void CopyFromHost(void* stream, void* dst, const void* host, std::size_t bytes);
+/// Copies `bytes` between any two memories a CUDA device can address (its own, another device's,
+/// pinned host memory), on the stream.
+void CopyBetweenMemories(void* stream, void* dst, const void* src, std::size_t bytes);
 /// `height` rows of `width` bytes, `src_pitch` apart in src and `dst_pitch` apart in dst (cudaMemcpy2DAsync).
 void CopyRows(void* stream, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t width,
               std::size_t height);

@@ -1,0 +1,105 @@
+#include "graph/device_copies.hpp"
+
+#include <algorithm>
+#include <any>
+#include <map>
+#include <stdexcept>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace weir::internal {
+
+namespace {
+
+Device StreamDevice(const Plan& plan, int task) {
+  return plan.streams[static_cast<std::size_t>(plan.tasks[static_cast<std::size_t>(task)].stream)].device;
+}
+
+// Where a task's kernel reads and writes: its device's memory for a kernel on a CUDA device, the host
+// for everything else (the sink, the input actors, kernels on CPU devices).
+Device MemoryOf(const Plan& plan, int task) {
+  const TaskDesc& desc = plan.tasks[static_cast<std::size_t>(task)];
+  const Device device = StreamDevice(plan, task);
+  const bool on_device = desc.kind == TaskKind::kKernel || desc.kind == TaskKind::kVariable;
+  return on_device && device.kind == Device::Kind::kCuda ? device : Device::Cpu();
+}
+
+int StreamOf(Plan& plan, Device device, StreamKind kind) {
+  const StreamId id{device, kind, 0};
+  const auto it = std::find(plan.streams.begin(), plan.streams.end(), id);
+  if (it != plan.streams.end()) return static_cast<int>(it - plan.streams.begin());
+  plan.streams.push_back(id);
+  return static_cast<int>(plan.streams.size()) - 1;
+}
+
+// A copy actor from register `source` into a new register in `to`'s memory; returns the new register.
+int AddCopy(Plan& plan, int source, Device to) {
+  static const std::any kNoAttrs;
+  const RegisterDesc from = plan.registers[static_cast<std::size_t>(source)];
+  // A host-to-device copy runs on the destination device's stream, a device-to-host one on the source's.
+  const bool to_device = to.kind == Device::Kind::kCuda;
+  const Device device = to_device ? to : from.device;
+  const int stream = StreamOf(plan, device, to_device ? StreamKind::kHostToDevice : StreamKind::kDeviceToHost);
+
+  TaskDesc task;
+  task.id = static_cast<int>(plan.tasks.size());
+  task.kind = TaskKind::kKernel;
+  task.name = fmt::format("{}:to_{}", from.name, to_device ? to.ToString() : std::string("host"));
+  task.stream = stream;
+  task.op_type = "device_copy";
+  task.attrs = &kNoAttrs;
+  task.input_metas = {from.meta};
+  task.output_metas = {from.meta};
+  task.input_slots = {0};
+  task.consumed = {source};
+  task.kernel_factory = FindKernel({task.op_type, device.kind, from.meta.dtype});
+  if (task.kernel_factory == nullptr) {
+    throw std::invalid_argument(fmt::format("[compile] no {} copy kernel for {} ('{}'): this build has no CUDA",
+                                            device.ToString(), from.meta.dtype, from.name));
+  }
+
+  RegisterDesc copy;
+  copy.id = static_cast<int>(plan.registers.size());
+  copy.name = task.name + "/out";
+  copy.producer = task.id;
+  copy.register_num = 2;  // the copy of the next call overlaps this call's consumers
+  copy.meta = from.meta;
+  copy.slot_bytes = from.slot_bytes;
+  copy.device = to;
+  copy.pinned = !to_device;
+  task.produced = {copy.id};
+
+  plan.registers[static_cast<std::size_t>(source)].consumers.push_back(task.id);
+  if (from.device.kind != Device::Kind::kCuda) plan.registers[static_cast<std::size_t>(source)].pinned = true;
+  plan.tasks.push_back(std::move(task));
+  plan.registers.push_back(std::move(copy));
+  return plan.registers.back().id;
+}
+
+}  // namespace
+
+void AddDeviceCopies(Plan& plan) {
+  for (RegisterDesc& reg : plan.registers) reg.device = MemoryOf(plan, reg.producer);
+  std::map<std::pair<int, int>, int> copies;  // (register, device index or -1 for the host) -> its copy
+  const std::size_t registers = plan.registers.size();  // the copies' own registers need none
+  for (std::size_t r = 0; r < registers; ++r) {
+    if (plan.registers[r].slot_bytes == 0) continue;  // ticks and control edges carry no data
+    const std::vector<int> consumers = plan.registers[r].consumers;
+    for (int consumer : consumers) {
+      const Device need = MemoryOf(plan, consumer);
+      if (need == plan.registers[r].device) continue;
+      const std::pair<int, int> key{static_cast<int>(r), need.kind == Device::Kind::kCuda ? need.index : -1};
+      auto [it, inserted] = copies.try_emplace(key, -1);
+      if (inserted) it->second = AddCopy(plan, static_cast<int>(r), need);
+      // The consumer reads the copy in the register's place (same consumed index: its kernel's input
+      // slots stay right).
+      TaskDesc& task = plan.tasks[static_cast<std::size_t>(consumer)];
+      std::replace(task.consumed.begin(), task.consumed.end(), static_cast<int>(r), it->second);
+      std::erase(plan.registers[r].consumers, consumer);
+      plan.registers[static_cast<std::size_t>(it->second)].consumers.push_back(consumer);
+    }
+  }
+}
+
+}  // namespace weir::internal

@@ -1,0 +1,17 @@
+#pragma once
+// Memory placement for a plan whose kernels run on CUDA devices: each register's memory is its
+// producer's (a CUDA kernel's results and the variables its device uses are in device memory; call
+// inputs and the source's ticks are on the host), and where a consumer needs a register in another
+// memory — a CUDA kernel reading a call input, the sink reading a result — the planner inserts a copy
+// actor (op "device_copy") on the device's host-to-device or device-to-host stream, once per register
+// and memory however many consumers read it. The host end of a copy is pinned memory, so that the
+// copy runs asynchronously; a call input bound for a device is copied into it by the input actor.
+#include "actors/plan.hpp"
+
+namespace weir::internal {
+
+/// Places `plan`'s registers and adds the copies; the plan's kernels are already on their devices'
+/// streams. Throws std::invalid_argument when the build has no device_copy kernel for the device.
+void AddDeviceCopies(Plan& plan);
+
+}  // namespace weir::internal

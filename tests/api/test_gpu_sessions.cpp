@@ -1,0 +1,132 @@
+// Jobs on a CUDA device: the plan (kernels on the device's streams, registers in its memory, copies
+// at the host boundary; checkable in any build with CUDA, no GPU needed) and, with a GPU, training
+// that matches the CPU's and variables read back to the host.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+
+#include "api/train_test_util.hpp"
+#include "common/cuda_runtime.hpp"
+#include "graph/planner.hpp"
+#include "weir/optimizers.hpp"
+#include "weir/weir.hpp"
+
+using namespace weir;
+using namespace weir::testing;
+using internal::Plan;
+using internal::RegisterDesc;
+using internal::StreamKind;
+using internal::TaskDesc;
+using internal::TaskKind;
+
+namespace {
+
+const internal::StreamId& StreamOf(const Plan& plan, const TaskDesc& task) {
+  return plan.streams[static_cast<std::size_t>(task.stream)];
+}
+
+const TaskDesc& Producer(const Plan& plan, const RegisterDesc& reg) { return plan.tasks[static_cast<std::size_t>(reg.producer)]; }
+
+}  // namespace
+
+TEST_CASE("a job on a CUDA device: kernels on its streams, registers in its memory, copies where data crosses" *
+          doctest::skip(!internal::CudaBuilt())) {
+  for (const Model model : {Model::kMlp, Model::kConv}) {
+    CAPTURE(static_cast<int>(model));
+    const Job job = TrainJob("train", model, 8, LogicalView::kConsistent, Sgd(PiecewiseConstantScheduler({}, {0.1})));
+    const auto plan = internal::CompilePlan(job.Graph(), {.device_kind = Device::Kind::kCuda});
+    std::map<StreamKind, int> copies;
+    std::set<int> copied;  // registers a copy reads
+    for (const TaskDesc& task : plan->tasks) {
+      const internal::StreamId& stream = StreamOf(*plan, task);
+      CAPTURE(task.name);
+      if (task.kind != TaskKind::kKernel) continue;
+      // Every kernel on cuda:0, through its CUDA kernel.
+      CHECK(stream.device == Device::Cuda(0));
+      const DType dtype = task.input_metas.empty() ? task.output_metas[0].dtype : task.input_metas[0].dtype;
+      const bool cuda_kernel = task.kernel_factory == internal::FindKernel({task.op_type, Device::Kind::kCuda, dtype});
+      CHECK(cuda_kernel);
+      if (task.op_type == "device_copy") {
+        ++copies[stream.kind];
+        CHECK(copied.insert(task.consumed[0]).second);  // one copy per register and memory
+      } else {
+        CHECK(stream.kind == StreamKind::kCompute);
+      }
+    }
+    CHECK(copies[StreamKind::kHostToDevice] == 2);  // images and labels
+    CHECK(copies[StreamKind::kDeviceToHost] == 1);  // the loss
+    for (const RegisterDesc& reg : plan->registers) {
+      CAPTURE(reg.name);
+      const TaskDesc& producer = Producer(*plan, reg);
+      const bool host_producer = producer.kind == TaskKind::kInput || producer.kind == TaskKind::kSourceTick ||
+                                 StreamOf(*plan, producer).kind == StreamKind::kDeviceToHost;
+      CHECK(reg.device == (host_producer ? Device::Cpu() : Device::Cuda(0)));
+      if (!reg.variable.empty()) CHECK(reg.device == Device::Cuda(0));  // variables live on the device
+      // Data crossing memories goes through pinned host memory: call inputs bound for the device, results.
+      if (producer.kind == TaskKind::kInput) CHECK(reg.pinned);
+      if (reg.slot_bytes == 0) continue;
+      for (int consumer : reg.consumers) {
+        const TaskDesc& task = plan->tasks[static_cast<std::size_t>(consumer)];
+        const bool device_consumer = task.kind == TaskKind::kKernel && StreamOf(*plan, task).kind == StreamKind::kCompute;
+        if (device_consumer) CHECK(reg.device == Device::Cuda(0));
+        if (task.kind == TaskKind::kSink) CHECK((reg.device == Device::Cpu() && reg.pinned));
+      }
+    }
+    CHECK(plan->ToDot().find("cuda:0/h2d0") != std::string::npos);
+  }
+}
+
+TEST_CASE("jobs on several CUDA devices and ops without a CUDA kernel are refused, saying why") {
+  const Job job = TrainJob("train", Model::kMlp, 8, LogicalView::kConsistent, Sgd(PiecewiseConstantScheduler({}, {0.1})));
+  CHECK_THROWS_WITH_AS(internal::CompilePlan(job.Graph(), {.devices = 2, .device_kind = Device::Kind::kCuda}),
+                       doctest::Contains("collectives between GPUs need NCCL"), std::invalid_argument);
+  if (!internal::CudaBuilt()) return;
+  // Integer division stays on the CPU (a zero divisor must fail the call).
+  JobBuilder builder("divide", JobType::kPredict);
+  const Blob a = builder.Placeholder("a", Shape{4}, DType::kI32);
+  const Blob b = builder.Placeholder("b", Shape{4}, DType::kI32);
+  builder.Output("q", Div(a, b));
+  CHECK_THROWS_WITH_AS(internal::CompilePlan(builder.Build().Graph(), {.device_kind = Device::Kind::kCuda}),
+                       doctest::Contains("has no CUDA kernel for i32"), std::invalid_argument);
+}
+
+TEST_CASE("MLP and conv-net training on the GPU matches the CPU's; variables read back, assign and reinitialize" *
+          doctest::skip(internal::CudaDeviceCount() == 0)) {
+  for (const Model model : {Model::kMlp, Model::kConv}) {
+    CAPTURE(static_cast<int>(model));
+    Session cpu;
+    Session gpu({.gpu_devices = 1});
+    REQUIRE(gpu.GetResource().gpu_devices == 1);
+    const Job job = TrainJob("train", model, 16, LogicalView::kConsistent, Adam(PiecewiseConstantScheduler({}, {0.01})));
+    for (int step = 0; step < 5; ++step) {
+      const Tensor images = RandomImages(ImageShape(model, 16), 10 + static_cast<std::uint32_t>(step));
+      const Tensor labels = RandomLabels(16, 20 + static_cast<std::uint32_t>(step));
+      const std::vector<float> expected = cpu.Call(job, {images, labels})["loss"].ToVector<float>();
+      const std::vector<float> got = gpu.Call(job, {images, labels})["loss"].ToVector<float>();
+      REQUIRE(got.size() == expected.size());
+      for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(expected[i]).epsilon(1e-4));
+    }
+    CheckSameVariables(cpu.GetVariables(), gpu.GetVariables());
+    // Assigned values reach the device: both sessions continue from the same state.
+    std::map<std::string, Tensor> reset = cpu.GetVariables();
+    gpu.SetVariables(reset);
+    const Tensor images = RandomImages(ImageShape(model, 16), 99);
+    const Tensor labels = RandomLabels(16, 98);
+    const std::vector<float> a = cpu.Call(job, {images, labels})["loss"].ToVector<float>();
+    const std::vector<float> b = gpu.Call(job, {images, labels})["loss"].ToVector<float>();
+    for (std::size_t i = 0; i < a.size(); ++i) CHECK(b[i] == doctest::Approx(a[i]).epsilon(1e-4));
+    CHECK(gpu.GetVariable("hidden-weight").GetDevice() == Device::Cpu());
+  }
+}
+
+TEST_CASE("a bad label on the GPU fails that call only" * doctest::skip(internal::CudaDeviceCount() == 0)) {
+  Session gpu({.gpu_devices = 1});
+  const Job job = TrainJob("train", Model::kMlp, 4, LogicalView::kConsistent, Sgd(PiecewiseConstantScheduler({}, {0.1})));
+  Tensor labels = RandomLabels(4, 1);
+  labels.Data<std::int32_t>()[2] = 99;
+  CHECK_THROWS_WITH(gpu.Call(job, {RandomImages(ImageShape(Model::kMlp, 4), 1), labels}), doctest::Contains("99"));
+  CHECK(gpu.Call(job, {RandomImages(ImageShape(Model::kMlp, 4), 2), RandomLabels(4, 2)})["loss"].NumElements() == 4);
+}

@@ -1,0 +1,79 @@
+"""GPUs from Python: flow.config.gpu_device_num(1) runs jobs on the GPU when the build has CUDA and one
+is visible (training matches the CPU's, variables read back as numpy), and falls back to the CPU with
+one notice saying why otherwise."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import weir as flow
+import weir.typing as tp
+
+BATCH = 16
+FEATURES = 12
+
+
+def _data(step):
+    rng = np.random.default_rng(step)
+    return rng.uniform(-1, 1, (BATCH, FEATURES)).astype(np.float32), rng.integers(0, 4, BATCH).astype(np.int32)
+
+
+def _train(steps, gpus):
+    flow.clear_default_session()
+    if gpus:
+        flow.config.gpu_device_num(gpus)
+    device = "gpu" if gpus else "cpu"
+
+    @flow.global_function(type="train")
+    def train(images: tp.Numpy.Placeholder((BATCH, FEATURES)),
+              labels: tp.Numpy.Placeholder((BATCH,), dtype=flow.int32)) -> tp.Numpy:
+        with flow.scope.placement(device, "0:0"):
+            init = flow.truncated_normal(0.3)
+            hidden = flow.layers.dense(images, 16, activation=flow.nn.relu, kernel_initializer=init, name="hidden")
+            logits = flow.layers.dense(hidden, 4, kernel_initializer=init, name="output")
+            loss = flow.nn.sparse_softmax_cross_entropy_with_logits(labels, logits, name="loss")
+            flow.optimizer.Adam(flow.optimizer.PiecewiseConstantScheduler([], [0.01])).minimize(loss)
+            return loss
+
+    losses = [train(*_data(step)) for step in range(steps)]
+    resource = flow.current_resource()
+    return losses, {name: var.numpy() for name, var in flow.get_all_variables().items()}, resource
+
+
+def test_visible_gpus_counts_cuda_devices():
+    assert isinstance(flow.visible_gpus(), int) and flow.visible_gpus() >= 0
+
+
+def test_without_a_gpu_a_gpu_session_runs_on_the_cpu_saying_why():
+    if flow.visible_gpus() > 0:
+        pytest.skip("a GPU is visible: the session uses it")
+    program = (
+        "import numpy as np, weir as flow, weir.typing as tp\n"
+        "flow.config.gpu_device_num(1)\n"
+        "@flow.global_function(type='predict')\n"
+        "def f(x: tp.Numpy.Placeholder((3,))) -> tp.Numpy:\n"
+        "    with flow.scope.placement('gpu', '0:0'):\n"
+        "        return flow.math.tanh(x)\n"
+        "print(f(np.ones(3, np.float32)).tolist(), flow.current_resource()['gpu_device_num'])\n"
+    )
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "1 GPU device(s) requested" in result.stderr and "runs on 1 CPU device(s) instead" in result.stderr
+    assert result.stderr.count("GPU device(s) requested") == 1  # one notice
+    assert ("this build has no CUDA" in result.stderr) or ("0 GPU(s) visible" in result.stderr)
+    assert result.stdout.split()[-1] == "0"
+
+
+@pytest.mark.skipif(flow.visible_gpus() == 0, reason="no GPU visible")
+def test_training_on_the_gpu_matches_the_cpu():
+    cpu_losses, cpu_variables, _ = _train(5, 0)
+    gpu_losses, gpu_variables, resource = _train(5, 1)
+    assert resource["gpu_device_num"] == 1
+    for a, b in zip(cpu_losses, gpu_losses):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
+    assert cpu_variables.keys() == gpu_variables.keys()
+    for name, value in cpu_variables.items():
+        assert isinstance(gpu_variables[name], np.ndarray)
+        np.testing.assert_allclose(gpu_variables[name], value, rtol=1e-4, atol=1e-5, err_msg=name)
