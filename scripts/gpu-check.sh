@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU: builds Weir with CUDA (build-gpu/), runs every CUDA test and the
-# GPU benchmark (when it exists), and prints one JSON summary as the last line. One command, so that
+# GPU benchmark, and prints one JSON summary as the last line. One command, so that
 # whoever holds a GPU can run it: `scripts/gpu-check.sh` (or `make gpu-check`). Without a GPU the
 # tests report themselves skipped and the summary says so.
 #   scripts/gpu-check.sh [build-dir]
@@ -22,9 +22,12 @@ checks=(
   "cuda-kernels-and-sessions|$build/tests/test_cuda"
   "device-streams|$build/tests/test_actors -tc=*stream*,*event*,*poller*"
 )
-[[ -x $build/bench/gpu_step ]] && checks+=("gpu-step-bench|$build/bench/gpu_step")
-# The Python GPU tests, where `make venv` has built the bindings (from build/, which has CUDA by default).
-[[ -x .venv/bin/python ]] && checks+=("python-gpu|.venv/bin/python -m pytest -q tests/python/test_gpu.py")
+# The Python GPU tests and the GPU benchmark (bench/gpu_step.py: Weir against PyTorch eager and with CUDA
+# graphs), where `make venv` has built the bindings (from build/, which has CUDA by default).
+if [[ -x .venv/bin/python ]]; then
+  checks+=("python-gpu|.venv/bin/python -m pytest -q tests/python/test_gpu.py")
+  checks+=("gpu-step-bench|.venv/bin/python bench/gpu_step.py")
+fi
 status=0
 for check in "${checks[@]}"; do
   name=${check%%|*}

@@ -25,7 +25,8 @@ __all__ = ["default_session", "sync_default_session", "clear_default_session"]
 
 class ResourceConfig:
     """What ``flow.config`` records: the session's CPU devices (``cpu_device_num``), and GPU
-    devices, which become CPU devices while Weir has no CUDA kernels (one notice says so)."""
+    devices: one runs the jobs on a GPU when the build has CUDA and one is visible; otherwise (and
+    several, which need NCCL, not yet there) they become CPU devices, one notice saying why."""
 
     def __init__(self):
         self.gpu_device_num = None

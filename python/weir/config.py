@@ -30,7 +30,9 @@ def _count(value, what):
 
 
 def gpu_device_num(val):
-    """GPUs per machine. Weir has no CUDA kernels yet: the session gets that many CPU devices instead."""
+    """GPUs per machine. One runs the session's jobs on the GPU when the build has CUDA and a GPU is
+    visible (``weir.visible_gpus()``); otherwise, and for several (which need NCCL, not yet there),
+    the session gets that many CPU devices instead, with one notice saying why."""
     config = _config("gpu_device_num")
     if config is not None:
         config.gpu_device_num = _count(val, "gpu_device_num")

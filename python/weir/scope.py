@@ -1,7 +1,8 @@
 """``flow.scope``: placement, logical views and name spaces. Ops created inside
 ``flow.scope.placement(tag, "0:0-1")`` run on those devices of the session (checked when the job
-compiles); "gpu" placements run on CPU devices while Weir has no CUDA kernels (as OneFlow's
-CPU-only builds do), so programs written for GPUs run unchanged."""
+compiles). In a session with a GPU (``flow.config.gpu_device_num(1)``, a CUDA build, a GPU visible)
+jobs run on it, except those placed on the CPU only; without one, "gpu" placements run on CPU
+devices (as OneFlow's CPU-only builds do), so programs written for GPUs run unchanged."""
 
 from __future__ import annotations
 

@@ -77,3 +77,17 @@ def test_training_on_the_gpu_matches_the_cpu():
     for name, value in cpu_variables.items():
         assert isinstance(gpu_variables[name], np.ndarray)
         np.testing.assert_allclose(gpu_variables[name], value, rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def test_the_gpu_benchmark_runs(tmp_path):
+    """bench/gpu_step.py on the CPU (--smoke-cpu): the program a GPU day runs keeps working."""
+    import json
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    result = subprocess.run([sys.executable, os.path.join(root, "bench", "gpu_step.py"), "--smoke-cpu", "--models", "mlp",
+                             "--steps", "2", "--repeats", "1", "--warmup", "1"],
+                            capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout.splitlines()[-1])
+    assert summary["smoke_cpu"] and summary["models"]["mlp"]["weir"]["step_ms"] > 0

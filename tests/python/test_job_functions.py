@@ -323,7 +323,7 @@ def test_clear_default_session_drops_variables_and_recompiles():
     np.testing.assert_allclose(train(x), 5.0)  # fresh variables in the new session
 
 
-def test_gpu_configuration_falls_back_to_cpu():
+def test_gpu_configuration_runs_the_job_on_the_gpu_or_else_the_cpu():
     flow.config.gpu_device_num(1)
     config = flow.function_config()
     config.default_data_type(flow.float)

@@ -1,0 +1,198 @@
+#!/usr/bin/python3
+"""The GPU train step (issue 13): the seeds' MNIST MLP and LeNet at batch 100 on one GPU, Weir against
+PyTorch eager and PyTorch with CUDA graphs, in one run.
+
+    .venv/bin/python bench/gpu_step.py [--models mlp,lenet] [--steps N] [--repeats R]
+
+Each side runs as its own process (Weir: `flow.config.gpu_device_num(1)`, the jobs of
+bench/weir_python_models.py; PyTorch: the models of bench/pytorch_models.py, whole-step capture with
+torch.cuda.graphs for the graph variant, SGD lr 0.1 as both). Every step returns its loss to the host
+(a Weir sync call does; PyTorch calls loss.item()), so each side pays one device-to-host sync per step.
+Per side, over --repeats blocks of --steps steps (after a warm-up): the median step time, and the host
+cost per step: the process's CPU time (every thread, spin-waits included) over the block, per step.
+Weir has no CUDA-graph mode yet: its row says so. Without a visible GPU (or without torch) the run
+says so and its JSON has "skipped". Last line: one JSON object.
+
+`--smoke-cpu` runs the same code on the CPU (no CUDA graphs), so that tests/python/test_gpu.py keeps
+this program working on machines without a GPU; its figures mean nothing.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BATCH = 100
+POOL_BATCHES = 8
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="mlp,lenet")
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=50)
+    parser.add_argument("--smoke-cpu", action="store_true", help="run on the CPU: checks the program, not the GPU")
+    parser.add_argument("--worker", choices=["weir", "torch-eager", "torch-graph"], help=argparse.SUPPRESS)
+    parser.add_argument("--model", choices=["mlp", "lenet"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.steps < 1 or args.repeats < 1 or args.warmup < 0:
+        parser.error("--steps and --repeats must be >= 1, --warmup >= 0")
+    return args
+
+
+def timed_blocks(step, args):
+    """Runs `step` warm-up times, then --repeats blocks of --steps; returns (median s/step, median CPU s/step)."""
+    for i in range(args.warmup):
+        step(i)
+    wall, cpu = [], []
+    for _ in range(args.repeats):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        for i in range(args.steps):
+            loss = step(i)
+        wall.append((time.perf_counter() - start) / args.steps)
+        cpu.append((time.process_time() - start_cpu) / args.steps)
+    if loss != loss:
+        sys.exit("gpu_step: the loss is NaN")
+    return statistics.median(wall), statistics.median(cpu), loss
+
+
+def weir_worker(args):
+    sys.path.insert(0, HERE)
+    import numpy as np
+    import weir as flow
+    import weir_python_models as models
+
+    if args.smoke_cpu:
+        pass
+    elif flow.visible_gpus() == 0:
+        print(json.dumps({"skipped": "no GPU visible to Weir"}))
+        return
+    else:
+        flow.config.gpu_device_num(1)
+    train_job, _ = models.make_jobs(models.mlp if args.model == "mlp" else models.lenet)
+    random = np.random.default_rng(1234)
+    batches = [(random.random((BATCH, 1, 28, 28), dtype=np.float32), random.integers(0, 10, BATCH, dtype=np.int32))
+               for _ in range(POOL_BATCHES)]
+    step_s, host_s, loss = timed_blocks(lambda i: float(train_job(*batches[i % POOL_BATCHES]).mean()), args)
+    gpus = flow.current_resource()["gpu_device_num"]
+    if gpus != 1 and not args.smoke_cpu:
+        sys.exit(f"gpu_step: Weir ran on the CPU (gpu_device_num {gpus})")
+    print(json.dumps({"step_ms": 1e3 * step_s, "host_us": 1e6 * host_s, "loss": loss}))
+
+
+def torch_worker(args, graphed):
+    sys.path.insert(0, HERE)
+    try:
+        import torch
+        from torch import nn
+    except ImportError:
+        print(json.dumps({"skipped": "no torch"}))
+        return
+    if args.smoke_cpu and graphed:
+        print(json.dumps({"skipped": "CUDA graphs need a GPU"}))
+        return
+    if not torch.cuda.is_available() and not args.smoke_cpu:
+        print(json.dumps({"skipped": "no GPU visible to torch"}))
+        return
+    from pytorch_models import build_model
+
+    torch.manual_seed(1234)
+    device = torch.device("cpu" if args.smoke_cpu else "cuda")
+    model = build_model(args.model, nn).to(device)
+    loss_fn = nn.CrossEntropyLoss(reduction="mean")
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.0)
+    batches = [(torch.rand(BATCH, 1, 28, 28, device=device), torch.randint(0, 10, (BATCH,), device=device))
+               for _ in range(POOL_BATCHES)]
+
+    def eager(i):
+        images, labels = batches[i % POOL_BATCHES]
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(model(images), labels)
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    step = eager
+    if graphed:
+        # Whole-step capture (PyTorch's CUDA graphs docs): warm up on a side stream, capture one step
+        # on static inputs, replay it after copying each batch in.
+        static_images, static_labels = (t.clone() for t in batches[0])
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                optimizer.zero_grad(set_to_none=True)
+                loss_fn(model(static_images), static_labels).backward()
+                optimizer.step()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        optimizer.zero_grad(set_to_none=True)
+        with torch.cuda.graph(graph):
+            static_loss = loss_fn(model(static_images), static_labels)
+            static_loss.backward()
+            optimizer.step()
+
+        def step(i):
+            images, labels = batches[i % POOL_BATCHES]
+            static_images.copy_(images)
+            static_labels.copy_(labels)
+            graph.replay()
+            return static_loss.item()
+
+    step_s, host_s, loss = timed_blocks(step, args)
+    print(json.dumps({"step_ms": 1e3 * step_s, "host_us": 1e6 * host_s, "loss": loss, "torch": torch.__version__,
+                      "gpu": None if args.smoke_cpu else torch.cuda.get_device_name()}))
+
+
+def run_worker(kind, model, args):
+    import subprocess
+
+    python = sys.executable if kind == "weir" else "/usr/bin/python3"
+    if kind != "weir" and not os.path.exists(python):
+        python = sys.executable
+    argv = [python, os.path.abspath(__file__), "--worker", kind, "--model", model, "--steps", str(args.steps),
+            "--repeats", str(args.repeats), "--warmup", str(args.warmup)] + (["--smoke-cpu"] if args.smoke_cpu else [])
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    if result.returncode != 0 or not lines:
+        return {"error": (result.stdout + result.stderr)[-1500:]}
+    return json.loads(lines[-1])
+
+
+def main():
+    args = parse_args()
+    if args.worker == "weir":
+        return weir_worker(args)
+    if args.worker:
+        return torch_worker(args, graphed=args.worker == "torch-graph")
+    summary = {"bench": "gpu_step", "smoke_cpu": args.smoke_cpu, "batch": BATCH, "steps": args.steps, "repeats": args.repeats, "models": {}}
+    for model in args.models.split(","):
+        rows = {kind: run_worker(kind, model, args) for kind in ("weir", "torch-eager", "torch-graph")}
+        summary["models"][model] = rows
+        print(f"{model}, batch {BATCH}: median of {args.repeats} blocks of {args.steps} steps")
+        print(f"  {'':<22} {'step ms':>10} {'host us/step':>14}")
+        for kind, row in rows.items():
+            if "step_ms" in row:
+                print(f"  {kind:<22} {row['step_ms']:>10.3f} {row['host_us']:>14.1f}")
+            else:
+                print(f"  {kind:<22} {row.get('skipped') or 'failed: ' + row.get('error', '')[-300:]}")
+        print(f"  {'weir, CUDA graphs':<22} not yet: Weir has no CUDA-graph mode")
+        weir, eager, graph = rows["weir"], rows["torch-eager"], rows["torch-graph"]
+        if args.smoke_cpu:
+            continue  # CPU figures: no GPU targets to compare with
+        if "step_ms" in weir and "step_ms" in eager:
+            summary["models"][model]["weir_over_eager"] = weir["step_ms"] / eager["step_ms"]
+            print(f"  Weir / PyTorch eager step time: {weir['step_ms'] / eager['step_ms']:.2f} (target <= 0.5)")
+        if "step_ms" in weir and "step_ms" in graph:
+            summary["models"][model]["weir_over_graph"] = weir["step_ms"] / graph["step_ms"]
+            print(f"  Weir / PyTorch CUDA graphs step time: {weir['step_ms'] / graph['step_ms']:.2f} (target <= 1)")
+    if all("skipped" in rows["weir"] for rows in summary["models"].values()):
+        summary["skipped"] = "no GPU visible"
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
