@@ -1,7 +1,7 @@
 // Actor overhead: what one actor firing costs (one act, its register messages included) and how
 // many calls per second a session sustains, for a chain of 20 no-op actors and a diamond graph,
 // with 1 call in flight (sync calls) and up to 8 (async calls), under both ways of hosting actors
-// on CAF. Not a timed test: run it with `make bench` or build/bench/actor_overhead [--repeats N].
+// on CAF, and with the kernels on asynchronous device streams (the GPU path). Not a timed test: run it with `make bench` or build/bench/actor_overhead [--repeats N].
 // Also the latency of each sync call of the chain (default hosting): p50 and p99 per run, and the
 // CPU an idle session uses from 100 ms after its last call (observability issue, part 4).
 // Last line: one JSON object with the headline figures (default hosting, chain graph).
@@ -132,11 +132,17 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--calls") == 0) calls = std::max(100, std::atoi(argv[i + 1]));
   }
   const weir::Job jobs[] = {Chain(), Diamond()};
+  // The third row: the kernels on asynchronous (CPU) device streams, the path GPU kernels take: what
+  // each act's submission, event and completion add.
   struct Hosting {
     const char* name;
+    const char* json_prefix;
     weir::ActorHosting hosting;
-  } hostings[] = {{"actor per stream", weir::ActorHosting::kActorPerStream},
-                  {"actor per op", weir::ActorHosting::kActorPerOp}};
+    bool device_streams;
+  } hostings[] = {{"actor per stream", "", weir::ActorHosting::kActorPerStream, false},
+                  {"actor per op", "per_op_", weir::ActorHosting::kActorPerOp, false},
+                  {"device streams", "device_streams_", weir::ActorHosting::kActorPerStream, true}};
+  constexpr int kHostings = 3;
 
   fmt::print("actor overhead: {} calls per run, median of {} runs (alternating hostings)\n", calls, repeats);
   fmt::print("{:<18} {:<10} {:>7} {:>16} {:>16} {:>14} {:>14}\n", "hosting", "graph", "actors", "sync calls/s",
@@ -147,12 +153,13 @@ int main(int argc, char** argv) {
   std::vector<double> idle_runs;
   for (const weir::Job& job : jobs) {
     // [hosting][metric] -> samples
-    std::vector<std::vector<std::vector<double>>> samples(2, std::vector<std::vector<double>>(4));
+    std::vector<std::vector<std::vector<double>>> samples(kHostings, std::vector<std::vector<double>>(4));
     int actors = 0;
     for (int r = 0; r < repeats; ++r) {
-      for (int h = 0; h < 2; ++h) {
+      for (int h = 0; h < kHostings; ++h) {
         weir::SessionOptions sync_options;
         sync_options.hosting = hostings[h].hosting;
+        sync_options.async_cpu_streams = hostings[h].device_streams;
         weir::Session sync_session(sync_options);
         actors = ActorsPerCall(sync_session, job);
         const Measurement sync = RunSync(sync_session, job, actors, calls);
@@ -172,12 +179,11 @@ int main(int argc, char** argv) {
         s[3].push_back(async.per_act_ns);
       }
     }
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < kHostings; ++h) {
       const auto& s = samples[static_cast<std::size_t>(h)];
       fmt::print("{:<18} {:<10} {:>7} {:>16.0f} {:>16.0f} {:>14.0f} {:>14.0f}\n", hostings[h].name, job.Name(), actors,
                  Median(s[0]), Median(s[1]), Median(s[2]), Median(s[3]));
-      const std::string prefix = fmt::format("{}{}", job.Name() == "chain20" ? "" : "diamond_",
-                                             h == 0 ? "" : "per_op_");
+      const std::string prefix = fmt::format("{}{}", job.Name() == "chain20" ? "" : "diamond_", hostings[h].json_prefix);
       json += fmt::format("{}\"{}calls_per_s_sync\": {:.0f}, \"{}calls_per_s_async\": {:.0f}, "
                           "\"{}per_act_ns_inflight1\": {:.1f}, \"{}per_act_ns_inflight8\": {:.1f}",
                           json.size() > 1 ? ", " : "", prefix, Median(s[0]), prefix, Median(s[1]), prefix,

@@ -452,8 +452,11 @@ std::unique_ptr<JobRuntime> Runtime::Instantiate(std::shared_ptr<const Plan> pla
     job->tasks.push_back(std::make_unique<Task>(p, desc, *job->store, [raw](CallRecord* call) { raw->CallDone(call); },
                                                 job->instrument, job->processes.get(), stream));
     if (stream != nullptr) {
+      // Kernels of one stream pass pieces on at submission where one executor hosts the stream (in
+      // order, so a failed act's completion is handled before a later act's pieces leave the stream).
       job->tasks.back()->SetAsyncCompletion(job->pollers[static_cast<std::size_t>(desc.stream)].get(),
-                                            [raw](std::shared_ptr<AsyncAct> act) { raw->DeliverAsync(std::move(act)); });
+                                            [raw](std::shared_ptr<AsyncAct> act) { raw->DeliverAsync(std::move(act)); },
+                                            /*stream_ordered=*/options_.hosting == Hosting::kActorPerStream);
     }
   }
 

@@ -42,9 +42,15 @@ void Task::Launch(CallRecord* record) {
   protocol_.AddExternalToken();
 }
 
-void Task::SetAsyncCompletion(CompletionPoller* poller, AsyncCompletion completed) {
+void Task::SetAsyncCompletion(CompletionPoller* poller, AsyncCompletion completed, bool stream_ordered) {
   poller_ = poller;
   completed_ = std::move(completed);
+  stream_ordered_ = stream_ordered;
+}
+
+bool Task::StreamOrdered(int task) const {
+  const TaskDesc& other = plan_->tasks[static_cast<std::size_t>(task)];
+  return stream_ordered_ && other.kind == TaskKind::kKernel && other.stream == desc_.stream;
 }
 
 namespace {
@@ -56,7 +62,7 @@ struct HeldMessages final : MessageSink {
 };
 }  // namespace
 
-void Task::ActAsync() {
+void Task::ActAsync(MessageSink& sink) {
   auto act = std::make_shared<AsyncAct>();
   act->task = desc_.id;
   for (std::size_t i = 0; i < desc_.consumed.size(); ++i) {
@@ -89,8 +95,21 @@ void Task::ActAsync() {
   }
   // The protocol moves on now (this act's slots stay held until its messages leave), so the next
   // piece can be submitted behind this one.
-  HeldMessages held(act->messages);
+  std::vector<ActorMsg> messages;
+  HeldMessages held(messages);
   protocol_.CompleteAct(held);
+  if (stream_ordered_) {
+    // The pieces' outcome as far as it is known now: what stream-ordered consumers read at once.
+    for (std::size_t j = 0; j < desc_.produced.size(); ++j) {
+      RegisterSlot& out = store_.Slot(desc_.produced[j], act->produced_slots[j]);
+      out.call = act->call;
+      out.failed = act->failed;
+    }
+  }
+  for (const ActorMsg& msg : messages) {
+    if (StreamOrdered(msg.dst_task)) sink.Send(msg);
+    else act->messages.push_back(msg);
+  }
   ++async_pending_;
   poller_->Watch(device_stream_->Record(), [completed = completed_, act](std::exception_ptr device_error) {
     if (device_error && !act->error) act->error = device_error;
@@ -109,7 +128,8 @@ void Task::FinishAsync(AsyncAct& act, MessageSink& sink) {
   }
   if (act.error && act.call != nullptr) act.call->Fail(act.error);
   const bool failed = act.failed || act.error != nullptr;
-  for (std::size_t j = 0; j < desc_.produced.size(); ++j) {
+  // Stream-ordered: the slots were written at submission and may hold a later piece by now.
+  for (std::size_t j = 0; j < desc_.produced.size() && !stream_ordered_; ++j) {
     RegisterSlot& out = store_.Slot(desc_.produced[j], act.produced_slots[j]);
     out.call = act.call;
     out.failed = failed;
@@ -119,7 +139,7 @@ void Task::FinishAsync(AsyncAct& act, MessageSink& sink) {
 
 void Task::Act(MessageSink& sink) {
   if (device_stream_ != nullptr) {
-    ActAsync();
+    ActAsync(sink);
     return;
   }
   CallRecord* call = nullptr;

@@ -53,7 +53,13 @@ class Task {
 
   /// A task on a device stream: its acts' messages leave through `completed` (on the executor) once
   /// `poller` has seen the event behind each act complete. Set before the first act.
-  void SetAsyncCompletion(CompletionPoller* poller, AsyncCompletion completed);
+  /// `stream_ordered`: messages to kernel tasks on the same device stream leave at once instead (the
+  /// stream runs their work after this act's, so they need not wait for its event: the device stays
+  /// fed without a round trip through the poller per kernel). A kernel's failure then reaches its call,
+  /// but not the failed flag of the pieces already passed on; the runtime sets it only where an
+  /// executor hosts the whole stream, so that the act's completion (and the call's failure) is handled
+  /// before any later act of the stream hands a piece to another stream.
+  void SetAsyncCompletion(CompletionPoller* poller, AsyncCompletion completed, bool stream_ordered = false);
   /// Acts submitted and not yet finished; the task ends its stream only when there are none.
   int AsyncActsPending() const { return async_pending_; }
   /// On the executor, for an act the poller saw complete: its produced slots take the outcome, the
@@ -75,7 +81,9 @@ class Task {
  private:
   static TaskProtocol MakeProtocol(const Plan& plan, const TaskDesc& desc);
   /// An act on the device stream (see SetDeviceStream).
-  void ActAsync();
+  void ActAsync(MessageSink& sink);
+  /// Whether `task` runs its work on this task's device stream, after this act's.
+  bool StreamOrdered(int task) const;
   /// The firing's work (copy or kernel); returns whether the piece failed.
   bool Work(CallRecord*& call);
 
@@ -95,6 +103,7 @@ class Task {
   CompletionPoller* poller_ = nullptr;
   AsyncCompletion completed_;
   int async_pending_ = 0;
+  bool stream_ordered_ = false;
 };
 
 }  // namespace weir::internal
