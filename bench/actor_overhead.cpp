@@ -132,20 +132,23 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--calls") == 0) calls = std::max(100, std::atoi(argv[i + 1]));
   }
   const weir::Job jobs[] = {Chain(), Diamond()};
-  // The third row: the kernels on asynchronous (CPU) device streams, the path GPU kernels take: what
-  // each act's submission, event and completion add.
+  // The last rows: the kernels on asynchronous (CPU) device streams, the path GPU kernels take: an
+  // actor per kernel (what each act's submission, event and completion add), and the stream's kernels
+  // as one graph actor (the default; on a GPU one CUDA graph).
   struct Hosting {
     const char* name;
     const char* json_prefix;
     weir::ActorHosting hosting;
     bool device_streams;
-  } hostings[] = {{"actor per stream", "", weir::ActorHosting::kActorPerStream, false},
-                  {"actor per op", "per_op_", weir::ActorHosting::kActorPerOp, false},
-                  {"device streams", "device_streams_", weir::ActorHosting::kActorPerStream, true}};
-  constexpr int kHostings = 3;
+    bool stream_graphs;
+  } hostings[] = {{"actor per stream", "", weir::ActorHosting::kActorPerStream, false, false},
+                  {"actor per op", "per_op_", weir::ActorHosting::kActorPerOp, false, false},
+                  {"device streams", "device_streams_", weir::ActorHosting::kActorPerStream, true, false},
+                  {"device stream graph", "stream_graph_", weir::ActorHosting::kActorPerStream, true, true}};
+  constexpr int kHostings = 4;
 
   fmt::print("actor overhead: {} calls per run, median of {} runs (alternating hostings)\n", calls, repeats);
-  fmt::print("{:<18} {:<10} {:>7} {:>16} {:>16} {:>14} {:>14}\n", "hosting", "graph", "actors", "sync calls/s",
+  fmt::print("{:<20} {:<10} {:>7} {:>16} {:>16} {:>14} {:>14}\n", "hosting", "graph", "actors", "sync calls/s",
              "async calls/s", "ns/act (1)", "ns/act (8)");
   std::string json = "{";
   std::vector<double> p50_runs;  // chain, default hosting, one per run
@@ -154,15 +157,16 @@ int main(int argc, char** argv) {
   for (const weir::Job& job : jobs) {
     // [hosting][metric] -> samples
     std::vector<std::vector<std::vector<double>>> samples(kHostings, std::vector<std::vector<double>>(4));
-    int actors = 0;
+    std::vector<int> actors(kHostings, 0);  // per call: a graph actor stands for the stream's kernels
     for (int r = 0; r < repeats; ++r) {
       for (int h = 0; h < kHostings; ++h) {
         weir::SessionOptions sync_options;
         sync_options.hosting = hostings[h].hosting;
         sync_options.async_cpu_streams = hostings[h].device_streams;
+        sync_options.stream_graphs = hostings[h].stream_graphs;
         weir::Session sync_session(sync_options);
-        actors = ActorsPerCall(sync_session, job);
-        const Measurement sync = RunSync(sync_session, job, actors, calls);
+        const int acting = actors[static_cast<std::size_t>(h)] = ActorsPerCall(sync_session, job);
+        const Measurement sync = RunSync(sync_session, job, acting, calls);
         if (h == 0 && job.Name() == "chain20") {
           p50_runs.push_back(sync.p50_us);
           p99_runs.push_back(sync.p99_us);
@@ -171,7 +175,7 @@ int main(int argc, char** argv) {
         weir::SessionOptions async_options = sync_options;
         async_options.max_calls_in_flight = 8;
         weir::Session async_session(async_options);
-        const Measurement async = RunAsync(async_session, job, actors, calls);
+        const Measurement async = RunAsync(async_session, job, acting, calls);
         auto& s = samples[static_cast<std::size_t>(h)];
         s[0].push_back(sync.calls_per_s);
         s[1].push_back(async.calls_per_s);
@@ -181,7 +185,7 @@ int main(int argc, char** argv) {
     }
     for (int h = 0; h < kHostings; ++h) {
       const auto& s = samples[static_cast<std::size_t>(h)];
-      fmt::print("{:<18} {:<10} {:>7} {:>16.0f} {:>16.0f} {:>14.0f} {:>14.0f}\n", hostings[h].name, job.Name(), actors,
+      fmt::print("{:<20} {:<10} {:>7} {:>16.0f} {:>16.0f} {:>14.0f} {:>14.0f}\n", hostings[h].name, job.Name(), actors[static_cast<std::size_t>(h)],
                  Median(s[0]), Median(s[1]), Median(s[2]), Median(s[3]));
       const std::string prefix = fmt::format("{}{}", job.Name() == "chain20" ? "" : "diamond_", hostings[h].json_prefix);
       json += fmt::format("{}\"{}calls_per_s_sync\": {:.0f}, \"{}calls_per_s_async\": {:.0f}, "

@@ -124,6 +124,10 @@ struct SessionOptions {
   /// and completed through its poller, the actors moving on meanwhile. Results are the same; it exists
   /// so that the asynchronous device path is tested (and can be profiled) on machines without a GPU.
   bool async_cpu_streams = false;
+  /// On device streams (a GPU's, or the CPU's with async_cpu_streams) the kernels of a stream run as
+  /// one actor, which on a GPU launches them as one CUDA graph (captured once per set of register
+  /// addresses, replayed per call), instead of an actor per kernel.
+  bool stream_graphs = true;
   /// Calls admitted but not yet completed; further calls block until one completes.
   int max_calls_in_flight = 128;
   /// How long shutdown waits for calls in flight before failing them.

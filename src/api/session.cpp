@@ -542,6 +542,8 @@ class SessionImpl {
     plan_options.threads_per_device = ThreadsPerDevice();
     plan_options.processes = cluster_ ? cluster_->Size() : 1;
     plan_options.rank = cluster_ ? cluster_->Rank() : 0;
+    plan_options.stream_graphs = options_.stream_graphs;
+    plan_options.async_cpu_streams = options_.async_cpu_streams;
     if (OnGpu(*job.Graph())) {
       plan_options.device_kind = Device::Kind::kCuda;
       plan_options.devices = options_.gpu_devices;

@@ -75,6 +75,33 @@ MappedHostMemory CudaAllocateMapped(std::size_t bytes) {
 
 void CudaFreeMapped(void* host) noexcept { cudaFreeHost(host); }
 
+void* CudaCaptureGraph(void* stream, const std::function<void()>& record) {
+  cudaStream_t native = static_cast<cudaStream_t>(stream);
+  // Thread-local mode: only this thread's calls are checked against the capture (other streams'
+  // executors keep launching on their own streams meanwhile).
+  WEIR_CUDA_CHECK(cudaStreamBeginCapture(native, cudaStreamCaptureModeThreadLocal));
+  cudaGraph_t graph = nullptr;
+  try {
+    record();
+  } catch (...) {
+    cudaStreamEndCapture(native, &graph);  // ends the capture whatever happened, so the stream works again
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    throw;
+  }
+  WEIR_CUDA_CHECK(cudaStreamEndCapture(native, &graph));
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  WEIR_CUDA_CHECK(status);
+  return exec;
+}
+
+void CudaLaunchGraph(void* graph, void* stream) {
+  WEIR_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), static_cast<cudaStream_t>(stream)));
+}
+
+void CudaDestroyGraph(void* graph) noexcept { cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph)); }
+
 void CudaFillForTest(int device, float* data, std::size_t count, float value) {
   WEIR_CUDA_CHECK(cudaSetDevice(device));
   constexpr unsigned kThreads = 256;

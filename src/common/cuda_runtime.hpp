@@ -2,6 +2,7 @@
 // The CUDA runtime as plain C++: no CUDA header leaks out of here. In a build without CUDA every
 // function reports "not available" (count 0, throwing allocators), so callers need no #ifdefs.
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -35,6 +36,14 @@ void CudaFreeMapped(void* host) noexcept;
 /// event recorded on the stream, waited for by polling cudaEventQuery (a device error there names the
 /// device). Compiled here, not yet run on a GPU.
 std::unique_ptr<DeviceStream> MakeCudaDeviceStream(int device, std::string name);
+
+/// Captures the work `record` queues on `stream` (a MakeCudaDeviceStream's NativeHandle()) into an
+/// executable CUDA graph, without running it, and returns the graph. Throws if the capture fails (work
+/// that cannot be captured); the stream is usable again then.
+void* CudaCaptureGraph(void* stream, const std::function<void()>& record);
+/// Queues one run of a captured graph on `stream`.
+void CudaLaunchGraph(void* graph, void* stream);
+void CudaDestroyGraph(void* graph) noexcept;
 
 /// Queues a kernel filling `count` floats at device memory `data` with `value` on `stream` (a
 /// MakeCudaDeviceStream's NativeHandle()); the stream's event tells when it is done.

@@ -21,6 +21,9 @@ void CudaFillForTest(int, float*, std::size_t, float) { NotBuilt(); }
 std::unique_ptr<DeviceStream> MakeCudaDeviceStream(int, std::string) { NotBuilt(); }
 void CudaFillAsyncForTest(void*, float*, std::size_t, float) { NotBuilt(); }
 MappedHostMemory CudaAllocateMapped(std::size_t) { NotBuilt(); }
+void* CudaCaptureGraph(void*, const std::function<void()>&) { NotBuilt(); }
+void CudaLaunchGraph(void*, void*) { NotBuilt(); }
+void CudaDestroyGraph(void*) noexcept {}
 void CudaFreeMapped(void*) noexcept {}
 
 }  // namespace weir::internal

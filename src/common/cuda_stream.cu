@@ -79,7 +79,11 @@ class CudaStreamEvent final : public StreamEvent {
 struct LibraryHandles {
   cublasHandle_t blas = nullptr;
   cudnnHandle_t dnn = nullptr;
+  void* blas_workspace = nullptr;
 };
+// cuBLAS's workspace, given to it up front: a cuBLAS call captured into a CUDA graph must not allocate
+// (NVIDIA's guidance for Hopper: 32 MiB; less suffices for older GPUs).
+constexpr std::size_t kCublasWorkspaceBytes = 32u << 20;
 std::mutex& HandlesMutex() {
   static std::mutex mutex;
   return mutex;
@@ -91,6 +95,7 @@ std::map<cudaStream_t, LibraryHandles>& Handles() {
 void Destroy(const LibraryHandles& handles) {
   if (handles.blas != nullptr) cublasDestroy(handles.blas);
   if (handles.dnn != nullptr) cudnnDestroy(handles.dnn);
+  if (handles.blas_workspace != nullptr) cudaFree(handles.blas_workspace);
 }
 
 class CudaDeviceStream final : public DeviceStream {
@@ -108,6 +113,8 @@ class CudaDeviceStream final : public DeviceStream {
     try {
       WEIR_CUDA_CHECK(cublasCreate(&handles.blas));
       WEIR_CUDA_CHECK(cublasSetStream(handles.blas, stream_));
+      WEIR_CUDA_CHECK(cudaMalloc(&handles.blas_workspace, kCublasWorkspaceBytes));
+      WEIR_CUDA_CHECK(cublasSetWorkspace(handles.blas, handles.blas_workspace, kCublasWorkspaceBytes));
       WEIR_CUDA_CHECK(cudnnCreate(&handles.dnn));
       WEIR_CUDA_CHECK(cudnnSetStream(handles.dnn, stream_));
     } catch (...) {

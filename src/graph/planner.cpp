@@ -5,6 +5,7 @@
 #include "graph/op_registry.hpp"
 #include "graph/process_split.hpp"
 #include "graph/sbp.hpp"
+#include "graph/stream_graphs.hpp"
 #include "kernels/collectives/collective_attrs.hpp"
 #include "kernels/attrs/fused_attrs.hpp"
 
@@ -886,6 +887,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
       }
     }
   }
+  if (options.stream_graphs && split_processes == 1) FuseStreamGraphs(*plan, options.async_cpu_streams);
   if (split_processes > 1) {
     ProcessSplit split{split_processes, options.rank, options.devices, std::vector<bool>(plan->tasks.size(), false)};
     for (int task : everywhere) split.everywhere[static_cast<std::size_t>(task)] = true;

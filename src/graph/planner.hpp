@@ -32,6 +32,11 @@ struct PlanOptions {
   /// The kind of the devices: kCuda places every kernel on CUDA devices (one, so far), with copies
   /// between host and device memory (graph/device_copies.hpp).
   Device::Kind device_kind = Device::Kind::kCpu;
+  /// The kernels of each device stream as one actor, on a CUDA device one CUDA graph
+  /// (graph/stream_graphs.hpp): CUDA devices' compute streams, and CPU compute streams when
+  /// `async_cpu_streams` (the runtime runs them as device streams then).
+  bool stream_graphs = false;
+  bool async_cpu_streams = false;
 };
 
 /// Throws std::invalid_argument naming the op for anything that cannot run.

@@ -52,6 +52,10 @@ class Kernel {
   /// order, on the actor's executor): a device kernel that found bad data (a label out of range),
   /// which it cannot throw from the device, throws KernelError here, failing that Run's call.
   virtual void AfterCompletion() {}
+  /// Whether Run may be captured into a CUDA graph and replayed (kernels/stream_graph.hpp): each replay
+  /// must then do what a Run does. Not so for a kernel whose launches depend on host state that changes
+  /// from one Run to the next (dropout's call counter).
+  virtual bool Capturable() const { return true; }
 };
 
 using KernelFactory = std::unique_ptr<Kernel> (*)(const KernelSetup& setup);

@@ -24,12 +24,14 @@ constexpr std::int64_t kBatch = 12;
 struct Run {
   std::map<std::string, Tensor> variables;
   std::vector<float> losses;
+  std::string plan;  // the job's plan (Graphviz)
 };
 
 // Four steps of the model on `devices` devices, the batch split per device in the mirrored view.
-Run Train(bool async, Model model, int devices, LogicalView view) {
+Run Train(bool async, Model model, int devices, LogicalView view, bool stream_graphs = true) {
   SessionOptions options;
   options.async_cpu_streams = async;
+  options.stream_graphs = stream_graphs;
   options.cpu_devices = devices;
   Session session(options);
   const bool mirrored = view == LogicalView::kMirrored;
@@ -50,6 +52,7 @@ Run Train(bool async, Model model, int devices, LogicalView view) {
     run.losses.insert(run.losses.end(), loss.begin(), loss.end());
   }
   run.variables = session.GetVariables();
+  run.plan = session.PlanDot(job);
   return run;
 }
 
@@ -73,6 +76,37 @@ TEST_CASE("training with kernels on asynchronous device streams ends as on the s
     REQUIRE(sync.losses.size() == async.losses.size());
     for (std::size_t i = 0; i < sync.losses.size(); ++i) CHECK(async.losses[i] == doctest::Approx(sync.losses[i]).epsilon(1e-5));
   }
+}
+
+TEST_CASE("a device stream's kernels run as one graph actor, where that makes no cycle, and train alike") {
+  struct Case {
+    Model model;
+    int devices;
+    LogicalView view;
+    int graphs;  // stream_graph actors expected
+  };
+  // Two mirrored devices: each updates its rows of the variables from both devices' gradients. Device
+  // 0's kernels feed device 1's (a constant of the loss's gradient), which feed device 0's updates:
+  // fusing device 0's stream would make a cycle, so it stays an actor per kernel; device 1's is fused.
+  for (const Case& c : {Case{Model::kMlp, 1, LogicalView::kConsistent, 1}, Case{Model::kConv, 1, LogicalView::kConsistent, 1},
+                        Case{Model::kMlp, 2, LogicalView::kMirrored, 1}}) {
+    CAPTURE(c.model == Model::kMlp);
+    CAPTURE(c.devices);
+    const Run fused = Train(true, c.model, c.devices, c.view);
+    const Run separate = Train(true, c.model, c.devices, c.view, /*stream_graphs=*/false);
+    std::size_t graphs = 0;
+    for (std::size_t at = fused.plan.find("\\nstream_graph\\n"); at != std::string::npos;
+         at = fused.plan.find("\\nstream_graph\\n", at + 1)) {
+      ++graphs;
+    }
+    CHECK(graphs == static_cast<std::size_t>(c.graphs));
+    CHECK(separate.plan.find("stream_graph") == std::string::npos);
+    CheckSameVariables(separate.variables, fused.variables);
+    REQUIRE(separate.losses.size() == fused.losses.size());
+    for (std::size_t i = 0; i < fused.losses.size(); ++i) CHECK(fused.losses[i] == doctest::Approx(separate.losses[i]).epsilon(1e-6));
+  }
+  // The synchronous path keeps an actor per kernel.
+  CHECK(Train(false, Model::kMlp, 1, LogicalView::kConsistent).plan.find("stream_graph") == std::string::npos);
 }
 
 TEST_CASE("async calls through device streams pipeline and call back in call order with the right values") {

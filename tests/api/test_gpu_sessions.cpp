@@ -11,6 +11,7 @@
 #include "api/train_test_util.hpp"
 #include "common/cuda_runtime.hpp"
 #include "graph/planner.hpp"
+#include "kernels/stream_graph.hpp"
 #include "weir/optimizers.hpp"
 #include "weir/weir.hpp"
 
@@ -29,6 +30,36 @@ const internal::StreamId& StreamOf(const Plan& plan, const TaskDesc& task) {
 }
 
 const TaskDesc& Producer(const Plan& plan, const RegisterDesc& reg) { return plan.tasks[static_cast<std::size_t>(reg.producer)]; }
+
+// Every register is produced by the task that lists it as produced and consumed by exactly the tasks
+// that list it as consumed; ids are positions.
+void CheckPlanConsistent(const Plan& plan) {
+  for (std::size_t t = 0; t < plan.tasks.size(); ++t) {
+    const TaskDesc& task = plan.tasks[t];
+    REQUIRE(task.id == static_cast<int>(t));
+    for (int reg : task.produced) CHECK(plan.registers.at(static_cast<std::size_t>(reg)).producer == task.id);
+    for (int reg : task.consumed) {
+      const std::vector<int>& consumers = plan.registers.at(static_cast<std::size_t>(reg)).consumers;
+      CHECK(std::count(consumers.begin(), consumers.end(), task.id) == 1);
+    }
+  }
+  for (std::size_t r = 0; r < plan.registers.size(); ++r) {
+    const RegisterDesc& reg = plan.registers[r];
+    REQUIRE(reg.id == static_cast<int>(r));
+    const std::vector<int>& produced = plan.tasks.at(static_cast<std::size_t>(reg.producer)).produced;
+    CHECK(std::count(produced.begin(), produced.end(), reg.id) == 1);
+    for (int consumer : reg.consumers) {
+      const std::vector<int>& consumed = plan.tasks.at(static_cast<std::size_t>(consumer)).consumed;
+      CHECK(std::count(consumed.begin(), consumed.end(), reg.id) == 1);
+    }
+  }
+}
+
+int CountKernels(const Plan& plan, std::string_view op_type) {
+  return static_cast<int>(std::count_if(plan.tasks.begin(), plan.tasks.end(), [&](const TaskDesc& task) {
+    return task.kind == TaskKind::kKernel && task.op_type == op_type;
+  }));
+}
 
 }  // namespace
 
@@ -129,4 +160,49 @@ TEST_CASE("a bad label on the GPU fails that call only" * doctest::skip(internal
   labels.Data<std::int32_t>()[2] = 99;
   CHECK_THROWS_WITH(gpu.Call(job, {RandomImages(ImageShape(Model::kMlp, 4), 1), labels}), doctest::Contains("99"));
   CHECK(gpu.Call(job, {RandomImages(ImageShape(Model::kMlp, 4), 2), RandomLabels(4, 2)})["loss"].NumElements() == 4);
+}
+
+TEST_CASE("a CUDA device's compute kernels become one stream graph; the copies stay actors of their own" *
+          doctest::skip(!internal::CudaBuilt())) {
+  for (const Model model : {Model::kMlp, Model::kConv}) {
+    CAPTURE(static_cast<int>(model));
+    const Job job = TrainJob("train", model, 8, LogicalView::kConsistent, Sgd(PiecewiseConstantScheduler({}, {0.1})));
+    const auto separate = internal::CompilePlan(job.Graph(), {.device_kind = Device::Kind::kCuda});
+    const auto fused = internal::CompilePlan(job.Graph(), {.device_kind = Device::Kind::kCuda, .stream_graphs = true});
+    CheckPlanConsistent(*separate);
+    CheckPlanConsistent(*fused);
+    REQUIRE(CountKernels(*fused, "stream_graph") == 1);
+    CHECK(CountKernels(*fused, "device_copy") == CountKernels(*separate, "device_copy"));
+    const auto graph = std::find_if(fused->tasks.begin(), fused->tasks.end(),
+                                    [](const TaskDesc& task) { return task.op_type == "stream_graph"; });
+    const auto& attrs = std::any_cast<const internal::StreamGraphAttrs&>(*graph->attrs);
+    int compute_kernels = 0;
+    for (const TaskDesc& task : separate->tasks) {
+      compute_kernels += task.kind == TaskKind::kKernel && StreamOf(*separate, task).kind == StreamKind::kCompute ? 1 : 0;
+    }
+    CHECK(static_cast<int>(attrs.members.size()) == compute_kernels);
+    CHECK(StreamOf(*fused, *graph).device == Device::Cuda(0));
+    // Fewer registers: the values only the graph's kernels use are its buffers.
+    CHECK(fused->registers.size() + attrs.buffer_bytes.size() <= separate->registers.size());
+    CHECK(fused->RegisterBytes() < separate->RegisterBytes());
+  }
+}
+
+TEST_CASE("stream graphs of CPU device streams leave a consistent plan, on one device and on two") {
+  struct Case {
+    LogicalView view;
+    int devices;
+    int graphs;
+  };
+  // Mirrored on one device: the gradients' all-reduce actors (over the one device) read the stream's
+  // kernels and feed its updates, so fusing would make a cycle.
+  for (const Case& c : {Case{LogicalView::kConsistent, 1, 1}, Case{LogicalView::kConsistent, 2, 1},
+                        Case{LogicalView::kMirrored, 1, 0}, Case{LogicalView::kMirrored, 2, 1}}) {
+    CAPTURE(c.devices);
+    CAPTURE(c.view == LogicalView::kMirrored);
+    const Job job = TrainJob("train", Model::kConv, 8 / c.devices, c.view, Adam(PiecewiseConstantScheduler({}, {0.1})));
+    const auto plan = internal::CompilePlan(job.Graph(), {.devices = c.devices, .stream_graphs = true, .async_cpu_streams = true});
+    CheckPlanConsistent(*plan);
+    CHECK(CountKernels(*plan, "stream_graph") == c.graphs);
+  }
 }

@@ -10,6 +10,7 @@
 
 #include "common/cuda_runtime.hpp"
 #include "common/device_stream.hpp"
+#include "kernels/cuda/launch.hpp"
 #include "kernels/kernel.hpp"
 
 namespace weir::internal {
@@ -44,8 +45,9 @@ class DeviceScratch {
 /// What a CUDA kernel's device code found wrong in a Run's data (a label out of range), which it
 /// cannot throw: one 64-bit report per Run in mapped host memory, in a ring of more slots than Runs
 /// can be in flight. The device code reports through CheckIndex (kernels/cuda/grid.cuh) into its Run's
-/// slot; the host reads the slot in AfterCompletion (the Run's event has completed, so the device's
-/// write is visible) and resets it.
+/// slot, which a count of Runs on the device picks (so a Run replayed from a CUDA graph picks the right
+/// one); the host reads the slots in AfterCompletion, in Run order (the Run's event has completed, so
+/// the device's write is visible), and resets them.
 class DeviceReports {
  public:
   static constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
@@ -57,15 +59,21 @@ class DeviceReports {
     std::int32_t index;
   };
 
-  DeviceReports() : memory_(CudaAllocateMapped(kSlots * sizeof(std::int64_t))) {
+  // Mapped memory: the slots, then the device's count of Runs (zero-filled by the allocation).
+  DeviceReports() : memory_(CudaAllocateMapped((kSlots + 1) * sizeof(std::int64_t))) {
     for (int i = 0; i < kSlots; ++i) Host()[i] = kNone;
   }
   ~DeviceReports() { CudaFreeMapped(memory_.host); }
   DeviceReports(const DeviceReports&) = delete;
   DeviceReports& operator=(const DeviceReports&) = delete;
 
-  /// The device address of the next Run's slot (once per Run, in Run order).
-  std::int64_t* NextSlot() { return static_cast<std::int64_t*>(memory_.device) + submitted_++ % kSlots; }
+  /// What a Run's kernel reports into; AdvanceAfterRun moves it to the next Run's slot.
+  cuda::ReportRing Ring() const {
+    auto* slots = static_cast<std::int64_t*>(memory_.device);
+    return {slots, reinterpret_cast<std::uint64_t*>(slots + kSlots), kSlots};
+  }
+  /// After each Run's kernels, on its stream.
+  void AdvanceAfterRun(void* stream) const { cuda::AdvanceReports(stream, Ring()); }
   /// The oldest unread Run's report (once per completed Run, in Run order), if it found a bad index.
   std::optional<BadIndex> TakeCompleted() {
     volatile std::int64_t* slot = Host() + completed_++ % kSlots;
@@ -79,7 +87,6 @@ class DeviceReports {
   volatile std::int64_t* Host() { return static_cast<volatile std::int64_t*>(memory_.host); }
 
   MappedHostMemory memory_;
-  std::uint64_t submitted_ = 0;
   std::uint64_t completed_ = 0;
 };
 

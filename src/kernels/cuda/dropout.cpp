@@ -23,6 +23,8 @@ template <typename T> class DropoutCuda final : public Kernel {
     cuda::Dropout<T>(stream_, inputs[0].As<T>(), outputs[0].As<T>(), outputs[1].As<std::uint8_t>(), count_, seed_, calls_++,
                      threshold_, scale_);
   }
+  // The forward's masks depend on the call number, a host counter: a CUDA graph would replay one mask.
+  bool Capturable() const override { return grad_; }
 
  private:
   void* stream_;

@@ -5,6 +5,8 @@
 
 #include <cuda_runtime.h>
 
+#include "kernels/cuda/launch.hpp"
+
 namespace weir::internal::cuda {
 
 inline constexpr int kThreads = 256;
@@ -34,10 +36,13 @@ template <typename T, typename Combine> __device__ T BlockCombine(T value, Combi
   return result;
 }
 
-/// True when 0 <= index < bound; otherwise reports (position, index) into `report`, a DeviceReports
-/// slot (kernels/cuda/cuda_kernel.hpp decodes it): the lowest position wins, the index's low 32 bits kept.
-__device__ inline bool CheckIndex(std::int64_t position, std::int64_t index, std::int64_t bound, std::int64_t* report) {
+/// True when 0 <= index < bound; otherwise reports (position, index) into the Run's slot of `reports`
+/// (kernels/cuda/cuda_kernel.hpp's DeviceReports decodes it): the lowest position wins, the index's
+/// low 32 bits kept. Only a failing check reads the ring's counter (mapped host memory).
+__device__ inline bool CheckIndex(std::int64_t position, std::int64_t index, std::int64_t bound, const ReportRing& reports) {
   if (index >= 0 && index < bound) return true;
+  const std::uint64_t run = *static_cast<volatile const std::uint64_t*>(reports.counter);
+  std::int64_t* report = reports.slots + run % reports.size;
   const auto key = static_cast<unsigned long long>((position << 32) | (static_cast<std::uint64_t>(index) & 0xffffffffull));
   atomicMin(reinterpret_cast<unsigned long long*>(report), key);
   return false;

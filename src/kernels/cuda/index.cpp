@@ -50,7 +50,8 @@ template <typename Index, typename T> class OneHotCuda final : public Kernel {
       : stream_(CudaStreamOf(setup)), count_(setup.inputs[0].shape.NumElements()), depth_(setup.Get<OneHotAttrs>().depth),
         on_(static_cast<T>(setup.Get<OneHotAttrs>().on_value)), off_(static_cast<T>(setup.Get<OneHotAttrs>().off_value)) {}
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
-    cuda::OneHot<Index, T>(stream_, inputs[0].As<Index>(), outputs[0].As<T>(), count_, depth_, on_, off_, reports_.NextSlot());
+    cuda::OneHot<Index, T>(stream_, inputs[0].As<Index>(), outputs[0].As<T>(), count_, depth_, on_, off_, reports_.Ring());
+    reports_.AdvanceAfterRun(stream_);
   }
   void AfterCompletion() override {
     if (const auto bad = reports_.TakeCompleted()) {

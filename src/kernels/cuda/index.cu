@@ -29,14 +29,17 @@ __global__ void ExtremumGradKernel(const T* dy, const T* a, const T* b, T* da, T
   WEIR_FOR_EACH_ELEMENT(i, count) { internal::ExtremumGrad<PicksA>(dy[i], a[i], b[i], da[i], db[i]); }
 }
 
+// The next Run's report slot: stream order puts this after the Run's kernel, in a CUDA graph too.
+__global__ void AdvanceReportsKernel(std::uint64_t* counter) { ++*counter; }
+
 template <typename Index, typename T>
 __global__ void OneHotKernel(const Index* indices, T* out, std::int64_t count, std::int64_t depth, T on, T off,
-                             std::int64_t* report) {
+                             ReportRing reports) {
   WEIR_FOR_EACH_ELEMENT(i, count) {
     const std::int64_t index = indices[i];
     T* row = out + i * depth;
     for (std::int64_t c = 0; c < depth; ++c) row[c] = c == index ? on : off;
-    CheckIndex(i, index, depth, report);
+    CheckIndex(i, index, depth, reports);
   }
 }
 
@@ -61,19 +64,24 @@ void ExtremumGrad(void* stream, bool maximum, const T* dy, const T* a, const T* 
   WEIR_CUDA_CHECK(cudaGetLastError());
 }
 
+void AdvanceReports(void* stream, const ReportRing& reports) {
+  AdvanceReportsKernel<<<1, 1, 0, Native(stream)>>>(reports.counter);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
 template <typename Index, typename T>
 void OneHot(void* stream, const Index* indices, T* out, std::int64_t count, std::int64_t depth, T on, T off,
-            std::int64_t* report) {
+            ReportRing reports) {
   if (count == 0) return;
-  OneHotKernel<Index, T><<<Blocks(count), kThreads, 0, Native(stream)>>>(indices, out, count, depth, on, off, report);
+  OneHotKernel<Index, T><<<Blocks(count), kThreads, 0, Native(stream)>>>(indices, out, count, depth, on, off, reports);
   WEIR_CUDA_CHECK(cudaGetLastError());
 }
 
 #define WEIR_INSTANTIATE(T)                                                                                   \
   template void ArgMax<T, std::int32_t>(void*, const T*, std::int32_t*, std::int64_t, std::int64_t, std::int64_t); \
   template void ArgMax<T, std::int64_t>(void*, const T*, std::int64_t*, std::int64_t, std::int64_t, std::int64_t); \
-  template void OneHot<std::int32_t, T>(void*, const std::int32_t*, T*, std::int64_t, std::int64_t, T, T, std::int64_t*); \
-  template void OneHot<std::int64_t, T>(void*, const std::int64_t*, T*, std::int64_t, std::int64_t, T, T, std::int64_t*);
+  template void OneHot<std::int32_t, T>(void*, const std::int32_t*, T*, std::int64_t, std::int64_t, T, T, ReportRing); \
+  template void OneHot<std::int64_t, T>(void*, const std::int64_t*, T*, std::int64_t, std::int64_t, T, T, ReportRing);
 WEIR_INSTANTIATE(float)
 WEIR_INSTANTIATE(double)
 WEIR_INSTANTIATE(std::int32_t)

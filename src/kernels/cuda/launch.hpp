@@ -22,6 +22,18 @@
 
 namespace weir::internal::cuda {
 
+/// Where a kernel reports what it found wrong in a Run's data (kernels/cuda/cuda_kernel.hpp's
+/// DeviceReports, in mapped host memory): a ring of `size` slots, the Run's slot chosen on the device
+/// by `counter`, which AdvanceReports increments after each Run. The slot is picked on the device,
+/// not passed in, so that a Run captured into a CUDA graph reports into the right slot at every replay.
+struct ReportRing {
+  std::int64_t* slots = nullptr;
+  std::uint64_t* counter = nullptr;
+  std::uint64_t size = 1;
+};
+/// Moves `reports` on to the next Run's slot (after the Run's kernel, on the same stream).
+void AdvanceReports(void* stream, const ReportRing& reports);
+
 /// Copies `bytes` device to device, or host to device, on the stream.
 void CopyOnDevice(void* stream, void* dst, const void* src, std::size_t bytes);
 void CopyFromHost(void* stream, void* dst, const void* host, std::size_t bytes);
@@ -105,11 +117,11 @@ void ArgMax(void* stream, const T* x, Index* y, std::int64_t outer, std::int64_t
 template <typename T>
 void ExtremumGrad(void* stream, bool maximum, const T* dy, const T* a, const T* b, T* da, T* db, std::int64_t count);
 /// Each index to a row of `depth` values, on at the index and off elsewhere; an index outside
-/// [0, depth) is reported into `report` (CheckIndex, DeviceReports).
+/// [0, depth) is reported into the Run's slot of `reports` (CheckIndex, DeviceReports).
 /// Index: int32_t, int64_t; T: float, double, int32_t, int64_t.
 template <typename Index, typename T>
 void OneHot(void* stream, const Index* indices, T* out, std::int64_t count, std::int64_t depth, T on, T off,
-            std::int64_t* report);
+            ReportRing reports);
 
 /// The dense softmax cross entropy of (rows x classes) labels z and logits x, one loss per row, and its
 /// gradient (dz, dx) (kernels/functors/softmax.hpp); a thread per row; float, double.
@@ -121,14 +133,14 @@ void SoftmaxCrossEntropyGrad(void* stream, const T* z, const T* x, const T* dy, 
 
 /// The sparse softmax cross entropy of (rows x classes) logits, one loss per row, and its gradient
 /// dlogits = (softmax − onehot(label)) dy (kernels/functors/softmax.hpp). A label outside [0, classes)
-/// is reported into `report` (CheckIndex, DeviceReports).
+/// is reported into the Run's slot of `reports` (CheckIndex, DeviceReports).
 /// Label: int32_t, int64_t; T: float, double.
 template <typename Label, typename T>
 void SparseCrossEntropy(void* stream, const Label* labels, const T* logits, T* loss, std::int64_t rows,
-                        std::int64_t classes, std::int64_t* report);
+                        std::int64_t classes, ReportRing reports);
 template <typename Label, typename T>
 void SparseCrossEntropyGrad(void* stream, const Label* labels, const T* logits, const T* dy, T* dlogits,
-                            std::int64_t rows, std::int64_t classes, std::int64_t* report);
+                            std::int64_t rows, std::int64_t classes, ReportRing reports);
 
 /// y[o] = the max (or min) of output o's elements along `plan`, a NaN winning (the CPU's MaxOp / MinOp);
 /// one block per output. T: float, double, int32_t, int64_t.

@@ -17,21 +17,21 @@ namespace {
 
 template <typename Label, typename T>
 __global__ void CrossEntropyKernel(const Label* labels, const T* logits, T* loss, std::int64_t rows, std::int64_t classes,
-                                   std::int64_t* report) {
+                                   ReportRing reports) {
   for (std::int64_t r = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; r < rows;
        r += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
     const std::int64_t label = labels[r];
-    if (CheckIndex(r, label, classes, report)) loss[r] = SparseCrossEntropyRow(logits + r * classes, classes, label);
+    if (CheckIndex(r, label, classes, reports)) loss[r] = SparseCrossEntropyRow(logits + r * classes, classes, label);
   }
 }
 
 template <typename Label, typename T>
 __global__ void CrossEntropyGradKernel(const Label* labels, const T* logits, const T* dy, T* dlogits, std::int64_t rows,
-                                       std::int64_t classes, std::int64_t* report) {
+                                       std::int64_t classes, ReportRing reports) {
   for (std::int64_t r = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; r < rows;
        r += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
     const std::int64_t label = labels[r];
-    if (CheckIndex(r, label, classes, report)) {
+    if (CheckIndex(r, label, classes, reports)) {
       SparseCrossEntropyGradRow(logits + r * classes, classes, label, dy[r], dlogits + r * classes);
     }
   }
@@ -114,27 +114,27 @@ template void SoftmaxGrad<double>(void*, const double*, const double*, double*, 
 
 template <typename Label, typename T>
 void SparseCrossEntropy(void* stream, const Label* labels, const T* logits, T* loss, std::int64_t rows,
-                        std::int64_t classes, std::int64_t* report) {
+                        std::int64_t classes, ReportRing reports) {
   if (rows == 0) return;
   CrossEntropyKernel<Label, T><<<Blocks(rows), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(labels, logits, loss, rows,
-                                                                                                   classes, report);
+                                                                                                   classes, reports);
   WEIR_CUDA_CHECK(cudaGetLastError());
 }
 
 template <typename Label, typename T>
 void SparseCrossEntropyGrad(void* stream, const Label* labels, const T* logits, const T* dy, T* dlogits,
-                            std::int64_t rows, std::int64_t classes, std::int64_t* report) {
+                            std::int64_t rows, std::int64_t classes, ReportRing reports) {
   if (rows == 0) return;
   CrossEntropyGradKernel<Label, T><<<Blocks(rows), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      labels, logits, dy, dlogits, rows, classes, report);
+      labels, logits, dy, dlogits, rows, classes, reports);
   WEIR_CUDA_CHECK(cudaGetLastError());
 }
 
 #define WEIR_INSTANTIATE(Label, T)                                                                                \
   template void SparseCrossEntropy<Label, T>(void*, const Label*, const T*, T*, std::int64_t, std::int64_t,      \
-                                             std::int64_t*);                                                     \
+                                             ReportRing);                                                        \
   template void SparseCrossEntropyGrad<Label, T>(void*, const Label*, const T*, const T*, T*, std::int64_t,       \
-                                                 std::int64_t, std::int64_t*);
+                                                 std::int64_t, ReportRing);
 WEIR_INSTANTIATE(std::int32_t, float)
 WEIR_INSTANTIATE(std::int32_t, double)
 WEIR_INSTANTIATE(std::int64_t, float)

@@ -21,10 +21,11 @@ template <typename Label, typename T> class SparseCrossEntropyCuda final : publi
     const T* logits = inputs[1].As<T>();
     if (grad_) {
       cuda::SparseCrossEntropyGrad<Label, T>(stream_, labels, logits, inputs[2].As<T>(), outputs[0].As<T>(), rows_, classes_,
-                                             reports_.NextSlot());
+                                             reports_.Ring());
     } else {
-      cuda::SparseCrossEntropy<Label, T>(stream_, labels, logits, outputs[0].As<T>(), rows_, classes_, reports_.NextSlot());
+      cuda::SparseCrossEntropy<Label, T>(stream_, labels, logits, outputs[0].As<T>(), rows_, classes_, reports_.Ring());
     }
+    reports_.AdvanceAfterRun(stream_);
   }
 
   void AfterCompletion() override {

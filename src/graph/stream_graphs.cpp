@@ -1,0 +1,197 @@
+#include "graph/stream_graphs.hpp"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "kernels/stream_graph.hpp"
+
+namespace weir::internal {
+
+namespace {
+
+struct Dropped {
+  std::vector<bool> tasks;
+  std::vector<bool> registers;
+};
+
+// Whether some task reachable from `start` (through registers, not entering members) is a member:
+// a path out of the stream and back into it.
+bool LeadsBack(const Plan& plan, int start, const std::vector<bool>& member) {
+  std::vector<bool> seen(plan.tasks.size(), false);
+  std::vector<int> stack{start};
+  seen[static_cast<std::size_t>(start)] = true;
+  while (!stack.empty()) {
+    const int task = stack.back();
+    stack.pop_back();
+    for (int reg : plan.tasks[static_cast<std::size_t>(task)].produced) {
+      for (int consumer : plan.registers[static_cast<std::size_t>(reg)].consumers) {
+        if (member[static_cast<std::size_t>(consumer)]) return true;
+        if (!seen[static_cast<std::size_t>(consumer)]) {
+          seen[static_cast<std::size_t>(consumer)] = true;
+          stack.push_back(consumer);
+        }
+      }
+    }
+  }
+  return false;
+}
+
+// The members in an order that respects the registers between them (Kahn; ties in task order).
+std::vector<int> MemberOrder(const Plan& plan, const std::vector<int>& members, const std::vector<bool>& member) {
+  std::map<int, int> waiting;  // member -> members it still waits for (one per register)
+  for (int m : members) {
+    int count = 0;
+    for (int reg : plan.tasks[static_cast<std::size_t>(m)].consumed) {
+      if (member[static_cast<std::size_t>(plan.registers[static_cast<std::size_t>(reg)].producer)]) ++count;
+    }
+    waiting[m] = count;
+  }
+  std::vector<int> order;
+  while (order.size() < members.size()) {
+    const auto ready = std::find_if(waiting.begin(), waiting.end(), [](const auto& entry) { return entry.second == 0; });
+    const int m = ready->first;  // the plan is acyclic, so some member is ready
+    waiting.erase(ready);
+    order.push_back(m);
+    for (int reg : plan.tasks[static_cast<std::size_t>(m)].produced) {
+      for (int consumer : plan.registers[static_cast<std::size_t>(reg)].consumers) {
+        if (const auto it = waiting.find(consumer); it != waiting.end()) --it->second;
+      }
+    }
+  }
+  return order;
+}
+
+void FuseStream(Plan& plan, int stream, Dropped& dropped) {
+  std::vector<int> members;
+  std::vector<bool> member(plan.tasks.size(), false);
+  for (const TaskDesc& task : plan.tasks) {
+    if (task.kind == TaskKind::kKernel && task.stream == stream && !dropped.tasks[static_cast<std::size_t>(task.id)]) {
+      members.push_back(task.id);
+      member[static_cast<std::size_t>(task.id)] = true;
+    }
+  }
+  if (members.size() < 2) return;
+  for (int m : members) {
+    for (int reg : plan.tasks[static_cast<std::size_t>(m)].produced) {
+      for (int consumer : plan.registers[static_cast<std::size_t>(reg)].consumers) {
+        if (!member[static_cast<std::size_t>(consumer)] && LeadsBack(plan, consumer, member)) return;
+      }
+    }
+  }
+  const std::vector<int> order = MemberOrder(plan, members, member);
+
+  // The graph's inputs (registers members read that others make), outputs (registers members make
+  // that others read) and buffers (data members make for members only; control edges between
+  // members need nothing: the order keeps them).
+  const int graph_id = static_cast<int>(plan.tasks.size());
+  std::map<int, GraphOperand> operand_of;  // register -> where members find it
+  TaskDesc graph;
+  graph.id = graph_id;
+  graph.kind = TaskKind::kKernel;
+  graph.stream = stream;
+  graph.op_type = "stream_graph";
+  graph.name = fmt::format("{} graph of {} kernels", plan.streams[static_cast<std::size_t>(stream)].ToString(), members.size());
+  graph.kernel_factory = &MakeStreamGraphKernel;
+  graph.intra_op_threads = plan.tasks[static_cast<std::size_t>(members.front())].intra_op_threads;
+  StreamGraphAttrs attrs;
+  for (int m : order) {
+    const TaskDesc& task = plan.tasks[static_cast<std::size_t>(m)];
+    for (int reg : task.consumed) {
+      if (operand_of.count(reg) > 0) continue;  // an input already, or made by an earlier member
+      if (member[static_cast<std::size_t>(plan.registers[static_cast<std::size_t>(reg)].producer)]) continue;
+      operand_of[reg] = {GraphOperand::Kind::kInput, static_cast<int>(graph.consumed.size())};
+      graph.input_slots.push_back(static_cast<int>(graph.consumed.size()));
+      graph.consumed.push_back(reg);
+      graph.input_metas.push_back(plan.registers[static_cast<std::size_t>(reg)].meta);
+    }
+    for (std::size_t j = 0; j < task.produced.size(); ++j) {
+      const int reg = task.produced[j];
+      RegisterDesc& desc = plan.registers[static_cast<std::size_t>(reg)];
+      const bool read_outside = std::any_of(desc.consumers.begin(), desc.consumers.end(),
+                                            [&](int c) { return !member[static_cast<std::size_t>(c)]; });
+      if (read_outside) {
+        operand_of[reg] = {GraphOperand::Kind::kOutput, static_cast<int>(graph.produced.size())};
+        graph.produced.push_back(reg);
+        graph.output_metas.push_back(desc.meta);
+        desc.producer = graph_id;
+        std::erase_if(desc.consumers, [&](int c) { return member[static_cast<std::size_t>(c)]; });
+      } else {
+        dropped.registers[static_cast<std::size_t>(reg)] = true;
+        if (j < task.output_metas.size()) {  // a data output: a buffer of the graph
+          operand_of[reg] = {GraphOperand::Kind::kBuffer, static_cast<int>(attrs.buffer_bytes.size())};
+          attrs.buffer_bytes.push_back(desc.slot_bytes);
+        }
+      }
+    }
+  }
+  for (int m : order) {
+    const TaskDesc& task = plan.tasks[static_cast<std::size_t>(m)];
+    StreamGraphMember fused{task, {}, {}};
+    for (int slot : task.input_slots) fused.inputs.push_back(operand_of.at(task.consumed[static_cast<std::size_t>(slot)]));
+    for (std::size_t j = 0; j < task.output_metas.size(); ++j) fused.outputs.push_back(operand_of.at(task.produced[j]));
+    attrs.members.push_back(std::move(fused));
+    dropped.tasks[static_cast<std::size_t>(m)] = true;
+  }
+  // The graph in the members' place as consumer of its inputs.
+  for (int reg : graph.consumed) {
+    std::vector<int>& consumers = plan.registers[static_cast<std::size_t>(reg)].consumers;
+    std::erase_if(consumers, [&](int c) { return member[static_cast<std::size_t>(c)]; });
+    consumers.push_back(graph_id);
+  }
+  graph.attrs = &plan.fused_attrs.emplace_back(std::move(attrs));
+  plan.tasks.push_back(std::move(graph));
+  dropped.tasks.push_back(false);
+}
+
+// Removes the dropped tasks and registers, renumbering the rest.
+void Compact(Plan& plan, const Dropped& dropped) {
+  std::vector<int> task_id(plan.tasks.size(), -1), register_id(plan.registers.size(), -1);
+  int next = 0;
+  for (std::size_t t = 0; t < plan.tasks.size(); ++t) {
+    if (!dropped.tasks[t]) task_id[t] = next++;
+  }
+  next = 0;
+  for (std::size_t r = 0; r < plan.registers.size(); ++r) {
+    if (!dropped.registers[r]) register_id[r] = next++;
+  }
+  std::vector<TaskDesc> tasks;
+  for (TaskDesc& task : plan.tasks) {
+    if (dropped.tasks[static_cast<std::size_t>(task.id)]) continue;
+    task.id = task_id[static_cast<std::size_t>(task.id)];
+    for (int& reg : task.consumed) reg = register_id[static_cast<std::size_t>(reg)];
+    for (int& reg : task.produced) reg = register_id[static_cast<std::size_t>(reg)];
+    tasks.push_back(std::move(task));
+  }
+  std::vector<RegisterDesc> registers;
+  for (RegisterDesc& reg : plan.registers) {
+    if (dropped.registers[static_cast<std::size_t>(reg.id)]) continue;
+    reg.id = register_id[static_cast<std::size_t>(reg.id)];
+    reg.producer = task_id[static_cast<std::size_t>(reg.producer)];
+    for (int& consumer : reg.consumers) consumer = task_id[static_cast<std::size_t>(consumer)];
+    registers.push_back(std::move(reg));
+  }
+  plan.tasks = std::move(tasks);
+  plan.registers = std::move(registers);
+  plan.source_task = task_id[static_cast<std::size_t>(plan.source_task)];
+  plan.sink_task = task_id[static_cast<std::size_t>(plan.sink_task)];
+}
+
+}  // namespace
+
+void FuseStreamGraphs(Plan& plan, bool cpu_device_streams) {
+  Dropped dropped{std::vector<bool>(plan.tasks.size(), false), std::vector<bool>(plan.registers.size(), false)};
+  const int streams = static_cast<int>(plan.streams.size());
+  for (int s = 0; s < streams; ++s) {
+    const StreamId& id = plan.streams[static_cast<std::size_t>(s)];
+    if (id.kind != StreamKind::kCompute) continue;
+    if (id.device.kind == Device::Kind::kCpu && !cpu_device_streams) continue;
+    FuseStream(plan, s, dropped);
+  }
+  Compact(plan, dropped);
+}
+
+}  // namespace weir::internal

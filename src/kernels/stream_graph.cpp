@@ -1,0 +1,132 @@
+#include "kernels/stream_graph.hpp"
+
+#include <exception>
+#include <map>
+#include <utility>
+
+#include "common/allocator.hpp"
+#include "common/cuda_runtime.hpp"
+#include "common/device_stream.hpp"
+
+namespace weir::internal {
+
+namespace {
+
+// Distinct register addresses a graph is captured for: each slot combination of its registers (two
+// slots on the pipelined edges) is one CUDA graph; past this, runs launch the kernels one by one.
+constexpr std::size_t kMaxCapturedGraphs = 8;
+// Eager runs before the first capture: libraries allocate and set up lazily on a first call, which a
+// capture must not record.
+constexpr int kEagerRuns = 1;
+
+class StreamGraphKernel final : public Kernel {
+ public:
+  explicit StreamGraphKernel(const KernelSetup& setup)
+      : attrs_(setup.Get<StreamGraphAttrs>()), stream_(setup.stream != nullptr ? setup.stream->NativeHandle() : nullptr) {
+    std::size_t total = 0;
+    for (std::size_t bytes : attrs_.buffer_bytes) {
+      buffer_offsets_.push_back(total);
+      total += (bytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
+    }
+    buffers_ = Allocate(setup.device, total);
+    bool capturable = true;
+    for (const StreamGraphMember& member : attrs_.members) {
+      const TaskDesc& task = member.task;
+      const KernelSetup member_setup{task.op_type, task.name, task.attrs, task.input_metas, task.output_metas,
+                                     setup.device, setup.processes, setup.stream};
+      Member made;
+      made.kernel = task.kernel_factory(member_setup);
+      capturable = capturable && made.kernel->Capturable();
+      for (const TensorMeta& meta : task.input_metas) made.inputs.push_back({nullptr, &meta});
+      for (const TensorMeta& meta : task.output_metas) made.outputs.push_back({nullptr, &meta});
+      members_.push_back(std::move(made));
+    }
+    // CUDA graphs on a CUDA stream; elsewhere (CPU device streams) the members run one by one.
+    capture_ = capturable && setup.device.kind == Device::Kind::kCuda && stream_ != nullptr;
+  }
+
+  ~StreamGraphKernel() override {
+    for (const auto& [addresses, graph] : graphs_) CudaDestroyGraph(graph);
+  }
+
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    Bind(inputs, outputs);
+    if (!capture_ || eager_runs_ < kEagerRuns) {
+      RunMembers();
+      ++eager_runs_;
+      return;
+    }
+    std::vector<const void*> addresses;
+    for (const ConstTensorView& view : inputs) addresses.push_back(view.data);
+    for (const TensorView& view : outputs) addresses.push_back(view.data);
+    auto it = graphs_.find(addresses);
+    if (it == graphs_.end()) {
+      if (graphs_.size() >= kMaxCapturedGraphs) {
+        RunMembers();
+        return;
+      }
+      it = graphs_.emplace(std::move(addresses), CudaCaptureGraph(stream_, [this] { RunMembers(); })).first;
+    }
+    CudaLaunchGraph(it->second, stream_);
+  }
+
+  void AfterCompletion() override {
+    // Every member's, in order (each keeps its own count of completed runs); the first error wins.
+    std::exception_ptr first;
+    for (Member& member : members_) {
+      try {
+        member.kernel->AfterCompletion();
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    }
+    if (first) std::rethrow_exception(first);
+  }
+
+  bool Capturable() const override { return false; }  // it captures itself
+
+ private:
+  struct Member {
+    std::unique_ptr<Kernel> kernel;
+    std::vector<ConstTensorView> inputs;
+    std::vector<TensorView> outputs;
+  };
+
+  void* Address(const GraphOperand& operand, std::span<const ConstTensorView> inputs,
+                std::span<const TensorView> outputs) const {
+    switch (operand.kind) {
+      case GraphOperand::Kind::kInput: return const_cast<void*>(inputs[static_cast<std::size_t>(operand.index)].data);
+      case GraphOperand::Kind::kOutput: return outputs[static_cast<std::size_t>(operand.index)].data;
+      case GraphOperand::Kind::kBuffer: break;
+    }
+    return buffers_.get() + buffer_offsets_[static_cast<std::size_t>(operand.index)];
+  }
+
+  // Points every member's views at this run's registers and the graph's buffers.
+  void Bind(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) {
+    for (std::size_t m = 0; m < members_.size(); ++m) {
+      const StreamGraphMember& member = attrs_.members[m];
+      for (std::size_t i = 0; i < member.inputs.size(); ++i) members_[m].inputs[i].data = Address(member.inputs[i], inputs, outputs);
+      for (std::size_t j = 0; j < member.outputs.size(); ++j) members_[m].outputs[j].data = Address(member.outputs[j], inputs, outputs);
+    }
+  }
+
+  void RunMembers() {
+    for (Member& member : members_) member.kernel->Run(member.inputs, member.outputs);
+  }
+
+  const StreamGraphAttrs& attrs_;
+  void* stream_;
+  std::shared_ptr<std::byte[]> buffers_;
+  std::vector<std::size_t> buffer_offsets_;
+  std::vector<Member> members_;
+  bool capture_ = false;
+  int eager_runs_ = 0;
+  std::map<std::vector<const void*>, void*> graphs_;  // register addresses -> executable CUDA graph
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> MakeStreamGraphKernel(const KernelSetup& setup) { return std::make_unique<StreamGraphKernel>(setup); }
+
+}  // namespace weir::internal
