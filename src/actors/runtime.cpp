@@ -495,6 +495,12 @@ JobRuntime::JobRuntime(std::shared_ptr<Impl> impl) : impl_(std::move(impl)), exe
 JobRuntime::~JobRuntime() {
   Shutdown();
   OnReceive();
+  // The pollers' and device streams' threads end here, on the owner's thread. Left to the Impl, they
+  // could end with it on one of those threads: a poller hands a completion to an executor through a
+  // strong handle that can be the executor's last, whose state holds the Impl, and a thread cannot
+  // join itself.
+  impl_->pollers.clear();
+  impl_->device_streams.clear();
 }
 
 void JobRuntime::Launch(const std::shared_ptr<CallRecord>& record) {
