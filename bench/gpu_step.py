@@ -10,8 +10,9 @@ torch.cuda.graphs for the graph variant, SGD lr 0.1 as both). Every step returns
 (a Weir sync call does; PyTorch calls loss.item()), so each side pays one device-to-host sync per step.
 Per side, over --repeats blocks of --steps steps (after a warm-up): the median step time, and the host
 cost per step: the process's CPU time (every thread, spin-waits included) over the block, per step.
-Weir has no CUDA-graph mode yet: its row says so. Without a visible GPU (or without torch) the run
-says so and its JSON has "skipped". Last line: one JSON object.
+Weir runs twice: as it does by default (each job's kernels captured into a CUDA graph and replayed,
+`flow.config.stream_graphs`) and with the graphs off (an actor and a launch per kernel). Without a
+visible GPU (or without torch) the run says so and its JSON has "skipped". Last line: one JSON object.
 
 `--smoke-cpu` runs the same code on the CPU (no CUDA graphs), so that tests/python/test_gpu.py keeps
 this program working on machines without a GPU; its figures mean nothing.
@@ -35,7 +36,7 @@ def parse_args():
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--smoke-cpu", action="store_true", help="run on the CPU: checks the program, not the GPU")
-    parser.add_argument("--worker", choices=["weir", "torch-eager", "torch-graph"], help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=["weir", "weir-no-graphs", "torch-eager", "torch-graph"], help=argparse.SUPPRESS)
     parser.add_argument("--model", choices=["mlp", "lenet"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.steps < 1 or args.repeats < 1 or args.warmup < 0:
@@ -72,6 +73,7 @@ def weir_worker(args):
         return
     else:
         flow.config.gpu_device_num(1)
+    flow.config.stream_graphs(args.worker == "weir")
     train_job, _ = models.make_jobs(models.mlp if args.model == "mlp" else models.lenet)
     random = np.random.default_rng(1234)
     batches = [(random.random((BATCH, 1, 28, 28), dtype=np.float32), random.integers(0, 10, BATCH, dtype=np.int32))
@@ -150,7 +152,7 @@ def torch_worker(args, graphed):
 def run_worker(kind, model, args):
     import subprocess
 
-    python = sys.executable if kind == "weir" else "/usr/bin/python3"
+    python = sys.executable if kind.startswith("weir") else "/usr/bin/python3"
     if kind != "weir" and not os.path.exists(python):
         python = sys.executable
     argv = [python, os.path.abspath(__file__), "--worker", kind, "--model", model, "--steps", str(args.steps),
@@ -164,13 +166,13 @@ def run_worker(kind, model, args):
 
 def main():
     args = parse_args()
-    if args.worker == "weir":
+    if args.worker in ("weir", "weir-no-graphs"):
         return weir_worker(args)
     if args.worker:
         return torch_worker(args, graphed=args.worker == "torch-graph")
     summary = {"bench": "gpu_step", "smoke_cpu": args.smoke_cpu, "batch": BATCH, "steps": args.steps, "repeats": args.repeats, "models": {}}
     for model in args.models.split(","):
-        rows = {kind: run_worker(kind, model, args) for kind in ("weir", "torch-eager", "torch-graph")}
+        rows = {kind: run_worker(kind, model, args) for kind in ("weir", "weir-no-graphs", "torch-eager", "torch-graph")}
         summary["models"][model] = rows
         print(f"{model}, batch {BATCH}: median of {args.repeats} blocks of {args.steps} steps")
         print(f"  {'':<22} {'step ms':>10} {'host us/step':>14}")
@@ -179,7 +181,6 @@ def main():
                 print(f"  {kind:<22} {row['step_ms']:>10.3f} {row['host_us']:>14.1f}")
             else:
                 print(f"  {kind:<22} {row.get('skipped') or 'failed: ' + row.get('error', '')[-300:]}")
-        print(f"  {'weir, CUDA graphs':<22} not yet: Weir has no CUDA-graph mode")
         weir, eager, graph = rows["weir"], rows["torch-eager"], rows["torch-graph"]
         if args.smoke_cpu:
             continue  # CPU figures: no GPU targets to compare with

@@ -35,6 +35,7 @@ class ResourceConfig:
         self.compute_thread_pool_size = None
         self.watchdog_timeout = 300.0  # seconds; flow.config.watchdog_timeout
         self.collective_timeout = 180.0  # seconds; flow.config.collective_timeout
+        self.stream_graphs = True  # flow.config.stream_graphs
         self.options = {}  # every other documented knob, recorded as given
 
 
@@ -234,6 +235,7 @@ class Session:
                     gpu_devices=self.config.gpu_device_num or 0,
                     watchdog_timeout_s=self.config.watchdog_timeout,
                     collective_timeout_s=self.config.collective_timeout,
+                    stream_graphs=self.config.stream_graphs,
                     **distributed_options(),
                 )
             return self._c

@@ -80,6 +80,17 @@ def collective_timeout(seconds):
         config.collective_timeout = float(seconds)
 
 
+def stream_graphs(val=True):
+    """Weir's own: on a GPU, the kernels of a job run as one CUDA graph, captured once and replayed
+    per call (and as one actor on any device stream). On by default; off runs an actor per kernel,
+    each launched on its own."""
+    if not isinstance(val, bool):
+        raise ValueError(f"flow.config.stream_graphs: expected True or False, got {val!r}")
+    config = _config("stream_graphs")
+    if config is not None:
+        config.stream_graphs = val
+
+
 def enable_debug_mode(val=True):
     config = _config("enable_debug_mode")
     if config is not None:

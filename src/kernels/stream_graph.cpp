@@ -1,6 +1,8 @@
 #include "kernels/stream_graph.hpp"
 
+#include <cstdio>
 #include <exception>
+#include <string>
 #include <map>
 #include <utility>
 
@@ -22,7 +24,8 @@ constexpr int kEagerRuns = 1;
 class StreamGraphKernel final : public Kernel {
  public:
   explicit StreamGraphKernel(const KernelSetup& setup)
-      : attrs_(setup.Get<StreamGraphAttrs>()), stream_(setup.stream != nullptr ? setup.stream->NativeHandle() : nullptr) {
+      : attrs_(setup.Get<StreamGraphAttrs>()), name_(setup.op_name),
+        stream_(setup.stream != nullptr ? setup.stream->NativeHandle() : nullptr) {
     std::size_t total = 0;
     for (std::size_t bytes : attrs_.buffer_bytes) {
       buffer_offsets_.push_back(total);
@@ -65,7 +68,18 @@ class StreamGraphKernel final : public Kernel {
         RunMembers();
         return;
       }
-      it = graphs_.emplace(std::move(addresses), CudaCaptureGraph(stream_, [this] { RunMembers(); })).first;
+      void* graph = nullptr;
+      try {
+        graph = CudaCaptureGraph(stream_, [this] { RunMembers(); });
+      } catch (const std::exception& error) {
+        // Some member's work cannot be captured: from now on the members run one by one (what the
+        // capture recorded was not run, so this run's work is still to do).
+        std::fprintf(stderr, "[weir] %s: no CUDA graph (%s); its kernels run one by one\n", name_.c_str(), error.what());
+        capture_ = false;
+        RunMembers();
+        return;
+      }
+      it = graphs_.emplace(std::move(addresses), graph).first;
     }
     CudaLaunchGraph(it->second, stream_);
   }
@@ -116,6 +130,7 @@ class StreamGraphKernel final : public Kernel {
   }
 
   const StreamGraphAttrs& attrs_;
+  std::string name_;
   void* stream_;
   std::shared_ptr<std::byte[]> buffers_;
   std::vector<std::size_t> buffer_offsets_;

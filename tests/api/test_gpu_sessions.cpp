@@ -1,6 +1,7 @@
 // Jobs on a CUDA device: the plan (kernels on the device's streams, registers in its memory, copies
-// at the host boundary; checkable in any build with CUDA, no GPU needed) and, with a GPU, training
-// that matches the CPU's and variables read back to the host.
+// at the host boundary, the stream's kernels as one graph; checkable in any build with CUDA, no GPU
+// needed) and, with a GPU, training that matches the CPU's, variables read back to the host, and
+// finite-difference gradients.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "api/train_test_util.hpp"
+#include "gradient_check.hpp"
 #include "common/cuda_runtime.hpp"
 #include "graph/planner.hpp"
 #include "kernels/stream_graph.hpp"
@@ -205,4 +207,31 @@ TEST_CASE("stream graphs of CPU device streams leave a consistent plan, on one d
     CheckPlanConsistent(*plan);
     CHECK(CountKernels(*plan, "stream_graph") == c.graphs);
   }
+}
+
+TEST_CASE("finite-difference gradients on the GPU: an MLP, a convolution with unequal pads, pooling, softmax" *
+          doctest::skip(internal::CudaDeviceCount() == 0)) {
+  Session gpu({.gpu_devices = 1});
+  REQUIRE(gpu.GetResource().gpu_devices == 1);
+  CheckGradients(gpu, "mlp", {Random({4, 5}), Random({5, 6}), Random({6}), Random({6, 3}), Random({3}), Labels({0, 2, 1, 2})},
+                 [](const std::vector<Blob>& in) {
+                   const Blob hidden = Relu(BiasAdd(MatMul(in[0], in[1]), in[2]));
+                   const Blob logits = BiasAdd(MatMul(hidden, in[3]), in[4]);
+                   return Add(ReduceMean(SparseSoftmaxCrossEntropy(in[5], logits)), ScalarMul(ReduceSum(Mul(in[1], in[1])), 0.01));
+                 });
+  for (const DataFormat format : {DataFormat::kNCHW, DataFormat::kNHWC}) {
+    const bool nhwc = format == DataFormat::kNHWC;
+    // SAME with stride 2 on 7x6: pads (0, 1) and (1, 1); the padded-copy path.
+    CheckGradients(gpu, nhwc ? "conv2d_nhwc" : "conv2d", {Random(nhwc ? Shape{2, 7, 6, 3} : Shape{2, 3, 7, 6}),
+                                                          Random(nhwc ? Shape{4, 3, 3, 3} : Shape{4, 3, 3, 3})},
+                   Binary([format](const Blob& x, const Blob& w) {
+                     return Conv2D(x, w, {.strides = {2, 2}, .padding = SamePadding(), .data_format = format});
+                   }));
+    CheckGradients(gpu, nhwc ? "pools_nhwc" : "pools", {Random(nhwc ? Shape{2, 5, 7, 3} : Shape{2, 3, 5, 7})},
+                   Unary([format](const Blob& x) {
+                     const Pool2DAttrs attrs{{3, 3}, {2, 2}, SamePadding(), format};
+                     return Add(MaxPool2D(x, attrs), AvgPool2D(x, attrs));
+                   }));
+  }
+  CheckGradients(gpu, "softmax", {Random({3, 4, 5})}, Unary([](const Blob& x) { return Softmax(x, {.axis = 1}); }));
 }

@@ -28,22 +28,24 @@ class ByteCopyCuda final : public Kernel {
   bool between_memories_;
 };
 
-// A constant is copied to each output slot once (a slot keeps it across calls), as on the CPU.
+// A constant, uploaded once with the kernel and copied on the device into the output slot at each
+// Run: no host state, so a CUDA graph replays it (a copy from pageable host memory cannot be
+// captured; on the CPU a slot keeps its constant across calls instead, but a copy of a few bytes on
+// the stream costs less than remembering which slots were filled).
 class ConstantCuda final : public Kernel {
  public:
-  explicit ConstantCuda(const KernelSetup& setup) : stream_(CudaStreamOf(setup)), value_(setup.Get<Tensor>()) {}
+  explicit ConstantCuda(const KernelSetup& setup)
+      : stream_(CudaStreamOf(setup)), bytes_(setup.Get<Tensor>().NumBytes()), value_(setup.device.index, bytes_) {
+    if (bytes_ > 0) CudaCopy(value_.As<void>(), true, setup.Get<Tensor>().RawData(), false, bytes_);
+  }
   void Run(std::span<const ConstTensorView>, std::span<const TensorView> outputs) override {
-    for (const void* filled : filled_slots_) {
-      if (filled == outputs[0].data) return;
-    }
-    cuda::CopyFromHost(stream_, outputs[0].data, value_.RawData(), value_.NumBytes());
-    filled_slots_.push_back(outputs[0].data);
+    cuda::CopyOnDevice(stream_, outputs[0].data, value_.As<void>(), bytes_);
   }
 
  private:
   void* stream_;
-  Tensor value_;  // host memory, alive as long as the kernel
-  std::vector<const void*> filled_slots_;
+  std::size_t bytes_;
+  DeviceScratch value_;
 };
 
 class IncrementCuda final : public Kernel {
