@@ -54,7 +54,8 @@ class Kernel {
   virtual void AfterCompletion() {}
   /// Whether Run may be captured into a CUDA graph and replayed (kernels/stream_graph.hpp): each replay
   /// must then do what a Run does. Not so for a kernel whose launches depend on host state that changes
-  /// from one Run to the next (dropout's call counter).
+  /// from one Run to the next; Weir's CUDA kernels keep such state on the device (dropout's call count,
+  /// the reports' ring) and are all capturable.
   virtual bool Capturable() const { return true; }
 };
 

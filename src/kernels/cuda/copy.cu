@@ -31,7 +31,8 @@ template <typename In, typename Out> __global__ void CastKernel(const In* x, Out
 
 template <typename T>
 __global__ void DropoutKernel(const T* x, T* y, std::uint8_t* mask, std::int64_t count, std::uint64_t seed,
-                              std::uint64_t call, std::uint64_t threshold, T scale) {
+                              const std::int64_t* calls, std::uint64_t threshold, T scale) {
+  const auto call = static_cast<std::uint64_t>(*calls);
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
     const bool keep = DropoutKeeps(seed, call, static_cast<std::uint64_t>(i), threshold);
@@ -83,8 +84,8 @@ void CopyRows(void* stream, void* dst, std::size_t dst_pitch, const void* src, s
 }
 
 template <typename T>
-void Dropout(void* stream, const T* x, T* y, std::uint8_t* mask, std::int64_t count, std::uint64_t seed, std::uint64_t call,
-             std::uint64_t threshold, T scale) {
+void Dropout(void* stream, const T* x, T* y, std::uint8_t* mask, std::int64_t count, std::uint64_t seed,
+             const std::int64_t* call, std::uint64_t threshold, T scale) {
   if (count == 0) return;
   DropoutKernel<T><<<Blocks(count), kThreads, 0, Native(stream)>>>(x, y, mask, count, seed, call, threshold, scale);
   WEIR_CUDA_CHECK(cudaGetLastError());
@@ -96,9 +97,9 @@ template <typename T> void DropoutGrad(void* stream, const T* dy, const std::uin
   WEIR_CUDA_CHECK(cudaGetLastError());
 }
 
-template void Dropout<float>(void*, const float*, float*, std::uint8_t*, std::int64_t, std::uint64_t, std::uint64_t,
+template void Dropout<float>(void*, const float*, float*, std::uint8_t*, std::int64_t, std::uint64_t, const std::int64_t*,
                              std::uint64_t, float);
-template void Dropout<double>(void*, const double*, double*, std::uint8_t*, std::int64_t, std::uint64_t, std::uint64_t,
+template void Dropout<double>(void*, const double*, double*, std::uint8_t*, std::int64_t, std::uint64_t, const std::int64_t*,
                               std::uint64_t, double);
 template void DropoutGrad<float>(void*, const float*, const std::uint8_t*, float*, std::int64_t, float);
 template void DropoutGrad<double>(void*, const double*, const std::uint8_t*, double*, std::int64_t, double);

@@ -45,11 +45,12 @@ void CopyRows(void* stream, void* dst, std::size_t dst_pitch, const void* src, s
               std::size_t height);
 /// ++*value on the device (the train step).
 void Increment(void* stream, std::int64_t* value);
-/// dropout: mask[i] = DropoutKeeps(seed, call, i, threshold) (kernels/functors/philox.hpp, the CPU's
-/// draw), y = mask ? x · scale : 0; and its gradient dx = mask ? dy · scale : 0. float, double.
+/// dropout: mask[i] = DropoutKeeps(seed, *call, i, threshold) (kernels/functors/philox.hpp, the CPU's
+/// draw; the call number read on the device, so that a CUDA graph's replays draw new masks), y = mask ?
+/// x · scale : 0; and its gradient dx = mask ? dy · scale : 0. float, double.
 template <typename T>
-void Dropout(void* stream, const T* x, T* y, std::uint8_t* mask, std::int64_t count, std::uint64_t seed, std::uint64_t call,
-             std::uint64_t threshold, T scale);
+void Dropout(void* stream, const T* x, T* y, std::uint8_t* mask, std::int64_t count, std::uint64_t seed,
+             const std::int64_t* call, std::uint64_t threshold, T scale);
 template <typename T> void DropoutGrad(void* stream, const T* dy, const std::uint8_t* mask, T* dx, std::int64_t count, T scale);
 /// y = Convert<Out>(x) (kernels/functors/cast.hpp); In and Out: float, double, int32_t, int64_t,
 /// uint8_t, bool.
