@@ -70,8 +70,12 @@ int AddCopy(Plan& plan, int source, Device to) {
   copy.pinned = !to_device;
   task.produced = {copy.id};
 
-  plan.registers[static_cast<std::size_t>(source)].consumers.push_back(task.id);
-  if (from.device.kind != Device::Kind::kCuda) plan.registers[static_cast<std::size_t>(source)].pinned = true;
+  RegisterDesc& source_desc = plan.registers[static_cast<std::size_t>(source)];
+  source_desc.consumers.push_back(task.id);
+  if (from.device.kind != Device::Kind::kCuda) source_desc.pinned = true;
+  // Two slots where a copy reads (a variable has its one): the producer works on the next call while
+  // the copy stream moves this one.
+  if (source_desc.variable.empty()) source_desc.register_num = std::max(source_desc.register_num, 2);
   plan.tasks.push_back(std::move(task));
   plan.registers.push_back(std::move(copy));
   return plan.registers.back().id;

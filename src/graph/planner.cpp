@@ -381,6 +381,10 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   auto all_reduce = [&](int value) {
     Placed& piece = placed[static_cast<std::size_t>(value)];
     if (!piece.PerDevice()) return;
+    if (piece.registers.size() == 1 && !across_processes) {  // one device: the average is the value itself
+      piece = Placed{piece.registers, {piece.devices.front()}};
+      return;
+    }
     const ValueInfo& info = graph.values[static_cast<std::size_t>(value)];
     const int devices = static_cast<int>(piece.registers.size());
     const std::vector<int> registers = boxing_task(

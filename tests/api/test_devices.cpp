@@ -3,6 +3,7 @@
 // number of per-device inputs gives.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <cmath>
@@ -102,6 +103,28 @@ TEST_CASE("mirrored MLP training on 2 and 3 devices ends with the variables of o
   SUBCASE("LAMB (whole-tensor updates after an all-reduce), 3 devices") {
     auto [one, many] = TrainBoth(Model::kMlp, 3, 12, Lamb(PiecewiseConstantScheduler({}, {0.05})), 4);
     CheckSameVariables(one, many);
+  }
+}
+
+TEST_CASE("a mirrored job on one device averages nothing: no all-reduce actors, the consistent job's results") {
+  for (const Model model : {Model::kMlp, Model::kConv}) {
+    CAPTURE(model == Model::kMlp);
+    const Optimizer optimizer = Adam(PiecewiseConstantScheduler({}, {0.01}));
+    const Job mirrored = TrainJob("train", model, 8, LogicalView::kMirrored, optimizer);
+    const Job consistent = TrainJob("train", model, 8, LogicalView::kConsistent, optimizer);
+    const auto plan = internal::CompilePlan(mirrored.Graph(), {});
+    CHECK(std::none_of(plan->tasks.begin(), plan->tasks.end(),
+                       [](const internal::TaskDesc& task) { return task.op_type == "all_reduce"; }));
+    Session a, b;
+    for (int step = 0; step < 3; ++step) {
+      const Tensor images = RandomImages(ImageShape(model, 8), 40 + static_cast<std::uint32_t>(step));
+      const Tensor labels = RandomLabels(8, 50 + static_cast<std::uint32_t>(step));
+      const std::vector<float> x = a.Call(mirrored, {images, labels})["loss"].ToVector<float>();
+      const std::vector<float> y = b.Call(consistent, {images, labels})["loss"].ToVector<float>();
+      REQUIRE(x.size() == y.size());
+      for (std::size_t i = 0; i < x.size(); ++i) CHECK(x[i] == doctest::Approx(y[i]).epsilon(1e-6));
+    }
+    CheckSameVariables(a.GetVariables(), b.GetVariables());
   }
 }
 

@@ -7,19 +7,14 @@
 
 #include "common/cuda_check.cuh"
 #include "common/cuda_handles.cuh"
+#include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.hpp"
 
 namespace weir::internal::cuda {
 
 namespace {
 
-int Dim(std::int64_t value, const char* what) {
-  if (value < 0 || value > INT_MAX) {
-    throw std::invalid_argument(std::string("[matmul] ") + what + " " + std::to_string(value) +
-                                " is beyond what cuBLAS's 32-bit dimensions take");
-  }
-  return static_cast<int>(value);
-}
+int Dim(std::int64_t value, const char* what) { return LibraryDim(value, "matmul", what); }
 
 cublasStatus_t GemmCall(cublasHandle_t handle, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                         const float* alpha, const float* a, int lda, const float* b, int ldb, const float* beta, float* c,

@@ -17,13 +17,7 @@ namespace weir::internal::cuda {
 
 namespace {
 
-int Dim(std::int64_t value, const char* what) {
-  if (value < 0 || value > INT_MAX) {
-    throw std::invalid_argument(std::string("[conv2d] ") + what + " " + std::to_string(value) +
-                                " is beyond what cuDNN's 32-bit sizes take");
-  }
-  return static_cast<int>(value);
-}
+int Dim(std::int64_t value, const char* what) { return LibraryDim(value, "conv2d", what); }
 
 // The best of cuDNN's ranked candidates: FMA math and deterministic, else FMA math, else the first
 // that runs at all. PerfT: the forward, backward-data or backward-filter perf struct.

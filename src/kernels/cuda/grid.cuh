@@ -1,7 +1,10 @@
 #pragma once
 // The launch shape every Weir CUDA launcher uses: 256 threads a block, enough blocks to cover the
 // elements (capped where more would only queue), and a grid-stride loop over them.
+#include <climits>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 #include <cuda_runtime.h>
 
@@ -20,6 +23,16 @@ inline unsigned Blocks(std::int64_t count, int threads = kThreads) {
 inline unsigned BlockPerItem(std::int64_t items) { return Blocks(items, 1); }
 
 inline cudaStream_t Native(void* stream) { return static_cast<cudaStream_t>(stream); }
+
+/// `value` as the int that cuBLAS's and cuDNN's sizes are; throws naming the op and the size when it
+/// does not fit.
+inline int LibraryDim(std::int64_t value, const char* op, const char* what) {
+  if (value < 0 || value > INT_MAX) {
+    throw std::invalid_argument(std::string("[") + op + "] " + what + " " + std::to_string(value) +
+                                " is beyond the 32-bit sizes that cuBLAS and cuDNN take");
+  }
+  return static_cast<int>(value);
+}
 
 /// `value` combined over the block's threads (every thread of a kThreads block calls it) by a tree in
 /// shared memory, returned to every thread. The block synchronises inside.
