@@ -1,7 +1,8 @@
 // Actor overhead: what one actor firing costs (one act, its register messages included) and how
 // many calls per second a session sustains, for a chain of 20 no-op actors and a diamond graph,
 // with 1 call in flight (sync calls) and up to 8 (async calls), under both ways of hosting actors
-// on CAF, and with the kernels on asynchronous device streams (the GPU path). Not a timed test: run it with `make bench` or build/bench/actor_overhead [--repeats N].
+// on CAF, and with the kernels on asynchronous device streams (the GPU path). Not a timed test: run
+// it with `make bench` or build/bench/actor_overhead [--repeats N].
 // Also the latency of each sync call of the chain (default hosting): p50 and p99 per run, and the
 // CPU an idle session uses from 100 ms after its last call (observability issue, part 4).
 // Last line: one JSON object with the headline figures (default hosting, chain graph).

@@ -48,7 +48,8 @@ RegisterStore::RegisterStore(const Plan& plan, const VariableResolver& variables
       Tensor variable = variables(reg.variable, reg.device);
       if (reg.variable_offset + reg.slot_bytes > variable.NumBytes() || reg.register_num != 1 ||
           !(variable.GetDevice() == reg.device)) {
-        throw std::logic_error(fmt::format("[runtime] variable '{}' has {} bytes on {}, its register {} from byte {} on {}",
+        throw std::logic_error(fmt::format("[runtime] variable '{}' has {} bytes on {}, its register {} from byte {} "
+                                           "on {}",
                                            reg.variable, variable.NumBytes(), variable.GetDevice().ToString(),
                                            reg.slot_bytes, reg.variable_offset, reg.device.ToString()));
       }

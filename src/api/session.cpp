@@ -593,7 +593,9 @@ class SessionImpl {
                 jobs_.size()};
     entry.across_processes = plan->process_collectives;
     entry.runtime = runtime_->Instantiate(std::move(plan), *dispatcher_,
-                                          [this](const std::string& name, Device device) { return variables_.Resident(name, device); },
+                                          [this](const std::string& name, Device device) {
+                                            return variables_.Resident(name, device);
+                                          },
                                           std::move(processes));
     entry.runtime->SetCallDoneHook([this] {
       if (gate_waiters_.load() > 0) {

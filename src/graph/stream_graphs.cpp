@@ -18,12 +18,20 @@ struct Dropped {
   std::vector<bool> registers;
 };
 
-// Whether some task reachable from `start` (through registers, not entering members) is a member:
-// a path out of the stream and back into it.
-bool LeadsBack(const Plan& plan, int start, const std::vector<bool>& member) {
+// Whether a path leaves the members and comes back to one: some member's result is read by a task
+// outside from which, through registers, a member is reached. One search from all those readers.
+bool LeadsBack(const Plan& plan, const std::vector<int>& members, const std::vector<bool>& member) {
   std::vector<bool> seen(plan.tasks.size(), false);
-  std::vector<int> stack{start};
-  seen[static_cast<std::size_t>(start)] = true;
+  std::vector<int> stack;
+  for (int m : members) {
+    for (int reg : plan.tasks[static_cast<std::size_t>(m)].produced) {
+      for (int consumer : plan.registers[static_cast<std::size_t>(reg)].consumers) {
+        if (member[static_cast<std::size_t>(consumer)] || seen[static_cast<std::size_t>(consumer)]) continue;
+        seen[static_cast<std::size_t>(consumer)] = true;
+        stack.push_back(consumer);
+      }
+    }
+  }
   while (!stack.empty()) {
     const int task = stack.back();
     stack.pop_back();
@@ -74,14 +82,7 @@ void FuseStream(Plan& plan, int stream, Dropped& dropped) {
       member[static_cast<std::size_t>(task.id)] = true;
     }
   }
-  if (members.size() < 2) return;
-  for (int m : members) {
-    for (int reg : plan.tasks[static_cast<std::size_t>(m)].produced) {
-      for (int consumer : plan.registers[static_cast<std::size_t>(reg)].consumers) {
-        if (!member[static_cast<std::size_t>(consumer)] && LeadsBack(plan, consumer, member)) return;
-      }
-    }
-  }
+  if (members.size() < 2 || LeadsBack(plan, members, member)) return;
   const std::vector<int> order = MemberOrder(plan, members, member);
 
   // The graph's inputs (registers members read that others make), outputs (registers members make
