@@ -219,3 +219,30 @@ TEST_CASE("destroying a session with calls in flight on device streams completes
   sync.Call(builder.Build(), {Tensor(Shape{4}, DType::kF32)});
   CHECK(ProbeThreadName() != "weir-stream");  // and on the actor's thread without device streams
 }
+
+TEST_CASE("dropout draws the synchronous path's fresh mask each call, in a stream graph and actor by actor") {
+  auto job = [] {
+    JobBuilder builder("dropout_train", JobType::kTrain);
+    const Blob x = builder.Placeholder("x", Shape{16, kFeatures});
+    const Blob labels = builder.Placeholder("labels", Shape{16}, DType::kI32);
+    const Blob logits = Dense(Dropout(x, {.rate = 0.5, .seed = 7}), kClasses,
+                              {.kernel_initializer = TruncatedNormalInitializer(0, 0.3), .name = "dense"});
+    const Blob loss = SparseSoftmaxCrossEntropy(labels, logits, "loss");
+    builder.Minimize(Sgd(PiecewiseConstantScheduler({}, {0.1})), loss);
+    builder.Output("loss", loss);
+    return builder.Build();
+  };
+  Session sync;
+  Session graphs({.async_cpu_streams = true});
+  Session actors({.async_cpu_streams = true, .stream_graphs = false});
+  const Job a = job(), b = job(), c = job();
+  std::vector<float> previous;
+  for (int call = 0; call < 4; ++call) {
+    const std::vector<Tensor> inputs = {RandomImages(Shape{16, kFeatures}, 5), RandomLabels(16, 6)};  // the same each call
+    const std::vector<float> expected = sync.Call(a, inputs)["loss"].ToVector<float>();
+    CHECK(graphs.Call(b, inputs)["loss"].ToVector<float>() == expected);
+    CHECK(actors.Call(c, inputs)["loss"].ToVector<float>() == expected);
+    CHECK(expected != previous);  // a new mask (and new weights) each call
+    previous = expected;
+  }
+}

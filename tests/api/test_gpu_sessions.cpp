@@ -237,3 +237,35 @@ TEST_CASE("finite-difference gradients on the GPU: an MLP, a convolution with un
   }
   CheckGradients(gpu, "softmax", {Random({3, 4, 5})}, Unary([](const Blob& x) { return Softmax(x, {.axis = 1}); }));
 }
+
+TEST_CASE("on the GPU, CUDA graphs replay what the kernels compute one by one, dropout's fresh masks included" *
+          doctest::skip(internal::CudaDeviceCount() == 0)) {
+  auto job = [] {
+    JobBuilder builder("dropout_train", JobType::kTrain);
+    const Blob x = builder.Placeholder("x", Shape{16, kFeatures});
+    const Blob labels = builder.Placeholder("labels", Shape{16}, DType::kI32);
+    const Blob dropped = Dropout(x, {.rate = 0.5, .seed = 7});
+    const Blob logits = Dense(dropped, kClasses, {.kernel_initializer = TruncatedNormalInitializer(0, 0.3), .name = "dense"});
+    const Blob loss = SparseSoftmaxCrossEntropy(labels, logits, "loss");
+    builder.Minimize(Sgd(PiecewiseConstantScheduler({}, {0.1})), loss);
+    builder.Output("loss", loss);
+    return builder.Build();
+  };
+  Session cpu;
+  Session graphs({.gpu_devices = 1});
+  Session one_by_one({.gpu_devices = 1, .stream_graphs = false});
+  const Job a = job(), b = job(), c = job();
+  std::vector<float> previous;
+  for (int call = 0; call < 4; ++call) {
+    const std::vector<Tensor> inputs = {RandomImages(Shape{16, kFeatures}, 5), RandomLabels(16, 6)};  // the same each call
+    const std::vector<float> expected = cpu.Call(a, inputs)["loss"].ToVector<float>();
+    const std::vector<float> x = graphs.Call(b, inputs)["loss"].ToVector<float>();
+    const std::vector<float> y = one_by_one.Call(c, inputs)["loss"].ToVector<float>();
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      CHECK(x[i] == doctest::Approx(expected[i]).epsilon(1e-5));
+      CHECK(y[i] == doctest::Approx(expected[i]).epsilon(1e-5));
+    }
+    CHECK(expected != previous);  // a new mask (and new weights) each call
+    previous = expected;
+  }
+}
