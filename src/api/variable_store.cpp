@@ -57,8 +57,9 @@ Tensor VariableStore::Resident(const std::string& name, Device device) {
   Entry& entry = it->second;
   if (!(entry.value.GetDevice() == device)) {
     if (entry.bound) {
-      throw std::logic_error(fmt::format("[variables] '{}' lives on {}, where a job uses it; it cannot also be used on {}",
-                                         name, entry.value.GetDevice().ToString(), device.ToString()));
+      throw std::invalid_argument(fmt::format(
+          "[variables] '{}' lives on {}, where a job uses it; a job on {} cannot use it too (place the jobs that share "
+          "variables on the same device)", name, entry.value.GetDevice().ToString(), device.ToString()));
     }
     entry.value = OnDevice(entry.value, device);
   }

@@ -23,8 +23,8 @@ class VariableStore {
   /// The variable's storage (on whichever device it lives); an undefined tensor if there is none.
   Tensor Find(const std::string& name) const;
   /// The variable's storage on `device`, for a job to bind: moved there (copied, the old storage
-  /// dropped) if it lives elsewhere and no job has bound it yet. Throws std::logic_error if a bound
-  /// variable is asked for on another device (jobs would then update two copies).
+  /// dropped) if it lives elsewhere and no job has bound it yet. Throws std::invalid_argument if a
+  /// bound variable is asked for on another device (jobs would then update two copies).
   Tensor Resident(const std::string& name, Device device);
   /// A host copy of the variable; an undefined tensor if there is none.
   Tensor Read(const std::string& name) const;
