@@ -10,6 +10,7 @@
 #include <string>
 
 #include "api/train_test_util.hpp"
+#include "api/variable_store.hpp"
 #include "gradient_check.hpp"
 #include "common/cuda_runtime.hpp"
 #include "graph/planner.hpp"
@@ -268,4 +269,18 @@ TEST_CASE("on the GPU, CUDA graphs replay what the kernels compute one by one, d
     CHECK(expected != previous);  // a new mask (and new weights) each call
     previous = expected;
   }
+}
+
+TEST_CASE("a variable bound by a job on one device is refused to a job on another, saying so") {
+  internal::VariableStore store(0);
+  internal::VariableAttrs attrs{"w", VariableSpec{.shape = Shape{2, 3}, .dtype = DType::kF32}};
+  store.GetOrCreate(attrs, "first");
+  const Tensor bound = store.Resident("w", Device::Cpu());
+  CHECK(bound.GetDevice() == Device::Cpu());
+  CHECK(store.Resident("w", Device::Cpu()).RawData() == bound.RawData());  // the same storage again
+  CHECK_THROWS_WITH_AS(store.Resident("w", Device::Cuda(0)),
+                       "[variables] 'w' lives on cpu:0, where a job uses it; a job on cuda:0 cannot use it too (place "
+                       "the jobs that share variables on the same device)",
+                       std::invalid_argument);
+  CHECK(store.Read("w").GetDevice() == Device::Cpu());
 }
