@@ -54,11 +54,17 @@ bool Task::StreamOrdered(int task) const {
 }
 
 namespace {
-// Collects an act's messages until its work is done.
+// An act's messages: those to kernels its stream runs after it leave now, the others wait in `held`
+// until its work is done.
 struct HeldMessages final : MessageSink {
-  std::vector<ActorMsg>& messages;
-  explicit HeldMessages(std::vector<ActorMsg>& held) : messages(held) {}
-  void Send(const ActorMsg& msg) override { messages.push_back(msg); }
+  const Task& task;
+  MessageSink& now;
+  std::vector<ActorMsg>& held;
+  HeldMessages(const Task& t, MessageSink& n, std::vector<ActorMsg>& h) : task(t), now(n), held(h) {}
+  void Send(const ActorMsg& msg) override {
+    if (task.StreamOrdered(msg.dst_task)) now.Send(msg);
+    else held.push_back(msg);
+  }
 };
 }  // namespace
 
@@ -93,11 +99,6 @@ void Task::ActAsync(MessageSink& sink) {
       }
     });
   }
-  // The protocol moves on now (this act's slots stay held until its messages leave), so the next
-  // piece can be submitted behind this one.
-  std::vector<ActorMsg> messages;
-  HeldMessages held(messages);
-  protocol_.CompleteAct(held);
   if (stream_ordered_) {
     // The pieces' outcome as far as it is known now: what stream-ordered consumers read at once.
     for (std::size_t j = 0; j < desc_.produced.size(); ++j) {
@@ -106,10 +107,10 @@ void Task::ActAsync(MessageSink& sink) {
       out.failed = act->failed;
     }
   }
-  for (const ActorMsg& msg : messages) {
-    if (StreamOrdered(msg.dst_task)) sink.Send(msg);
-    else act->messages.push_back(msg);
-  }
+  // The protocol moves on now (this act's slots stay held until its messages leave), so the next
+  // piece can be submitted behind this one.
+  HeldMessages messages(*this, sink, act->messages);
+  protocol_.CompleteAct(messages);
   ++async_pending_;
   poller_->Watch(device_stream_->Record(), [completed = completed_, act](std::exception_ptr device_error) {
     if (device_error && !act->error) act->error = device_error;

@@ -66,6 +66,8 @@ class Task {
   /// call fails with the kernel's or the device's error, and its messages go out through `sink`.
   void FinishAsync(AsyncAct& act, MessageSink& sink);
 
+  /// Whether `task` runs its work on this task's device stream, after this act's.
+  bool StreamOrdered(int task) const;
   TaskProtocol& Protocol() { return protocol_; }
   const TaskDesc& Desc() const { return desc_; }
   /// Source tick only: one more call to emit, in call order.
@@ -82,8 +84,6 @@ class Task {
   static TaskProtocol MakeProtocol(const Plan& plan, const TaskDesc& desc);
   /// An act on the device stream (see SetDeviceStream).
   void ActAsync(MessageSink& sink);
-  /// Whether `task` runs its work on this task's device stream, after this act's.
-  bool StreamOrdered(int task) const;
   /// The firing's work (copy or kernel); returns whether the piece failed.
   bool Work(CallRecord*& call);
 

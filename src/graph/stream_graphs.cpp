@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -58,15 +59,19 @@ std::vector<int> MemberOrder(const Plan& plan, const std::vector<int>& members, 
     }
     waiting[m] = count;
   }
+  std::set<int> ready;  // the lowest id first
+  for (const auto& [m, count] : waiting) {
+    if (count == 0) ready.insert(m);
+  }
   std::vector<int> order;
-  while (order.size() < members.size()) {
-    const auto ready = std::find_if(waiting.begin(), waiting.end(), [](const auto& entry) { return entry.second == 0; });
-    const int m = ready->first;  // the plan is acyclic, so some member is ready
-    waiting.erase(ready);
+  while (!ready.empty()) {  // the plan is acyclic, so every member becomes ready
+    const int m = *ready.begin();
+    ready.erase(ready.begin());
     order.push_back(m);
     for (int reg : plan.tasks[static_cast<std::size_t>(m)].produced) {
       for (int consumer : plan.registers[static_cast<std::size_t>(reg)].consumers) {
-        if (const auto it = waiting.find(consumer); it != waiting.end()) --it->second;
+        const auto it = waiting.find(consumer);
+        if (it != waiting.end() && --it->second == 0) ready.insert(consumer);
       }
     }
   }

@@ -59,10 +59,10 @@ class StreamGraphKernel final : public Kernel {
       ++eager_runs_;
       return;
     }
-    std::vector<const void*> addresses;
-    for (const ConstTensorView& view : inputs) addresses.push_back(view.data);
-    for (const TensorView& view : outputs) addresses.push_back(view.data);
-    auto it = graphs_.find(addresses);
+    addresses_.clear();  // reused: no allocation per run
+    for (const ConstTensorView& view : inputs) addresses_.push_back(view.data);
+    for (const TensorView& view : outputs) addresses_.push_back(view.data);
+    auto it = graphs_.find(addresses_);
     if (it == graphs_.end()) {
       if (graphs_.size() >= kMaxCapturedGraphs) {
         RunMembers();
@@ -79,7 +79,7 @@ class StreamGraphKernel final : public Kernel {
         RunMembers();
         return;
       }
-      it = graphs_.emplace(std::move(addresses), graph).first;
+      it = graphs_.emplace(addresses_, graph).first;
     }
     CudaLaunchGraph(it->second, stream_);
   }
@@ -138,6 +138,7 @@ class StreamGraphKernel final : public Kernel {
   bool capture_ = false;
   int eager_runs_ = 0;
   std::map<std::vector<const void*>, void*> graphs_;  // register addresses -> executable CUDA graph
+  std::vector<const void*> addresses_;                // this run's, the key into graphs_
 };
 
 }  // namespace
