@@ -26,6 +26,8 @@ checks=(
 # graphs), where `make venv` has built the bindings (from build/, which has CUDA by default).
 if [[ -x .venv/bin/python ]]; then
   checks+=("python-gpu|.venv/bin/python -m pytest -q tests/python/test_gpu.py")
+  # NCCL between processes, one GPU each: skips (saying so) with fewer than 2 GPUs.
+  checks+=("nccl-two-processes|.venv/bin/python -m pytest -q -rs tests/python/test_distributed.py -k gpu_per_process")
   checks+=("gpu-step-bench|.venv/bin/python bench/gpu_step.py")
 fi
 status=0

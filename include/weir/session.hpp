@@ -86,6 +86,9 @@ struct DistributedOptions {
   int rank = 0;
   /// Processes; 1 is a one-process session (no control plane, nothing below is used).
   int world_size = 1;
+  /// This process's index among the processes of its machine (LOCAL_RANK). A GPU session of several
+  /// processes runs each on one GPU: the one of this index.
+  int local_rank = 0;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   /// How long the ranks wait for each other: at start, and for a job that another rank has not compiled.
@@ -99,7 +102,7 @@ struct DistributedOptions {
   /// Gloo over TCP), "shm" or "gloo". WEIR_COLLECTIVES sets it.
   std::string collectives = "auto";
 
-  /// RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, WEIR_RDZV_TIMEOUT (seconds) and WEIR_COLLECTIVES, as weir-launch and
+  /// RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, WEIR_RDZV_TIMEOUT (seconds) and WEIR_COLLECTIVES, as weir-launch and
   /// torchrun set them; a one-process session when WORLD_SIZE is unset. Throws std::invalid_argument
   /// naming the variable for a value that is not a number in range.
   static DistributedOptions FromEnvironment();
@@ -113,9 +116,10 @@ struct SessionOptions {
   /// an equal share of the cores for its kernels (2 devices on 2 cores: one core each).
   int cpu_devices = 1;
   /// GPU devices requested (flow.config.gpu_device_num). One GPU, in a build with CUDA where one is
-  /// visible, runs the session's jobs (all but those placed on the CPU); otherwise, and for several
-  /// GPUs (which need NCCL, not yet there), they become CPU devices (max of both counts), with one
-  /// notice on stderr saying why.
+  /// visible, runs the session's jobs (all but those placed on the CPU); in a session of several
+  /// processes each runs on the GPU of its local rank, with NCCL between them. Otherwise, and for
+  /// several GPUs in one process (Weir runs one GPU per process), they become CPU devices (max of both
+  /// counts), with one notice on stderr saying why.
   int gpu_devices = 0;
   /// CPU compute streams of each device that op-actors are spread over.
   int cpu_compute_streams = 1;
@@ -156,7 +160,8 @@ struct Resource {
   /// Processes of a distributed session and this one's rank.
   int processes = 1;
   int rank = 0;
-  /// The data plane between the processes: "shm", "gloo", or "" in a one-process session.
+  /// The data plane between the processes: "shm", "gloo", "nccl" (a session on GPUs), or "" in a
+  /// one-process session.
   std::string collectives;
 };
 

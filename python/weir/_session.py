@@ -25,8 +25,9 @@ __all__ = ["default_session", "sync_default_session", "clear_default_session"]
 
 class ResourceConfig:
     """What ``flow.config`` records: the session's CPU devices (``cpu_device_num``), and GPU
-    devices: one runs the jobs on a GPU when the build has CUDA and one is visible; otherwise (and
-    several, which need NCCL, not yet there) they become CPU devices, one notice saying why."""
+    devices: one runs the jobs on a GPU when the build has CUDA and one is visible (under weir-launch,
+    each process on the GPU of its LOCAL_RANK, NCCL between them); otherwise (and for several in one
+    process: Weir runs one GPU per process) they become CPU devices, one notice saying why."""
 
     def __init__(self):
         self.gpu_device_num = None
@@ -149,7 +150,7 @@ def _env_int(name: str, default: int, low: int, high: int) -> int:
 
 def distributed_options() -> dict:
     """The processes this session spans (docs/distributed.md): weir-launch's (and torchrun's) RANK,
-    WORLD_SIZE, MASTER_ADDR, MASTER_PORT and WEIR_RDZV_TIMEOUT when WORLD_SIZE is set (WEIR_COLLECTIVES
+    LOCAL_RANK (a GPU session's process uses that GPU), WORLD_SIZE, MASTER_ADDR, MASTER_PORT and WEIR_RDZV_TIMEOUT when WORLD_SIZE is set (WEIR_COLLECTIVES
     picks the data plane: auto, shm or gloo); otherwise
     OneFlow's ``flow.env.machine([...])`` with ``flow.env.ctrl_port(p)``: one process per machine,
     machine 0 the master, this one's rank WEIR_NODE_RANK or the position of its own address in the
@@ -167,6 +168,7 @@ def distributed_options() -> dict:
         return {
             "world_size": world,
             "rank": _env_int("RANK", 0, 0, world - 1),
+            "local_rank": _env_int("LOCAL_RANK", 0, 0, world - 1),
             "master_addr": os.environ.get("MASTER_ADDR") or "127.0.0.1",
             "master_port": _env_int("MASTER_PORT", 29500, 1, 65535),
             **common(),

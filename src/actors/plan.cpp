@@ -17,7 +17,9 @@ std::string_view Name(TaskKind kind) {
 
 std::string Plan::DeviceName(const TaskDesc& task) const {
   const StreamId& stream = streams[static_cast<std::size_t>(task.stream)];
-  if (stream.kind == StreamKind::kCollective) return fmt::format("cpu:0-{}", devices - 1);
+  if (stream.kind == StreamKind::kCollective && stream.device.kind == Device::Kind::kCpu) {
+    return fmt::format("cpu:0-{}", devices - 1);
+  }
   // The source, input and sink actors of a device's stream work on the host.
   const bool host_task =
       task.kind == TaskKind::kSourceTick || task.kind == TaskKind::kInput || task.kind == TaskKind::kSink;

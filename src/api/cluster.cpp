@@ -1,5 +1,6 @@
 #include "api/cluster.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -9,6 +10,7 @@
 
 #include "distributed/control_plane.hpp"
 #include "distributed/gloo_process_group.hpp"
+#include "distributed/nccl_process_group.hpp"
 #include "distributed/shm_process_group.hpp"
 
 namespace weir {
@@ -34,6 +36,7 @@ DistributedOptions DistributedOptions::FromEnvironment() {
   DistributedOptions options;
   options.world_size = static_cast<int>(FromEnv("WORLD_SIZE", 1, 1, 1 << 20));
   options.rank = static_cast<int>(FromEnv("RANK", 0, 0, options.world_size - 1));
+  options.local_rank = static_cast<int>(FromEnv("LOCAL_RANK", 0, 0, options.world_size - 1));
   if (const char* addr = std::getenv("MASTER_ADDR"); addr != nullptr && *addr != '\0') options.master_addr = addr;
   options.master_port = static_cast<int>(FromEnv("MASTER_PORT", options.master_port, 1, 65535));
   options.rendezvous_timeout = std::chrono::seconds(FromEnv("WEIR_RDZV_TIMEOUT", 300, 1, 1 << 30));
@@ -52,6 +55,9 @@ void ValidateDistributedOptions(const DistributedOptions& options) {
   if (options.world_size < 1) fail("world_size", "at least 1", options.world_size);
   if (options.rank < 0 || options.rank >= options.world_size) {
     fail("rank", fmt::format("0 <= rank < world_size={}", options.world_size), options.rank);
+  }
+  if (options.local_rank < 0 || options.local_rank > options.rank) {
+    fail("local_rank", fmt::format("0 <= local_rank <= rank={}", options.rank), options.local_rank);
   }
   if (options.master_port < 1 || options.master_port > 65535) fail("master_port", "1..65535", options.master_port);
   if (options.rendezvous_timeout.count() <= 0) fail("rendezvous_timeout", "> 0 ms", options.rendezvous_timeout.count());
@@ -186,7 +192,13 @@ void Cluster::OnRankZero(std::string_view what, const std::function<void()>& fn)
 }
 
 std::shared_ptr<ProcessGroup> Cluster::MakeJobGroup(const Plan& plan, std::size_t order) {
+  const bool on_gpu = std::any_of(plan.streams.begin(), plan.streams.end(),
+                                  [](const StreamId& stream) { return stream.device.kind == Device::Kind::kCuda; });
   try {
+    if (on_gpu) {  // one GPU per process: NCCL between them
+      return MakeNcclProcessGroup(*client_, {.prefix = fmt::format("weir/nccl/{}", order), .device = 0,
+                                             .timeout = options_.collective_timeout});
+    }
     if (shared_memory_) {
       return MakeShmProcessGroup(*client_, {.prefix = fmt::format("weir/shm/{}", order),
                                             .timeout = options_.collective_timeout});

@@ -1,7 +1,7 @@
 #pragma once
 // A session's side of several processes (DistributedOptions): the control plane (rank 0 hosts it),
 // the check that every rank compiled the same plan for each job, and a Gloo group for each job whose
-// collectives span the processes.
+// collectives span the processes (Gloo or shared memory on CPUs, NCCL on GPUs).
 #include <chrono>
 #include <cstddef>
 #include <functional>
@@ -46,8 +46,9 @@ class Cluster {
   /// std::runtime_error naming `what` when it failed on rank 0 (which rethrows its own error). Every
   /// rank must call it in the same order.
   void OnRankZero(std::string_view what, const std::function<void()>& fn);
-  /// The process group of the `order`-th job (every rank makes it when compiling that job): shared
-  /// memory when every rank is on this machine, else Gloo (DistributedOptions::collectives).
+  /// The process group of the `order`-th job (every rank makes it when compiling that job): NCCL for a
+  /// job on GPUs (one per process); else shared memory when every rank is on this machine, or Gloo
+  /// (DistributedOptions::collectives).
   std::shared_ptr<ProcessGroup> MakeJobGroup(const Plan& plan, std::size_t order);
 
  private:

@@ -158,14 +158,21 @@ void CheckJob(const Job& job) {
 
 }  // namespace
 
-// Why a session that asks for GPUs gets CPU devices instead, or nothing when it gets its GPU.
+// Why a session that asks for GPUs gets CPU devices instead, or nothing when it gets its GPU. A
+// process runs on one GPU; a session of several processes runs each on the GPU of its local rank,
+// with NCCL between them.
 std::string WhyNotGpu(const SessionOptions& options) {
   if (!CudaBuilt()) return "this build has no CUDA";
-  if (CudaDeviceCount() < options.gpu_devices) {
-    return fmt::format("{} GPU(s) visible", CudaDeviceCount());
+  if (options.gpu_devices > 1) {
+    return fmt::format("Weir runs one GPU per process: start one process per GPU (weir-launch --nproc_per_node={})",
+                       options.gpu_devices);
   }
-  if (options.gpu_devices > 1) return "Weir runs a session on one GPU so far (several need NCCL, not yet there)";
-  if (options.distributed.world_size > 1) return "Weir runs one-process sessions on a GPU so far";
+  const int gpu = options.distributed.world_size > 1 ? options.distributed.local_rank : 0;
+  if (CudaDeviceCount() <= gpu) {
+    return options.distributed.world_size > 1
+               ? fmt::format("local rank {} needs GPU {} of its own, and {} GPU(s) are visible", gpu, gpu, CudaDeviceCount())
+               : fmt::format("{} GPU(s) visible", CudaDeviceCount());
+  }
   return {};
 }
 
@@ -181,17 +188,19 @@ SessionOptions ResolveDevices(SessionOptions options) {
     throw std::invalid_argument(fmt::format("[SessionOptions] cpu_compute_streams must be at least 1, got {}",
                                             options.cpu_compute_streams));
   }
+  ValidateDistributedOptions(options.distributed);
   if (options.gpu_devices > 0) {
     if (const std::string why = WhyNotGpu(options); !why.empty()) {
       std::fprintf(stderr, "[weir] %d GPU device(s) requested: %s, so the session runs on %d CPU device(s) instead\n",
                    options.gpu_devices, why.c_str(), std::max(options.cpu_devices, options.gpu_devices));
       options.cpu_devices = std::max(options.cpu_devices, options.gpu_devices);
       options.gpu_devices = 0;
+    } else if (options.distributed.world_size > 1) {
+      CudaUseDevicesFrom(options.distributed.local_rank);  // this process's cuda:0 is its local rank's GPU
     }
   }
   // Every device needs an actor thread of its own to compute beside the others.
   if (options.scheduler_threads == 0 && options.cpu_devices > 1) options.scheduler_threads = options.cpu_devices;
-  ValidateDistributedOptions(options.distributed);
   return options;
 }
 
@@ -233,7 +242,7 @@ class SessionImpl {
     if (cluster_) {
       resource.processes = cluster_->Size();
       resource.rank = cluster_->Rank();
-      resource.collectives = cluster_->Collectives();
+      resource.collectives = options_.gpu_devices > 0 ? "nccl" : cluster_->Collectives();
     }
     return resource;
   }

@@ -1,6 +1,7 @@
 // The CUDA backend's runtime layer, compiled by nvcc when -Dcuda is enabled. It stays free of fmt
 // and CAF (nvcc chokes on fmt's consteval strings in C++20) and exposes the plain API of
 // cuda_runtime.hpp.
+#include <atomic>
 #include <cstring>
 
 #include "common/cuda_check.cuh"
@@ -18,6 +19,13 @@ __global__ void FillKernel(float* data, std::size_t count, float value) {
 }  // namespace
 
 bool CudaBuilt() { return true; }
+
+namespace {
+std::atomic<int> first_device{0};
+}  // namespace
+
+void CudaUseDevicesFrom(int first) { first_device.store(first); }
+int CudaOrdinal(int device) { return first_device.load() + device; }
 
 int CudaDeviceCount() {
   int count = 0;
@@ -39,11 +47,12 @@ std::string CudaDescribe() {
 }
 
 void* CudaAllocate(int device, std::size_t bytes) {
-  if (device < 0 || device >= CudaDeviceCount()) {
-    throw std::runtime_error("[cuda] device " + std::to_string(device) + " is not available (" +
+  if (device < 0 || CudaOrdinal(device) >= CudaDeviceCount()) {
+    throw std::runtime_error("[cuda] device " + std::to_string(device) + " (CUDA ordinal " +
+                             std::to_string(CudaOrdinal(device)) + ") is not available (" +
                              std::to_string(CudaDeviceCount()) + " visible)");
   }
-  WEIR_CUDA_CHECK(cudaSetDevice(device));
+  WEIR_CUDA_CHECK(cudaSetDevice(CudaOrdinal(device)));
   void* memory = nullptr;
   WEIR_CUDA_CHECK(cudaMalloc(&memory, bytes == 0 ? 1 : bytes));
   WEIR_CUDA_CHECK(cudaMemset(memory, 0, bytes == 0 ? 1 : bytes));
@@ -51,7 +60,7 @@ void* CudaAllocate(int device, std::size_t bytes) {
 }
 
 void CudaFree(int device, void* memory) noexcept {
-  cudaSetDevice(device);
+  cudaSetDevice(CudaOrdinal(device));
   cudaFree(memory);
 }
 
@@ -103,7 +112,7 @@ void CudaLaunchGraph(void* graph, void* stream) {
 void CudaDestroyGraph(void* graph) noexcept { cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph)); }
 
 void CudaFillForTest(int device, float* data, std::size_t count, float value) {
-  WEIR_CUDA_CHECK(cudaSetDevice(device));
+  WEIR_CUDA_CHECK(cudaSetDevice(CudaOrdinal(device)));
   constexpr unsigned kThreads = 256;
   const unsigned blocks = static_cast<unsigned>((count + kThreads - 1) / kThreads);
   FillKernel<<<blocks == 0 ? 1 : blocks, kThreads>>>(data, count, value);

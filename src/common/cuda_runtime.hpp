@@ -17,6 +17,13 @@ int CudaDeviceCount();
 /// "H100 (sm_90, 80 GiB)" etc., or why no device is usable.
 std::string CudaDescribe();
 
+/// Which GPUs a plan's devices are: device index d is CUDA ordinal `first + d`. Each process of a
+/// session with one GPU per process uses the GPU of its local rank this way; 0 otherwise. Set before
+/// the process first uses a GPU.
+void CudaUseDevicesFrom(int first);
+/// The CUDA ordinal of a plan's device index.
+int CudaOrdinal(int device);
+
 void* CudaAllocate(int device, std::size_t bytes);
 void CudaFree(int device, void* memory) noexcept;
 void CudaCopy(void* dst, bool dst_on_device, const void* src, bool src_on_device, std::size_t bytes);

@@ -2,6 +2,7 @@
 #include <stdexcept>
 
 #include "common/cuda_runtime.hpp"
+#include "common/nccl.hpp"
 
 namespace weir::internal {
 
@@ -14,6 +15,8 @@ namespace {
 bool CudaBuilt() { return false; }
 int CudaDeviceCount() { return 0; }
 std::string CudaDescribe() { return "built without CUDA"; }
+void CudaUseDevicesFrom(int) {}
+int CudaOrdinal(int device) { return device; }
 void* CudaAllocate(int, std::size_t) { NotBuilt(); }
 void CudaFree(int, void*) noexcept {}
 void CudaCopy(void*, bool, const void*, bool, std::size_t) { NotBuilt(); }
@@ -25,5 +28,19 @@ void* CudaCaptureGraph(void*, const std::function<void()>&) { NotBuilt(); }
 void CudaLaunchGraph(void*, void*) { NotBuilt(); }
 void CudaDestroyGraph(void*) noexcept {}
 void CudaFreeMapped(void*) noexcept {}
+
+std::string NcclNewUniqueId() { NotBuilt(); }
+struct NcclCommunicator::Impl {};
+NcclCommunicator::NcclCommunicator(const NcclOptions&) { NotBuilt(); }
+NcclCommunicator::~NcclCommunicator() = default;
+void NcclCommunicator::AllReduce(const void*, void*, std::size_t, NcclType, NcclReduce, void*, const std::string&) {
+  NotBuilt();
+}
+void NcclCommunicator::Broadcast(const void*, void*, std::size_t, NcclType, int, void*, const std::string&) { NotBuilt(); }
+void NcclCommunicator::BroadcastEach(std::span<const Part>, NcclType, void*, const std::string&) { NotBuilt(); }
+std::optional<std::string> NcclCommunicator::Stalled() { return std::nullopt; }
+std::string NcclCommunicator::AsyncError() { return {}; }
+void NcclCommunicator::Abort(const std::string&) noexcept {}
+std::string NcclCommunicator::Failure() const { return {}; }
 
 }  // namespace weir::internal

@@ -21,7 +21,7 @@ class EventPool {
  public:
   explicit EventPool(int device) : device_(device) {}
   ~EventPool() {
-    cudaSetDevice(device_);
+    cudaSetDevice(CudaOrdinal(device_));
     for (cudaEvent_t event : free_) cudaEventDestroy(event);
   }
   cudaEvent_t Get() {
@@ -103,11 +103,11 @@ class CudaDeviceStream final : public DeviceStream {
   CudaDeviceStream(int device, std::string name)
       : device_(device), name_(std::move(name)), pool_(std::make_shared<EventPool>(device)) {
     const int visible = CudaDeviceCount();
-    if (device < 0 || device >= visible) {
+    if (device < 0 || CudaOrdinal(device) >= visible) {
       throw std::runtime_error("[cuda] device " + std::to_string(device) + " is not available (" +
                                std::to_string(visible) + " visible)");
     }
-    WEIR_CUDA_CHECK(cudaSetDevice(device_));
+    WEIR_CUDA_CHECK(cudaSetDevice(CudaOrdinal(device_)));
     WEIR_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     LibraryHandles handles;
     try {
@@ -126,7 +126,7 @@ class CudaDeviceStream final : public DeviceStream {
     Handles()[stream_] = handles;
   }
   ~CudaDeviceStream() override {
-    cudaSetDevice(device_);
+    cudaSetDevice(CudaOrdinal(device_));
     cudaStreamSynchronize(stream_);  // what was queued runs before the memory it uses goes
     {
       std::lock_guard<std::mutex> lock(HandlesMutex());
@@ -140,7 +140,7 @@ class CudaDeviceStream final : public DeviceStream {
 
   void Submit(std::function<void()> work) override {
     // Launches from this thread go to this stream's device (cheap when it already is current).
-    WEIR_CUDA_CHECK(cudaSetDevice(device_));
+    WEIR_CUDA_CHECK(cudaSetDevice(CudaOrdinal(device_)));
     work();
   }
 

@@ -53,7 +53,7 @@ class ControlPlaneStore final : public gloo::rendezvous::Store {
   std::chrono::milliseconds timeout_;
 };
 
-class GlooProcessGroup final : public ProcessGroup {
+class GlooProcessGroup final : public HostProcessGroup {
  public:
   GlooProcessGroup(ControlPlaneClient& control_plane, std::shared_ptr<gloo::Context> context)
       : control_plane_(control_plane), context_(std::move(context)) {}
@@ -156,7 +156,7 @@ std::string LocalAddressTowards(const std::string& host) {
   return text;
 }
 
-std::unique_ptr<ProcessGroup> MakeGlooProcessGroup(ControlPlaneClient& control_plane, const GlooGroupOptions& options) {
+std::unique_ptr<HostProcessGroup> MakeGlooProcessGroup(ControlPlaneClient& control_plane, const GlooGroupOptions& options) {
   if (options.prefix.empty()) throw std::invalid_argument("[gloo] GlooGroupOptions::prefix must not be empty");
   if (options.address.empty()) throw std::invalid_argument("[gloo] GlooGroupOptions::address must not be empty");
   if (options.timeout.count() <= 0) {

@@ -25,7 +25,7 @@ struct GlooGroupOptions {
 /// Connects this rank to every other one (a full mesh; every rank of the control plane must make
 /// the same group). Throws ControlPlaneError when a rank does not come within the timeout. The
 /// group keeps `control_plane`, whose lost ranks its errors name, and must not outlive it.
-std::unique_ptr<ProcessGroup> MakeGlooProcessGroup(ControlPlaneClient& control_plane, const GlooGroupOptions& options);
+std::unique_ptr<HostProcessGroup> MakeGlooProcessGroup(ControlPlaneClient& control_plane, const GlooGroupOptions& options);
 
 /// The local address of the interface that routes to `host`, an IPv4 address or a host name (a
 /// connected UDP socket's name; nothing is sent). Throws ControlPlaneError when `host` does not resolve

@@ -42,7 +42,7 @@ void Pause() {
 #endif
 }
 
-class ShmProcessGroup final : public ProcessGroup {
+class ShmProcessGroup final : public HostProcessGroup {
  public:
   ShmProcessGroup(ControlPlaneClient& control_plane, void* base, std::size_t bytes, std::size_t slot_bytes,
                   std::chrono::milliseconds timeout)
@@ -186,7 +186,7 @@ std::string MachineIdentity() {
   return fmt::format("{}/{}/{}", boot, netns, host);
 }
 
-std::unique_ptr<ProcessGroup> MakeShmProcessGroup(ControlPlaneClient& control_plane, const ShmGroupOptions& options) {
+std::unique_ptr<HostProcessGroup> MakeShmProcessGroup(ControlPlaneClient& control_plane, const ShmGroupOptions& options) {
   if (options.prefix.empty()) throw std::invalid_argument("[shm] ShmGroupOptions::prefix must not be empty");
   if (options.timeout.count() <= 0) {
     throw std::invalid_argument(fmt::format("[shm] ShmGroupOptions::timeout must be positive, got {} ms",

@@ -33,7 +33,7 @@ struct ShmGroupOptions {
 /// rank has mapped it, so nothing is left in /dev/shm whatever happens later. Every rank of the control
 /// plane must be on this machine and make the same group. Throws ControlPlaneError when a rank does
 /// not come or the segment cannot be made.
-std::unique_ptr<ProcessGroup> MakeShmProcessGroup(ControlPlaneClient& control_plane, const ShmGroupOptions& options);
+std::unique_ptr<HostProcessGroup> MakeShmProcessGroup(ControlPlaneClient& control_plane, const ShmGroupOptions& options);
 
 /// What tells machines apart for choosing the shared-memory group: the kernel's boot id and this
 /// process's network namespace (so that two network namespaces of one machine, as the tests' "two

@@ -286,11 +286,17 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   if (options.rank < 0 || options.rank >= options.processes) {
     throw std::invalid_argument(fmt::format("[compile] rank must be in [0, {}), got {}", options.processes, options.rank));
   }
-  if (options.device_kind == Device::Kind::kCuda && (all_devices > 1 || options.processes > 1)) {
+  // One GPU per process: collectives between GPUs run over NCCL between processes (each process's
+  // collective actor holds one piece). The in-process collectives read every device's piece in shared
+  // memory, which GPUs do not share.
+  if (options.device_kind == Device::Kind::kCuda && options.devices > 1) {
     throw std::invalid_argument(fmt::format(
-        "[compile] a job on {} CUDA devices in {} process(es): Weir runs jobs on one GPU so far (collectives between "
-        "GPUs need NCCL, not yet there)", all_devices, options.processes));
+        "[compile] a job on {} CUDA devices of one process: Weir runs one GPU per process (start one process per GPU: "
+        "weir-launch --nproc_per_node={})", options.devices, options.devices));
   }
+  // Collective actors run on their own stream: a CPU executor, or a CUDA stream of the process's GPU
+  // that NCCL queues on.
+  const Device collective_device = options.device_kind == Device::Kind::kCuda ? Device{Device::Kind::kCuda, 0} : Device::Cpu();
   for (int d = 0; d < all_devices; ++d) {
     for (int s = 0; s < options.compute_streams; ++s) {
       plan->streams.push_back({Device{options.device_kind, d}, StreamKind::kCompute, s});
@@ -359,7 +365,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
                          std::vector<TensorMeta> out_metas) {
     if (collective_stream < 0) {
       collective_stream = static_cast<int>(plan->streams.size());
-      plan->streams.push_back({Device::Cpu(), StreamKind::kCollective, 0});
+      plan->streams.push_back({collective_device, StreamKind::kCollective, 0});
     }
     plan->process_collectives = plan->process_collectives || collective.across_processes;
     const std::any& attrs = plan->fused_attrs.emplace_back(collective);
@@ -877,8 +883,9 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   }
 
   // On CUDA devices: the registers in device memory, with copy actors where a register crosses between
-  // the host and a device.
-  if (options.device_kind == Device::Kind::kCuda) AddDeviceCopies(*plan);
+  // the host and a device. A plan split over processes gets them once split, in each process's part
+  // (the transfers between processes are then there, and device indexes are the process's own).
+  if (options.device_kind == Device::Kind::kCuda && split_processes == 1) AddDeviceCopies(*plan);
   // A register read on another device than its producer's is a pipeline-stage boundary: two slots,
   // so that the producer works on the next call while the consumer works on this one.
   for (RegisterDesc& reg : plan->registers) {
@@ -895,7 +902,9 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   if (split_processes > 1) {
     ProcessSplit split{split_processes, options.rank, options.devices, std::vector<bool>(plan->tasks.size(), false)};
     for (int task : everywhere) split.everywhere[static_cast<std::size_t>(task)] = true;
-    return SplitOverProcesses(std::move(*plan), split);
+    std::shared_ptr<Plan> part = SplitOverProcesses(std::move(*plan), split);
+    if (options.device_kind == Device::Kind::kCuda) AddDeviceCopies(*part);
+    return part;
   }
   return plan;
 }

@@ -123,6 +123,10 @@ std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) 
   for (std::size_t s = 0; s < plan.streams.size(); ++s) {
     if (plan.streams[s].kind == StreamKind::kCollective) collective_stream = static_cast<int>(s);
   }
+  // On GPUs (one per process) the transfers run on the GPU's collective stream, over NCCL.
+  const bool on_gpus = std::any_of(plan.streams.begin(), plan.streams.end(),
+                                   [](const StreamId& stream) { return stream.device.kind == Device::Kind::kCuda; });
+  const Device collective_device = on_gpus ? Device{Device::Kind::kCuda, 0} : Device::Cpu();
   const std::size_t registers_before = plan.registers.size();
   for (std::size_t r = 0; r < registers_before; ++r) {
     const int maker = process[static_cast<std::size_t>(plan.registers[r].producer)];
@@ -139,7 +143,7 @@ std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) 
     if (readers.empty()) continue;
     if (collective_stream < 0) {
       collective_stream = static_cast<int>(plan.streams.size());
-      plan.streams.push_back({Device::Cpu(), StreamKind::kCollective, 0});
+      plan.streams.push_back({collective_device, StreamKind::kCollective, 0});
     }
     const RegisterDesc source = plan.registers[r];
     TaskDesc transfer;
@@ -151,7 +155,7 @@ std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) 
     transfer.attrs = &plan.fused_attrs.emplace_back(CollectiveAttrs{.root = maker});
     transfer.input_metas = {source.meta};
     transfer.output_metas = {source.meta};
-    transfer.kernel_factory = FindKernel({"transfer", Device::Kind::kCpu, source.meta.dtype});
+    transfer.kernel_factory = FindKernel({"transfer", collective_device.kind, source.meta.dtype});
     if (transfer.kernel_factory == nullptr) {
       throw std::invalid_argument(fmt::format("[transfer] '{}' ({}) cannot move between processes", source.name, source.meta.dtype));
     }
@@ -187,20 +191,26 @@ std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) 
   };
   auto local = std::make_shared<Plan>();
   local->job_name = plan.job_name;
-  // This process's streams: its devices' and the others; a task every process runs on global device g
-  // runs on its device g % devices.
+  // This process's streams: its devices' and the shared ones (control, collective); a task every
+  // process runs on global device g runs on its device g % devices.
+  auto of_a_device = [](const StreamId& stream) {  // a stream of one global device
+    return stream.kind == StreamKind::kCompute || (stream.device.kind == Device::Kind::kCuda && stream.kind != StreamKind::kCollective);
+  };
+  auto local_device = [&](const StreamId& stream) {
+    return stream.kind == StreamKind::kCompute || stream.device.kind == Device::Kind::kCuda ? stream.device.index % split.devices
+                                                                                            : stream.device.index;
+  };
   std::map<std::tuple<int, StreamKind, int>, int> local_streams;  // (device, kind, index) -> stream
   for (const StreamId& stream : plan.streams) {
-    if (stream.kind == StreamKind::kCompute && stream.device.index / split.devices != rank) continue;
+    if (of_a_device(stream) && stream.device.index / split.devices != rank) continue;
     StreamId mine = stream;
-    if (mine.kind == StreamKind::kCompute) mine.device.index %= split.devices;
+    mine.device.index = local_device(stream);
     local_streams.emplace(std::make_tuple(mine.device.index, mine.kind, mine.index), static_cast<int>(local->streams.size()));
     local->streams.push_back(mine);
   }
   auto local_stream = [&](int stream) {
     const StreamId& id = plan.streams[static_cast<std::size_t>(stream)];
-    const int device = id.kind == StreamKind::kCompute ? id.device.index % split.devices : id.device.index;
-    return local_streams.at(std::make_tuple(device, id.kind, id.index));
+    return local_streams.at(std::make_tuple(local_device(id), id.kind, id.index));
   };
   std::vector<int> task_map(plan.tasks.size(), -1);
   for (const TaskDesc& task : plan.tasks) {

@@ -117,10 +117,12 @@ TEST_CASE("a job on a CUDA device: kernels on its streams, registers in its memo
   }
 }
 
-TEST_CASE("jobs on several CUDA devices and ops without a CUDA kernel are refused, saying why") {
+TEST_CASE("jobs on several CUDA devices of one process and ops without a CUDA kernel are refused, saying why") {
   const Job job = TrainJob("train", Model::kMlp, 8, LogicalView::kConsistent, Sgd(PiecewiseConstantScheduler({}, {0.1})));
   CHECK_THROWS_WITH_AS(internal::CompilePlan(job.Graph(), {.devices = 2, .device_kind = Device::Kind::kCuda}),
-                       doctest::Contains("collectives between GPUs need NCCL"), std::invalid_argument);
+                       doctest::Contains("Weir runs one GPU per process (start one process per GPU: weir-launch "
+                                         "--nproc_per_node=2)"),
+                       std::invalid_argument);
   if (!internal::CudaBuilt()) return;
   // Integer division stays on the CPU (a zero divisor must fail the call).
   JobBuilder builder("divide", JobType::kPredict);
@@ -129,6 +131,56 @@ TEST_CASE("jobs on several CUDA devices and ops without a CUDA kernel are refuse
   builder.Output("q", Div(a, b));
   CHECK_THROWS_WITH_AS(internal::CompilePlan(builder.Build().Graph(), {.device_kind = Device::Kind::kCuda}),
                        doctest::Contains("has no CUDA kernel for i32"), std::invalid_argument);
+}
+
+TEST_CASE("one GPU per process: collectives and transfers on the GPU's collective stream, through CUDA kernels" *
+          doctest::skip(!internal::CudaBuilt())) {
+  // Mirrored: each process's plan averages its gradients over the processes. Consistent: the plan is
+  // split over the processes, each keeping its own GPU's part as its cuda:0. A pipeline: transfers.
+  struct Case {
+    const char* name;
+    LogicalView view;
+    int processes;
+  };
+  for (const Case& c : {Case{"mirrored", LogicalView::kMirrored, 2}, Case{"consistent", LogicalView::kConsistent, 2},
+                        Case{"consistent", LogicalView::kConsistent, 3}}) {
+    for (const Model model : {Model::kMlp, Model::kConv}) {
+      for (int rank = 0; rank < c.processes; ++rank) {
+        CAPTURE(c.name);
+        CAPTURE(c.processes);
+        CAPTURE(rank);
+        CAPTURE(static_cast<int>(model));
+        const Job job = TrainJob("train", model, 12, c.view, Sgd(PiecewiseConstantScheduler({}, {0.1})));
+        const auto plan = internal::CompilePlan(
+            job.Graph(), {.processes = c.processes, .rank = rank, .device_kind = Device::Kind::kCuda});
+        CheckPlanConsistent(*plan);
+        int collectives = 0;
+        for (const TaskDesc& task : plan->tasks) {
+          CAPTURE(task.name);
+          const internal::StreamId& stream = StreamOf(*plan, task);
+          if (stream.device.kind == Device::Kind::kCuda) CHECK(stream.device.index == 0);  // the process's own GPU
+          if (task.kind != TaskKind::kKernel) continue;
+          CHECK(stream.device == Device::Cuda(0));
+          const DType dtype = task.input_metas.empty() ? task.output_metas[0].dtype : task.input_metas[0].dtype;
+          const bool cuda_kernel = task.kernel_factory == internal::FindKernel({task.op_type, Device::Kind::kCuda, dtype});
+          CHECK(cuda_kernel);
+          if (stream.kind != StreamKind::kCollective) continue;
+          ++collectives;
+          // Pieces come from and go to device memory: no copy through the host around a collective.
+          for (int reg : task.consumed) {
+            const RegisterDesc& in = plan->registers[static_cast<std::size_t>(reg)];
+            if (in.slot_bytes > 0) CHECK(in.device == Device::Cuda(0));
+          }
+          for (int reg : task.produced) CHECK(plan->registers[static_cast<std::size_t>(reg)].device == Device::Cuda(0));
+        }
+        CHECK(collectives > 0);
+        CHECK(plan->process_collectives);
+        for (const RegisterDesc& reg : plan->registers) {
+          if (reg.device.kind == Device::Kind::kCuda) CHECK(reg.device.index == 0);
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("MLP and conv-net training on the GPU matches the CPU's; variables read back, assign and reinitialize" *

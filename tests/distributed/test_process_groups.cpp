@@ -32,7 +32,7 @@ enum class Backend { kGloo, kShm };
 /// Runs fn(rank, group) on `world` ranks at once, each with its own control-plane client and group.
 /// The shared-memory group gets 4 KiB slots, so that buffers above that go in chunks.
 void OnRanks(Backend backend, int world, std::chrono::milliseconds timeout,
-             const std::function<void(int, ProcessGroup&, ControlPlaneClient&)>& fn) {
+             const std::function<void(int, HostProcessGroup&, ControlPlaneClient&)>& fn) {
   ControlPlaneOptions base;
   base.master_port = 0;
   base.world_size = world;
@@ -55,7 +55,7 @@ void OnRanks(Backend backend, int world, std::chrono::milliseconds timeout,
 }
 
 template <typename T>
-std::vector<T> AllReduced(ProcessGroup& group, std::vector<T> values, DType dtype, ReduceOp op) {
+std::vector<T> AllReduced(HostProcessGroup& group, std::vector<T> values, DType dtype, ReduceOp op) {
   const TensorMeta meta{Shape{static_cast<std::int64_t>(values.size())}, dtype};
   group.AllReduce(TensorView{values.data(), &meta}, op, "test_all_reduce");
   return values;
@@ -69,7 +69,7 @@ TEST_CASE("process groups: all-reduce sums and averages every dtype over three r
   Watchdog dog(60s);
   for (Backend backend : {Backend::kGloo, Backend::kShm}) {
     CAPTURE(Name(backend));
-    OnRanks(backend, 3, 10000ms, [backend](int rank, ProcessGroup& group, ControlPlaneClient&) {
+    OnRanks(backend, 3, 10000ms, [backend](int rank, HostProcessGroup& group, ControlPlaneClient&) {
       CHECK(group.Backend() == Name(backend));
       CHECK(group.Rank() == rank);
       CHECK(group.Size() == 3);
@@ -105,7 +105,7 @@ TEST_CASE("process groups: buffers of several segments, empty buffers and broadc
   Watchdog dog(60s);
   for (Backend backend : {Backend::kGloo, Backend::kShm}) {
     CAPTURE(Name(backend));
-    OnRanks(backend, 2, 10000ms, [](int rank, ProcessGroup& group, ControlPlaneClient&) {
+    OnRanks(backend, 2, 10000ms, [](int rank, HostProcessGroup& group, ControlPlaneClient&) {
       // 3 MB: several of Gloo's 1 MB segments, so the ring pipelines them.
       std::vector<float> big(3 << 18);
       for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>((i % 1000) * (rank + 1));
@@ -139,7 +139,7 @@ TEST_CASE("process groups: a rank that never joins a collective fails the others
   Watchdog dog(60s);
   for (Backend backend : {Backend::kGloo, Backend::kShm}) {
     CAPTURE(Name(backend));
-    OnRanks(backend, 2, 1000ms, [backend](int rank, ProcessGroup& group, ControlPlaneClient& client) {
+    OnRanks(backend, 2, 1000ms, [backend](int rank, HostProcessGroup& group, ControlPlaneClient& client) {
       if (rank == 1) {
         client.Barrier("after", 10000ms);  // stays alive but never all-reduces
         return;

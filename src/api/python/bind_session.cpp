@@ -132,7 +132,7 @@ void BindSession(py::module_& m) {
                        double shutdown_timeout_s, std::uint64_t seed, int cpu_devices, int gpu_devices,
                        double watchdog_timeout_s, int rank, int world_size, std::string master_addr,
                        int master_port, double rendezvous_timeout_s, double collective_timeout_s,
-                       std::string collectives, bool stream_graphs) {
+                       std::string collectives, bool stream_graphs, int local_rank) {
              SessionOptions options;
              options.cpu_devices = cpu_devices;
              options.gpu_devices = gpu_devices;
@@ -144,6 +144,7 @@ void BindSession(py::module_& m) {
              options.watchdog_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(watchdog_timeout_s * 1000));
              options.distributed.rank = rank;
              options.distributed.world_size = world_size;
+             options.distributed.local_rank = local_rank;
              options.distributed.master_addr = std::move(master_addr);
              options.distributed.master_port = master_port;
              options.distributed.rendezvous_timeout =
@@ -161,7 +162,7 @@ void BindSession(py::module_& m) {
            py::arg("gpu_devices") = 0, py::arg("watchdog_timeout_s") = 300.0, py::arg("rank") = 0,
            py::arg("world_size") = 1, py::arg("master_addr") = "127.0.0.1", py::arg("master_port") = 29500,
            py::arg("rendezvous_timeout_s") = 300.0, py::arg("collective_timeout_s") = 180.0,
-           py::arg("collectives") = "auto", py::arg("stream_graphs") = true)
+           py::arg("collectives") = "auto", py::arg("stream_graphs") = true, py::arg("local_rank") = 0)
       .def("resource",
            [](PySession& self) {
              const Resource r = self.Get().GetResource();

@@ -18,12 +18,24 @@ namespace weir::internal {
 
 namespace {
 
+// The session's group for collectives on host memory; null in a one-process session. A job's CPU
+// collectives never get a device group (a session on GPUs plans its collectives on the GPU).
+HostProcessGroup* HostGroupOf(const KernelSetup& setup) {
+  if (setup.processes == nullptr) return nullptr;
+  auto* group = dynamic_cast<HostProcessGroup*>(setup.processes);
+  if (group == nullptr) {
+    throw std::invalid_argument(fmt::format("[{}] '{}' runs on the CPU, but the job's process group ({}) works on GPUs",
+                                            setup.op_type, setup.op_name, setup.processes->Backend()));
+  }
+  return group;
+}
+
 class CollectiveKernel final : public Kernel {
  public:
   explicit CollectiveKernel(const KernelSetup& setup)
       : op_type_(setup.op_type), name_(setup.op_name), attrs_(setup.Get<CollectiveAttrs>()),
         communicator_(MakeInProcessCommunicator(attrs_.devices)),
-        outputs_(static_cast<std::size_t>(attrs_.devices)), processes_(setup.processes) {
+        outputs_(static_cast<std::size_t>(attrs_.devices)), processes_(HostGroupOf(setup)) {
     if (attrs_.across_processes && (processes_ == nullptr || attrs_.rank >= 0 ||
                                     (op_type_ != "all_reduce" && op_type_ != "reduce_scatter"))) {
       throw std::invalid_argument(fmt::format(
@@ -60,7 +72,7 @@ class CollectiveKernel final : public Kernel {
   CollectiveAttrs attrs_;
   std::unique_ptr<Communicator> communicator_;
   std::vector<TensorView> outputs_;
-  ProcessGroup* processes_;
+  HostProcessGroup* processes_;
 };
 
 // A collective of a consistent job whose pieces are spread over the processes (process_pieces): this
@@ -70,7 +82,7 @@ class CollectiveKernel final : public Kernel {
 class SplitOverProcessesKernel final : public Kernel {
  public:
   explicit SplitOverProcessesKernel(const KernelSetup& setup)
-      : op_type_(setup.op_type), name_(setup.op_name), attrs_(setup.Get<CollectiveAttrs>()), processes_(setup.processes) {
+      : op_type_(setup.op_type), name_(setup.op_name), attrs_(setup.Get<CollectiveAttrs>()), processes_(HostGroupOf(setup)) {
     if (processes_ == nullptr || static_cast<int>(attrs_.process_pieces.size()) != processes_->Size() + 1) {
       throw std::invalid_argument(fmt::format("[{}] '{}': its pieces are spread over {} processes, but the session has {}",
                                               op_type_, name_, static_cast<int>(attrs_.process_pieces.size()) - 1,
@@ -165,7 +177,7 @@ class SplitOverProcessesKernel final : public Kernel {
   std::string op_type_;
   std::string name_;
   CollectiveAttrs attrs_;
-  ProcessGroup* processes_;
+  HostProcessGroup* processes_;
   int rank_ = 0;
   int first_ = 0;
   TensorMeta logical_;
@@ -182,7 +194,7 @@ class SplitOverProcessesKernel final : public Kernel {
 class TransferKernel final : public Kernel {
  public:
   explicit TransferKernel(const KernelSetup& setup)
-      : name_(setup.op_name), root_(setup.Get<CollectiveAttrs>().root), processes_(setup.processes) {
+      : name_(setup.op_name), root_(setup.Get<CollectiveAttrs>().root), processes_(HostGroupOf(setup)) {
     if (processes_ == nullptr) {
       throw std::invalid_argument(fmt::format("[transfer] '{}' needs a session of several processes", name_));
     }
@@ -196,7 +208,7 @@ class TransferKernel final : public Kernel {
  private:
   std::string name_;
   int root_;
-  ProcessGroup* processes_;
+  HostProcessGroup* processes_;
 };
 
 std::unique_ptr<Kernel> MakeCollectiveKernel(const KernelSetup& setup) {

@@ -64,6 +64,18 @@ void CopyPieceOut(const ConstTensorView& whole, int axis, int ranks, int rank, c
 /// Writes `piece`, piece `rank` of a tensor split `ranks` ways along `axis`, to its place in `whole`.
 void CopyPieceIn(const ConstTensorView& piece, int axis, int ranks, int rank, const TensorView& whole);
 
+/// Piece `rank` of a row-major tensor of shape `whole` split `ranks` ways along `axis`, as rows of
+/// bytes: `rows` rows of `piece_row` bytes each, `whole_row` bytes apart in the whole tensor (and packed
+/// in the piece), the first at byte `offset` of the whole. What a 2-D copy (cudaMemcpy2DAsync) needs to
+/// cut a piece out of device memory or put it back: the CUDA collectives' CopyPieceOut/CopyPieceIn.
+struct PieceRows {
+  std::size_t rows = 0;
+  std::size_t piece_row = 0;
+  std::size_t whole_row = 0;
+  std::size_t offset = 0;
+};
+PieceRows PieceRowsOf(const Shape& whole, int axis, int ranks, int rank, std::size_t element_bytes);
+
 /// The shared-memory backend between the devices of this process: every collective reads the
 /// pieces where they are and writes the results once (no staging copies beyond the reduction).
 /// Reductions are split over the intra-op pool.

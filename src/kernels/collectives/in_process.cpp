@@ -265,6 +265,16 @@ class InProcessCommunicator final : public Communicator {
 
 }  // namespace
 
+PieceRows PieceRowsOf(const Shape& whole, int axis, int ranks, int rank, std::size_t element_bytes) {
+  std::size_t outer = 1, inner = element_bytes;
+  for (int d = 0; d < axis; ++d) outer *= static_cast<std::size_t>(whole[d]);
+  for (int d = axis + 1; d < whole.Rank(); ++d) inner *= static_cast<std::size_t>(whole[d]);
+  const std::int64_t begin = SplitBegin(whole[axis], ranks, rank);
+  const std::int64_t end = SplitBegin(whole[axis], ranks, rank + 1);
+  return {outer, static_cast<std::size_t>(end - begin) * inner, static_cast<std::size_t>(whole[axis]) * inner,
+          static_cast<std::size_t>(begin) * inner};
+}
+
 void CopyPieceOut(const ConstTensorView& whole, int axis, int ranks, int rank, const TensorView& piece) {
   const Shape& logical = whole.GetShape();
   const Shape& shape = piece.GetShape();

@@ -1,13 +1,15 @@
 #pragma once
 // Collectives between the processes of a distributed session: one buffer per process (what the
 // collective actor of that process holds after combining its own devices' pieces). Backends: Gloo
-// for CPU devices (distributed/gloo_process_group.hpp), later NCCL between GPUs.
+// and shared memory for CPU devices (distributed/gloo_process_group.hpp, shm_process_group.hpp),
+// NCCL between processes with one GPU each (distributed/nccl_process_group.hpp).
 //
 // Every process calls the same collectives in the same order (the planner chains a job's collective
 // actors, and a session runs one call with cross-process collectives at a time). `what` names the
 // collective (the actor's name) in errors. Every call is bounded by the group's timeout; a failure
 // (a lost peer, a timeout) throws std::runtime_error naming the collective and the peer when known.
 #include <cstdint>
+#include <span>
 #include <stdexcept>
 #include <string_view>
 
@@ -34,14 +36,37 @@ void ForReducibleDType(DType dtype, Fn&& fn) {
 class ProcessGroup {
  public:
   virtual ~ProcessGroup() = default;
-  /// "gloo", later "nccl".
+  /// "gloo", "shm" or "nccl".
   virtual std::string_view Backend() const = 0;
   virtual int Rank() const = 0;
   virtual int Size() const = 0;
+};
+
+/// Collectives on host memory (Gloo, shared memory): each call returns when it is done.
+class HostProcessGroup : public ProcessGroup {
+ public:
   /// In place: `tensor` becomes op over every process's `tensor` (kMean divides by Size()).
   virtual void AllReduce(const TensorView& tensor, ReduceOp op, std::string_view what) = 0;
   /// In place: every process's `tensor` becomes process `root`'s.
   virtual void Broadcast(const TensorView& tensor, int root, std::string_view what) = 0;
+};
+
+/// Collectives on device memory between processes that hold one GPU each (NCCL): each call queues the
+/// work on `stream` (the calling kernel's CUDA stream) and returns; the stream's event tells when it is
+/// done. A lost rank or a collective stalled past the timeout aborts the group: its queued work ends,
+/// and ThrowIfFailed, which the kernels call once their work's event has completed, fails the call.
+class DeviceProcessGroup : public ProcessGroup {
+ public:
+  /// out = op over every process's `in` (kMean divides by Size()); `out` may be `in`.
+  virtual void AllReduce(const ConstTensorView& in, const TensorView& out, ReduceOp op, void* stream,
+                         std::string_view what) = 0;
+  /// In place: every process's `tensor` becomes process `root`'s.
+  virtual void Broadcast(const TensorView& tensor, int root, void* stream, std::string_view what) = 0;
+  /// packed[q] becomes process q's packed[q], for every q at once (one group of broadcasts): the
+  /// gather of pieces that the processes hold, of any sizes. packed.size() is Size().
+  virtual void BroadcastEach(std::span<const TensorView> packed, void* stream, std::string_view what) = 0;
+  /// Throws std::runtime_error naming the lost rank or the stalled collective once the group failed.
+  virtual void ThrowIfFailed(std::string_view what) = 0;
 };
 
 }  // namespace weir::internal

@@ -1,0 +1,162 @@
+// The collective actors' kernels on CUDA: a session on GPUs runs one GPU per process, and the
+// collectives between them are NCCL's, queued on the GPU's collective stream through the job's
+// DeviceProcessGroup (distributed/nccl_process_group.hpp). Each process's actor holds one piece,
+// so the CPU kernels' combining of a process's own devices' pieces (kernels/collectives/collective.cpp)
+// has nothing to do here: an all-reduce is NCCL's, a gather is one broadcast from every process at
+// once (pieces of any size), a reduce-scatter an all-reduce then a cut, and a scatter moves no bytes.
+// Pieces are cut out and put back with 2-D copies whose geometry (PieceRowsOf) the host tests check
+// against the CPU's copies. Compiled, not yet run on a GPU.
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "kernels/collectives/collective_attrs.hpp"
+#include "kernels/collectives/process_group.hpp"
+#include "kernels/cuda/cuda_kernel.hpp"
+#include "kernels/cuda/launch.hpp"
+
+namespace weir::internal {
+namespace {
+
+// piece = piece `rank` of `whole` (shape `logical`) split `ranks` ways along `axis`, or back.
+void CutPiece(void* stream, const void* whole, const TensorMeta& logical, int axis, int ranks, int rank, void* piece) {
+  const PieceRows rows = PieceRowsOf(logical.shape, axis, ranks, rank, SizeOf(logical.dtype));
+  cuda::CopyRows(stream, piece, rows.piece_row, static_cast<const std::byte*>(whole) + rows.offset, rows.whole_row,
+                 rows.piece_row, rows.rows);
+}
+
+void PutPiece(void* stream, const void* piece, const TensorMeta& logical, int axis, int ranks, int rank, void* whole) {
+  const PieceRows rows = PieceRowsOf(logical.shape, axis, ranks, rank, SizeOf(logical.dtype));
+  cuda::CopyRows(stream, static_cast<std::byte*>(whole) + rows.offset, rows.whole_row, piece, rows.piece_row,
+                 rows.piece_row, rows.rows);
+}
+
+class NcclCollectiveCuda final : public Kernel {
+ public:
+  explicit NcclCollectiveCuda(const KernelSetup& setup)
+      : op_type_(setup.op_type), name_(setup.op_name), attrs_(setup.Get<CollectiveAttrs>()),
+        stream_(CudaStreamOf(setup)), group_(dynamic_cast<DeviceProcessGroup*>(setup.processes)),
+        bytes_(setup.outputs[0].NumBytes()) {
+    const bool spread = !attrs_.process_pieces.empty();
+    if (attrs_.devices > 1 && !spread) {
+      throw std::invalid_argument(fmt::format(
+          "[{}] '{}': a collective between {} GPUs of one process; Weir runs one GPU per process (start one process per "
+          "GPU: weir-launch --nproc_per_node={})", op_type_, name_, attrs_.devices, attrs_.devices));
+    }
+    const bool needs_group = op_type_ == "transfer" || spread || attrs_.across_processes;
+    if (needs_group && group_ == nullptr) {
+      throw std::invalid_argument(fmt::format("[{}] '{}' on a GPU needs the session's NCCL group (a session of several "
+                                              "processes, each on a GPU)", op_type_, name_));
+    }
+    if (!spread) return;
+    // Spread over the processes: one piece in each (one GPU per process).
+    const int size = group_->Size();
+    rank_ = group_->Rank();
+    if (static_cast<int>(attrs_.process_pieces.size()) != size + 1 || attrs_.devices != size) {
+      throw std::invalid_argument(fmt::format("[{}] '{}': {} pieces over {} processes; on GPUs each process holds one",
+                                              op_type_, name_, attrs_.devices, size));
+    }
+    logical_ = {attrs_.logical, setup.outputs[0].dtype};
+    if (op_type_ == "all_gather" || op_type_ == "all_to_all") {
+      // Every process's piece, packed one after the other, for the one group of broadcasts.
+      std::size_t offset = 0;
+      for (int q = 0; q < size; ++q) {
+        packed_offsets_.push_back(offset);
+        packed_metas_.push_back({Shape{static_cast<std::int64_t>(
+                                     TensorMeta{SplitShape(attrs_.logical, attrs_.axis, size, q), logical_.dtype}.NumBytes())},
+                                 DType::kU8});
+        offset += packed_metas_.back().NumBytes();
+      }
+      packed_.emplace(setup.device.index, offset);
+    }
+    if (op_type_ == "reduce_scatter" || op_type_ == "all_to_all") whole_.emplace(setup.device.index, logical_.NumBytes());
+  }
+
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    if (op_type_ == "transfer") {
+      // The maker's process reads its register; the others receive into theirs.
+      if (group_->Rank() == attrs_.root) cuda::CopyOnDevice(stream_, outputs[0].data, inputs[0].data, bytes_);
+      group_->Broadcast(outputs[0], attrs_.root, stream_, name_);
+    } else if (!attrs_.process_pieces.empty()) {
+      RunSpread(inputs[0], outputs[0]);
+    } else if (attrs_.across_processes) {  // the mirrored view's average over the processes
+      group_->AllReduce(inputs[0], outputs[0], attrs_.op, stream_, name_);
+    } else {  // one device: every collective of one piece is that piece
+      cuda::CopyOnDevice(stream_, outputs[0].data, inputs[0].data, bytes_);
+    }
+  }
+
+  void AfterCompletion() override {
+    if (group_ != nullptr) group_->ThrowIfFailed(name_);
+  }
+
+  // NCCL's calls are watched through events the group records behind them, and a first call may
+  // connect the peers: not work a CUDA graph can replay.
+  bool Capturable() const override { return false; }
+
+ private:
+  void RunSpread(const ConstTensorView& input, const TensorView& output) {
+    const int size = group_->Size();
+    if (op_type_ == "all_reduce") {
+      group_->AllReduce(input, output, attrs_.op, stream_, name_);
+    } else if (op_type_ == "all_gather") {
+      Gather(input, output.data);
+    } else if (op_type_ == "reduce_scatter") {
+      const TensorView whole{whole_->As<void>(), &logical_};
+      group_->AllReduce(input, whole, attrs_.op, stream_, name_);
+      CutPiece(stream_, whole.data, logical_, attrs_.axis, size, rank_, output.data);
+    } else if (op_type_ == "all_to_all") {
+      Gather(input, whole_->As<void>());
+      CutPiece(stream_, whole_->As<void>(), logical_, attrs_.out_axis, size, rank_, output.data);
+    } else {  // scatter: every process holds the whole input and keeps its own piece
+      CutPiece(stream_, input.data, logical_, attrs_.axis, size, rank_, output.data);
+    }
+  }
+
+  // whole = every process's piece along attrs_.axis: each broadcasts its piece, all at once.
+  void Gather(const ConstTensorView& piece, void* whole) {
+    std::vector<TensorView> parts;
+    for (std::size_t q = 0; q < packed_metas_.size(); ++q) {
+      parts.push_back({packed_->As<std::byte>(packed_offsets_[q]), &packed_metas_[q]});
+    }
+    cuda::CopyOnDevice(stream_, parts[static_cast<std::size_t>(rank_)].data, piece.data, piece.meta->NumBytes());
+    group_->BroadcastEach(parts, stream_, name_);
+    for (std::size_t q = 0; q < parts.size(); ++q) {
+      PutPiece(stream_, parts[q].data, logical_, attrs_.axis, static_cast<int>(parts.size()), static_cast<int>(q), whole);
+    }
+  }
+
+  std::string op_type_;
+  std::string name_;
+  CollectiveAttrs attrs_;
+  void* stream_;
+  DeviceProcessGroup* group_;
+  std::size_t bytes_;
+  int rank_ = 0;
+  TensorMeta logical_;
+  std::vector<std::size_t> packed_offsets_;
+  std::vector<TensorMeta> packed_metas_;
+  std::optional<DeviceScratch> packed_;  // every process's piece (gathers)
+  std::optional<DeviceScratch> whole_;   // the whole tensor (reduce_scatter, all_to_all)
+};
+
+}  // namespace
+
+WEIR_REGISTER_KERNELS {
+  for (std::string_view op : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "scatter", "transfer"}) {
+    for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
+      RegisterKernel({std::string(op), Device::Kind::kCuda, dtype}, &MakeKernel<NcclCollectiveCuda>);
+    }
+  }
+  // Gathers, scatters and transfers move bytes, so they take every dtype (labels, masks).
+  for (std::string_view op : {"all_gather", "all_to_all", "scatter", "transfer"}) {
+    for (DType dtype : {DType::kU8, DType::kBool}) {
+      RegisterKernel({std::string(op), Device::Kind::kCuda, dtype}, &MakeKernel<NcclCollectiveCuda>);
+    }
+  }
+}
+
+}  // namespace weir::internal
