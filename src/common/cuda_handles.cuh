@@ -1,6 +1,7 @@
 #pragma once
 // The library handles of a CUDA device stream (common/cuda_stream.cu makes them with the stream,
 // bound to it, and destroys them with it): kernels find them by the stream they launch on.
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -11,5 +12,13 @@ namespace weir::internal {
 cublasHandle_t CublasHandleOf(cudaStream_t stream);
 /// The cuDNN handle bound to `stream`, likewise.
 cudnnHandle_t CudnnHandleOf(cudaStream_t stream);
+/// The cuBLASLt handle of `stream`, and the workspace it may use: cuBLAS's own, which the two share
+/// safely because the stream runs their calls one after the other.
+struct CublasLtOf {
+  explicit CublasLtOf(cudaStream_t stream);
+  cublasLtHandle_t handle;
+  void* workspace;
+  std::size_t workspace_bytes;
+};
 
 }  // namespace weir::internal

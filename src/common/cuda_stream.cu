@@ -78,6 +78,7 @@ class CudaStreamEvent final : public StreamEvent {
 // Each live stream's library handles.
 struct LibraryHandles {
   cublasHandle_t blas = nullptr;
+  cublasLtHandle_t lt = nullptr;
   cudnnHandle_t dnn = nullptr;
   void* blas_workspace = nullptr;
 };
@@ -94,6 +95,7 @@ std::map<cudaStream_t, LibraryHandles>& Handles() {
 }
 void Destroy(const LibraryHandles& handles) {
   if (handles.blas != nullptr) cublasDestroy(handles.blas);
+  if (handles.lt != nullptr) cublasLtDestroy(handles.lt);
   if (handles.dnn != nullptr) cudnnDestroy(handles.dnn);
   if (handles.blas_workspace != nullptr) cudaFree(handles.blas_workspace);
 }
@@ -115,6 +117,7 @@ class CudaDeviceStream final : public DeviceStream {
       WEIR_CUDA_CHECK(cublasSetStream(handles.blas, stream_));
       WEIR_CUDA_CHECK(cudaMalloc(&handles.blas_workspace, kCublasWorkspaceBytes));
       WEIR_CUDA_CHECK(cublasSetWorkspace(handles.blas, handles.blas_workspace, kCublasWorkspaceBytes));
+      WEIR_CUDA_CHECK(cublasLtCreate(&handles.lt));
       WEIR_CUDA_CHECK(cudnnCreate(&handles.dnn));
       WEIR_CUDA_CHECK(cudnnSetStream(handles.dnn, stream_));
     } catch (...) {
@@ -183,6 +186,12 @@ LibraryHandles HandlesOf(cudaStream_t stream, const char* library) {
 
 cublasHandle_t CublasHandleOf(cudaStream_t stream) { return HandlesOf(stream, "cuBLAS").blas; }
 cudnnHandle_t CudnnHandleOf(cudaStream_t stream) { return HandlesOf(stream, "cuDNN").dnn; }
+CublasLtOf::CublasLtOf(cudaStream_t stream) {
+  const LibraryHandles handles = HandlesOf(stream, "cuBLASLt");
+  handle = handles.lt;
+  workspace = handles.blas_workspace;
+  workspace_bytes = kCublasWorkspaceBytes;
+}
 
 std::unique_ptr<DeviceStream> MakeCudaDeviceStream(int device, std::string name) {
   return std::make_unique<CudaDeviceStream>(device, std::move(name));

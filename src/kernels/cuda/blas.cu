@@ -76,3 +76,89 @@ template void Gemm<double>(void*, bool, bool, std::int64_t, std::int64_t, std::i
                            double*);
 
 }  // namespace weir::internal::cuda
+
+namespace weir::internal::cuda {
+
+// cuBLASLt sees the row-major C = op(A) op(B) + bias as the column-major C^T (n x m) = op(B)^T op(A)^T
+// + bias, whose bias is one value per row of C^T (n of them) added to each of its m columns: exactly
+// cuBLASLt's BIAS epilogue.
+struct FusedGemm::Impl {
+  cublasLtMatmulDesc_t operation = nullptr;
+  cublasLtMatrixLayout_t b_layout = nullptr, a_layout = nullptr, c_layout = nullptr;
+  cublasLtMatmulAlgo_t algorithm{};
+  bool ready = false;
+  float alpha = 1;
+
+  ~Impl() {
+    if (c_layout != nullptr) cublasLtMatrixLayoutDestroy(c_layout);
+    if (a_layout != nullptr) cublasLtMatrixLayoutDestroy(a_layout);
+    if (b_layout != nullptr) cublasLtMatrixLayoutDestroy(b_layout);
+    if (operation != nullptr) cublasLtMatmulDescDestroy(operation);
+  }
+};
+
+FusedGemm::FusedGemm(void* stream, bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                     double alpha, bool relu)
+    : impl_(std::make_unique<Impl>()) {
+  if (m == 0 || n == 0 || k == 0) return;  // nothing for cuBLASLt to multiply: the kernel's own path
+  const CublasLtOf lt(static_cast<cudaStream_t>(stream));
+  impl_->alpha = static_cast<float>(alpha);
+  WEIR_CUDA_CHECK(cublasLtMatmulDescCreate(&impl_->operation, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t op_b = transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's first operand
+  const cublasOperation_t op_a = transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  WEIR_CUDA_CHECK(cublasLtMatmulDescSetAttribute(impl_->operation, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b)));
+  WEIR_CUDA_CHECK(cublasLtMatmulDescSetAttribute(impl_->operation, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a)));
+  const cublasLtEpilogue_t epilogue = relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+  WEIR_CUDA_CHECK(cublasLtMatmulDescSetAttribute(impl_->operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                                 sizeof(epilogue)));
+  // Column-major layouts of the row-major memory: B is (k x n) row-major, so (n x k) column-major with
+  // leading dimension n, or (k x n) with leading dimension k when transposed; A likewise; C^T is n x m.
+  const std::uint64_t rows_n = static_cast<std::uint64_t>(n), rows_m = static_cast<std::uint64_t>(m),
+                      rows_k = static_cast<std::uint64_t>(k);
+  WEIR_CUDA_CHECK(cublasLtMatrixLayoutCreate(&impl_->b_layout, CUDA_R_32F, transpose_b ? rows_k : rows_n,
+                                             transpose_b ? rows_n : rows_k, static_cast<std::int64_t>(transpose_b ? rows_k : rows_n)));
+  WEIR_CUDA_CHECK(cublasLtMatrixLayoutCreate(&impl_->a_layout, CUDA_R_32F, transpose_a ? rows_m : rows_k,
+                                             transpose_a ? rows_k : rows_m, static_cast<std::int64_t>(transpose_a ? rows_m : rows_k)));
+  WEIR_CUDA_CHECK(cublasLtMatrixLayoutCreate(&impl_->c_layout, CUDA_R_32F, rows_n, rows_m, static_cast<std::int64_t>(rows_n)));
+  cublasLtMatmulPreference_t preference = nullptr;
+  WEIR_CUDA_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+  // Register slots are 16-byte aligned at least; the algorithm must not assume more.
+  const std::uint32_t alignment = 16;
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                               &lt.workspace_bytes, sizeof(lt.workspace_bytes));
+  for (auto attribute : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+    if (status == CUBLAS_STATUS_SUCCESS) {
+      status = cublasLtMatmulPreferenceSetAttribute(preference, attribute, &alignment, sizeof(alignment));
+    }
+  }
+  if (status == CUBLAS_STATUS_SUCCESS) {
+    status = cublasLtMatmulAlgoGetHeuristic(lt.handle, impl_->operation, impl_->b_layout, impl_->a_layout,
+                                            impl_->c_layout, impl_->c_layout, preference, 1, &result, &found);
+  }
+  cublasLtMatmulPreferenceDestroy(preference);
+  // No algorithm for these shapes (CUBLAS_STATUS_NOT_SUPPORTED, or none found): the kernel's own path.
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED || found == 0) return;
+  WEIR_CUDA_CHECK(status);
+  impl_->algorithm = result.algo;
+  impl_->ready = true;
+}
+
+FusedGemm::~FusedGemm() = default;
+
+bool FusedGemm::Ready() const { return impl_->ready; }
+
+void FusedGemm::Run(void* stream, const float* a, const float* b, const float* bias, float* c) {
+  const cudaStream_t native = static_cast<cudaStream_t>(stream);
+  const CublasLtOf lt(native);
+  // The bias's address is the slot's of this Run: set before each matmul (host-side, no device work).
+  WEIR_CUDA_CHECK(cublasLtMatmulDescSetAttribute(impl_->operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+  const float zero = 0;
+  WEIR_CUDA_CHECK(cublasLtMatmul(lt.handle, impl_->operation, &impl_->alpha, b, impl_->b_layout, a, impl_->a_layout, &zero,
+                                 c, impl_->c_layout, c, impl_->c_layout, &impl_->algorithm, lt.workspace,
+                                 lt.workspace_bytes, native));
+}
+
+}  // namespace weir::internal::cuda

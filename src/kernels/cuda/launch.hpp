@@ -228,6 +228,25 @@ template <typename T>
 void BatchNormMovingUpdate(void* stream, T* moving_mean, T* moving_variance, const T* mean, const T* variance,
                            std::int64_t channels, double momentum, double unbias);
 
+/// matmul_bias_act's GEMM in one cuBLASLt matmul with its BIAS or RELU_BIAS epilogue: row-major C (m x n)
+/// = alpha op(A) op(B) + bias (one row of n, added to every row), then relu if asked. The descriptors
+/// and the algorithm are chosen once, for the shapes, from cuBLASLt's heuristics; Ready() is false
+/// when it offers none (the kernel then adds the bias and the relu itself). float.
+class FusedGemm {
+ public:
+  FusedGemm(void* stream, bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
+            bool relu);
+  ~FusedGemm();
+  FusedGemm(const FusedGemm&) = delete;
+  FusedGemm& operator=(const FusedGemm&) = delete;
+  bool Ready() const;
+  void Run(void* stream, const float* a, const float* b, const float* bias, float* c);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 /// Row-major C (m x n) = alpha op(A) op(B) through cuBLAS on the stream's handle; A is (m x k) or,
 /// transposed, (k x m); B is (k x n) or (n x k). float, double.
 template <typename T>

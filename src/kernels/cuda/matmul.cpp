@@ -1,7 +1,10 @@
 // matmul on CUDA through cuBLAS (kernels/cuda/blas.cu), on the device stream's handle; and the
-// planner-fused matmul_bias_act as the GEMM, then the bias added to each row and the relu, in place
-// (two more elementwise launches; cuBLASLt's epilogue would fold them into the GEMM).
+// planner-fused matmul_bias_act in one cuBLASLt matmul whose epilogue adds the bias and applies the
+// relu (FusedGemm), or, where cuBLASLt offers no algorithm for the shapes, the GEMM and then the bias
+// and the relu in place (two more elementwise launches).
 #include <cstdint>
+#include <optional>
+#include <type_traits>
 
 #include "kernels/attrs/fused_attrs.hpp"
 #include "kernels/cuda/cuda_kernel.hpp"
@@ -22,10 +25,21 @@ template <typename T> class MatMulCuda final : public Kernel {
     m_ = attrs_.transpose_a ? a[1] : a[0];
     k_ = attrs_.transpose_a ? a[0] : a[1];
     n_ = attrs_.transpose_b ? b[0] : b[1];
-    if (fused_) PlanBroadcast({m_, n_}, {n_}, {m_, n_}, bias_rows_);
+    if (!fused_) return;
+    PlanBroadcast({m_, n_}, {n_}, {m_, n_}, bias_rows_);
+    if constexpr (std::is_same_v<T, float>) {
+      epilogue_.emplace(stream_, attrs_.transpose_a, attrs_.transpose_b, m_, n_, k_, attrs_.alpha, relu_);
+      if (!epilogue_->Ready()) epilogue_.reset();
+    }
   }
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     T* c = outputs[0].As<T>();
+    if constexpr (std::is_same_v<T, float>) {
+      if (epilogue_) {
+        epilogue_->Run(stream_, inputs[0].As<T>(), inputs[1].As<T>(), inputs[2].As<T>(), c);
+        return;
+      }
+    }
     cuda::Gemm<T>(stream_, attrs_.transpose_a, attrs_.transpose_b, m_, n_, k_, attrs_.alpha, inputs[0].As<T>(),
                   inputs[1].As<T>(), c);
     if (!fused_) return;
@@ -40,6 +54,7 @@ template <typename T> class MatMulCuda final : public Kernel {
   bool relu_;
   std::int64_t m_ = 0, n_ = 0, k_ = 0;
   BroadcastPlan bias_rows_;  // the bias row over C's rows
+  std::optional<cuda::FusedGemm> epilogue_;  // matmul_bias_act in one cuBLASLt call, where it has an algorithm
 };
 
 // matmul_sgd_update: (a, b, variable, lr) -> variable += (−lr · gradient_scale · alpha) op(a) op(b),
