@@ -37,6 +37,8 @@ void NcclCommunicator::AllReduce(const void*, void*, std::size_t, NcclType, Nccl
   NotBuilt();
 }
 void NcclCommunicator::Broadcast(const void*, void*, std::size_t, NcclType, int, void*, const std::string&) { NotBuilt(); }
+void NcclCommunicator::Send(const void*, std::size_t, NcclType, int, void*, const std::string&) { NotBuilt(); }
+void NcclCommunicator::Recv(void*, std::size_t, NcclType, int, void*, const std::string&) { NotBuilt(); }
 void NcclCommunicator::BroadcastEach(std::span<const Part>, NcclType, void*, const std::string&) { NotBuilt(); }
 std::optional<std::string> NcclCommunicator::Stalled() { return std::nullopt; }
 std::string NcclCommunicator::AsyncError() { return {}; }

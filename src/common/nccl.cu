@@ -119,6 +119,13 @@ struct NcclCommunicator::Impl {
     queued.push_back({event, Clock::now(), what});
   }
 
+  void CheckPeer(int peer, const std::string& what) const {
+    if (peer < 0 || peer >= options.size || peer == options.rank) {
+      throw std::invalid_argument("[nccl] " + what + ": the peer must be another rank in [0, " +
+                                  std::to_string(options.size) + "), got " + std::to_string(peer));
+    }
+  }
+
   // One collective: `issue` makes the NCCL call(s) and returns the last result.
   template <typename Issue> void Run(void* stream, const std::string& what, Issue issue) {
     std::lock_guard<std::mutex> lock(calls);
@@ -192,6 +199,21 @@ void NcclCommunicator::Broadcast(const void* in, void* out, std::size_t count, N
   }
   impl_->Run(stream, what, [&] {
     return ncclBroadcast(in, out, count, NativeType(type), root, impl_->comm, static_cast<cudaStream_t>(stream));
+  });
+}
+
+void NcclCommunicator::Send(const void* in, std::size_t count, NcclType type, int to, void* stream,
+                            const std::string& what) {
+  impl_->CheckPeer(to, what);
+  impl_->Run(stream, what, [&] {
+    return ncclSend(in, count, NativeType(type), to, impl_->comm, static_cast<cudaStream_t>(stream));
+  });
+}
+
+void NcclCommunicator::Recv(void* out, std::size_t count, NcclType type, int from, void* stream, const std::string& what) {
+  impl_->CheckPeer(from, what);
+  impl_->Run(stream, what, [&] {
+    return ncclRecv(out, count, NativeType(type), from, impl_->comm, static_cast<cudaStream_t>(stream));
   });
 }
 

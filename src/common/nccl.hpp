@@ -55,6 +55,9 @@ class NcclCommunicator {
   /// out = rank root's `in` (read on root only; `in` may be `out`).
   void Broadcast(const void* in, void* out, std::size_t count, NcclType type, int root, void* stream,
                  const std::string& what);
+  /// Point to point (ncclSend / ncclRecv): `in` to rank `to`; `out` from rank `from`.
+  void Send(const void* in, std::size_t count, NcclType type, int to, void* stream, const std::string& what);
+  void Recv(void* out, std::size_t count, NcclType type, int from, void* stream, const std::string& what);
   /// One broadcast from every rank, as one NCCL group: parts[q].in (read on rank q only) to parts[q].out
   /// on every rank. parts.size() must be the communicator's size.
   struct Part {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include <gloo/allreduce.h>
 #include <gloo/broadcast.h>
@@ -20,6 +21,8 @@
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
 
 namespace weir::internal {
 namespace {
@@ -82,7 +85,44 @@ class GlooProcessGroup final : public HostProcessGroup {
     });
   }
 
+  void Send(const ConstTensorView& tensor, int to, std::string_view what) override {
+    CheckPeer("send", to, what);
+    Guarded("send", what, [&] {
+      const std::uint64_t slot = PeerSlot(sent_to_, to);
+      if (tensor.meta->NumBytes() == 0) return;
+      auto buffer = context_->createUnboundBuffer(const_cast<void*>(tensor.data), tensor.meta->NumBytes());
+      buffer->send(to, slot);
+      if (!buffer->waitSend()) throw std::runtime_error("the send was aborted");  // bounded by the context's timeout
+    });
+  }
+
+  void Recv(const TensorView& tensor, int from, std::string_view what) override {
+    CheckPeer("recv", from, what);
+    Guarded("recv", what, [&] {
+      const std::uint64_t slot = PeerSlot(received_from_, from);
+      if (tensor.meta->NumBytes() == 0) return;
+      auto buffer = context_->createUnboundBuffer(tensor.data, tensor.meta->NumBytes());
+      buffer->recv(from, slot);
+      if (!buffer->waitRecv()) throw std::runtime_error("the receive was aborted");
+    });
+  }
+
  private:
+  void CheckPeer(std::string_view kind, int peer, std::string_view what) const {
+    if (peer < 0 || peer >= Size() || peer == Rank()) {
+      throw std::invalid_argument(fmt::format("[gloo] {} {}: the peer must be another rank in [0, {}), got {}", kind,
+                                              what, Size(), peer));
+    }
+  }
+
+  // Point-to-point messages of a pair of ranks are told apart by a count of that pair's messages, which
+  // the sender and the receiver keep alike (collectives' tags cannot serve: the other ranks do not
+  // take part). Their slots have a prefix of their own, apart from Gloo's collectives'.
+  static std::uint64_t PeerSlot(std::vector<std::uint32_t>& counts, int peer) {
+    constexpr std::uint8_t kPointToPoint = 0x57;
+    return gloo::Slot::build(kPointToPoint, counts[static_cast<std::size_t>(peer)]++);
+  }
+
   template <typename T>
   void AllReduceAs(const TensorView& tensor, ReduceOp op) {
     const auto elements = static_cast<std::size_t>(tensor.NumElements());
@@ -126,6 +166,8 @@ class GlooProcessGroup final : public HostProcessGroup {
   ControlPlaneClient& control_plane_;
   std::shared_ptr<gloo::Context> context_;
   std::uint32_t next_tag_ = 0;
+  std::vector<std::uint32_t> sent_to_ = std::vector<std::uint32_t>(static_cast<std::size_t>(context_->size), 0);
+  std::vector<std::uint32_t> received_from_ = std::vector<std::uint32_t>(static_cast<std::size_t>(context_->size), 0);
 };
 
 }  // namespace

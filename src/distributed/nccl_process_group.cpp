@@ -65,6 +65,14 @@ class NcclProcessGroup final : public DeviceProcessGroup {
     });
   }
 
+  void Send(const ConstTensorView& tensor, int to, void* stream, std::string_view what) override {
+    Guarded(what, [&] { comm_.Send(tensor.data, tensor.meta->NumBytes(), NcclType::kU8, to, stream, std::string(what)); });
+  }
+
+  void Recv(const TensorView& tensor, int from, void* stream, std::string_view what) override {
+    Guarded(what, [&] { comm_.Recv(tensor.data, tensor.meta->NumBytes(), NcclType::kU8, from, stream, std::string(what)); });
+  }
+
   void BroadcastEach(std::span<const TensorView> packed, void* stream, std::string_view what) override {
     std::vector<NcclCommunicator::Part> parts;
     for (const TensorView& part : packed) parts.push_back({part.data, part.data, part.meta->NumBytes()});

@@ -3,6 +3,8 @@
 // and one slot per rank, every area `slot_bytes`. Consecutive chunks (of one collective and the next)
 // alternate between the sets, so a chunk needs two barriers, not three: a rank writes a set again only
 // after the barrier of the chunk in between, which every rank reaches after it has read that set.
+// Then one mailbox per ordered pair of ranks for point-to-point messages: two counters (chunks put,
+// chunks taken) and a slot; the sender puts a chunk once the receiver has taken the one before.
 #include "distributed/shm_process_group.hpp"
 
 #include <fcntl.h>
@@ -18,6 +20,7 @@
 #include <random>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -36,6 +39,21 @@ struct alignas(kLine) Header {
 };
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free, "shared counters must be lock free");
 
+// A mailbox's counters, then its slot.
+struct alignas(kLine) Mailbox {
+  std::atomic<std::uint64_t> put;
+  char pad0[kLine - sizeof(std::atomic<std::uint64_t>)];
+  std::atomic<std::uint64_t> taken;
+  char pad1[kLine - sizeof(std::atomic<std::uint64_t>)];
+};
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "shared counters must be lock free");
+
+// The segment's bytes for `ranks` ranks and slots of `slot_bytes`.
+std::size_t SegmentBytes(int ranks, std::size_t slot_bytes) {
+  const auto n = static_cast<std::size_t>(ranks);
+  return sizeof(Header) + 2 * slot_bytes * (n + 1) + n * (n - 1) * (sizeof(Mailbox) + slot_bytes);
+}
+
 void Pause() {
 #if defined(__x86_64__) || defined(__i386__)
   _mm_pause();
@@ -50,6 +68,7 @@ class ShmProcessGroup final : public HostProcessGroup {
         rank_(control_plane.Rank()), size_(control_plane.WorldSize()) {
     header_ = static_cast<Header*>(base);
     sets_ = static_cast<std::byte*>(base) + sizeof(Header);
+    mailboxes_ = sets_ + 2 * slot_bytes_ * static_cast<std::size_t>(size_ + 1);
     generation_ = header_->generation.load(std::memory_order_acquire);
   }
   ~ShmProcessGroup() override { munmap(base_, bytes_); }
@@ -81,7 +100,48 @@ class ShmProcessGroup final : public HostProcessGroup {
     }
   }
 
+  void Send(const ConstTensorView& tensor, int to, std::string_view what) override {
+    CheckPeer("send", to, what);
+    Mailbox& box = MailboxOf(rank_, to);
+    const auto* data = static_cast<const std::byte*>(tensor.data);
+    const std::size_t total = tensor.meta->NumBytes();
+    std::uint64_t& chunks = sent_[static_cast<std::size_t>(to)];
+    for (std::size_t offset = 0; offset < total; offset += slot_bytes_, ++chunks) {
+      WaitUntil([&] { return box.taken.load(std::memory_order_acquire) == chunks; }, "send", what);
+      std::memcpy(SlotOf(box), data + offset, std::min(slot_bytes_, total - offset));
+      box.put.store(chunks + 1, std::memory_order_release);
+    }
+  }
+
+  void Recv(const TensorView& tensor, int from, std::string_view what) override {
+    CheckPeer("recv", from, what);
+    Mailbox& box = MailboxOf(from, rank_);
+    auto* data = static_cast<std::byte*>(tensor.data);
+    const std::size_t total = tensor.meta->NumBytes();
+    std::uint64_t& chunks = received_[static_cast<std::size_t>(from)];
+    for (std::size_t offset = 0; offset < total; offset += slot_bytes_, ++chunks) {
+      WaitUntil([&] { return box.put.load(std::memory_order_acquire) > chunks; }, "recv", what);
+      std::memcpy(data + offset, SlotOf(box), std::min(slot_bytes_, total - offset));
+      box.taken.store(chunks + 1, std::memory_order_release);
+    }
+  }
+
  private:
+  void CheckPeer(std::string_view kind, int peer, std::string_view what) const {
+    if (peer < 0 || peer >= size_ || peer == rank_) {
+      throw std::invalid_argument(fmt::format("[shm] {} {}: the peer must be another rank in [0, {}), got {}", kind,
+                                              what, size_, peer));
+    }
+  }
+
+  // The mailbox of messages from `from` to `to`.
+  Mailbox& MailboxOf(int from, int to) const {
+    const std::size_t index = static_cast<std::size_t>(from) * static_cast<std::size_t>(size_ - 1) +
+                              static_cast<std::size_t>(to < from ? to : to - 1);
+    return *reinterpret_cast<Mailbox*>(mailboxes_ + index * (sizeof(Mailbox) + slot_bytes_));
+  }
+  std::byte* SlotOf(Mailbox& box) const { return reinterpret_cast<std::byte*>(&box) + sizeof(Mailbox); }
+
   template <typename T>
   void AllReduceAs(const TensorView& tensor, ReduceOp op, std::string_view what) {
     T* data = tensor.As<T>();
@@ -116,8 +176,7 @@ class ShmProcessGroup final : public HostProcessGroup {
   std::byte* Slot(int set, int rank) const { return Result(set) + static_cast<std::size_t>(rank + 1) * slot_bytes_; }
 
   // A sense-counting barrier on the shared header: the last to arrive resets the count and bumps the
-  // generation the others wait on. Waiting spins, then yields, then sleeps briefly (ranks may share a
-  // core); about every millisecond it checks the deadline and the control plane.
+  // generation the others wait on.
   void Barrier(std::string_view kind, std::string_view what) {
     const std::uint32_t generation = generation_++;
     if (header_->arrived.fetch_add(1, std::memory_order_acq_rel) == static_cast<std::uint32_t>(size_ - 1)) {
@@ -125,9 +184,16 @@ class ShmProcessGroup final : public HostProcessGroup {
       header_->generation.store(generation + 1, std::memory_order_release);
       return;
     }
+    WaitUntil([&] { return header_->generation.load(std::memory_order_acquire) != generation; }, kind, what);
+  }
+
+  // Waits until `done()`: spins, then yields, then sleeps briefly (ranks may share a core); about every
+  // millisecond it checks the deadline and the control plane.
+  template <typename Done>
+  void WaitUntil(Done&& done, std::string_view kind, std::string_view what) {
     const auto start = std::chrono::steady_clock::now();
     auto next_check = start + std::chrono::milliseconds(1);
-    for (std::uint64_t spins = 0; header_->generation.load(std::memory_order_acquire) == generation; ++spins) {
+    for (std::uint64_t spins = 0; !done(); ++spins) {
       if (spins < 4096) {
         Pause();
         continue;
@@ -146,8 +212,8 @@ class ShmProcessGroup final : public HostProcessGroup {
       }
       if (now - start > timeout_) {
         throw std::runtime_error(fmt::format(
-            "[shm] rank {}: {} {} timed out after {} ms: not every rank reached it (a rank hangs or runs other "
-            "collectives)", rank_, kind, what, timeout_.count()));
+            "[shm] rank {}: {} {} timed out after {} ms: a rank it waits for did not reach it (it hangs or runs "
+            "other collectives)", rank_, kind, what, timeout_.count()));
       }
     }
   }
@@ -161,6 +227,9 @@ class ShmProcessGroup final : public HostProcessGroup {
   int size_;
   Header* header_ = nullptr;
   std::byte* sets_ = nullptr;
+  std::byte* mailboxes_ = nullptr;
+  std::vector<std::uint64_t> sent_ = std::vector<std::uint64_t>(static_cast<std::size_t>(size_), 0);      // chunks to each rank
+  std::vector<std::uint64_t> received_ = std::vector<std::uint64_t>(static_cast<std::size_t>(size_), 0);  // from each
   std::uint64_t chunks_ = 0;      // chunks this rank has begun (the same count on every rank)
   std::uint32_t generation_ = 0;  // the barrier generation this rank waits for next
 };
@@ -196,8 +265,7 @@ std::unique_ptr<HostProcessGroup> MakeShmProcessGroup(ControlPlaneClient& contro
     throw std::invalid_argument(fmt::format("[shm] ShmGroupOptions::slot_bytes must be a positive multiple of 64, "
                                             "got {}", options.slot_bytes));
   }
-  const std::size_t bytes =
-      sizeof(Header) + 2 * options.slot_bytes * static_cast<std::size_t>(control_plane.WorldSize() + 1);
+  const std::size_t bytes = SegmentBytes(control_plane.WorldSize(), options.slot_bytes);
   const std::string key = options.prefix + "/shm_name";
   int fd = -1;
   std::string name;

@@ -3,7 +3,8 @@
 // into its slot of one shared segment, every rank reduces its piece of all slots (into its own buffer
 // and a shared result area), and every rank copies the others' reduced pieces out. Spinning barriers on shared counters make a small all-reduce cost a few
 // microseconds where Gloo's TCP loopback costs about 180 (bench/multi_process.py); large buffers go in
-// chunks of the slot size at memory speed.
+// chunks of the slot size at memory speed. Point-to-point messages go through a mailbox per ordered
+// pair of ranks.
 //
 // Every wait is bounded: a barrier gives up after the group's timeout, and (checked about every
 // millisecond) as soon as the control plane reports a lost rank or loses the master, with an error

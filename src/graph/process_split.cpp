@@ -117,8 +117,9 @@ std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) 
     }
   }
 
-  // A register read in a process that did not make it: a transfer actor, in every process, broadcasts
-  // its bytes from the maker's. Collectives spread over the processes read their own pieces.
+  // A register read in a process that did not make it: a transfer actor, in every process (so that
+  // every process chains the same collectives), sends its bytes from the maker's to the processes that
+  // read it. Collectives spread over the processes read their own pieces.
   int collective_stream = -1;
   for (std::size_t s = 0; s < plan.streams.size(); ++s) {
     if (plan.streams[s].kind == StreamKind::kCollective) collective_stream = static_cast<int>(s);
@@ -132,6 +133,7 @@ std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) 
     const int maker = process[static_cast<std::size_t>(plan.registers[r].producer)];
     if (maker == kEverywhere) continue;
     std::vector<int> readers;  // consumers reading it as data in another process
+    std::set<int> reading;     // their processes; kEverywhere: every process
     for (int consumer : plan.registers[r].consumers) {
       const TaskDesc& task = plan.tasks[static_cast<std::size_t>(consumer)];
       const std::vector<int> inputs = DataInputs(task);
@@ -139,8 +141,14 @@ std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) 
       const int where = process[static_cast<std::size_t>(consumer)];
       if (where == maker || spread[static_cast<std::size_t>(consumer)]) continue;
       readers.push_back(consumer);
+      reading.insert(where);
     }
     if (readers.empty()) continue;
+    // Sent point to point to the processes that read it; broadcast where every process does.
+    std::vector<int> reader_processes;
+    if (!reading.contains(kEverywhere) && static_cast<int>(reading.size()) < processes - 1) {
+      reader_processes.assign(reading.begin(), reading.end());
+    }
     if (collective_stream < 0) {
       collective_stream = static_cast<int>(plan.streams.size());
       plan.streams.push_back({collective_device, StreamKind::kCollective, 0});
@@ -152,7 +160,7 @@ std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) 
     transfer.name = fmt::format("transfer({})", source.name);
     transfer.stream = collective_stream;
     transfer.op_type = "transfer";
-    transfer.attrs = &plan.fused_attrs.emplace_back(CollectiveAttrs{.root = maker});
+    transfer.attrs = &plan.fused_attrs.emplace_back(CollectiveAttrs{.root = maker, .readers = reader_processes});
     transfer.input_metas = {source.meta};
     transfer.output_metas = {source.meta};
     transfer.kernel_factory = FindKernel({"transfer", collective_device.kind, source.meta.dtype});

@@ -135,6 +135,65 @@ TEST_CASE("process groups: buffers of several segments, empty buffers and broadc
   }
 }
 
+TEST_CASE("process groups: point-to-point messages between two of three ranks, in order, chunked, while the third waits") {
+  Watchdog dog(60s);
+  for (Backend backend : {Backend::kGloo, Backend::kShm}) {
+    CAPTURE(Name(backend));
+    OnRanks(backend, 3, 10000ms, [](int rank, HostProcessGroup& group, ControlPlaneClient& client) {
+      // Rank 0 sends rank 2 three messages (one of several 4 KiB slots, one empty, one small); rank 2
+      // sends one back; rank 1 takes no part.
+      const TensorMeta big_meta{Shape{5000}, DType::kF32};
+      const TensorMeta empty_meta{Shape{0}, DType::kF32};
+      const TensorMeta small_meta{Shape{3}, DType::kI64};
+      std::vector<float> big(5000);
+      std::vector<std::int64_t> small(3);
+      if (rank == 0) {
+        for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i) * 0.5f;
+        small = {7, 8, 9};
+        group.Send(ConstTensorView{big.data(), &big_meta}, 2, "test_send");
+        group.Send(ConstTensorView{nullptr, &empty_meta}, 2, "test_send");
+        group.Send(ConstTensorView{small.data(), &small_meta}, 2, "test_send");
+        std::vector<std::int64_t> back(3);
+        group.Recv(TensorView{back.data(), &small_meta}, 2, "test_recv");
+        CHECK(back == std::vector<std::int64_t>{70, 80, 90});
+        CHECK_THROWS_WITH_AS(group.Send(ConstTensorView{small.data(), &small_meta}, 0, "test_send"),
+                             doctest::Contains("the peer must be another rank in [0, 3), got 0"), std::invalid_argument);
+      } else if (rank == 2) {
+        group.Recv(TensorView{big.data(), &big_meta}, 0, "test_recv");
+        group.Recv(TensorView{nullptr, &empty_meta}, 0, "test_recv");
+        group.Recv(TensorView{small.data(), &small_meta}, 0, "test_recv");
+        bool same = true;
+        for (std::size_t i = 0; i < big.size(); ++i) same = same && big[i] == static_cast<float>(i) * 0.5f;
+        CHECK(same);
+        CHECK(small == std::vector<std::int64_t>{7, 8, 9});
+        const std::vector<std::int64_t> back{70, 80, 90};
+        group.Send(ConstTensorView{back.data(), &small_meta}, 0, "test_send");
+      }
+      // The collectives still line up on every rank after messages only some took part in.
+      CHECK(AllReduced(group, std::vector<float>{1, 2}, DType::kF32, ReduceOp::kSum) == std::vector<float>{3, 6});
+      client.Barrier("done", 10000ms);
+    });
+  }
+}
+
+TEST_CASE("process groups: a receive whose sender never sends fails within the timeout, naming it") {
+  Watchdog dog(60s);
+  for (Backend backend : {Backend::kGloo, Backend::kShm}) {
+    CAPTURE(Name(backend));
+    OnRanks(backend, 2, 1000ms, [](int rank, HostProcessGroup& group, ControlPlaneClient& client) {
+      if (rank == 0) {
+        std::vector<float> values(2);
+        const TensorMeta meta{Shape{2}, DType::kF32};
+        const auto start = std::chrono::steady_clock::now();
+        CHECK_THROWS_WITH_AS(group.Recv(TensorView{values.data(), &meta}, 1, "test_recv"),
+                             doctest::Contains("recv test_recv"), std::runtime_error);
+        CHECK(std::chrono::steady_clock::now() - start < 6s);
+      }
+      client.Barrier("after", 10000ms);
+    });
+  }
+}
+
 TEST_CASE("process groups: a rank that never joins a collective fails the others within the timeout") {
   Watchdog dog(60s);
   for (Backend backend : {Backend::kGloo, Backend::kShm}) {

@@ -20,6 +20,8 @@
 #include <fmt/ranges.h>
 
 #include "api/train_test_util.hpp"
+#include "graph/planner.hpp"
+#include "kernels/collectives/collective_attrs.hpp"
 #include "test_watchdog.hpp"
 #include "weir/weir.hpp"
 
@@ -271,16 +273,33 @@ TEST_CASE("sessions across processes: a pipeline with a stage in each rank train
     builder.Output("loss", loss);
     return builder.Build();
   };
+  // With 3 ranks, the transfers between the stages go point to point: rank 2 reads neither.
+  for (int rank = 0; rank < 3; ++rank) {
+    const auto plan = internal::CompilePlan(pipeline("1:0").Graph(), {.processes = 3, .rank = rank});
+    int point_to_point = 0;
+    for (const internal::TaskDesc& task : plan->tasks) {
+      if (task.op_type != "transfer") continue;
+      const auto& attrs = std::any_cast<const internal::CollectiveAttrs&>(*task.attrs);
+      if (attrs.readers.empty()) continue;  // read everywhere: broadcast
+      ++point_to_point;
+      CHECK(attrs.readers == std::vector<int>{1 - attrs.root});
+    }
+    CHECK(point_to_point == 2);  // the activations forward, their gradient back
+  }
   Session one;
   const Trained expected = TrainConsistent(one, pipeline("0:0"), Model::kMlp);
-  for (const std::string collectives : {"shm", "gloo"}) {
+  // With 3 ranks the activations and their gradient go point to point between ranks 0 and 1 (rank 2
+  // holds no stage); the loss and the gradients every rank's updates read are broadcast.
+  for (const auto& [collectives, world] : {std::pair{"shm", 2}, std::pair{"gloo", 2}, std::pair{"shm", 3},
+                                           std::pair{"gloo", 3}}) {
     CAPTURE(collectives);
+    CAPTURE(world);
     const int port = FreePort();
-    const auto ranks = OnRanks<Trained>(2, [&](int rank) {
-      Session session(RankOptions(rank, 2, port, collectives));
+    const auto ranks = OnRanks<Trained>(world, [&](int rank) {
+      Session session(RankOptions(rank, world, port, collectives));
       return TrainConsistent(session, pipeline("1:0"), Model::kMlp);
     });
-    for (int rank = 0; rank < 2; ++rank) {
+    for (int rank = 0; rank < world; ++rank) {
       CAPTURE(rank);
       CheckSameLosses(expected.losses, ranks[static_cast<std::size_t>(rank)].losses);  // returned in every rank
       const std::string& plan = ranks[static_cast<std::size_t>(rank)].plan;

@@ -3,6 +3,7 @@
 // the devices of this process share; split results are one piece per device. A collective across
 // processes then all-reduces each result over the process group. A consistent job's collective whose
 // pieces are spread over the processes gets its own pieces only and exchanges the rest with the others.
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string_view>
@@ -188,26 +189,34 @@ class SplitOverProcessesKernel final : public Kernel {
   std::unique_ptr<Communicator> local_;   // sums this process's pieces
 };
 
-// A register's bytes from the process that made it (root) to every other process: pipeline stages in
-// different processes, and results a consistent job returns in every process. The point-to-point
-// send/recv of a pipeline is a broadcast from the sender: with 2 processes, the same bytes.
+// A register's bytes from the process that made it (root) to the processes that read it: pipeline
+// stages in different processes (sent point to point), and results a consistent job returns in every
+// process (broadcast). Every process runs the actor, in the same place of its collectives' chain; one
+// that neither sends nor reads does nothing.
 class TransferKernel final : public Kernel {
  public:
   explicit TransferKernel(const KernelSetup& setup)
-      : name_(setup.op_name), root_(setup.Get<CollectiveAttrs>().root), processes_(HostGroupOf(setup)) {
+      : name_(setup.op_name), attrs_(setup.Get<CollectiveAttrs>()), processes_(HostGroupOf(setup)) {
     if (processes_ == nullptr) {
       throw std::invalid_argument(fmt::format("[transfer] '{}' needs a session of several processes", name_));
     }
   }
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
-    if (processes_->Rank() == root_) std::memcpy(outputs[0].data, inputs[0].data, outputs[0].meta->NumBytes());
-    processes_->Broadcast(outputs[0], root_, name_);
+    const int rank = processes_->Rank();
+    if (attrs_.readers.empty()) {
+      if (rank == attrs_.root) std::memcpy(outputs[0].data, inputs[0].data, outputs[0].meta->NumBytes());
+      processes_->Broadcast(outputs[0], attrs_.root, name_);
+    } else if (rank == attrs_.root) {
+      for (int reader : attrs_.readers) processes_->Send(inputs[0], reader, name_);
+    } else if (std::find(attrs_.readers.begin(), attrs_.readers.end(), rank) != attrs_.readers.end()) {
+      processes_->Recv(outputs[0], attrs_.root, name_);
+    }
   }
 
  private:
   std::string name_;
-  int root_;
+  CollectiveAttrs attrs_;
   HostProcessGroup* processes_;
 };
 

@@ -29,6 +29,9 @@ struct CollectiveAttrs {
   Shape logical;
   /// transfer: the process whose register is sent.
   int root = 0;
+  /// transfer: the processes that read it, each sent the bytes point to point; empty when every
+  /// process does (then a broadcast).
+  std::vector<int> readers;
 };
 
 }  // namespace weir::internal

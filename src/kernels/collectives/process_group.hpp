@@ -49,6 +49,11 @@ class HostProcessGroup : public ProcessGroup {
   virtual void AllReduce(const TensorView& tensor, ReduceOp op, std::string_view what) = 0;
   /// In place: every process's `tensor` becomes process `root`'s.
   virtual void Broadcast(const TensorView& tensor, int root, std::string_view what) = 0;
+  /// Point to point: `tensor` to process `to`, whose matching Recv takes it. Only the two processes
+  /// call; each pair's sends and receives match in the order they are made.
+  virtual void Send(const ConstTensorView& tensor, int to, std::string_view what) = 0;
+  /// Point to point: `tensor` becomes what process `from` sends.
+  virtual void Recv(const TensorView& tensor, int from, std::string_view what) = 0;
 };
 
 /// Collectives on device memory between processes that hold one GPU each (NCCL): each call queues the
@@ -62,6 +67,9 @@ class DeviceProcessGroup : public ProcessGroup {
                          std::string_view what) = 0;
   /// In place: every process's `tensor` becomes process `root`'s.
   virtual void Broadcast(const TensorView& tensor, int root, void* stream, std::string_view what) = 0;
+  /// Point to point, as HostProcessGroup's.
+  virtual void Send(const ConstTensorView& tensor, int to, void* stream, std::string_view what) = 0;
+  virtual void Recv(const TensorView& tensor, int from, void* stream, std::string_view what) = 0;
   /// packed[q] becomes process q's packed[q], for every q at once (one group of broadcasts): the
   /// gather of pieces that the processes hold, of any sizes. packed.size() is Size().
   virtual void BroadcastEach(std::span<const TensorView> packed, void* stream, std::string_view what) = 0;

@@ -6,6 +6,7 @@
 // once (pieces of any size), a reduce-scatter an all-reduce then a cut, and a scatter moves no bytes.
 // Pieces are cut out and put back with 2-D copies whose geometry (PieceRowsOf) the host tests check
 // against the CPU's copies. Compiled, not yet run on a GPU.
+#include <algorithm>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -77,9 +78,17 @@ class NcclCollectiveCuda final : public Kernel {
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     if (op_type_ == "transfer") {
-      // The maker's process reads its register; the others receive into theirs.
-      if (group_->Rank() == attrs_.root) cuda::CopyOnDevice(stream_, outputs[0].data, inputs[0].data, bytes_);
-      group_->Broadcast(outputs[0], attrs_.root, stream_, name_);
+      // From the maker's process to the ones that read it: point to point, or a broadcast when every
+      // process does (see the CPU's TransferKernel).
+      const int rank = group_->Rank();
+      if (attrs_.readers.empty()) {
+        if (rank == attrs_.root) cuda::CopyOnDevice(stream_, outputs[0].data, inputs[0].data, bytes_);
+        group_->Broadcast(outputs[0], attrs_.root, stream_, name_);
+      } else if (rank == attrs_.root) {
+        for (int reader : attrs_.readers) group_->Send(inputs[0], reader, stream_, name_);
+      } else if (std::find(attrs_.readers.begin(), attrs_.readers.end(), rank) != attrs_.readers.end()) {
+        group_->Recv(outputs[0], attrs_.root, stream_, name_);
+      }
     } else if (!attrs_.process_pieces.empty()) {
       RunSpread(inputs[0], outputs[0]);
     } else if (attrs_.across_processes) {  // the mirrored view's average over the processes
