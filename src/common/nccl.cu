@@ -164,11 +164,13 @@ NcclCommunicator::NcclCommunicator(const NcclOptions& options) : impl_(std::make
 NcclCommunicator::~NcclCommunicator() {
   std::lock_guard<std::mutex> lock(impl_->calls);
   if (impl_->comm != nullptr) {
-    // Finalizing flushes what is queued and waits for the peers; bounded like everything else.
+    // Finalizing flushes what is queued and may wait for the peers: bounded like everything else, and
+    // given up (aborted) at once when the control plane reports the peers gone.
     cudaSetDevice(CudaOrdinal(impl_->options.device));
     ncclResult_t result = ncclCommFinalize(impl_->comm);
     const Clock::time_point deadline = Clock::now() + impl_->options.timeout;
-    while (result == ncclInProgress && Clock::now() < deadline) {
+    while (result == ncclInProgress && Clock::now() < deadline &&
+           !(impl_->options.broken && !impl_->options.broken().empty())) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
       if (ncclCommGetAsyncError(impl_->comm, &result) != ncclSuccess) break;
     }

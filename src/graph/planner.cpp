@@ -76,8 +76,19 @@ int AddTask(Plan& plan, TaskKind kind, std::string name, int stream) {
   return plan.tasks.back().id;
 }
 
-// A kernel actor for `op_type` on its stream's device; the caller wires its registers. Throws naming
-// the op when that device has no kernel for the dtype.
+// The host's compute stream of a plan on CUDA devices, where an op without a CUDA kernel runs.
+int HostComputeStream(Plan& plan) {
+  const StreamId host{Device::Cpu(), StreamKind::kCompute, 0};
+  const auto it = std::find(plan.streams.begin(), plan.streams.end(), host);
+  if (it != plan.streams.end()) return static_cast<int>(it - plan.streams.begin());
+  plan.streams.push_back(host);
+  return static_cast<int>(plan.streams.size()) - 1;
+}
+
+// A kernel actor for `op_type` on its stream's device; the caller wires its registers. An op with no
+// CUDA kernel for its dtype but a CPU one (integer division) runs on the host, with a notice; the
+// copies between the memories come with the others (graph/device_copies.hpp). Throws naming the op
+// when no device has a kernel for the dtype.
 int AddKernelTask(Plan& plan, std::string_view op_type, std::string name, const std::any* attrs,
                   std::vector<TensorMeta> input_metas, std::vector<TensorMeta> output_metas, int stream) {
   const int task = AddTask(plan, TaskKind::kKernel, std::move(name), stream);
@@ -89,6 +100,15 @@ int AddKernelTask(Plan& plan, std::string_view op_type, std::string name, const 
   const DType key_dtype = desc.input_metas.empty() ? desc.output_metas.at(0).dtype : desc.input_metas[0].dtype;
   const Device::Kind device = plan.streams[static_cast<std::size_t>(stream)].device.kind;
   desc.kernel_factory = FindKernel({desc.op_type, device, key_dtype});
+  if (desc.kernel_factory == nullptr && device == Device::Kind::kCuda && op_type != "device_copy") {
+    if (const KernelFactory cpu = FindKernel({desc.op_type, Device::Kind::kCpu, key_dtype}); cpu != nullptr) {
+      desc.kernel_factory = cpu;
+      desc.stream = HostComputeStream(plan);  // may grow plan.streams; `desc` stays valid (plan.tasks)
+      plan.notices.push_back(fmt::format("job '{}': op '{}' ({}) has no CUDA kernel for {}, so it runs on the CPU, with "
+                                         "copies to and from the GPU", plan.job_name, desc.name, op_type, key_dtype));
+      return task;
+    }
+  }
   if (desc.kernel_factory == nullptr) {
     const char* where = device == Device::Kind::kCuda ? "CUDA" : "CPU";
     std::string have = RegisteredDTypes(op_type, device);

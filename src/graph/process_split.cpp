@@ -128,6 +128,16 @@ std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) 
   const bool on_gpus = std::any_of(plan.streams.begin(), plan.streams.end(),
                                    [](const StreamId& stream) { return stream.device.kind == Device::Kind::kCuda; });
   const Device collective_device = on_gpus ? Device{Device::Kind::kCuda, 0} : Device::Cpu();
+  if (on_gpus) {
+    for (const TaskDesc& task : plan.tasks) {
+      const StreamId& stream = plan.streams[static_cast<std::size_t>(task.stream)];
+      if (task.kind == TaskKind::kKernel && stream.kind == StreamKind::kCompute && stream.device.kind == Device::Kind::kCpu) {
+        throw std::invalid_argument(fmt::format(
+            "[placement] job '{}': op '{}' has no CUDA kernel for its dtype, and an op on the CPU beside the GPUs is "
+            "not supported in a job split over processes", plan.job_name, task.name));
+      }
+    }
+  }
   const std::size_t registers_before = plan.registers.size();
   for (std::size_t r = 0; r < registers_before; ++r) {
     const int maker = process[static_cast<std::size_t>(plan.registers[r].producer)];

@@ -123,14 +123,75 @@ TEST_CASE("jobs on several CUDA devices of one process and ops without a CUDA ke
                        doctest::Contains("Weir runs one GPU per process (start one process per GPU: weir-launch "
                                          "--nproc_per_node=2)"),
                        std::invalid_argument);
-  if (!internal::CudaBuilt()) return;
-  // Integer division stays on the CPU (a zero divisor must fail the call).
+}
+
+namespace {
+
+// x (f32) -> cast to i32 -> integer division (no CUDA kernel: a zero divisor must fail the call) ->
+// cast back -> times 2: the division between kernels on the GPU.
+Job DivideBetweenGpuKernels() {
   JobBuilder builder("divide", JobType::kPredict);
-  const Blob a = builder.Placeholder("a", Shape{4}, DType::kI32);
-  const Blob b = builder.Placeholder("b", Shape{4}, DType::kI32);
-  builder.Output("q", Div(a, b));
-  CHECK_THROWS_WITH_AS(internal::CompilePlan(builder.Build().Graph(), {.device_kind = Device::Kind::kCuda}),
-                       doctest::Contains("has no CUDA kernel for i32"), std::invalid_argument);
+  const Blob x = builder.Placeholder("x", Shape{6}, DType::kF32);
+  const Blob d = builder.Placeholder("d", Shape{6}, DType::kF32);
+  const Blob q = Div(Cast(x, {DType::kI32}), Cast(d, {DType::kI32}));
+  builder.Output("q", ScalarMul(Cast(q, {DType::kF32}), 2.0));
+  return builder.Build();
+}
+
+}  // namespace
+
+TEST_CASE("an op without a CUDA kernel runs on the CPU between the GPU's kernels, with copies around it" *
+          doctest::skip(!internal::CudaBuilt())) {
+  const auto plan = internal::CompilePlan(DivideBetweenGpuKernels().Graph(), {.device_kind = Device::Kind::kCuda});
+  CheckPlanConsistent(*plan);
+  int on_host = 0;
+  for (const TaskDesc& task : plan->tasks) {
+    if (task.kind != TaskKind::kKernel) continue;
+    CAPTURE(task.name);
+    const internal::StreamId& stream = StreamOf(*plan, task);
+    if (task.op_type != "div") {
+      CHECK(stream.device == Device::Cuda(0));
+      continue;
+    }
+    ++on_host;
+    CHECK(stream.device == Device::Cpu());
+    const bool cpu_kernel = task.kernel_factory == internal::FindKernel({"div", Device::Kind::kCpu, DType::kI32});
+    CHECK(cpu_kernel);
+    // It reads host copies of the casts' results, and its result goes back to the GPU through a copy.
+    for (int reg : task.consumed) {
+      const RegisterDesc& in = plan->registers[static_cast<std::size_t>(reg)];
+      if (in.slot_bytes == 0) continue;
+      CHECK(in.device == Device::Cpu());
+      CHECK(Producer(*plan, in).op_type == "device_copy");
+    }
+    const RegisterDesc& out = plan->registers[static_cast<std::size_t>(task.produced[0])];
+    CHECK(out.device == Device::Cpu());
+    REQUIRE(out.consumers.size() == 1);
+    CHECK(plan->tasks[static_cast<std::size_t>(out.consumers[0])].op_type == "device_copy");
+  }
+  CHECK(on_host == 1);
+  CHECK(CountKernels(*plan, "device_copy") == 6);  // x, d in; the two casts' results out; the quotient in; q out
+  REQUIRE(plan->notices.size() == 1);
+  CHECK(plan->notices[0].find("op 'div") != std::string::npos);
+  CHECK(plan->notices[0].find("runs on the CPU") != std::string::npos);
+  // Split over processes, an op on the CPU beside the GPUs is refused, naming it.
+  CHECK_THROWS_WITH_AS(internal::CompilePlan(DivideBetweenGpuKernels().Graph(),
+                                             {.processes = 2, .device_kind = Device::Kind::kCuda}),
+                       doctest::Contains("op 'div"), std::invalid_argument);
+}
+
+TEST_CASE("on the GPU, an op on the CPU between GPU kernels computes what the CPU computes, and a zero divisor fails "
+          "the call" * doctest::skip(internal::CudaDeviceCount() == 0)) {
+  const Job job = DivideBetweenGpuKernels();
+  const Tensor x = Tensor::FromVector<float>(Shape{6}, {7, -7, 9, 100, 5, 0});
+  const Tensor d = Tensor::FromVector<float>(Shape{6}, {2, 2, -4, 7, 5, 3});
+  Session cpu;
+  Session gpu(SessionOptions{.gpu_devices = 1});
+  const std::vector<float> expected = cpu.Call(job, {x, d})["q"].ToVector<float>();
+  CHECK(gpu.Call(job, {x, d})["q"].ToVector<float>() == expected);
+  const Tensor zero = Tensor::FromVector<float>(Shape{6}, {2, 2, 0, 7, 5, 3});
+  CHECK_THROWS_WITH_AS(gpu.Call(job, {x, zero}), doctest::Contains("integer division by zero"), std::exception);
+  CHECK(gpu.Call(job, {x, d})["q"].ToVector<float>() == expected);  // the session goes on
 }
 
 TEST_CASE("one GPU per process: collectives and transfers on the GPU's collective stream, through CUDA kernels" *
