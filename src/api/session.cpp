@@ -199,8 +199,13 @@ SessionOptions ResolveDevices(SessionOptions options) {
       CudaUseDevicesFrom(options.distributed.local_rank);  // this process's cuda:0 is its local rank's GPU
     }
   }
-  // Every device needs an actor thread of its own to compute beside the others.
+  // Every device needs an actor thread of its own to compute beside the others; and with several
+  // processes, the collectives one more, so that a transfer or an all-reduce waiting for another process
+  // does not hold up this process's compute (the next call's, in a pipeline).
   if (options.scheduler_threads == 0 && options.cpu_devices > 1) options.scheduler_threads = options.cpu_devices;
+  if (options.scheduler_threads == 0 && options.distributed.world_size > 1) {
+    options.scheduler_threads = options.cpu_devices + 1;
+  }
   return options;
 }
 
@@ -530,12 +535,14 @@ class SessionImpl {
     for (const Entry* other : entry.conflicts) {
       if (other->launching > 0 || other->runtime->CallsInFlight() > 0) return true;
     }
-    // Collectives across processes run one call at a time in a session (this job's or another's): every
-    // process then issues them in the same order (the plan's chain, call after call), which is what keeps
-    // blocking collectives from waiting on each other across processes.
+    // Collectives across processes: one job's calls overlap (its plan issues each call's collectives
+    // after the previous call's, graph/process_split.hpp: GateCollectiveCalls), but two jobs' calls do
+    // not, so that every process issues them in the same order, which is what keeps blocking collectives
+    // from waiting on each other across processes.
     if (entry.across_processes) {
       for (const auto& [graph, other] : jobs_) {
-        if (other.across_processes && (other.launching > 0 || other.runtime->CallsInFlight() > 0)) return true;
+        if (&other == &entry || !other.across_processes) continue;
+        if (other.launching > 0 || other.runtime->CallsInFlight() > 0) return true;
       }
     }
     return false;

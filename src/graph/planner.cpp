@@ -14,6 +14,8 @@
 #include <map>
 #include <limits>
 #include <numeric>
+#include <optional>
+#include <tuple>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -455,6 +457,39 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     variable_rows.emplace(key, rows);
     return rows;
   };
+  // A consistent job's input wanted whole, or in rows, on other devices than it was read on: read
+  // again from the caller's tensor there, which every process has whole, rather than gathered from the
+  // devices that read it (no input bytes cross between devices or processes, and no collective holds
+  // up a pipeline's next call). Nothing when the rows do not split that way.
+  std::map<std::tuple<int, std::string, std::vector<int>>, Placed> input_reads;
+  auto read_input = [&](int value, const Sbp& to, const std::vector<int>& devices) -> std::optional<Placed> {
+    const auto key = std::make_tuple(value, to.ToString(), devices);
+    if (const auto it = input_reads.find(key); it != input_reads.end()) return it->second;
+    const ValueInfo& info = graph.values[static_cast<std::size_t>(value)];
+    const int k = to.IsBroadcast() ? 1 : static_cast<int>(devices.size());
+    if (to.IsSplit() && (info.meta.shape.Rank() == 0 || info.meta.shape[0] < k)) return std::nullopt;
+    const auto placeholder = std::find(graph.placeholder_values.begin(), graph.placeholder_values.end(), value);
+    const std::size_t index = static_cast<std::size_t>(placeholder - graph.placeholder_values.begin());
+    const std::vector<TensorMeta> metas = pieces_of(info.meta, to, static_cast<std::size_t>(k));
+    Placed read{{}, {}, false, to};
+    for (int r = 0; r < k; ++r) {
+      const int device = devices[static_cast<std::size_t>(r)];
+      const int task = AddTask(*plan, TaskKind::kInput, fmt::format("{}@{}", info.name, device), device_stream(device));
+      TaskDesc& desc = plan->tasks[static_cast<std::size_t>(task)];
+      desc.input_index = input_base[index];
+      if (to.IsSplit()) {
+        desc.input_offset = static_cast<std::size_t>(SplitBegin(info.meta.shape[0], k, r)) *
+                            (info.meta.NumBytes() / static_cast<std::size_t>(info.meta.shape[0]));
+      }
+      Consume(*plan, task, tick);
+      if (k == 1 && spans_every_process(devices)) everywhere.push_back(task);
+      read.registers.push_back(
+          AddRegister(*plan, info.name, task, options.source_register_num, metas[static_cast<std::size_t>(r)]));
+      read.devices.push_back(device);
+    }
+    input_reads.emplace(key, read);
+    return read;
+  };
   auto box = [&](int value, const Sbp& to, const std::vector<int>& devices) -> Placed {
     const Placed from = placed[static_cast<std::size_t>(value)];
     const ValueInfo& info = graph.values[static_cast<std::size_t>(value)];
@@ -466,6 +501,10 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
                                          info.name, from.sbp.ToString()));
     }
     if (to == Sbp::S(0) && is_variable_register(from) && info.meta.shape.Rank() >= 1) return rows_of_variable(value, devices);
+    if (!mirrored && graph.nodes[static_cast<std::size_t>(info.producer)].type == kPlaceholderOp &&
+        (to.IsBroadcast() || to == Sbp::S(0))) {
+      if (std::optional<Placed> read = read_input(value, to, devices)) return *read;
+    }
     if (from.sbp.IsPartialSum() && to.IsSplit() && from.devices == devices && !across_processes && split_processes == 1) {
       // P -> S in shared memory: each device sums its own piece of every device's addend, all devices
       // at once (no collective actor, no whole sum): the reduce-scatter of the in-process backend.
@@ -902,6 +941,8 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     plan->output_pieces.push_back(static_cast<int>(output_registers[i].size()));
   }
 
+  // Collectives across processes: each call's chain after the previous call's, so calls overlap.
+  if (split_processes == 1 && plan->process_collectives) GateCollectiveCalls(*plan, collectives);
   // On CUDA devices: the registers in device memory, with copy actors where a register crosses between
   // the host and a device. A plan split over processes gets them once split, in each process's part
   // (the transfers between processes are then there, and device indexes are the process's own).

@@ -322,13 +322,13 @@ std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) 
     }
   }
 
-  // This process's collectives and transfers, chained in the whole plan's order.
-  int previous = -1;
+  // This process's collectives and transfers, chained in the whole plan's order, call after call.
+  std::vector<int> chain;
   for (int t : order) {
     if (!kept(t) || !OnCollectiveStream(plan, plan.tasks[static_cast<std::size_t>(t)])) continue;
     const int mine = task_map[static_cast<std::size_t>(t)];
-    if (previous >= 0) AddControlEdge(*local, previous, mine);
-    previous = mine;
+    if (!chain.empty()) AddControlEdge(*local, chain.back(), mine);
+    chain.push_back(mine);
   }
   // A task nothing of this process triggers (a transfer received here) acts once per call, on the tick.
   const int source = task_map[static_cast<std::size_t>(plan.source_task)];
@@ -340,6 +340,7 @@ std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) 
   }
 
   local->source_task = source;
+  GateCollectiveCalls(*local, chain);
   local->sink_task = task_map[static_cast<std::size_t>(plan.sink_task)];
   local->output_names = std::move(plan.output_names);
   local->input_pieces = std::move(plan.input_pieces);
@@ -358,6 +359,42 @@ std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) 
     }
   }
   return local;
+}
+
+void GateCollectiveCalls(Plan& plan, const std::vector<int>& chain) {
+  if (chain.empty()) return;
+  static const std::any kNoAttrs;
+  const TensorMeta nothing{Shape{0}, DType::kU8};
+  const int first = chain.front();
+  const int last = chain.back();
+  const int tick = plan.tasks[static_cast<std::size_t>(plan.source_task)].produced.front();
+  const int stream = plan.tasks[static_cast<std::size_t>(first)].stream;
+  TaskDesc gate;
+  gate.id = static_cast<int>(plan.tasks.size());
+  gate.kind = TaskKind::kKernel;
+  gate.name = "collective_gate";
+  gate.stream = stream;
+  gate.op_type = "identity";
+  gate.attrs = &kNoAttrs;
+  gate.input_metas = {nothing};
+  gate.output_metas = {nothing};
+  gate.kernel_factory = FindKernel({"identity", plan.streams[static_cast<std::size_t>(stream)].device.kind, DType::kU8});
+  if (gate.kernel_factory == nullptr) throw std::logic_error("[compile] no identity kernel for the collective gate");
+  gate.consumed = {tick};
+  gate.input_slots = {0};
+  plan.registers[static_cast<std::size_t>(tick)].consumers.push_back(gate.id);
+  RegisterDesc open;
+  open.id = static_cast<int>(plan.registers.size());
+  open.name = "collective_gate/open";
+  open.producer = gate.id;
+  open.register_num = 1;  // the next call's gate waits for this call's last collective to give it back
+  open.meta = nothing;
+  open.consumers = {first};
+  if (last != first) open.consumers.push_back(last);
+  gate.produced = {open.id};
+  for (int reader : open.consumers) plan.tasks[static_cast<std::size_t>(reader)].consumed.push_back(open.id);
+  plan.tasks.push_back(std::move(gate));
+  plan.registers.push_back(std::move(open));
 }
 
 }  // namespace weir::internal

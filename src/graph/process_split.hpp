@@ -8,10 +8,12 @@
 //   the source and sink run in every process (on device g % devices);
 // - a collective whose pieces are in every process runs in every process on its own pieces
 //   (CollectiveAttrs::process_pieces); one whose pieces are all in one process stays there;
-// - a register read in another process than its maker's gets a transfer actor (its bytes broadcast
-//   from the maker's process), so pipeline stages can sit in different processes.
+// - a register read in another process than its maker's gets a transfer actor (its bytes sent from the
+//   maker's process to the ones that read it), so pipeline stages can sit in different processes.
 // Every process's collectives and transfers are chained in one topological order of the whole plan,
-// the same everywhere, so that no blocking collective waits on one another process has not reached.
+// the same everywhere, and one call's chain starts only once the previous call's has ended
+// (GateCollectiveCalls), so that no blocking collective waits on one another process has not reached,
+// while the calls' other work overlaps.
 #include <memory>
 #include <vector>
 
@@ -28,5 +30,13 @@ struct ProcessSplit {
 
 /// Throws std::invalid_argument naming the value for a collective over some processes but not all.
 std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split);
+
+/// Makes the first actor of `chain` (a process's collectives and transfers, chained by control edges
+/// in the order every process issues them) act on a call only once the last has acted on the call
+/// before: a gate actor on the first's stream, on each call's tick, fills a one-slot register that the
+/// first and the last both read, so its slot comes back, and the gate fires again, only once the last
+/// is done. So every process issues the collectives of consecutive calls in one order, and calls can
+/// be in flight together (pipeline stages in different processes overlap).
+void GateCollectiveCalls(Plan& plan, const std::vector<int>& chain);
 
 }  // namespace weir::internal

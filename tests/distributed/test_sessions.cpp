@@ -78,10 +78,26 @@ std::map<std::string, Tensor> TrainOneSession(const Optimizer& optimizer) {
   return one.GetVariables();
 }
 
+/// Calls `job` on `inputs`, or with `in_flight` launches it and returns at once (the calls of a
+/// step loop are then in flight together; callbacks run in call order). Returns the call's loss, or
+/// where the callback will put it.
+void Launch(Session& session, const Job& job, std::vector<Tensor> inputs, bool in_flight, std::vector<Tensor>& losses) {
+  if (!in_flight) {
+    const Outputs outputs = session.Call(job, std::move(inputs));
+    losses.push_back(outputs.Names().empty() ? Tensor() : outputs[0]);
+    return;
+  }
+  session.CallAsync(job, std::move(inputs), [&losses](CallResult result) {
+    result.ThrowIfError();
+    losses.push_back(result.outputs.Names().empty() ? Tensor() : result.outputs[0]);
+  });
+}
+
 /// Rank r of `world` ranks with `devices` devices each trains the mirrored MLP on its rows of each batch.
 std::map<std::string, Tensor> TrainRank(int rank, int world, int devices, int port, const std::string& collectives,
-                                        const Optimizer& optimizer) {
+                                        const Optimizer& optimizer, bool in_flight = false) {
   Session session(RankOptions(rank, world, port, collectives, devices));
+  std::vector<Tensor> losses;
   const std::int64_t per = kBatch / (world * devices);
   const Job mirrored = TrainJob("train", Model::kMlp, per, LogicalView::kMirrored, optimizer);
   for (int step = 0; step < kSteps; ++step) {
@@ -91,8 +107,9 @@ std::map<std::string, Tensor> TrainRank(int rank, int world, int devices, int po
     const std::int64_t first = rank * devices * per;
     for (int d = 0; d < devices; ++d) inputs.push_back(Rows(images, first + d * per, first + (d + 1) * per));
     for (int d = 0; d < devices; ++d) inputs.push_back(Rows(labels, first + d * per, first + (d + 1) * per));
-    session.Call(mirrored, inputs);
+    Launch(session, mirrored, inputs, in_flight, losses);
   }
+  session.Sync();
   const Resource resource = session.GetResource();
   CHECK(resource.processes == world);
   CHECK(resource.rank == rank);
@@ -113,6 +130,8 @@ TEST_CASE("sessions across processes: mirrored training ends with one session's 
     CAPTURE(c.collectives);
     // Adam: elementwise updates after the gradients' cross-process reduction; LAMB: whole-tensor
     // updates after an all-reduce actor.
+    // With LAMB the calls are launched together (in flight at once): each call's collectives still
+    // follow the previous call's in every process.
     for (const bool lamb : {false, true}) {
       CAPTURE(lamb);
       const Optimizer optimizer = lamb ? Lamb(PiecewiseConstantScheduler({}, {0.05}))
@@ -120,7 +139,7 @@ TEST_CASE("sessions across processes: mirrored training ends with one session's 
       const auto expected = TrainOneSession(optimizer);
       const int port = FreePort();
       const auto ranks = OnRanks<std::map<std::string, Tensor>>(
-          2, [&](int rank) { return TrainRank(rank, 2, c.devices, port, c.collectives, optimizer); });
+          2, [&](int rank) { return TrainRank(rank, 2, c.devices, port, c.collectives, optimizer, /*in_flight=*/lamb); });
       for (const auto& variables : ranks) CheckSameVariables(expected, variables);
     }
   }
@@ -177,13 +196,14 @@ struct Trained {
 };
 
 /// `job` trained for kSteps on the whole batch: every rank passes the whole batch (consistent view).
-Trained TrainConsistent(Session& session, const Job& job, Model model) {
+Trained TrainConsistent(Session& session, const Job& job, Model model, bool in_flight = false) {
   Trained trained;
   for (int step = 0; step < kSteps; ++step) {
-    const Outputs outputs = session.Call(job, {RandomImages(ImageShape(model, kBatch), 100 + static_cast<std::uint32_t>(step)),
-                                               RandomLabels(kBatch, 200 + static_cast<std::uint32_t>(step))});
-    trained.losses.push_back(outputs["loss"]);
+    Launch(session, job, {RandomImages(ImageShape(model, kBatch), 100 + static_cast<std::uint32_t>(step)),
+                          RandomLabels(kBatch, 200 + static_cast<std::uint32_t>(step))},
+           in_flight, trained.losses);
   }
+  session.Sync();
   trained.variables = session.GetVariables();
   trained.plan = session.PlanDot(job);
   return trained;
@@ -295,9 +315,10 @@ TEST_CASE("sessions across processes: a pipeline with a stage in each rank train
     CAPTURE(collectives);
     CAPTURE(world);
     const int port = FreePort();
+    // The calls are launched together: stage 0 works on the next call while stage 1 works on this one.
     const auto ranks = OnRanks<Trained>(world, [&](int rank) {
       Session session(RankOptions(rank, world, port, collectives));
-      return TrainConsistent(session, pipeline("1:0"), Model::kMlp);
+      return TrainConsistent(session, pipeline("1:0"), Model::kMlp, /*in_flight=*/true);
     });
     for (int rank = 0; rank < world; ++rank) {
       CAPTURE(rank);
@@ -306,6 +327,7 @@ TEST_CASE("sessions across processes: a pipeline with a stage in each rank train
       CHECK((plan.find("hidden-matmul") != std::string::npos) == (rank == 0));
       CHECK((plan.find("output-matmul") != std::string::npos) == (rank == 1));
       CHECK(plan.find("transfer(") != std::string::npos);
+      CHECK(plan.find("collective_gate") != std::string::npos);
     }
     // Every rank makes every update (the other stage's gradients come to it): each holds every variable.
     for (const Trained& rank : ranks) CheckSameVariables(expected.variables, rank.variables);
