@@ -36,7 +36,7 @@ DistributedOptions DistributedOptions::FromEnvironment() {
   DistributedOptions options;
   options.world_size = static_cast<int>(FromEnv("WORLD_SIZE", 1, 1, 1 << 20));
   options.rank = static_cast<int>(FromEnv("RANK", 0, 0, options.world_size - 1));
-  options.local_rank = static_cast<int>(FromEnv("LOCAL_RANK", 0, 0, options.world_size - 1));
+  if (options.world_size > 1) options.local_rank = static_cast<int>(FromEnv("LOCAL_RANK", 0, 0, options.rank));
   if (const char* addr = std::getenv("MASTER_ADDR"); addr != nullptr && *addr != '\0') options.master_addr = addr;
   options.master_port = static_cast<int>(FromEnv("MASTER_PORT", options.master_port, 1, 65535));
   options.rendezvous_timeout = std::chrono::seconds(FromEnv("WEIR_RDZV_TIMEOUT", 300, 1, 1 << 30));
