@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <any>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -17,6 +18,8 @@
 #include "distributed/control_plane.hpp"
 #include "distributed/gloo_process_group.hpp"
 #include "distributed/shm_process_group.hpp"
+#include "kernels/collectives/collective_attrs.hpp"
+#include "kernels/kernel.hpp"
 #include "test_watchdog.hpp"
 
 using namespace weir::internal;
@@ -245,4 +248,124 @@ TEST_CASE("process groups: bad options name the field") {
   CHECK(MachineIdentity() == MachineIdentity());
   CHECK_THROWS_WITH_AS(LocalAddressTowards("not-an-address"), doctest::Contains("is not an IPv4 address"),
                        ControlPlaneError);
+}
+
+namespace {
+
+// Piece p of 4 of a logical (7, 5) tensor, spread over 3 ranks as pieces {0, 1}, {2}, {3}: what each
+// global piece holds (distinct values per piece, so a piece in the wrong place shows).
+constexpr int kPieces = 4;
+const std::vector<int> kProcessPieces = {0, 2, 3, 4};
+const Shape kLogical{7, 5};
+
+std::vector<float> Whole(int seed) {
+  std::vector<float> values(static_cast<std::size_t>(kLogical.NumElements()));
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) * 0.5f + static_cast<float>(seed);
+  return values;
+}
+
+// Piece p (along axis) of a whole tensor.
+std::vector<float> PieceOf(const std::vector<float>& whole, int axis, int p) {
+  const TensorMeta whole_meta{kLogical, DType::kF32};
+  const TensorMeta piece_meta{SplitShape(kLogical, axis, kPieces, p), DType::kF32};
+  std::vector<float> piece(static_cast<std::size_t>(piece_meta.shape.NumElements()));
+  CopyPieceOut({whole.data(), &whole_meta}, axis, kPieces, p, {piece.data(), &piece_meta});
+  return piece;
+}
+
+// Runs the CPU kernel of `op` (a collective spread over the processes) on this rank's `inputs`, with
+// outputs of `output_shapes`; returns the outputs.
+std::vector<std::vector<float>> RunSpread(HostProcessGroup& group, const std::string& op, const CollectiveAttrs& attrs,
+                                          std::vector<std::vector<float>> inputs, const std::vector<Shape>& input_shapes,
+                                          const std::vector<Shape>& output_shapes) {
+  std::vector<TensorMeta> in_metas, out_metas;
+  for (const Shape& shape : input_shapes) in_metas.push_back({shape, DType::kF32});
+  for (const Shape& shape : output_shapes) out_metas.push_back({shape, DType::kF32});
+  const std::any any_attrs = attrs;
+  KernelSetup setup;
+  setup.op_type = op;
+  setup.op_name = op;
+  setup.attrs = &any_attrs;
+  setup.inputs = in_metas;
+  setup.outputs = out_metas;
+  setup.processes = &group;
+  const KernelFactory factory = FindKernel({op, weir::Device::Kind::kCpu, DType::kF32});
+  REQUIRE(static_cast<bool>(factory));
+  const std::unique_ptr<Kernel> kernel = factory(setup);
+  std::vector<std::vector<float>> outputs;
+  for (const TensorMeta& meta : out_metas) outputs.emplace_back(static_cast<std::size_t>(meta.shape.NumElements()));
+  std::vector<ConstTensorView> in_views;
+  std::vector<TensorView> out_views;
+  for (std::size_t i = 0; i < inputs.size(); ++i) in_views.push_back({inputs[i].data(), &in_metas[i]});
+  for (std::size_t j = 0; j < outputs.size(); ++j) out_views.push_back({outputs[j].data(), &out_metas[j]});
+  kernel->Run(in_views, out_views);
+  return outputs;
+}
+
+void CheckClose(const std::vector<float>& got, const std::vector<float>& expected) {
+  REQUIRE(got.size() == expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(expected[i]).epsilon(1e-6));
+}
+
+}  // namespace
+
+TEST_CASE("collectives spread over processes compute what one process does, pieces of any size on each rank") {
+  Watchdog dog(60s);
+  for (Backend backend : {Backend::kGloo, Backend::kShm}) {
+    CAPTURE(Name(backend));
+    OnRanks(backend, 3, 10000ms, [](int rank, HostProcessGroup& group, ControlPlaneClient&) {
+      const int first = kProcessPieces[static_cast<std::size_t>(rank)];
+      const int last = kProcessPieces[static_cast<std::size_t>(rank) + 1];
+      auto attrs_for = [&](int axis, int out_axis, ReduceOp op) {
+        return CollectiveAttrs{.op = op, .devices = kPieces, .axis = axis, .out_axis = out_axis,
+                               .across_processes = true, .process_pieces = kProcessPieces, .logical = kLogical};
+      };
+      // The addends of a reduction: one whole tensor per global piece.
+      std::vector<float> sum(static_cast<std::size_t>(kLogical.NumElements()), 0.0f);
+      for (int p = 0; p < kPieces; ++p) {
+        const std::vector<float> addend = Whole(10 * p);
+        for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += addend[i];
+      }
+      std::vector<std::vector<float>> addends;
+      std::vector<Shape> whole_shapes;
+      for (int p = first; p < last; ++p) {
+        addends.push_back(Whole(10 * p));
+        whole_shapes.push_back(kLogical);
+      }
+      for (const ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean}) {
+        std::vector<float> expected = sum;
+        if (op == ReduceOp::kMean) for (float& v : expected) v /= static_cast<float>(kPieces);
+        CAPTURE(static_cast<int>(op));
+        CheckClose(RunSpread(group, "all_reduce", attrs_for(0, 0, op), addends, whole_shapes, {kLogical})[0], expected);
+        for (int axis : {0, 1}) {
+          CAPTURE(axis);
+          std::vector<Shape> piece_shapes;
+          for (int p = first; p < last; ++p) piece_shapes.push_back(SplitShape(kLogical, axis, kPieces, p));
+          const auto pieces = RunSpread(group, "reduce_scatter", attrs_for(axis, 0, op), addends, whole_shapes, piece_shapes);
+          for (int p = first; p < last; ++p) CheckClose(pieces[static_cast<std::size_t>(p - first)], PieceOf(expected, axis, p));
+        }
+      }
+      const std::vector<float> x = Whole(1);
+      for (int axis : {0, 1}) {
+        CAPTURE(axis);
+        std::vector<std::vector<float>> mine;
+        std::vector<Shape> mine_shapes;
+        for (int p = first; p < last; ++p) {
+          mine.push_back(PieceOf(x, axis, p));
+          mine_shapes.push_back(SplitShape(kLogical, axis, kPieces, p));
+        }
+        CheckClose(RunSpread(group, "all_gather", attrs_for(axis, 0, ReduceOp::kSum), mine, mine_shapes, {kLogical})[0], x);
+        const auto scattered = RunSpread(group, "scatter", attrs_for(axis, 0, ReduceOp::kSum), {x}, {kLogical}, mine_shapes);
+        for (int p = first; p < last; ++p) CheckClose(scattered[static_cast<std::size_t>(p - first)], PieceOf(x, axis, p));
+        for (int out_axis : {0, 1}) {
+          CAPTURE(out_axis);
+          std::vector<Shape> out_shapes;
+          for (int p = first; p < last; ++p) out_shapes.push_back(SplitShape(kLogical, out_axis, kPieces, p));
+          const auto moved = RunSpread(group, "all_to_all", attrs_for(axis, out_axis, ReduceOp::kSum), mine, mine_shapes,
+                                       out_shapes);
+          for (int p = first; p < last; ++p) CheckClose(moved[static_cast<std::size_t>(p - first)], PieceOf(x, out_axis, p));
+        }
+      }
+    });
+  }
 }
