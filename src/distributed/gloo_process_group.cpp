@@ -107,6 +107,26 @@ class GlooProcessGroup final : public HostProcessGroup {
     });
   }
 
+  void SendRecv(const ConstTensorView& send, int to, const TensorView& recv, int from, std::string_view what) override {
+    CheckPeer("send", to, what);
+    CheckPeer("recv", from, what);
+    Guarded("send/recv", what, [&] {
+      const std::uint64_t send_slot = PeerSlot(sent_to_, to);
+      const std::uint64_t recv_slot = PeerSlot(received_from_, from);
+      std::unique_ptr<gloo::transport::UnboundBuffer> out, in;
+      if (send.meta->NumBytes() > 0) {
+        out = context_->createUnboundBuffer(const_cast<void*>(send.data), send.meta->NumBytes());
+        out->send(to, send_slot);
+      }
+      if (recv.meta->NumBytes() > 0) {
+        in = context_->createUnboundBuffer(recv.data, recv.meta->NumBytes());
+        in->recv(from, recv_slot);
+      }
+      if (out && !out->waitSend()) throw std::runtime_error("the send was aborted");
+      if (in && !in->waitRecv()) throw std::runtime_error("the receive was aborted");
+    });
+  }
+
  private:
   void CheckPeer(std::string_view kind, int peer, std::string_view what) const {
     if (peer < 0 || peer >= Size() || peer == Rank()) {

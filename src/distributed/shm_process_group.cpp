@@ -126,6 +126,39 @@ class ShmProcessGroup final : public HostProcessGroup {
     }
   }
 
+  // Puts a chunk to `to` whenever its mailbox is free and takes one from `from` whenever one is there,
+  // until both are done.
+  void SendRecv(const ConstTensorView& send, int to, const TensorView& recv, int from, std::string_view what) override {
+    CheckPeer("send", to, what);
+    CheckPeer("recv", from, what);
+    Mailbox& out = MailboxOf(rank_, to);
+    Mailbox& in = MailboxOf(from, rank_);
+    const auto* source = static_cast<const std::byte*>(send.data);
+    auto* target = static_cast<std::byte*>(recv.data);
+    const std::size_t send_total = send.meta->NumBytes();
+    const std::size_t recv_total = recv.meta->NumBytes();
+    std::uint64_t& put = sent_[static_cast<std::size_t>(to)];
+    std::uint64_t& taken = received_[static_cast<std::size_t>(from)];
+    std::size_t sent = 0, received = 0;
+    auto can_put = [&] { return sent < send_total && out.taken.load(std::memory_order_acquire) == put; };
+    auto can_take = [&] { return received < recv_total && in.put.load(std::memory_order_acquire) > taken; };
+    while (sent < send_total || received < recv_total) {
+      if (!can_put() && !can_take()) WaitUntil([&] { return can_put() || can_take(); }, "send/recv", what);
+      if (can_put()) {
+        const std::size_t length = std::min(slot_bytes_, send_total - sent);
+        std::memcpy(SlotOf(out), source + sent, length);
+        out.put.store(++put, std::memory_order_release);
+        sent += length;
+      }
+      if (can_take()) {
+        const std::size_t length = std::min(slot_bytes_, recv_total - received);
+        std::memcpy(target + received, SlotOf(in), length);
+        in.taken.store(++taken, std::memory_order_release);
+        received += length;
+      }
+    }
+  }
+
  private:
   void CheckPeer(std::string_view kind, int peer, std::string_view what) const {
     if (peer < 0 || peer >= size_ || peer == rank_) {

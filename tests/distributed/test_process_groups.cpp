@@ -179,6 +179,32 @@ TEST_CASE("process groups: point-to-point messages between two of three ranks, i
   }
 }
 
+TEST_CASE("process groups: a ring of send/recv exchanges, of several slots and empty, does not deadlock") {
+  Watchdog dog(60s);
+  for (Backend backend : {Backend::kGloo, Backend::kShm}) {
+    CAPTURE(Name(backend));
+    OnRanks(backend, 3, 10000ms, [](int rank, HostProcessGroup& group, ControlPlaneClient&) {
+      // Every rank sends its right neighbour 3000 doubles (several 4 KiB slots) and receives its left
+      // neighbour's at once, then the other way round with an empty message one way.
+      const int right = (rank + 1) % 3;
+      const int left = (rank + 2) % 3;
+      const TensorMeta meta{Shape{3000}, DType::kF64};
+      std::vector<double> mine(3000), theirs(3000, -1.0);
+      for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = rank * 10000.0 + static_cast<double>(i);
+      group.SendRecv({mine.data(), &meta}, right, {theirs.data(), &meta}, left, "test_exchange");
+      bool same = true;
+      for (std::size_t i = 0; i < theirs.size(); ++i) same = same && theirs[i] == left * 10000.0 + static_cast<double>(i);
+      CHECK(same);
+      const TensorMeta empty{Shape{0}, DType::kF64};
+      std::vector<double> back(3000, -1.0);
+      // Rank 0 sends nothing left (and rank 2 so receives nothing from its right).
+      group.SendRecv({mine.data(), rank == 0 ? &empty : &meta}, left, {back.data(), rank == 2 ? &empty : &meta}, right,
+                     "test_exchange");
+      if (rank != 2) CHECK(back[2999] == right * 10000.0 + 2999.0);
+    });
+  }
+}
+
 TEST_CASE("process groups: a receive whose sender never sends fails within the timeout, naming it") {
   Watchdog dog(60s);
   for (Backend backend : {Backend::kGloo, Backend::kShm}) {

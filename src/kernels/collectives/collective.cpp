@@ -77,9 +77,11 @@ class CollectiveKernel final : public Kernel {
 };
 
 // A collective of a consistent job whose pieces are spread over the processes (process_pieces): this
-// process's actor holds pieces [first, first + local) of `devices`. Gathers go through one broadcast per
-// process (of that process's pieces, packed); reductions sum this process's pieces, then all-reduce the
-// sum over the processes. No bytes move for a scatter: every process slices its own pieces.
+// process's actor holds pieces [first, first + local) of `devices`. An all-gather goes through one
+// broadcast per process (of that process's pieces, packed); an all-reduce sums this process's pieces,
+// then all-reduces the sum over the processes. An all-to-all and a reduce-scatter exchange blocks in a
+// ring of steps (each process sends each other process only what that one needs: the ideal bytes). No
+// bytes move for a scatter: every process slices its own pieces.
 class SplitOverProcessesKernel final : public Kernel {
  public:
   explicit SplitOverProcessesKernel(const KernelSetup& setup)
@@ -92,7 +94,8 @@ class SplitOverProcessesKernel final : public Kernel {
     rank_ = processes_->Rank();
     first_ = attrs_.process_pieces[static_cast<std::size_t>(rank_)];
     logical_ = {attrs_.logical, setup.inputs[0].dtype};
-    if (op_type_ == "all_to_all" || op_type_ == "all_gather") {
+    if (op_type_ == "all_to_all" || op_type_ == "reduce_scatter") PlanExchanges();
+    if (op_type_ == "all_gather") {
       // The pieces' metas, and each process's pieces packed for its broadcast.
       std::size_t most = 0;
       for (int q = 0; q < processes_->Size(); ++q) {
@@ -119,10 +122,11 @@ class SplitOverProcessesKernel final : public Kernel {
     } else if (op_type_ == "all_gather") {
       Gather(inputs, outputs[0]);
     } else if (op_type_ == "reduce_scatter") {
-      Sum(inputs, whole);
+      ReduceScatter(inputs, whole);
       Pieces({whole.data, whole.meta}, attrs_.axis, outputs);
     } else if (op_type_ == "all_to_all") {
-      Gather(inputs, whole);
+      for (std::size_t j = 0; j < inputs.size(); ++j) CopyPieceIn(inputs[j], attrs_.axis, attrs_.devices, first_ + static_cast<int>(j), whole);
+      Exchange(whole, [&](const Block& in, const std::byte* packed) { UnpackBox(packed, in.start, in.extent, whole); });
       Pieces({whole.data, whole.meta}, attrs_.out_axis, outputs);
     } else {  // scatter
       Pieces(inputs[0], attrs_.axis, outputs);
@@ -130,6 +134,97 @@ class SplitOverProcessesKernel final : public Kernel {
   }
 
  private:
+  // A box of the logical tensor: what one process sends another in an exchange.
+  struct Block {
+    std::vector<std::int64_t> start;
+    std::vector<std::int64_t> extent;
+    std::size_t bytes = 0;
+  };
+
+  // The rows [begin, end) along `axis` that process q's pieces cover.
+  std::pair<std::int64_t, std::int64_t> RangeOf(int q, int axis) const {
+    const std::int64_t extent = attrs_.logical[axis];
+    return {SplitBegin(extent, attrs_.devices, attrs_.process_pieces[static_cast<std::size_t>(q)]),
+            SplitBegin(extent, attrs_.devices, attrs_.process_pieces[static_cast<std::size_t>(q) + 1])};
+  }
+
+  // What process `from` sends process `to`: all_to_all, the part of `from`'s input pieces (along axis)
+  // in `to`'s output pieces (along out_axis); reduce_scatter, `from`'s sum over `to`'s output pieces.
+  Block BlockOf(int from, int to) const {
+    Block block{std::vector<std::int64_t>(static_cast<std::size_t>(attrs_.logical.Rank()), 0), attrs_.logical.Dims(), 0};
+    auto narrow = [&](int axis, std::pair<std::int64_t, std::int64_t> range) {
+      const auto d = static_cast<std::size_t>(axis);
+      const std::int64_t begin = std::max(block.start[d], range.first);
+      const std::int64_t end = std::min(block.start[d] + block.extent[d], range.second);
+      block.start[d] = begin;
+      block.extent[d] = std::max<std::int64_t>(0, end - begin);
+    };
+    if (op_type_ == "all_to_all") {
+      narrow(attrs_.axis, RangeOf(from, attrs_.axis));
+      narrow(attrs_.out_axis, RangeOf(to, attrs_.out_axis));
+    } else {
+      narrow(attrs_.axis, RangeOf(to, attrs_.axis));
+    }
+    std::int64_t elements = 1;
+    for (std::int64_t e : block.extent) elements *= e;
+    block.bytes = static_cast<std::size_t>(elements) * SizeOf(logical_.dtype);
+    return block;
+  }
+
+  // The blocks of each step of the exchange, and buffers for the largest.
+  void PlanExchanges() {
+    const int size = processes_->Size();
+    std::size_t most = 0;
+    for (int step = 1; step < size; ++step) {
+      sends_.push_back(BlockOf(rank_, (rank_ + step) % size));
+      receives_.push_back(BlockOf((rank_ - step + size) % size, rank_));
+      most = std::max({most, sends_.back().bytes, receives_.back().bytes});
+    }
+    mine_ = BlockOf(rank_, rank_);
+    outgoing_.resize(most);
+    incoming_.resize(most);
+    if (op_type_ == "reduce_scatter") own_.resize(mine_.bytes);
+  }
+
+  // Step s: this process sends its block for process rank + s and receives process rank - s's block for
+  // it, at once (every process in the same step: a ring, no deadlock, each byte moved once). `take`
+  // places each received block.
+  template <typename Take> void Exchange(const TensorView& whole, Take&& take) {
+    const int size = processes_->Size();
+    for (std::size_t s = 0; s < sends_.size(); ++s) {
+      const int step = static_cast<int>(s) + 1;
+      const Block& out = sends_[s];
+      const Block& in = receives_[s];
+      PackBox({whole.data, whole.meta}, out.start, out.extent, outgoing_.data());
+      const TensorMeta out_meta{Shape{static_cast<std::int64_t>(out.bytes)}, DType::kU8};
+      const TensorMeta in_meta{Shape{static_cast<std::int64_t>(in.bytes)}, DType::kU8};
+      processes_->SendRecv({outgoing_.data(), &out_meta}, (rank_ + step) % size, {incoming_.data(), &in_meta},
+                           (rank_ - step + size) % size, name_);
+      take(in, incoming_.data());
+    }
+  }
+
+  // whole (this process's rows of it) = op over every process's pieces: this process's pieces summed
+  // here, then each other process's sum of these rows received and added, in step order.
+  void ReduceScatter(std::span<const ConstTensorView> inputs, const TensorView& whole) {
+    const std::vector<TensorView> outs(inputs.size(), whole);
+    local_->AllReduce(inputs, outs, ReduceOp::kSum);
+    PackBox({whole.data, whole.meta}, mine_.start, mine_.extent, own_.data());
+    ForReducibleDType(logical_.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      T* sum = reinterpret_cast<T*>(own_.data());
+      const std::size_t count = mine_.bytes / sizeof(T);
+      Exchange(whole, [&](const Block&, const std::byte* packed) {
+        const T* addend = reinterpret_cast<const T*>(packed);
+        for (std::size_t i = 0; i < count; ++i) sum[i] += addend[i];
+      });
+      if (attrs_.op == ReduceOp::kMean) {
+        for (std::size_t i = 0; i < count; ++i) sum[i] /= static_cast<T>(attrs_.devices);
+      }
+    });
+    UnpackBox(own_.data(), mine_.start, mine_.extent, whole);
+  }
+
   // out = op over this process's pieces and every other process's.
   void Sum(std::span<const ConstTensorView> inputs, const TensorView& out) {
     const std::vector<TensorView> outs(inputs.size(), out);
@@ -186,6 +281,9 @@ class SplitOverProcessesKernel final : public Kernel {
   std::vector<TensorMeta> packed_metas_;  // one per process: its pieces' bytes
   std::vector<std::byte> packed_;
   std::vector<std::byte> whole_;          // the whole tensor (reduce_scatter, all_to_all)
+  std::vector<Block> sends_, receives_;   // exchanges (reduce_scatter, all_to_all): step s's blocks
+  Block mine_;                            // this process's own block
+  std::vector<std::byte> outgoing_, incoming_, own_;
   std::unique_ptr<Communicator> local_;   // sums this process's pieces
 };
 

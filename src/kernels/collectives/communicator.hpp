@@ -4,6 +4,8 @@
 // device takes part in the collectives in the plan's order (the planner chains them with control
 // edges: the rule that keeps NCCL and Gloo from deadlocking). Backends: in-process shared memory
 // here; Gloo between processes and NCCL between GPUs implement the same interface.
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -63,6 +65,14 @@ void ReducePiece(std::span<const ConstTensorView> inputs, const TensorView& outp
 void CopyPieceOut(const ConstTensorView& whole, int axis, int ranks, int rank, const TensorView& piece);
 /// Writes `piece`, piece `rank` of a tensor split `ranks` ways along `axis`, to its place in `whole`.
 void CopyPieceIn(const ConstTensorView& piece, int axis, int ranks, int rank, const TensorView& whole);
+
+/// The box of `whole` that starts at `start` and spans `extent` elements in each dimension, packed
+/// row-major into `packed` (PackBox), or written back from it (UnpackBox): the blocks an exchange
+/// between processes sends.
+void PackBox(const ConstTensorView& whole, std::span<const std::int64_t> start, std::span<const std::int64_t> extent,
+             std::byte* packed);
+void UnpackBox(const std::byte* packed, std::span<const std::int64_t> start, std::span<const std::int64_t> extent,
+               const TensorView& whole);
 
 /// Piece `rank` of a row-major tensor of shape `whole` split `ranks` ways along `axis`, as rows of
 /// bytes: `rows` rows of `piece_row` bytes each, `whole_row` bytes apart in the whole tensor (and packed

@@ -265,6 +265,20 @@ class InProcessCommunicator final : public Communicator {
 
 }  // namespace
 
+void PackBox(const ConstTensorView& whole, std::span<const std::int64_t> start, std::span<const std::int64_t> extent,
+             std::byte* packed) {
+  const Shape box(std::vector<std::int64_t>(extent.begin(), extent.end()));
+  CopyBox(static_cast<const std::byte*>(whole.data), {&whole.GetShape(), {start.begin(), start.end()}}, packed,
+          {&box, Zeros(box)}, box.Dims(), SizeOf(whole.GetDType()));
+}
+
+void UnpackBox(const std::byte* packed, std::span<const std::int64_t> start, std::span<const std::int64_t> extent,
+               const TensorView& whole) {
+  const Shape box(std::vector<std::int64_t>(extent.begin(), extent.end()));
+  CopyBox(packed, {&box, Zeros(box)}, static_cast<std::byte*>(whole.data), {&whole.GetShape(), {start.begin(), start.end()}},
+          box.Dims(), SizeOf(whole.GetDType()));
+}
+
 PieceRows PieceRowsOf(const Shape& whole, int axis, int ranks, int rank, std::size_t element_bytes) {
   std::size_t outer = 1, inner = element_bytes;
   for (int d = 0; d < axis; ++d) outer *= static_cast<std::size_t>(whole[d]);

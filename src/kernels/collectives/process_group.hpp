@@ -54,6 +54,9 @@ class HostProcessGroup : public ProcessGroup {
   virtual void Send(const ConstTensorView& tensor, int to, std::string_view what) = 0;
   /// Point to point: `tensor` becomes what process `from` sends.
   virtual void Recv(const TensorView& tensor, int from, std::string_view what) = 0;
+  /// Send and Recv at once, neither waiting for the other to finish: every process exchanging with its
+  /// neighbours in a ring this way cannot deadlock.
+  virtual void SendRecv(const ConstTensorView& send, int to, const TensorView& recv, int from, std::string_view what) = 0;
 };
 
 /// Collectives on device memory between processes that hold one GPU each (NCCL): each call queues the
