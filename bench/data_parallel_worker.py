@@ -57,6 +57,8 @@ def parse_args():
     parser.add_argument("--warmup", type=int, default=-1)
     parser.add_argument("--profile-steps", type=int, default=-1, help="profiled calls after the timed runs (0 = none)")
     parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--fusion-mb", type=float, default=None,
+                        help="flow.config.collective_boxing.nccl_fusion_threshold_mb (0: a collective per gradient)")
     args = parser.parse_args()
     if args.steps < 0:
         args.steps = 200 if args.config == "pipe" else (300 if args.model == "mlp" else 20)
@@ -128,6 +130,8 @@ def data_parallel(args):
     per_device = BATCH // (args.devices * world) if mirrored else BATCH
     if args.devices > 1:
         flow.config.cpu_device_num(args.devices)
+    if args.fusion_mb is not None:
+        flow.config.collective_boxing.nccl_fusion_threshold_mb(args.fusion_mb)
     config = flow.FunctionConfig()
     if mirrored:
         config.default_logical_view(flow.scope.mirrored_view())

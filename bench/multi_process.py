@@ -11,6 +11,8 @@ Runs, each configuration in its own process(es), alternated and rotated over --r
                        over Gloo (WEIR_COLLECTIVES=gloo, TCP on 127.0.0.1)
           2 processes, consistent: the same with the job written for the whole batch, which every
                        process passes; the compiler splits it over the processes
+          --fusion-compare: also the mirrored 2 processes with a collective per gradient instead of
+                       fusion buckets (flow.config.collective_boxing.nccl_fusion_threshold_mb(0))
   PyTorch (bench/ddp_worker.py, /usr/bin/python3): DDP gloo 2 processes x 1 thread, each pinned to a
           core, 50 examples per process (the same model, batch, processes and threads)
   all-reduce (build/bench/allreduce_processes): f32 sum between 2 processes pinned to a core each,
@@ -48,6 +50,8 @@ def parse_args():
     add_training_run_args(parser, timeout=600)
     parser.add_argument("--no-allreduce", action="store_true", help="skip the all-reduce sizes")
     parser.add_argument("--gloo", action="store_true", help="also Weir 2 processes over Gloo")
+    parser.add_argument("--fusion-compare", action="store_true",
+                        help="also Weir 2 processes with a collective per gradient (fusion off), over shm (and Gloo)")
     parser.add_argument("--build", default=os.path.join(ROOT, "build"), help="the build with bench/allreduce_processes")
     parser.add_argument("--spawn", type=int, default=0, help=argparse.SUPPRESS)  # internal: benchlib.run_ranks
     parser.add_argument("command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
@@ -76,6 +80,12 @@ def configurations(args):
         if args.gloo:
             configs.append((f"{model}/weir2gloo", model, "weir 2 processes x 1 core, Gloo",
                             weir + steps + ["--processes", "2"], {"WEIR_COLLECTIVES": "gloo"}))
+        if args.fusion_compare:
+            configs.append((f"{model}/weir2nofuse", model, "weir 2 x 1 core, shm, no fusion",
+                            weir + steps + ["--processes", "2", "--fusion-mb", "0"], {}))
+            if args.gloo:
+                configs.append((f"{model}/weir2gloonofuse", model, "weir 2 x 1 core, Gloo, no fusion",
+                                weir + steps + ["--processes", "2", "--fusion-mb", "0"], {"WEIR_COLLECTIVES": "gloo"}))
     if not args.no_allreduce:
         program = os.path.join(args.build, "bench", "allreduce_processes")
         configs.append(("allreduce/2", "allreduce", "all-reduce 2 processes",
@@ -163,6 +173,15 @@ def main():
             result[f"{model}_weir2gloo_vs_ddp"] = ratio(gloo, ddp)
             print(f"  over Gloo instead of shared memory: Weir 2 processes / PyTorch DDP = "
                   f"{show(result[f'{model}_weir2gloo_vs_ddp'], 2)}, / Weir 1 process = {show(ratio(gloo, weir1), 2)}")
+        if args.fusion_compare:
+            for fused_key, unfused_key, over in (("weir2", "weir2nofuse", "shared memory"),
+                                                 ("weir2gloo", "weir2gloonofuse", "Gloo")):
+                fused, unfused = median(f"{model}/{fused_key}", "train_steps_per_s"), median(f"{model}/{unfused_key}", "train_steps_per_s")
+                if fused is None or unfused is None:
+                    continue
+                result[f"{model}_{fused_key}_fusion_gain"] = ratio(fused, unfused)
+                print(f"  gradient fusion over {over}: {show(fused, 1)} steps/s in buckets, {show(unfused, 1)} with a "
+                      f"collective per gradient ({show(ratio(fused, unfused), 2)}x)")
         for name, target in TARGETS.items():
             value = result[f"{model}_{name}"]
             if value is not None and value < target:

@@ -2,6 +2,7 @@
 /// \file Sessions run compiled jobs. A job is compiled on its first call in a session; every op
 /// becomes an actor exchanging registers, so consecutive calls pipeline.
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -101,6 +102,11 @@ struct DistributedOptions {
   /// The data plane between processes: "auto" (shared memory when every rank is on this machine, else
   /// Gloo over TCP), "shm" or "gloo". WEIR_COLLECTIVES sets it.
   std::string collectives = "auto";
+  /// A mirrored job's gradients are averaged across the processes in buckets of up to this many bytes
+  /// (the first bucket of a call up to 1 MiB, so that it starts early in the backward pass), one
+  /// collective per bucket rather than one per gradient; a gradient larger than this is a bucket of
+  /// its own. OneFlow's collective_boxing.nccl_fusion_threshold_mb, default 16 MiB; 0 turns fusion off.
+  std::size_t fusion_threshold_bytes = std::size_t{16} << 20;
 
   /// RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, WEIR_RDZV_TIMEOUT (seconds) and WEIR_COLLECTIVES, as weir-launch and
   /// torchrun set them; a one-process session when WORLD_SIZE is unset. Throws std::invalid_argument

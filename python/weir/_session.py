@@ -37,6 +37,8 @@ class ResourceConfig:
         self.watchdog_timeout = 300.0  # seconds; flow.config.watchdog_timeout
         self.collective_timeout = 180.0  # seconds; flow.config.collective_timeout
         self.stream_graphs = True  # flow.config.stream_graphs
+        self.enable_fusion = True  # flow.config.collective_boxing.enable_fusion
+        self.fusion_threshold_mb = 16.0  # flow.config.collective_boxing.nccl_fusion_threshold_mb
         self.options = {}  # every other documented knob, recorded as given
 
 
@@ -238,6 +240,7 @@ class Session:
                     watchdog_timeout_s=self.config.watchdog_timeout,
                     collective_timeout_s=self.config.collective_timeout,
                     stream_graphs=self.config.stream_graphs,
+                    fusion_threshold_mb=self.config.fusion_threshold_mb if self.config.enable_fusion else 0.0,
                     **distributed_options(),
                 )
             return self._c

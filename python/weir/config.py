@@ -11,6 +11,7 @@ from weir import _session
 __all__ = [
     "gpu_device_num", "cpu_device_num", "machine_num", "compute_thread_pool_size", "enable_debug_mode",
     "enable_legacy_model_io", "legacy_model_io_enabled", "load_library", "load_library_now", "watchdog_timeout", "collective_timeout",
+    "collective_boxing",
 ]
 
 
@@ -91,6 +92,45 @@ def stream_graphs(val=True):
     config = _config("stream_graphs")
     if config is not None:
         config.stream_graphs = val
+
+
+class _CollectiveBoxing:
+    """``flow.config.collective_boxing``: how collectives between processes are batched. A mirrored
+    job's gradients are averaged across the processes in buckets (OneFlow's fusion), one collective
+    per bucket of up to ``nccl_fusion_threshold_mb`` MiB (default 16; the first bucket of a call at
+    most 1 MiB, so that it starts early in the backward pass). The threshold applies to every backend
+    (shared memory, Gloo, NCCL). OneFlow's other knobs here are accepted and recorded."""
+
+    def enable_fusion(self, val=True):
+        """Buckets on (the default) or off (one collective per gradient)."""
+        if not isinstance(val, bool):
+            raise ValueError(f"flow.config.collective_boxing.enable_fusion: expected True or False, got {val!r}")
+        config = _config("collective_boxing.enable_fusion")
+        if config is not None:
+            config.enable_fusion = val
+
+    def nccl_fusion_threshold_mb(self, val):
+        """The largest bucket, in MiB; 0 turns fusion off."""
+        if isinstance(val, bool) or not isinstance(val, (int, float)) or not 0 <= val <= 1 << 20:
+            raise ValueError("flow.config.collective_boxing.nccl_fusion_threshold_mb: expected a number of MiB in "
+                             f"[0, 1048576], got {val!r}")
+        config = _config("collective_boxing.nccl_fusion_threshold_mb")
+        if config is not None:
+            config.fusion_threshold_mb = float(val)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+
+        def setter(val=True):
+            config = _config(f"collective_boxing.{name}")
+            if config is not None:
+                config.options[f"collective_boxing.{name}"] = val
+
+        return setter
+
+
+collective_boxing = _CollectiveBoxing()
 
 
 def enable_debug_mode(val=True):

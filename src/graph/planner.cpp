@@ -24,6 +24,10 @@ namespace weir::internal {
 
 namespace {
 
+// The first gradient bucket of a call closes at this size (or the fusion threshold, if smaller), as
+// PyTorch DDP's first bucket does: its collective then overlaps the rest of the backward pass.
+constexpr std::size_t kFirstBucketBytes = std::size_t{1} << 20;
+
 // Nodes an output depends on; everything else is dead code and gets no actor.
 std::vector<bool> LiveNodes(const JobGraph& graph) {
   std::vector<bool> live(graph.nodes.size(), false);
@@ -420,6 +424,48 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
         piece.registers, std::vector<TensorMeta>(static_cast<std::size_t>(devices), info.meta), {info.meta});
     piece = Placed{registers, {piece.devices.front()}};
   };
+  // A mirrored job across processes averages its gradients in buckets (fusion): a gradient waits in
+  // the open bucket until adding the next would pass the bucket's bytes (the first bucket at most
+  // 1 MiB, so that the first collective starts early in the backward pass), or until an op reads one
+  // of them; then one all-reduce actor averages the bucket, one collective across the processes.
+  std::vector<int> bucket;  // gradient values, in the order they were made
+  std::size_t bucket_bytes = 0;
+  bool first_bucket = true;
+  auto close_bucket = [&] {
+    if (bucket.size() == 1) all_reduce(bucket.front());
+    if (bucket.size() > 1) {
+      std::vector<int> from;
+      std::vector<TensorMeta> metas;
+      for (int value : bucket) {
+        from.push_back(placed[static_cast<std::size_t>(value)].registers.front());
+        metas.push_back(graph.values[static_cast<std::size_t>(value)].meta);
+      }
+      const std::vector<int> registers = boxing_task(
+          "all_reduce", fmt::format("{} and {} more", graph.values[static_cast<std::size_t>(bucket.front())].name, bucket.size() - 1),
+          {.op = ReduceOp::kMean, .devices = 1, .tensors = static_cast<int>(bucket.size()), .across_processes = true},
+          from, metas, metas);
+      for (std::size_t j = 0; j < bucket.size(); ++j) {
+        Placed& value = placed[static_cast<std::size_t>(bucket[j])];
+        value = Placed{{registers[j]}, {value.devices.front()}};
+      }
+    }
+    if (!bucket.empty()) first_bucket = false;
+    bucket.clear();
+    bucket_bytes = 0;
+  };
+  auto add_to_bucket = [&](int value) {
+    const ValueInfo& info = graph.values[static_cast<std::size_t>(value)];
+    const std::size_t cap = first_bucket ? std::min(kFirstBucketBytes, options.fusion_threshold_bytes) : options.fusion_threshold_bytes;
+    if (!bucket.empty()) {
+      const int last = bucket.back();
+      if (bucket_bytes + info.meta.NumBytes() > cap || graph.values[static_cast<std::size_t>(last)].meta.dtype != info.meta.dtype ||
+          placed[static_cast<std::size_t>(last)].devices != placed[static_cast<std::size_t>(value)].devices) {
+        close_bucket();
+      }
+    }
+    bucket.push_back(value);
+    bucket_bytes += info.meta.NumBytes();
+  };
   auto pieces_of = [&](const TensorMeta& logical, const Sbp& sbp, std::size_t devices) {
     std::vector<TensorMeta> metas;
     for (std::size_t r = 0; r < devices; ++r) {
@@ -632,6 +678,12 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     if (!live[n] || fused_away[n]) continue;
     const OpNode& node = graph.nodes[n];
     const std::vector<int> devices = placer.Devices(node);
+    if (!bucket.empty()) {  // an op reading a gradient in the open bucket reads it averaged
+      const std::vector<int>& reads = chain_ending_at[n] >= 0 ? chains[static_cast<std::size_t>(chain_ending_at[n])].inputs : node.inputs;
+      if (std::any_of(reads.begin(), reads.end(), [&](int value) { return std::find(bucket.begin(), bucket.end(), value) != bucket.end(); })) {
+        close_bucket();
+      }
+    }
     if (node.type == kPlaceholderOp) {
       const auto placeholder = std::find(graph.placeholder_values.begin(), graph.placeholder_values.end(), node.outputs[0]);
       const std::size_t index = static_cast<std::size_t>(placeholder - graph.placeholder_values.begin());
@@ -882,11 +934,14 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
       if (piece.registers.size() > 1) {
         piece.sbp = Sbp::P();
         piece.mean = true;
+      } else if (across_processes && options.fusion_threshold_bytes > 0 && piece.PerDevice()) {
+        add_to_bucket(value);
       } else {
         all_reduce(value);
       }
     }
   }
+  close_bucket();
 
   // Every job, predict or train, returns a variable it writes in place as it was before this call's
   // writes. The sink cannot read such a variable directly: it runs after the writes (a call completes

@@ -4,6 +4,7 @@
 // actors before the updates), makes every op replica an actor, gives every value a register (2 slots
 // on the source edges and between devices, 1 elsewhere), checks that a kernel exists for every
 // (op, device, dtype), and assigns actors to their devices' streams.
+#include <cstddef>
 #include <memory>
 
 #include "actors/plan.hpp"
@@ -36,6 +37,9 @@ struct PlanOptions {
   /// (graph/stream_graphs.hpp): CUDA devices' compute streams, and CPU compute streams when
   /// `async_cpu_streams` (the runtime runs them as device streams then).
   bool stream_graphs = false;
+  /// Bucket bytes of a mirrored job's gradient averaging across processes (DistributedOptions::
+  /// fusion_threshold_bytes); 0: an all-reduce actor per gradient.
+  std::size_t fusion_threshold_bytes = 0;
   bool async_cpu_streams = false;
 };
 

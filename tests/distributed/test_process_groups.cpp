@@ -395,3 +395,56 @@ TEST_CASE("collectives spread over processes compute what one process does, piec
     });
   }
 }
+
+TEST_CASE("a fusion bucket averages each of its tensors over every device of every process") {
+  Watchdog dog(60s);
+  // Tensors of a bucket: small ones cross the processes packed; one of 70,000 floats, over shared
+  // memory's 256 KiB packing limit, in place there (packed on Gloo, whose limit is 4 MiB); an empty one
+  // not at all; 2 devices in each of 3 ranks.
+  const std::vector<std::int64_t> sizes = {5, 70000, 1, 0, 3};
+  constexpr int kDevices = 2;
+  for (Backend backend : {Backend::kGloo, Backend::kShm}) {
+    CAPTURE(Name(backend));
+    OnRanks(backend, 3, 10000ms, [&](int rank, HostProcessGroup& group, ControlPlaneClient&) {
+      // Device d of rank r adds (10 r + d + 1) * (i % 7 + 1) at element i of tensor t, plus t.
+      auto addend = [](int rank, int device, std::size_t t, std::int64_t i) {
+        return static_cast<float>((10 * rank + device + 1) * (i % 7 + 1) + static_cast<std::int64_t>(t));
+      };
+      std::vector<std::vector<float>> inputs;
+      std::vector<Shape> in_shapes, out_shapes;
+      for (std::size_t t = 0; t < sizes.size(); ++t) {
+        out_shapes.push_back(Shape{sizes[t]});
+        for (int d = 0; d < kDevices; ++d) {
+          std::vector<float> piece(static_cast<std::size_t>(sizes[t]));
+          for (std::int64_t i = 0; i < sizes[t]; ++i) piece[static_cast<std::size_t>(i)] = addend(rank, d, t, i);
+          inputs.push_back(std::move(piece));
+          in_shapes.push_back(Shape{sizes[t]});
+        }
+      }
+      for (const ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean}) {
+        CAPTURE(static_cast<int>(op));
+        const CollectiveAttrs attrs{.op = op, .devices = kDevices, .tensors = static_cast<int>(sizes.size()),
+                                    .across_processes = true};
+        const auto outputs = RunSpread(group, "all_reduce", attrs, inputs, in_shapes, out_shapes);
+        for (std::size_t t = 0; t < sizes.size(); ++t) {
+          CAPTURE(t);
+          std::vector<float> expected(static_cast<std::size_t>(sizes[t]), 0.0f);
+          for (std::int64_t i = 0; i < sizes[t]; ++i) {
+            for (int r = 0; r < 3; ++r) {
+              for (int d = 0; d < kDevices; ++d) expected[static_cast<std::size_t>(i)] += addend(r, d, t, i);
+            }
+            if (op == ReduceOp::kMean) expected[static_cast<std::size_t>(i)] /= 3.0f * kDevices;
+          }
+          CheckClose(outputs[t], expected);
+        }
+      }
+      // A bucket whose inputs do not match its tensors is refused when its kernel is made, naming it.
+      const CollectiveAttrs two{.devices = kDevices, .tensors = 2, .across_processes = true};
+      CHECK_THROWS_WITH_AS(RunSpread(group, "all_reduce", two, {{1.0f}, {2.0f}, {3.0f}}, {Shape{1}, Shape{1}, Shape{1}},
+                                     {Shape{1}, Shape{1}}),
+                           doctest::Contains("a fusion bucket is an all_reduce of 2 tensors: 4 inputs and 2 outputs "
+                                             "expected, got 3 and 2"),
+                           std::invalid_argument);
+    });
+  }
+}

@@ -95,8 +95,11 @@ void Launch(Session& session, const Job& job, std::vector<Tensor> inputs, bool i
 
 /// Rank r of `world` ranks with `devices` devices each trains the mirrored MLP on its rows of each batch.
 std::map<std::string, Tensor> TrainRank(int rank, int world, int devices, int port, const std::string& collectives,
-                                        const Optimizer& optimizer, bool in_flight = false) {
-  Session session(RankOptions(rank, world, port, collectives, devices));
+                                        const Optimizer& optimizer, bool in_flight = false,
+                                        std::size_t fusion_threshold_bytes = std::size_t{16} << 20) {
+  SessionOptions options = RankOptions(rank, world, port, collectives, devices);
+  options.distributed.fusion_threshold_bytes = fusion_threshold_bytes;
+  Session session(options);
   std::vector<Tensor> losses;
   const std::int64_t per = kBatch / (world * devices);
   const Job mirrored = TrainJob("train", Model::kMlp, per, LogicalView::kMirrored, optimizer);
@@ -121,13 +124,17 @@ std::map<std::string, Tensor> TrainRank(int rank, int world, int devices, int po
 
 TEST_CASE("sessions across processes: mirrored training ends with one session's variables") {
   Watchdog dog(120s);
+  // With one device per process the gradients cross the processes in one fusion bucket, or (fusion
+  // off) one by one.
   struct Case {
     int devices;
     std::string collectives;
+    std::size_t fusion = std::size_t{16} << 20;
   };
-  for (const Case& c : {Case{1, "shm"}, Case{1, "gloo"}, Case{2, "auto"}, Case{2, "gloo"}}) {
+  for (const Case& c : {Case{1, "shm"}, Case{1, "gloo"}, Case{1, "gloo", 0}, Case{2, "auto"}, Case{2, "gloo"}}) {
     CAPTURE(c.devices);
     CAPTURE(c.collectives);
+    CAPTURE(c.fusion);
     // Adam: elementwise updates after the gradients' cross-process reduction; LAMB: whole-tensor
     // updates after an all-reduce actor.
     // With LAMB the calls are launched together (in flight at once): each call's collectives still
@@ -139,10 +146,51 @@ TEST_CASE("sessions across processes: mirrored training ends with one session's 
       const auto expected = TrainOneSession(optimizer);
       const int port = FreePort();
       const auto ranks = OnRanks<std::map<std::string, Tensor>>(
-          2, [&](int rank) { return TrainRank(rank, 2, c.devices, port, c.collectives, optimizer, /*in_flight=*/lamb); });
+          2, [&](int rank) { return TrainRank(rank, 2, c.devices, port, c.collectives, optimizer, /*in_flight=*/lamb, c.fusion); });
       for (const auto& variables : ranks) CheckSameVariables(expected, variables);
     }
   }
+}
+
+TEST_CASE("sessions across processes: a mirrored job averages its gradients in fusion buckets") {
+  // One device per process: each gradient is averaged across the processes. The conv net has 6.
+  const Job job = TrainJob("train", Model::kConv, 6, LogicalView::kMirrored, Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.0));
+  struct Bucket {
+    int tensors;
+    std::size_t bytes;
+  };
+  auto buckets_of = [&](std::size_t threshold) {
+    const auto plan = internal::CompilePlan(job.Graph(), {.processes = 2, .rank = 0, .fusion_threshold_bytes = threshold});
+    std::vector<Bucket> buckets;
+    for (const internal::TaskDesc& task : plan->tasks) {
+      if (task.op_type != "all_reduce") continue;
+      const auto& attrs = std::any_cast<const internal::CollectiveAttrs&>(*task.attrs);
+      CHECK(attrs.across_processes);
+      REQUIRE(task.output_metas.size() == static_cast<std::size_t>(attrs.tensors));
+      std::size_t bytes = 0;
+      for (const internal::TensorMeta& meta : task.output_metas) bytes += meta.NumBytes();
+      buckets.push_back({attrs.tensors, bytes});
+    }
+    return buckets;
+  };
+  auto tensors_of = [](const std::vector<Bucket>& buckets) {
+    int tensors = 0;
+    for (const Bucket& bucket : buckets) tensors += bucket.tensors;
+    return tensors;
+  };
+  const std::vector<Bucket> off = buckets_of(0);
+  CHECK(off.size() == 6);
+  for (const Bucket& bucket : off) CHECK(bucket.tensors == 1);
+  // Every gradient (a few KiB in all) fits the first bucket: one collective.
+  const std::vector<Bucket> fused = buckets_of(std::size_t{16} << 20);
+  REQUIRE(fused.size() == 1);
+  CHECK(fused[0].tensors == 6);
+  // Buckets of at most 600 bytes (but for a gradient larger than that, alone): still every gradient once.
+  const std::vector<Bucket> small = buckets_of(600);
+  CHECK(small.size() > 1);
+  CHECK(small.size() < 6);
+  CHECK(tensors_of(small) == 6);
+  for (const Bucket& bucket : small) CHECK((bucket.bytes <= 600 || bucket.tensors == 1));
 }
 
 TEST_CASE("sessions across processes: jobs that differ or fail to compile on one rank fail on every rank") {

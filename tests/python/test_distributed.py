@@ -1,6 +1,7 @@
 """Sessions across processes (docs/distributed.md): real processes on 127.0.0.1 with free ports, started
 by weir-launch or directly with its environment. Mirrored training on 2 and 3 processes (and 2 processes
-x 2 devices) ends with the variables of one process on the whole batch, and a checkpoint saved once (by
+x 2 devices; gradients in fusion buckets and one by one) ends with the variables of one process on the whole
+batch, and a checkpoint saved once (by
 rank 0) loads on every rank; consistent training split over 2 and 3 processes ends the same way; a
 pipeline with a stage in each process trains as one process; a killed rank, jobs that differ, a rank that never comes and a port in use are clear
 errors within a bound. Every process run has a hard time limit."""
@@ -16,6 +17,8 @@ import time
 
 import numpy as np
 import pytest
+
+import weir as flow
 
 TIMEOUT_S = 120  # hard bound on every multi-process run
 
@@ -35,6 +38,7 @@ if os.environ.get("TEST_GPU") == "1":  # one GPU per process, NCCL between them
 else:
     flow.config.cpu_device_num(devices)
 flow.config.collective_timeout(20)
+flow.config.collective_boxing.enable_fusion(os.environ.get("TEST_FUSION", "1") == "1")
 config = flow.FunctionConfig()
 hidden = 16 + (rank if mode == "differ" else 0)
 
@@ -151,12 +155,13 @@ def test_one_gpu_per_process_over_nccl_trains_as_one_process(program, tmp_path, 
             np.testing.assert_allclose(got[name], one_process[name], rtol=1e-4, atol=1e-5, err_msg=name)
 
 
-@pytest.mark.parametrize("processes,devices,collectives",
-                         [(2, 1, "shm"), (2, 1, "gloo"), (3, 1, "shm"), (3, 1, "gloo"), (2, 2, "auto")])
+@pytest.mark.parametrize("processes,devices,collectives,fusion",
+                         [(2, 1, "shm", 1), (2, 1, "gloo", 1), (2, 1, "gloo", 0), (3, 1, "shm", 1), (3, 1, "gloo", 1),
+                          (2, 2, "auto", 1)])
 def test_mirrored_training_across_processes_matches_one_process(program, tmp_path, one_process, processes, devices,
-                                                                collectives):
+                                                                collectives, fusion):
     done = _launch(program, processes, str(tmp_path / "run"), "mirrored", str(devices), "train",
-                   collectives=collectives)
+                   collectives=collectives, TEST_FUSION=fusion)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count("step 5 done") == processes
     expected = "shm" if collectives == "auto" else collectives  # auto: one machine, shared memory
@@ -164,6 +169,19 @@ def test_mirrored_training_across_processes_matches_one_process(program, tmp_pat
     assert done.stdout.count("checkpoint ok") == processes
     for rank in range(processes):
         _assert_same(one_process, _variables(tmp_path / f"run_{rank}.npz"))
+
+
+def test_collective_boxing_knobs_are_checked_and_oneflows_others_recorded():
+    flow.config.collective_boxing.enable_fusion(False)
+    flow.config.collective_boxing.nccl_fusion_threshold_mb(4)
+    flow.config.collective_boxing.nccl_num_streams(2)  # OneFlow's, nothing to do in Weir: recorded
+    config = flow._session.default_session().config
+    assert (config.enable_fusion, config.fusion_threshold_mb) == (False, 4.0)
+    assert config.options["collective_boxing.nccl_num_streams"] == 2
+    with pytest.raises(ValueError, match=r"enable_fusion: expected True or False, got 'yes'"):
+        flow.config.collective_boxing.enable_fusion("yes")
+    with pytest.raises(ValueError, match=r"nccl_fusion_threshold_mb: expected a number of MiB in \[0, 1048576\], got -1"):
+        flow.config.collective_boxing.nccl_fusion_threshold_mb(-1)
 
 
 def test_a_master_given_by_host_name(program, tmp_path, one_process):

@@ -132,7 +132,7 @@ void BindSession(py::module_& m) {
                        double shutdown_timeout_s, std::uint64_t seed, int cpu_devices, int gpu_devices,
                        double watchdog_timeout_s, int rank, int world_size, std::string master_addr,
                        int master_port, double rendezvous_timeout_s, double collective_timeout_s,
-                       std::string collectives, bool stream_graphs, int local_rank) {
+                       std::string collectives, bool stream_graphs, int local_rank, double fusion_threshold_mb) {
              SessionOptions options;
              options.cpu_devices = cpu_devices;
              options.gpu_devices = gpu_devices;
@@ -152,6 +152,11 @@ void BindSession(py::module_& m) {
              options.distributed.collective_timeout =
                  std::chrono::milliseconds(static_cast<std::int64_t>(collective_timeout_s * 1000));
              options.distributed.collectives = std::move(collectives);
+             if (!(fusion_threshold_mb >= 0) || fusion_threshold_mb > 1 << 20) {
+               throw py::value_error(fmt::format("fusion_threshold_mb: expected a number of MiB in [0, 1048576], got {}",
+                                                 fusion_threshold_mb));
+             }
+             options.distributed.fusion_threshold_bytes = static_cast<std::size_t>(fusion_threshold_mb * (1 << 20));
              options.stream_graphs = stream_graphs;
              // Connecting waits for the other ranks: let other Python threads run meanwhile.
              py::gil_scoped_release release;
@@ -162,7 +167,8 @@ void BindSession(py::module_& m) {
            py::arg("gpu_devices") = 0, py::arg("watchdog_timeout_s") = 300.0, py::arg("rank") = 0,
            py::arg("world_size") = 1, py::arg("master_addr") = "127.0.0.1", py::arg("master_port") = 29500,
            py::arg("rendezvous_timeout_s") = 300.0, py::arg("collective_timeout_s") = 180.0,
-           py::arg("collectives") = "auto", py::arg("stream_graphs") = true, py::arg("local_rank") = 0)
+           py::arg("collectives") = "auto", py::arg("stream_graphs") = true, py::arg("local_rank") = 0,
+           py::arg("fusion_threshold_mb") = 16.0)
       .def("resource",
            [](PySession& self) {
              const Resource r = self.Get().GetResource();

@@ -43,6 +43,34 @@ class CollectiveKernel final : public Kernel {
           "[{}] '{}': only a whole all_reduce or reduce_scatter actor reduces across processes, and only in a "
           "session of several processes", op_type_, name_));
     }
+    const auto tensors = static_cast<std::size_t>(attrs_.tensors);
+    if (tensors > 1) {
+      if (op_type_ != "all_reduce" || setup.outputs.size() != tensors ||
+          setup.inputs.size() != tensors * static_cast<std::size_t>(attrs_.devices)) {
+        throw std::invalid_argument(fmt::format(
+            "[{}] '{}': a fusion bucket is an all_reduce of {} tensors: {} inputs and {} outputs expected, got {} and {}",
+            op_type_, name_, tensors, tensors * static_cast<std::size_t>(attrs_.devices), tensors, setup.inputs.size(),
+            setup.outputs.size()));
+      }
+      // The small tensors of a bucket cross the processes packed into one buffer (one collective
+      // instead of a latency each); larger ones in place, where copying would cost more than it saves
+      // (HostProcessGroup::PackBelowBytes: 256 KiB through shared memory, 4 MiB through Gloo).
+      std::size_t packed = 0;
+      for (std::size_t t = 0; t < tensors; ++t) {
+        const TensorMeta& meta = setup.outputs[t];
+        if (meta.dtype != setup.outputs[0].dtype) {
+          throw std::invalid_argument(fmt::format("[{}] '{}': a fusion bucket holds one dtype, got {} and {}", op_type_,
+                                                  name_, setup.outputs[0].dtype, meta.dtype));
+        }
+        if (meta.NumBytes() > 0 && processes_ != nullptr && meta.NumBytes() < processes_->PackBelowBytes()) {
+          packed_tensors_.push_back(t);
+          packed += meta.NumBytes();
+        }
+      }
+      if (packed_tensors_.size() < 2) packed_tensors_.clear();
+      packed_meta_ = {Shape{static_cast<std::int64_t>(packed / SizeOf(setup.outputs[0].dtype))}, setup.outputs[0].dtype};
+      packed_.resize(packed_tensors_.empty() ? 0 : packed);
+    }
   }
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
@@ -50,11 +78,19 @@ class CollectiveKernel final : public Kernel {
       ReducePiece(inputs, outputs[0], attrs_.axis, attrs_.rank, attrs_.op);
       return;
     }
+    if (op_type_ == "all_reduce") {
+      // Each tensor's pieces into its one output, which every device of this process reads.
+      const auto devices = static_cast<std::size_t>(attrs_.devices);
+      for (std::size_t t = 0; t < outputs.size(); ++t) {
+        std::fill(outputs_.begin(), outputs_.end(), outputs[t]);
+        communicator_->AllReduce(inputs.subspan(t * devices, devices), outputs_, attrs_.op);
+      }
+      if (attrs_.across_processes) AllReduceAcrossProcesses(outputs);
+      return;
+    }
     // One output shared by every device, or one per device.
     for (std::size_t r = 0; r < outputs_.size(); ++r) outputs_[r] = outputs[outputs.size() == 1 ? 0 : r];
-    if (op_type_ == "all_reduce") {
-      communicator_->AllReduce(inputs, outputs_, attrs_.op);
-    } else if (op_type_ == "all_gather") {
+    if (op_type_ == "all_gather") {
       communicator_->AllGather(inputs, outputs_, attrs_.axis);
     } else if (op_type_ == "reduce_scatter") {
       communicator_->ReduceScatter(inputs, outputs_, attrs_.axis, attrs_.op);
@@ -63,17 +99,44 @@ class CollectiveKernel final : public Kernel {
     } else {  // scatter: one whole input, a piece per device
       communicator_->Scatter(inputs[0], outputs_, attrs_.axis);
     }
-    if (!attrs_.across_processes) return;
-    for (const TensorView& output : outputs) processes_->AllReduce(output, attrs_.op, name_);
+    if (attrs_.across_processes) AllReduceAcrossProcesses(outputs);
   }
 
  private:
+  void AllReduceAcrossProcesses(std::span<const TensorView> outputs) {
+    if (packed_tensors_.empty()) {
+      for (const TensorView& output : outputs) processes_->AllReduce(output, attrs_.op, name_);
+      return;
+    }
+    std::size_t offset = 0;
+    for (std::size_t t : packed_tensors_) {
+      std::memcpy(packed_.data() + offset, outputs[t].data, outputs[t].meta->NumBytes());
+      offset += outputs[t].meta->NumBytes();
+    }
+    processes_->AllReduce({packed_.data(), &packed_meta_}, attrs_.op, name_);
+    offset = 0;
+    for (std::size_t t : packed_tensors_) {
+      std::memcpy(outputs[t].data, packed_.data() + offset, outputs[t].meta->NumBytes());
+      offset += outputs[t].meta->NumBytes();
+    }
+    for (std::size_t t = 0, p = 0; t < outputs.size(); ++t) {
+      if (p < packed_tensors_.size() && packed_tensors_[p] == t) {
+        ++p;
+        continue;
+      }
+      if (outputs[t].meta->NumBytes() > 0) processes_->AllReduce(outputs[t], attrs_.op, name_);
+    }
+  }
+
   std::string op_type_;
   std::string name_;
   CollectiveAttrs attrs_;
   std::unique_ptr<Communicator> communicator_;
   std::vector<TensorView> outputs_;
   HostProcessGroup* processes_;
+  std::vector<std::size_t> packed_tensors_;  // a bucket's tensors that cross the processes packed, in order
+  TensorMeta packed_meta_;
+  std::vector<std::byte> packed_;
 };
 
 // A collective of a consistent job whose pieces are spread over the processes (process_pieces): this

@@ -11,6 +11,9 @@ namespace weir::internal {
 struct CollectiveAttrs {
   ReduceOp op = ReduceOp::kSum;  // all_reduce, reduce_scatter
   int devices = 1;
+  /// all_reduce: the tensors this one actor reduces (a fusion bucket of gradients, which crosses the
+  /// processes as one collective); inputs tensor by tensor, `devices` pieces each, one output each.
+  int tensors = 1;
   int axis = 0;      // the split axis of reduce_scatter's outputs, all_gather's inputs, scatter's outputs,
                      // all_to_all's inputs
   int out_axis = 0;  // all_to_all: the split axis of the outputs

@@ -9,6 +9,7 @@
 // the calls of two jobs with cross-process collectives). `what` names the
 // collective (the actor's name) in errors. Every call is bounded by the group's timeout; a failure
 // (a lost peer, a timeout) throws std::runtime_error naming the collective and the peer when known.
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <stdexcept>
@@ -58,6 +59,10 @@ class HostProcessGroup : public ProcessGroup {
   /// Send and Recv at once, neither waiting for the other to finish: every process exchanging with its
   /// neighbours in a ring this way cannot deadlock.
   virtual void SendRecv(const ConstTensorView& send, int to, const TensorView& recv, int from, std::string_view what) = 0;
+  /// A fusion bucket's tensors below this many bytes cross the processes packed into one buffer, one
+  /// collective for all of them: copying a tensor in and out costs less than one more collective's
+  /// latency here. Larger ones go in place, one collective each.
+  virtual std::size_t PackBelowBytes() const = 0;
 };
 
 /// Collectives on device memory between processes that hold one GPU each (NCCL): each call queues the

@@ -47,6 +47,10 @@ class NcclCollectiveCuda final : public Kernel {
           "[{}] '{}': a collective between {} GPUs of one process; Weir runs one GPU per process (start one process per "
           "GPU: weir-launch --nproc_per_node={})", op_type_, name_, attrs_.devices, attrs_.devices));
     }
+    if (attrs_.tensors > 1 && (!attrs_.across_processes || spread || op_type_ != "all_reduce")) {
+      throw std::invalid_argument(fmt::format("[{}] '{}': only a mirrored job's all-reduce across processes averages "
+                                              "several tensors (a fusion bucket) on a GPU", op_type_, name_));
+    }
     const bool needs_group = op_type_ == "transfer" || spread || attrs_.across_processes;
     if (needs_group && group_ == nullptr) {
       throw std::invalid_argument(fmt::format("[{}] '{}' on a GPU needs the session's NCCL group (a session of several "
@@ -92,7 +96,8 @@ class NcclCollectiveCuda final : public Kernel {
     } else if (!attrs_.process_pieces.empty()) {
       RunSpread(inputs[0], outputs[0]);
     } else if (attrs_.across_processes) {  // the mirrored view's average over the processes
-      group_->AllReduce(inputs[0], outputs[0], attrs_.op, stream_, name_);
+      // A fusion bucket is one actor: its gradients' all-reduces queue on the stream back to back.
+      for (std::size_t t = 0; t < outputs.size(); ++t) group_->AllReduce(inputs[t], outputs[t], attrs_.op, stream_, name_);
     } else {  // one device: every collective of one piece is that piece
       cuda::CopyOnDevice(stream_, outputs[0].data, inputs[0].data, bytes_);
     }
