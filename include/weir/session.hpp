@@ -102,10 +102,11 @@ struct DistributedOptions {
   /// The data plane between processes: "auto" (shared memory when every rank is on this machine, else
   /// Gloo over TCP), "shm" or "gloo". WEIR_COLLECTIVES sets it.
   std::string collectives = "auto";
-  /// A mirrored job's gradients are averaged across the processes in buckets of up to this many bytes
-  /// (the first bucket of a call up to 1 MiB, so that it starts early in the backward pass), one
-  /// collective per bucket rather than one per gradient; a gradient larger than this is a bucket of
-  /// its own. OneFlow's collective_boxing.nccl_fusion_threshold_mb, default 16 MiB; 0 turns fusion off.
+  /// A mirrored job's gradients are averaged across the processes in buckets, one collective per
+  /// bucket rather than one per gradient: gradients join the open bucket in the order the backward
+  /// pass makes them until it holds this many bytes (the first bucket of a call 1 MiB, so that it
+  /// starts early), as PyTorch DDP's buckets do. OneFlow's collective_boxing.nccl_fusion_threshold_mb,
+  /// default 16 MiB; 0 turns fusion off.
   std::size_t fusion_threshold_bytes = std::size_t{16} << 20;
 
   /// RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, WEIR_RDZV_TIMEOUT (seconds) and WEIR_COLLECTIVES, as weir-launch and

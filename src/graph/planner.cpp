@@ -24,8 +24,9 @@ namespace weir::internal {
 
 namespace {
 
-// The first gradient bucket of a call closes at this size (or the fusion threshold, if smaller), as
-// PyTorch DDP's first bucket does: its collective then overlaps the rest of the backward pass.
+// The first gradient bucket of a call closes once it holds this many bytes (or the fusion threshold,
+// if smaller), as PyTorch DDP's first bucket does: its collective then overlaps the rest of the
+// backward pass.
 constexpr std::size_t kFirstBucketBytes = std::size_t{1} << 20;
 
 // Nodes an output depends on; everything else is dead code and gets no actor.
@@ -424,10 +425,11 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
         piece.registers, std::vector<TensorMeta>(static_cast<std::size_t>(devices), info.meta), {info.meta});
     piece = Placed{registers, {piece.devices.front()}};
   };
-  // A mirrored job across processes averages its gradients in buckets (fusion): a gradient waits in
-  // the open bucket until adding the next would pass the bucket's bytes (the first bucket at most
-  // 1 MiB, so that the first collective starts early in the backward pass), or until an op reads one
-  // of them; then one all-reduce actor averages the bucket, one collective across the processes.
+  // A mirrored job across processes averages its gradients in buckets (fusion), as PyTorch DDP
+  // does: gradients join the open bucket, in the order they are made, until it holds the threshold's
+  // bytes (the first bucket 1 MiB, so that the first collective starts early in the backward pass),
+  // or until an op reads one of them; then one all-reduce actor averages the bucket, one collective
+  // across the processes.
   std::vector<int> bucket;  // gradient values, in the order they were made
   std::size_t bucket_bytes = 0;
   bool first_bucket = true;
@@ -455,16 +457,17 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   };
   auto add_to_bucket = [&](int value) {
     const ValueInfo& info = graph.values[static_cast<std::size_t>(value)];
-    const std::size_t cap = first_bucket ? std::min(kFirstBucketBytes, options.fusion_threshold_bytes) : options.fusion_threshold_bytes;
-    if (!bucket.empty()) {
+    if (!bucket.empty()) {  // a bucket holds one dtype on one device
       const int last = bucket.back();
-      if (bucket_bytes + info.meta.NumBytes() > cap || graph.values[static_cast<std::size_t>(last)].meta.dtype != info.meta.dtype ||
+      if (graph.values[static_cast<std::size_t>(last)].meta.dtype != info.meta.dtype ||
           placed[static_cast<std::size_t>(last)].devices != placed[static_cast<std::size_t>(value)].devices) {
         close_bucket();
       }
     }
     bucket.push_back(value);
     bucket_bytes += info.meta.NumBytes();
+    const std::size_t cap = first_bucket ? std::min(kFirstBucketBytes, options.fusion_threshold_bytes) : options.fusion_threshold_bytes;
+    if (bucket_bytes >= cap) close_bucket();
   };
   auto pieces_of = [&](const TensorMeta& logical, const Sbp& sbp, std::size_t devices) {
     std::vector<TensorMeta> metas;

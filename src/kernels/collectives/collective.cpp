@@ -52,25 +52,27 @@ class CollectiveKernel final : public Kernel {
             op_type_, name_, tensors, tensors * static_cast<std::size_t>(attrs_.devices), tensors, setup.inputs.size(),
             setup.outputs.size()));
       }
-      // The small tensors of a bucket cross the processes packed into one buffer (one collective
-      // instead of a latency each); larger ones in place, where copying would cost more than it saves
-      // (HostProcessGroup::PackBelowBytes: 256 KiB through shared memory, 4 MiB through Gloo).
-      std::size_t packed = 0;
-      for (std::size_t t = 0; t < tensors; ++t) {
-        const TensorMeta& meta = setup.outputs[t];
-        if (meta.dtype != setup.outputs[0].dtype) {
-          throw std::invalid_argument(fmt::format("[{}] '{}': a fusion bucket holds one dtype, got {} and {}", op_type_,
-                                                  name_, setup.outputs[0].dtype, meta.dtype));
-        }
-        if (meta.NumBytes() > 0 && processes_ != nullptr && meta.NumBytes() < processes_->PackBelowBytes()) {
-          packed_tensors_.push_back(t);
-          packed += meta.NumBytes();
-        }
-      }
-      if (packed_tensors_.size() < 2) packed_tensors_.clear();
-      packed_meta_ = {Shape{static_cast<std::int64_t>(packed / SizeOf(setup.outputs[0].dtype))}, setup.outputs[0].dtype};
-      packed_.resize(packed_tensors_.empty() ? 0 : packed);
     }
+    // The outputs an actor reduces across the processes (a fusion bucket's tensors, a reduce-scatter's
+    // pieces): the small ones cross packed into one buffer (one collective instead of a latency each),
+    // larger ones in place, where copying would cost more than it saves (HostProcessGroup::
+    // PackBelowBytes: 256 KiB through shared memory, 4 MiB through Gloo).
+    if (!attrs_.across_processes) return;
+    std::size_t packed = 0;
+    for (std::size_t t = 0; t < setup.outputs.size(); ++t) {
+      const TensorMeta& meta = setup.outputs[t];
+      if (meta.dtype != setup.outputs[0].dtype) {
+        throw std::invalid_argument(fmt::format("[{}] '{}': the outputs of one actor have one dtype, got {} and {}",
+                                                op_type_, name_, setup.outputs[0].dtype, meta.dtype));
+      }
+      if (meta.NumBytes() > 0 && meta.NumBytes() < processes_->PackBelowBytes()) {
+        packed_tensors_.push_back(t);
+        packed += meta.NumBytes();
+      }
+    }
+    if (packed_tensors_.size() < 2) packed_tensors_.clear();
+    packed_meta_ = {Shape{static_cast<std::int64_t>(packed / SizeOf(setup.outputs[0].dtype))}, setup.outputs[0].dtype};
+    packed_.resize(packed_tensors_.empty() ? 0 : packed);
   }
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
