@@ -32,7 +32,7 @@ class ResourceConfig:
     def __init__(self):
         self.gpu_device_num = None
         self.cpu_device_num = None
-        self.machine_num = 1
+        self.machine_num = None  # flow.config.machine_num: checked when the session starts
         self.compute_thread_pool_size = None
         self.watchdog_timeout = 300.0  # seconds; flow.config.watchdog_timeout
         self.collective_timeout = 180.0  # seconds; flow.config.collective_timeout
@@ -187,6 +187,17 @@ def distributed_options() -> dict:
     }
 
 
+def machines_spanned() -> int:
+    """The machines of this session: weir-launch's WORLD_SIZE / LOCAL_WORLD_SIZE (its --nnodes), or
+    flow.env.machine's list."""
+    from weir import env as flow_env
+
+    if os.environ.get("WORLD_SIZE", "") != "":
+        world = _env_int("WORLD_SIZE", 1, 1, 1 << 20)
+        return max(1, world // _env_int("LOCAL_WORLD_SIZE", world, 1, world))
+    return max(1, len(flow_env.machines()))
+
+
 class _CSession(_C.Session):
     """The C++ session, whose sync() also runs the callbacks still owed (checkpoint and profiler
     calls sync through it)."""
@@ -231,6 +242,10 @@ class Session:
             if self._closed:
                 raise RuntimeError("this session was closed by flow.clear_default_session(); use the new default session")
             if self._c is None:
+                spanned = machines_spanned()
+                if self.config.machine_num is not None and self.config.machine_num != spanned:
+                    raise ValueError(f"flow.config.machine_num({self.config.machine_num}): the session runs on {spanned} "
+                                     "machine(s) (flow.env.machine's list, or weir-launch's --nnodes)")
                 threads = self.config.compute_thread_pool_size or 0
                 self._c = _CSession(
                     self.owed_callbacks,

@@ -48,8 +48,10 @@ def cpu_device_num(val):
 
 
 def machine_num(val):
-    if _count(val, "machine_num") > 1:
-        raise NotImplementedError("flow.config.machine_num: Weir runs on one machine until the multi-device work lands")
+    """The machines the session spans, as OneFlow checks it: when the session starts, it must be the
+    number it runs on (``flow.env.machine``'s list, or weir-launch's ``--nnodes``)."""
+    if isinstance(val, bool) or not isinstance(val, int) or val < 1:
+        raise ValueError(f"flow.config.machine_num: expected an int >= 1, got {val!r}")
     config = _config("machine_num")
     if config is not None:
         config.machine_num = val

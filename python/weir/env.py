@@ -105,7 +105,7 @@ def current_resource():
     session = _session.default_session()
     if session.started:
         return session.c_session().resource()
-    return {"machine_num": 1, "cpu_device_num": session.devices(), "gpu_device_num": 0}
+    return {"machine_num": _session.machines_spanned(), "cpu_device_num": session.devices(), "gpu_device_num": 0}
 
 
 def visible_gpus() -> int:

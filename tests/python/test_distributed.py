@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import weir as flow
+import weir.typing as tp
 
 TIMEOUT_S = 120  # hard bound on every multi-process run
 
@@ -182,6 +183,22 @@ def test_collective_boxing_knobs_are_checked_and_oneflows_others_recorded():
         flow.config.collective_boxing.enable_fusion("yes")
     with pytest.raises(ValueError, match=r"nccl_fusion_threshold_mb: expected a number of MiB in \[0, 1048576\], got -1"):
         flow.config.collective_boxing.nccl_fusion_threshold_mb(-1)
+
+
+def test_machine_num_is_checked_against_the_machines_the_session_spans():
+    with pytest.raises(ValueError, match=r"machine_num: expected an int >= 1, got 0"):
+        flow.config.machine_num(0)
+    flow.config.machine_num(2)
+
+    @flow.global_function()
+    def double(x: tp.Numpy.Placeholder((2,))) -> tp.Numpy:
+        return x * 2
+
+    with pytest.raises(ValueError, match=r"machine_num\(2\): the session runs on 1 machine\(s\)"):
+        double(np.ones(2, np.float32))
+    flow.clear_default_session()
+    flow.config.machine_num(1)
+    np.testing.assert_array_equal(double(np.ones(2, np.float32)), np.full(2, 2.0))
 
 
 def test_a_master_given_by_host_name(program, tmp_path, one_process):
