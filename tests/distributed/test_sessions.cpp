@@ -136,13 +136,16 @@ TEST_CASE("sessions across processes: mirrored training ends with one session's 
     CAPTURE(c.collectives);
     CAPTURE(c.fusion);
     // Adam: elementwise updates after the gradients' cross-process reduction; LAMB: whole-tensor
-    // updates after an all-reduce actor.
+    // updates after an all-reduce actor; SGD clipped by the global norm: one op reads every gradient,
+    // averaged first (the open bucket closes before it).
     // With LAMB the calls are launched together (in flight at once): each call's collectives still
     // follow the previous call's in every process.
-    for (const bool lamb : {false, true}) {
-      CAPTURE(lamb);
+    for (const std::string optimizer_name : {"adam", "lamb", "clipped sgd"}) {
+      CAPTURE(optimizer_name);
+      const bool lamb = optimizer_name == "lamb";
       const Optimizer optimizer = lamb ? Lamb(PiecewiseConstantScheduler({}, {0.05}))
-                                       : Adam(PiecewiseConstantScheduler({}, {0.01}));
+                                  : optimizer_name == "adam" ? Adam(PiecewiseConstantScheduler({}, {0.01}))
+                                                             : ClipByGlobalNorm(Sgd(PiecewiseConstantScheduler({}, {0.1})), 0.05);
       const auto expected = TrainOneSession(optimizer);
       const int port = FreePort();
       const auto ranks = OnRanks<std::map<std::string, Tensor>>(
