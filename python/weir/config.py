@@ -99,9 +99,10 @@ def stream_graphs(val=True):
 class _CollectiveBoxing:
     """``flow.config.collective_boxing``: how collectives between processes are batched. A mirrored
     job's gradients are averaged across the processes in buckets (OneFlow's fusion), one collective
-    per bucket of up to ``nccl_fusion_threshold_mb`` MiB (default 16; the first bucket of a call at
-    most 1 MiB, so that it starts early in the backward pass). The threshold applies to every backend
-    (shared memory, Gloo, NCCL). OneFlow's other knobs here are accepted and recorded."""
+    per bucket: a bucket closes once it holds ``nccl_fusion_threshold_mb`` MiB (default 16; the first
+    bucket of a call at 1 MiB, so that it starts early in the backward pass), as PyTorch DDP's do. The
+    threshold applies to every backend (shared memory, Gloo, NCCL). OneFlow's other knobs here are
+    accepted and recorded."""
 
     def enable_fusion(self, val=True):
         """Buckets on (the default) or off (one collective per gradient)."""
@@ -112,7 +113,7 @@ class _CollectiveBoxing:
             config.enable_fusion = val
 
     def nccl_fusion_threshold_mb(self, val):
-        """The largest bucket, in MiB; 0 turns fusion off."""
+        """The bytes at which a bucket closes, in MiB; 0 turns fusion off."""
         if isinstance(val, bool) or not isinstance(val, (int, float)) or not 0 <= val <= 1 << 20:
             raise ValueError("flow.config.collective_boxing.nccl_fusion_threshold_mb: expected a number of MiB in "
                              f"[0, 1048576], got {val!r}")

@@ -62,9 +62,9 @@ class GlooProcessGroup final : public HostProcessGroup {
       : control_plane_(control_plane), context_(std::move(context)) {}
 
   std::string_view Backend() const override { return "gloo"; }
-  // A collective costs 170 us even on loopback, and 2-4 ms with each process on one core (its TCP
-  // loop thread and the caller share the core: bench/multi_process.py's all-reduce table), against
-  // 0.5-1 ms to copy 4 MiB in and out.
+  // A collective costs 170 us even on loopback (bench/multi_process.py's all-reduce table), and about
+  // 4 ms with each process on one core (its TCP loop thread and the caller share the core:
+  // docs/distributed.md), against 0.5-1 ms to copy 4 MiB in and out.
   std::size_t PackBelowBytes() const override { return std::size_t{4} << 20; }
   int Rank() const override { return context_->rank; }
   int Size() const override { return context_->size; }
