@@ -122,15 +122,7 @@ class _CollectiveBoxing:
             config.fusion_threshold_mb = float(val)
 
     def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-
-        def setter(val=True):
-            config = _config(f"collective_boxing.{name}")
-            if config is not None:
-                config.options[f"collective_boxing.{name}"] = val
-
-        return setter
+        return _recorder(f"collective_boxing.{name}")
 
 
 collective_boxing = _CollectiveBoxing()
@@ -164,9 +156,9 @@ def load_library(val):
 load_library_now = load_library
 
 
-def __getattr__(name):
-    # Every other documented knob (rdma, collective_boxing, ...) is accepted and recorded.
-    if name.startswith("__"):
+def _recorder(name):
+    """A setter for a documented knob Weir has no use for: accepted and recorded."""
+    if name.rsplit(".", 1)[-1].startswith("__"):
         raise AttributeError(name)
 
     def setter(val=True):
@@ -175,3 +167,8 @@ def __getattr__(name):
             config.options[name] = val
 
     return setter
+
+
+def __getattr__(name):
+    # Every other documented knob (rdma, ...) is accepted and recorded.
+    return _recorder(name)

@@ -408,22 +408,40 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     }
     return registers;
   };
-  // Averages a per-device value over its devices (and, across processes, over theirs): one all-reduce
-  // actor on the collective stream, whose one result every device reads (the devices of this process
-  // share memory).
-  auto all_reduce = [&](int value) {
-    Placed& piece = placed[static_cast<std::size_t>(value)];
-    if (!piece.PerDevice()) return;
-    if (piece.registers.size() == 1 && !across_processes) {  // one device: the average is the value itself
-      piece = Placed{piece.registers, {piece.devices.front()}};
+  // Averages per-device values over their devices (and, across processes, over theirs): one all-reduce
+  // actor on the collective stream for all of them (a fusion bucket crosses the processes as one
+  // collective), whose one result per value every device reads (the devices of this process share
+  // memory). The values have their pieces on the same devices.
+  auto all_reduce = [&](std::vector<int> values) {
+    std::erase_if(values, [&](int value) { return !placed[static_cast<std::size_t>(value)].PerDevice(); });
+    if (values.empty()) return;
+    const Placed first = placed[static_cast<std::size_t>(values.front())];
+    if (first.registers.size() == 1 && !across_processes) {  // one device: the average is the value itself
+      for (int value : values) {
+        Placed& piece = placed[static_cast<std::size_t>(value)];
+        piece = Placed{piece.registers, {piece.devices.front()}};
+      }
       return;
     }
-    const ValueInfo& info = graph.values[static_cast<std::size_t>(value)];
-    const int devices = static_cast<int>(piece.registers.size());
+    const int devices = static_cast<int>(first.registers.size());
+    std::vector<int> from;
+    std::vector<TensorMeta> in_metas, out_metas;
+    for (int value : values) {
+      const Placed& piece = placed[static_cast<std::size_t>(value)];
+      const TensorMeta& meta = graph.values[static_cast<std::size_t>(value)].meta;
+      from.insert(from.end(), piece.registers.begin(), piece.registers.end());
+      in_metas.insert(in_metas.end(), static_cast<std::size_t>(devices), meta);
+      out_metas.push_back(meta);
+    }
+    const std::string& name = graph.values[static_cast<std::size_t>(values.front())].name;
     const std::vector<int> registers = boxing_task(
-        "all_reduce", info.name, {.op = ReduceOp::kMean, .devices = devices, .across_processes = across_processes},
-        piece.registers, std::vector<TensorMeta>(static_cast<std::size_t>(devices), info.meta), {info.meta});
-    piece = Placed{registers, {piece.devices.front()}};
+        "all_reduce", values.size() == 1 ? name : fmt::format("{} and {} more", name, values.size() - 1),
+        {.op = ReduceOp::kMean, .devices = devices, .tensors = static_cast<int>(values.size()),
+         .across_processes = across_processes},
+        from, in_metas, out_metas);
+    for (std::size_t j = 0; j < values.size(); ++j) {
+      placed[static_cast<std::size_t>(values[j])] = Placed{{registers[j]}, {first.devices.front()}};
+    }
   };
   // A mirrored job across processes averages its gradients in buckets (fusion), as PyTorch DDP
   // does: gradients join the open bucket, in the order they are made, until it holds the threshold's
@@ -434,24 +452,9 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   std::size_t bucket_bytes = 0;
   bool first_bucket = true;
   auto close_bucket = [&] {
-    if (bucket.size() == 1) all_reduce(bucket.front());
-    if (bucket.size() > 1) {
-      std::vector<int> from;
-      std::vector<TensorMeta> metas;
-      for (int value : bucket) {
-        from.push_back(placed[static_cast<std::size_t>(value)].registers.front());
-        metas.push_back(graph.values[static_cast<std::size_t>(value)].meta);
-      }
-      const std::vector<int> registers = boxing_task(
-          "all_reduce", fmt::format("{} and {} more", graph.values[static_cast<std::size_t>(bucket.front())].name, bucket.size() - 1),
-          {.op = ReduceOp::kMean, .devices = 1, .tensors = static_cast<int>(bucket.size()), .across_processes = true},
-          from, metas, metas);
-      for (std::size_t j = 0; j < bucket.size(); ++j) {
-        Placed& value = placed[static_cast<std::size_t>(bucket[j])];
-        value = Placed{{registers[j]}, {value.devices.front()}};
-      }
-    }
-    if (!bucket.empty()) first_bucket = false;
+    if (bucket.empty()) return;
+    all_reduce(bucket);
+    first_bucket = false;
     bucket.clear();
     bucket_bytes = 0;
   };
@@ -886,7 +889,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     // Any other writer runs once: whatever of its inputs differs per device is averaged first. So
     // are gradients any other op reads.
     for (int value : inputs) {
-      if (writes || placed[static_cast<std::size_t>(value)].sbp.IsPartialSum()) all_reduce(value);
+      if (writes || placed[static_cast<std::size_t>(value)].sbp.IsPartialSum()) all_reduce({value});
     }
     bool per_device = false;
     for (int value : inputs) {
@@ -940,7 +943,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
       } else if (across_processes && options.fusion_threshold_bytes > 0 && piece.PerDevice()) {
         add_to_bucket(value);
       } else {
-        all_reduce(value);
+        all_reduce({value});
       }
     }
   }
@@ -959,7 +962,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     // is gathered first.
     // A split variable the job writes is gathered into its own buffer before the writes, so it needs
     // no copy either.
-    if (mirrored && placed[static_cast<std::size_t>(value)].sbp.IsPartialSum()) all_reduce(value);
+    if (mirrored && placed[static_cast<std::size_t>(value)].sbp.IsPartialSum()) all_reduce({value});
     // Split over processes, every process returns the whole result.
     Placed piece = placed[static_cast<std::size_t>(value)];
     if (!mirrored && (!(piece.sbp.IsBroadcast() || (piece.sbp == Sbp::S(0) && split_processes == 1)) ||

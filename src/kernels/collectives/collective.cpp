@@ -65,14 +65,22 @@ class CollectiveKernel final : public Kernel {
         throw std::invalid_argument(fmt::format("[{}] '{}': the outputs of one actor have one dtype, got {} and {}",
                                                 op_type_, name_, setup.outputs[0].dtype, meta.dtype));
       }
-      if (meta.NumBytes() > 0 && meta.NumBytes() < processes_->PackBelowBytes()) {
+      if (meta.NumBytes() == 0) continue;  // nothing to reduce
+      if (meta.NumBytes() < processes_->PackBelowBytes()) {
         packed_tensors_.push_back(t);
         packed += meta.NumBytes();
+      } else {
+        in_place_tensors_.push_back(t);
       }
     }
-    if (packed_tensors_.size() < 2) packed_tensors_.clear();
+    if (packed_tensors_.size() == 1) {  // packing one tensor saves no collective
+      in_place_tensors_.insert(std::lower_bound(in_place_tensors_.begin(), in_place_tensors_.end(), packed_tensors_.front()),
+                               packed_tensors_.front());
+      packed_tensors_.clear();
+      packed = 0;
+    }
     packed_meta_ = {Shape{static_cast<std::int64_t>(packed / SizeOf(setup.outputs[0].dtype))}, setup.outputs[0].dtype};
-    packed_.resize(packed_tensors_.empty() ? 0 : packed);
+    packed_.resize(packed);
   }
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
@@ -106,28 +114,20 @@ class CollectiveKernel final : public Kernel {
 
  private:
   void AllReduceAcrossProcesses(std::span<const TensorView> outputs) {
-    if (packed_tensors_.empty()) {
-      for (const TensorView& output : outputs) processes_->AllReduce(output, attrs_.op, name_);
-      return;
-    }
-    std::size_t offset = 0;
-    for (std::size_t t : packed_tensors_) {
-      std::memcpy(packed_.data() + offset, outputs[t].data, outputs[t].meta->NumBytes());
-      offset += outputs[t].meta->NumBytes();
-    }
-    processes_->AllReduce({packed_.data(), &packed_meta_}, attrs_.op, name_);
-    offset = 0;
-    for (std::size_t t : packed_tensors_) {
-      std::memcpy(outputs[t].data, packed_.data() + offset, outputs[t].meta->NumBytes());
-      offset += outputs[t].meta->NumBytes();
-    }
-    for (std::size_t t = 0, p = 0; t < outputs.size(); ++t) {
-      if (p < packed_tensors_.size() && packed_tensors_[p] == t) {
-        ++p;
-        continue;
+    if (!packed_tensors_.empty()) {
+      std::size_t offset = 0;
+      for (std::size_t t : packed_tensors_) {
+        std::memcpy(packed_.data() + offset, outputs[t].data, outputs[t].meta->NumBytes());
+        offset += outputs[t].meta->NumBytes();
       }
-      if (outputs[t].meta->NumBytes() > 0) processes_->AllReduce(outputs[t], attrs_.op, name_);
+      processes_->AllReduce({packed_.data(), &packed_meta_}, attrs_.op, name_);
+      offset = 0;
+      for (std::size_t t : packed_tensors_) {
+        std::memcpy(outputs[t].data, packed_.data() + offset, outputs[t].meta->NumBytes());
+        offset += outputs[t].meta->NumBytes();
+      }
     }
+    for (std::size_t t : in_place_tensors_) processes_->AllReduce(outputs[t], attrs_.op, name_);
   }
 
   std::string op_type_;
@@ -136,7 +136,10 @@ class CollectiveKernel final : public Kernel {
   std::unique_ptr<Communicator> communicator_;
   std::vector<TensorView> outputs_;
   HostProcessGroup* processes_;
-  std::vector<std::size_t> packed_tensors_;  // a bucket's tensors that cross the processes packed, in order
+  // The outputs that cross the processes packed into one buffer, and those that cross in place (one
+  // collective each); an empty output crosses not at all.
+  std::vector<std::size_t> packed_tensors_;
+  std::vector<std::size_t> in_place_tensors_;
   TensorMeta packed_meta_;
   std::vector<std::byte> packed_;
 };
