@@ -25,9 +25,9 @@ __all__ = ["default_session", "sync_default_session", "clear_default_session"]
 
 class ResourceConfig:
     """What ``flow.config`` records: the session's CPU devices (``cpu_device_num``), and GPU
-    devices: one runs the jobs on a GPU when the build has CUDA and one is visible (under weir-launch,
-    each process on the GPU of its LOCAL_RANK, NCCL between them); otherwise (and for several in one
-    process: Weir runs one GPU per process) they become CPU devices, one notice saying why."""
+    devices: n run the jobs on n GPUs when the build has CUDA and they are visible (under weir-launch,
+    each process on n GPUs from LOCAL_RANK * n, NCCL between the processes); otherwise they become
+    CPU devices, one notice saying why."""
 
     def __init__(self):
         self.gpu_device_num = None

@@ -31,11 +31,11 @@ def _count(value, what):
 
 
 def gpu_device_num(val):
-    """GPUs per process. One runs the session's jobs on the GPU when the build has CUDA and a GPU is
-    visible (``weir.visible_gpus()``); under weir-launch each process uses the GPU of its LOCAL_RANK,
-    with NCCL between the processes. Otherwise, and for several in one process (Weir runs one GPU per
-    process: ``weir-launch --nproc_per_node=N``), the session gets that many CPU devices instead, with
-    one notice saying why."""
+    """GPUs per process. n run the session's jobs on GPUs 0..n-1 when the build has CUDA and they are
+    visible (``weir.visible_gpus()``): data parallel, consistent and pipelined jobs place their ops on
+    them as on CPU devices, with copies between the GPUs. Under weir-launch each process uses GPUs
+    LOCAL_RANK * n onwards, with NCCL between the processes. Otherwise the session gets that many CPU
+    devices instead, with one notice saying why."""
     config = _config("gpu_device_num")
     if config is not None:
         config.gpu_device_num = _count(val, "gpu_device_num")

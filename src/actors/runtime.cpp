@@ -447,6 +447,18 @@ std::unique_ptr<JobRuntime> Runtime::Instantiate(std::shared_ptr<const Plan> pla
     }
     job->pollers[s] = std::make_unique<CompletionPoller>(job->device_streams[s]->Name());
   }
+  // The GPUs of one job copy between each other (graph/device_copies.hpp): directly where they can.
+  std::vector<int> gpus;
+  for (const StreamId& stream : p.streams) {
+    if (stream.device.kind == Device::Kind::kCuda && std::find(gpus.begin(), gpus.end(), stream.device.index) == gpus.end()) {
+      gpus.push_back(stream.device.index);
+    }
+  }
+  for (int gpu : gpus) {
+    for (int peer : gpus) {
+      if (peer != gpu) CudaEnablePeerAccess(gpu, peer);
+    }
+  }
   for (const TaskDesc& desc : p.tasks) {
     DeviceStream* stream = desc.kind == TaskKind::kKernel ? job->device_streams[static_cast<std::size_t>(desc.stream)].get() : nullptr;
     job->tasks.push_back(std::make_unique<Task>(p, desc, *job->store, [raw](CallRecord* call) { raw->CallDone(call); },

@@ -158,20 +158,19 @@ void CheckJob(const Job& job) {
 
 }  // namespace
 
-// Why a session that asks for GPUs gets CPU devices instead, or nothing when it gets its GPU. A
-// process runs on one GPU; a session of several processes runs each on the GPU of its local rank,
-// with NCCL between them.
+// Why a session that asks for GPUs gets CPU devices instead, or nothing when it gets its GPUs. A
+// process runs on gpu_devices GPUs; a session of several processes runs process local_rank on GPUs
+// local_rank * gpu_devices onwards, with NCCL between the processes.
 std::string WhyNotGpu(const SessionOptions& options) {
   if (!CudaBuilt()) return "this build has no CUDA";
-  if (options.gpu_devices > 1) {
-    return fmt::format("Weir runs one GPU per process: start one process per GPU (weir-launch --nproc_per_node={})",
-                       options.gpu_devices);
-  }
-  const int gpu = options.distributed.world_size > 1 ? options.distributed.local_rank : 0;
-  if (CudaDeviceCount() <= gpu) {
-    return options.distributed.world_size > 1
-               ? fmt::format("local rank {} needs GPU {} of its own, and {} GPU(s) are visible", gpu, gpu, CudaDeviceCount())
-               : fmt::format("{} GPU(s) visible", CudaDeviceCount());
+  const int n = options.gpu_devices;
+  const bool distributed = options.distributed.world_size > 1;
+  const int first = distributed ? options.distributed.local_rank * n : 0;
+  if (CudaDeviceCount() < first + n) {
+    const std::string gpus = n == 1 ? fmt::format("GPU {}", first) : fmt::format("GPUs {}-{}", first, first + n - 1);
+    return distributed ? fmt::format("local rank {} needs {} of its own, and {} GPU(s) are visible",
+                                     options.distributed.local_rank, gpus, CudaDeviceCount())
+                       : fmt::format("{} GPU(s) visible", CudaDeviceCount());
   }
   return {};
 }
@@ -196,16 +195,17 @@ SessionOptions ResolveDevices(SessionOptions options) {
       options.cpu_devices = std::max(options.cpu_devices, options.gpu_devices);
       options.gpu_devices = 0;
     } else if (options.distributed.world_size > 1) {
-      CudaUseDevicesFrom(options.distributed.local_rank);  // this process's cuda:0 is its local rank's GPU
+      // This process's cuda:0 is the first of its local rank's GPUs.
+      CudaUseDevicesFrom(options.distributed.local_rank * options.gpu_devices);
     }
   }
-  // Every device needs an actor thread of its own to compute beside the others; and with several
-  // processes, the collectives one more, so that a transfer or an all-reduce waiting for another process
-  // does not hold up this process's compute (the next call's, in a pipeline).
-  if (options.scheduler_threads == 0 && options.cpu_devices > 1) options.scheduler_threads = options.cpu_devices;
-  if (options.scheduler_threads == 0 && options.distributed.world_size > 1) {
-    options.scheduler_threads = options.cpu_devices + 1;
-  }
+  // Every device needs an actor thread of its own to compute beside the others (a GPU's, to keep it
+  // fed); and with several processes, the collectives one more, so that a transfer or an all-reduce
+  // waiting for another process does not hold up this process's compute (the next call's, in a
+  // pipeline).
+  const int devices = std::max(options.cpu_devices, options.gpu_devices);
+  if (options.scheduler_threads == 0 && devices > 1) options.scheduler_threads = devices;
+  if (options.scheduler_threads == 0 && options.distributed.world_size > 1) options.scheduler_threads = devices + 1;
   return options;
 }
 
@@ -219,7 +219,8 @@ class SessionImpl {
         runtime_(std::make_unique<Runtime>(RuntimeOptions{
             options_.scheduler_threads,
             options.hosting == ActorHosting::kActorPerOp ? Hosting::kActorPerTask : Hosting::kActorPerStream,
-            options.shutdown_timeout, /*share_work=*/options_.cpu_devices > 1, options.async_cpu_streams})) {
+            options.shutdown_timeout, /*share_work=*/std::max(options_.cpu_devices, options_.gpu_devices) > 1,
+            options.async_cpu_streams})) {
     StartWatchdog();
   }
 

@@ -46,6 +46,20 @@ std::string CudaDescribe() {
          ", cuDNN " + std::to_string(cudnnGetVersion()) + ", NCCL " + std::to_string(NCCL_VERSION_CODE);
 }
 
+bool CudaEnablePeerAccess(int device, int peer) {
+  int can = 0;
+  WEIR_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, CudaOrdinal(device), CudaOrdinal(peer)));
+  if (can == 0) return false;
+  WEIR_CUDA_CHECK(cudaSetDevice(CudaOrdinal(device)));
+  const cudaError_t status = cudaDeviceEnablePeerAccess(CudaOrdinal(peer), 0);
+  if (status == cudaErrorPeerAccessAlreadyEnabled) {
+    cudaGetLastError();  // clears the sticky-free error the second job of a session meets
+    return true;
+  }
+  WEIR_CUDA_CHECK(status);
+  return true;
+}
+
 void* CudaAllocate(int device, std::size_t bytes) {
   if (device < 0 || CudaOrdinal(device) >= CudaDeviceCount()) {
     throw std::runtime_error("[cuda] device " + std::to_string(device) + " (CUDA ordinal " +
@@ -65,7 +79,8 @@ void CudaFree(int device, void* memory) noexcept {
 }
 
 void CudaCopy(void* dst, bool dst_on_device, const void* src, bool src_on_device, std::size_t bytes) {
-  const cudaMemcpyKind kind = dst_on_device ? (src_on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+  // Between two GPUs' memories (a variable moving to another GPU) unified addressing finds the devices.
+  const cudaMemcpyKind kind = dst_on_device ? (src_on_device ? cudaMemcpyDefault : cudaMemcpyHostToDevice)
                                             : (src_on_device ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
   WEIR_CUDA_CHECK(cudaMemcpy(dst, src, bytes, kind));
 }

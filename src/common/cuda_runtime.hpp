@@ -24,6 +24,11 @@ void CudaUseDevicesFrom(int first);
 /// The CUDA ordinal of a plan's device index.
 int CudaOrdinal(int device);
 
+/// Lets kernels and copies on `device` reach `peer`'s memory directly (cudaDeviceEnablePeerAccess),
+/// where the GPUs can; true if they can (it stays on for the process). Copies between GPUs that
+/// cannot are still right: CUDA stages them through the host.
+bool CudaEnablePeerAccess(int device, int peer);
+
 void* CudaAllocate(int device, std::size_t bytes);
 void CudaFree(int device, void* memory) noexcept;
 void CudaCopy(void* dst, bool dst_on_device, const void* src, bool src_on_device, std::size_t bytes);

@@ -11,7 +11,8 @@
 
 namespace weir::internal {
 
-enum class StreamKind : std::uint8_t { kControl, kCompute, kHostToDevice, kDeviceToHost, kCollective };
+/// kDeviceToDevice: copies from another GPU of the process, on the destination GPU.
+enum class StreamKind : std::uint8_t { kControl, kCompute, kHostToDevice, kDeviceToHost, kCollective, kDeviceToDevice };
 
 struct StreamId {
   Device device;

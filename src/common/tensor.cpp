@@ -81,7 +81,7 @@ std::string Tensor::ToString() const {
 namespace weir::internal {
 
 std::string StreamId::ToString() const {
-  static constexpr const char* kNames[] = {"control", "compute", "h2d", "d2h", "collective"};
+  static constexpr const char* kNames[] = {"control", "compute", "h2d", "d2h", "collective", "d2d"};
   return fmt::format("{}/{}{}", device.ToString(), kNames[static_cast<int>(kind)], index);
 }
 

@@ -37,10 +37,16 @@ int StreamOf(Plan& plan, Device device, StreamKind kind) {
 int AddCopy(Plan& plan, int source, Device to) {
   static const std::any kNoAttrs;
   const RegisterDesc from = plan.registers[static_cast<std::size_t>(source)];
-  // A host-to-device copy runs on the destination device's stream, a device-to-host one on the source's.
+  // A host-to-device copy runs on the destination device's stream, a device-to-host one on the source's,
+  // and one from another GPU of the process on the destination's device-to-device stream (a peer copy
+  // where the GPUs can reach each other, staged through the host by CUDA otherwise).
   const bool to_device = to.kind == Device::Kind::kCuda;
+  const bool from_device = from.device.kind == Device::Kind::kCuda;
   const Device device = to_device ? to : from.device;
-  const int stream = StreamOf(plan, device, to_device ? StreamKind::kHostToDevice : StreamKind::kDeviceToHost);
+  const StreamKind kind = !to_device ? StreamKind::kDeviceToHost
+                          : from_device ? StreamKind::kDeviceToDevice
+                                        : StreamKind::kHostToDevice;
+  const int stream = StreamOf(plan, device, kind);
 
   TaskDesc task;
   task.id = static_cast<int>(plan.tasks.size());
@@ -72,7 +78,7 @@ int AddCopy(Plan& plan, int source, Device to) {
 
   RegisterDesc& source_desc = plan.registers[static_cast<std::size_t>(source)];
   source_desc.consumers.push_back(task.id);
-  if (from.device.kind != Device::Kind::kCuda) source_desc.pinned = true;
+  if (!from_device) source_desc.pinned = true;
   // Two slots where a copy reads (a variable has its one): the producer works on the next call while
   // the copy stream moves this one.
   if (source_desc.variable.empty()) source_desc.register_num = std::max(source_desc.register_num, 2);

@@ -6,6 +6,10 @@
 // actor (op "device_copy") on the device's host-to-device or device-to-host stream, once per register
 // and memory however many consumers read it. The host end of a copy is pinned memory, so that the
 // copy runs asynchronously; a call input bound for a device is copied into it by the input actor.
+// Between the GPUs of one process (each its own memory) a register read on another GPU than its
+// producer's is copied there on that GPU's device-to-device stream: a variable read by every GPU's
+// replica, a collective's pieces onto the collective's GPU and its results back, a pipeline's stage
+// boundary.
 #include "actors/plan.hpp"
 
 namespace weir::internal {

@@ -313,13 +313,17 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   if (options.rank < 0 || options.rank >= options.processes) {
     throw std::invalid_argument(fmt::format("[compile] rank must be in [0, {}), got {}", options.processes, options.rank));
   }
-  // One GPU per process: collectives between GPUs run over NCCL between processes (each process's
-  // collective actor holds one piece). The in-process collectives read every device's piece in shared
-  // memory, which GPUs do not share.
-  if (options.device_kind == Device::Kind::kCuda && options.devices > 1) {
+  // The CPU devices of a process share its memory: a value made on one device is read where it is by
+  // every other, a variable is one buffer that each device updates its rows of, and each device sums
+  // its own rows of every device's gradient. Each GPU has its own memory: a value read on another GPU
+  // is copied there (graph/device_copies.hpp), a collective combines copies of the pieces on one GPU,
+  // and variables are updated whole, on the GPU that holds them.
+  const bool shared_memory = options.device_kind == Device::Kind::kCpu;
+  if (!shared_memory && options.devices > 1 && split_processes > 1) {
     throw std::invalid_argument(fmt::format(
-        "[compile] a job on {} CUDA devices of one process: Weir runs one GPU per process (start one process per GPU: "
-        "weir-launch --nproc_per_node={})", options.devices, options.devices));
+        "[compile] job '{}' is consistent over {} processes with {} GPUs each: a consistent job spread over processes "
+        "runs one GPU per process (weir-launch --nproc_per_node={} with gpu_device_num(1)), or use the mirrored view",
+        graph.name, split_processes, options.devices, options.devices));
   }
   // Collective actors run on their own stream: a CPU executor, or a CUDA stream of the process's GPU
   // that NCCL queues on.
@@ -552,12 +556,15 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
       throw std::logic_error(fmt::format("[compile] job '{}': no boxing makes '{}' partial-sum from {}", graph.name,
                                          info.name, from.sbp.ToString()));
     }
-    if (to == Sbp::S(0) && is_variable_register(from) && info.meta.shape.Rank() >= 1) return rows_of_variable(value, devices);
+    if (to == Sbp::S(0) && is_variable_register(from) && info.meta.shape.Rank() >= 1 && shared_memory) {
+      return rows_of_variable(value, devices);
+    }
     if (!mirrored && graph.nodes[static_cast<std::size_t>(info.producer)].type == kPlaceholderOp &&
         (to.IsBroadcast() || to == Sbp::S(0))) {
       if (std::optional<Placed> read = read_input(value, to, devices)) return *read;
     }
-    if (from.sbp.IsPartialSum() && to.IsSplit() && from.devices == devices && !across_processes && split_processes == 1) {
+    if (from.sbp.IsPartialSum() && to.IsSplit() && from.devices == devices && !across_processes && split_processes == 1 &&
+        shared_memory) {
       // P -> S in shared memory: each device sums its own piece of every device's addend, all devices
       // at once (no collective actor, no whole sum): the reduce-scatter of the in-process backend.
       const std::vector<TensorMeta> metas = pieces_of(info.meta, to, devices.size());
@@ -651,7 +658,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
         const Sbp& has = variable.sbp;
         // A whole variable is also its own rows (rows_of_variable): an update may write them per device.
         // Not across processes: every process keeps its whole copy of each variable, updated whole.
-        const bool rows = is_variable_register(variable) && split_processes == 1;
+        const bool rows = is_variable_register(variable) && split_processes == 1 && shared_memory;
         std::erase_if(candidates, [&](const SbpSignature& c) {
           const Sbp& wants = c.inputs[static_cast<std::size_t>(m)];
           return !(wants == has || (rows && wants == Sbp::S(0)));
@@ -731,6 +738,11 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
         // Model parallelism: each device's register is its range of rows of the one variable.
         const ValueInfo& value = graph.values[static_cast<std::size_t>(node.outputs[0])];
         const Shape& shape = value.meta.shape;
+        if (!shared_memory) {
+          throw std::invalid_argument(fmt::format(
+              "[variable] '{}' is split over {} GPUs: a split variable's rows are ranges of one buffer, which GPUs do "
+              "not share; keep it whole (data parallelism) or split it on CPU devices", attrs.name, k));
+        }
         if (split_processes > 1) {
           throw std::invalid_argument(fmt::format(
               "[variable] '{}' is split over the devices of {} processes: a split variable must stay in one process "
@@ -829,7 +841,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     // device's gradient (the in-process reduce-scatter) and updates its rows of the variable in
     // place, rather than one device averaging whole gradients and updating whole variables.
     bool mirrored_update = false;
-    if (mirrored && writes && devices.size() > 1) {
+    if (mirrored && writes && devices.size() > 1 && shared_memory) {
       bool averaged = false;
       bool others_whole = true;
       for (int value : inputs) {

@@ -30,8 +30,8 @@ struct PlanOptions {
   int processes = 1;
   /// This process's rank among `processes`.
   int rank = 0;
-  /// The kind of the devices: kCuda places every kernel on CUDA devices (one, so far), with copies
-  /// between host and device memory (graph/device_copies.hpp).
+  /// The kind of the devices: kCuda places every kernel on CUDA devices, with copies between host and
+  /// device memory and between the GPUs (graph/device_copies.hpp).
   Device::Kind device_kind = Device::Kind::kCpu;
   /// The kernels of each device stream as one actor, on a CUDA device one CUDA graph
   /// (graph/stream_graphs.hpp): CUDA devices' compute streams, and CPU compute streams when

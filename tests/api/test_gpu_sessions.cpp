@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -117,11 +118,135 @@ TEST_CASE("a job on a CUDA device: kernels on its streams, registers in its memo
   }
 }
 
-TEST_CASE("jobs on several CUDA devices of one process and ops without a CUDA kernel are refused, saying why") {
+namespace {
+
+// The memory a task reads its registers in: a kernel on a GPU's compute or collective stream its GPU's,
+// a copy anywhere (it moves between memories), everything else the host's.
+std::optional<Device> MemoryRead(const Plan& plan, const TaskDesc& task) {
+  const internal::StreamId& stream = StreamOf(plan, task);
+  if (task.kind == TaskKind::kKernel && task.op_type == "device_copy") return std::nullopt;
+  if (task.kind == TaskKind::kKernel && stream.device.kind == Device::Kind::kCuda) return stream.device;
+  return Device::Cpu();
+}
+
+// A pipeline of two stages, each on its own device of `tag`, trained by SGD.
+Job TwoStages(const char* tag) {
+  JobBuilder builder("pipeline", JobType::kTrain);
+  const Initializer init = TruncatedNormalInitializer(0, 0.3);
+  Blob images = builder.Placeholder("images", Shape{8, 12});
+  Blob labels = builder.Placeholder("labels", Shape{8}, DType::kI32);
+  Blob hidden;
+  {
+    ScopedPlacement stage(builder, Placement(tag, {"0:0"}));
+    hidden = Dense(images, 16, {.activation = Activation::kRelu, .kernel_initializer = init, .name = "hidden"});
+  }
+  ScopedPlacement stage(builder, Placement(tag, {"0:1"}));
+  Blob logits = Dense(hidden, 4, {.kernel_initializer = init, .name = "output"});
+  Blob loss = SparseSoftmaxCrossEntropy(labels, logits, "loss");
+  builder.Minimize(Sgd(PiecewiseConstantScheduler({}, {0.3}), 0.0), loss);
+  builder.Output("loss", loss);
+  return builder.Build();
+}
+
+}  // namespace
+
+TEST_CASE("several GPUs of one process: each kernel reads its own GPU's memory, with copies between the GPUs" *
+          doctest::skip(!internal::CudaBuilt())) {
+  struct Case {
+    const char* name;
+    LogicalView view;
+    int devices;
+  };
+  for (const Case& c : {Case{"mirrored", LogicalView::kMirrored, 2}, Case{"mirrored", LogicalView::kMirrored, 3},
+                        Case{"consistent", LogicalView::kConsistent, 2}, Case{"consistent", LogicalView::kConsistent, 3}}) {
+    for (const auto& [model, graphs] : {std::pair{Model::kMlp, false}, std::pair{Model::kMlp, true},
+                                        std::pair{Model::kConv, false}, std::pair{Model::kConv, true}}) {
+      CAPTURE(c.name);
+      CAPTURE(c.devices);
+      CAPTURE(static_cast<int>(model));
+      CAPTURE(graphs);
+      const Job job = TrainJob("train", model, 12, c.view, Adam(PiecewiseConstantScheduler({}, {0.01})));
+      const auto plan = internal::CompilePlan(
+          job.Graph(), {.devices = c.devices, .device_kind = Device::Kind::kCuda, .stream_graphs = graphs});
+      CheckPlanConsistent(*plan);
+      std::set<int> computing;  // GPUs with kernels on their compute stream
+      int peer_copies = 0;
+      int collectives = 0;
+      for (const TaskDesc& task : plan->tasks) {
+        CAPTURE(task.name);
+        const internal::StreamId& stream = StreamOf(*plan, task);
+        if (task.kind == TaskKind::kKernel) {
+          CHECK(stream.device.kind == Device::Kind::kCuda);
+          const DType dtype = task.input_metas.empty() ? task.output_metas[0].dtype : task.input_metas[0].dtype;
+          const bool cuda_kernel = task.kernel_factory == internal::FindKernel({task.op_type, Device::Kind::kCuda, dtype});
+          CHECK((cuda_kernel || task.op_type == "stream_graph"));
+          if (stream.kind == StreamKind::kCompute) computing.insert(stream.device.index);
+          // No device reads another's pieces where they are (the CPU's per-device reduce-scatter):
+          // combining is the collective actor's, on cuda:0's collective stream.
+          if (task.op_type == "all_reduce" || task.op_type == "reduce_scatter" || task.op_type == "all_gather" ||
+              task.op_type == "scatter" || task.op_type == "all_to_all") {
+            ++collectives;
+            CHECK(stream.kind == StreamKind::kCollective);
+            CHECK(stream.device == Device::Cuda(0));
+          }
+          if (task.op_type == "device_copy" && stream.kind == StreamKind::kDeviceToDevice) {
+            ++peer_copies;
+            // From another GPU, on the destination GPU's stream.
+            const RegisterDesc& from = plan->registers[static_cast<std::size_t>(task.consumed[0])];
+            const RegisterDesc& to = plan->registers[static_cast<std::size_t>(task.produced[0])];
+            CHECK(from.device.kind == Device::Kind::kCuda);
+            CHECK(to.device == stream.device);
+            CHECK(!(from.device == to.device));
+          }
+        }
+        const std::optional<Device> reads = MemoryRead(*plan, task);
+        if (!reads) continue;
+        for (int reg : task.consumed) {
+          const RegisterDesc& in = plan->registers[static_cast<std::size_t>(reg)];
+          CAPTURE(in.name);
+          if (in.slot_bytes > 0) CHECK(in.device == *reads);
+        }
+      }
+      CHECK(static_cast<int>(computing.size()) == c.devices);  // every GPU computes
+      CHECK(peer_copies > 0);
+      CHECK(collectives > 0);
+      for (const RegisterDesc& reg : plan->registers) {
+        if (!reg.variable.empty()) CHECK(reg.device == Device::Cuda(0));  // whole, on the GPU that updates them
+      }
+    }
+  }
+}
+
+TEST_CASE("a pipeline over two GPUs of one process: the stage boundary is a copy between them, two slots each side" *
+          doctest::skip(!internal::CudaBuilt())) {
+  const auto plan = internal::CompilePlan(TwoStages("gpu").Graph(), {.devices = 2, .device_kind = Device::Kind::kCuda});
+  CheckPlanConsistent(*plan);
+  int forward = 0;
+  for (const TaskDesc& task : plan->tasks) {
+    if (task.op_type != "device_copy" || StreamOf(*plan, task).kind != StreamKind::kDeviceToDevice) continue;
+    CAPTURE(task.name);
+    const RegisterDesc& from = plan->registers[static_cast<std::size_t>(task.consumed[0])];
+    const RegisterDesc& to = plan->registers[static_cast<std::size_t>(task.produced[0])];
+    if (from.device == Device::Cuda(0) && to.device == Device::Cuda(1)) ++forward;
+    CHECK(from.register_num == 2);
+    CHECK(to.register_num == 2);
+  }
+  CHECK(forward == 1);  // the hidden activations, once, however many kernels of stage 2 read them
+}
+
+TEST_CASE("what several GPUs of one process cannot do is refused, saying why") {
   const Job job = TrainJob("train", Model::kMlp, 8, LogicalView::kConsistent, Sgd(PiecewiseConstantScheduler({}, {0.1})));
-  CHECK_THROWS_WITH_AS(internal::CompilePlan(job.Graph(), {.devices = 2, .device_kind = Device::Kind::kCuda}),
-                       doctest::Contains("Weir runs one GPU per process (start one process per GPU: weir-launch "
-                                         "--nproc_per_node=2)"),
+  CHECK_THROWS_WITH_AS(internal::CompilePlan(job.Graph(), {.devices = 2, .processes = 2, .device_kind = Device::Kind::kCuda}),
+                       doctest::Contains("job 'train' is consistent over 2 processes with 2 GPUs each: a consistent job "
+                                         "spread over processes runs one GPU per process"),
+                       std::invalid_argument);
+  // A model-parallel (split) variable's rows are ranges of one buffer.
+  JobBuilder builder("split", JobType::kPredict);
+  Blob x = builder.Placeholder("x", Shape{4, 6});
+  Blob y = Dense(x, 4, {.name = "dense", .model_distribute = Distribute::Split(0)});
+  builder.Output("y", y);
+  CHECK_THROWS_WITH_AS(internal::CompilePlan(builder.Build().Graph(), {.devices = 2, .device_kind = Device::Kind::kCuda}),
+                       doctest::Contains("is split over 2 GPUs: a split variable's rows are ranges of one buffer"),
                        std::invalid_argument);
 }
 
@@ -271,6 +396,44 @@ TEST_CASE("MLP and conv-net training on the GPU matches the CPU's; variables rea
     for (std::size_t i = 0; i < a.size(); ++i) CHECK(b[i] == doctest::Approx(a[i]).epsilon(1e-4));
     CHECK(gpu.GetVariable("hidden-weight").GetDevice() == Device::Cpu());
   }
+}
+
+TEST_CASE("training on two GPUs of one process matches two CPU devices: mirrored, consistent, a pipeline" *
+          doctest::skip(internal::CudaDeviceCount() < 2)) {
+  for (const LogicalView view : {LogicalView::kMirrored, LogicalView::kConsistent}) {
+    for (const Model model : {Model::kMlp, Model::kConv}) {
+      CAPTURE(static_cast<int>(view));
+      CAPTURE(static_cast<int>(model));
+      Session cpu({.cpu_devices = 2});
+      Session gpu({.gpu_devices = 2});
+      REQUIRE(gpu.GetResource().gpu_devices == 2);
+      const Job job = TrainJob("train", model, 16, view, Adam(PiecewiseConstantScheduler({}, {0.01})));
+      // Mirrored: each placeholder's piece per device (16 rows each); consistent: the batch, split.
+      const int pieces = view == LogicalView::kMirrored ? 2 : 1;
+      for (int step = 0; step < 4; ++step) {
+        std::vector<Tensor> inputs;
+        for (int p = 0; p < pieces; ++p) inputs.push_back(RandomImages(ImageShape(model, 16), 10 + static_cast<std::uint32_t>(step * 2 + p)));
+        for (int p = 0; p < pieces; ++p) inputs.push_back(RandomLabels(16, 20 + static_cast<std::uint32_t>(step * 2 + p)));
+        const std::vector<float> expected = cpu.Call(job, inputs)["loss"].ToVector<float>();
+        const std::vector<float> got = gpu.Call(job, inputs)["loss"].ToVector<float>();
+        REQUIRE(got.size() == expected.size());
+        for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(expected[i]).epsilon(1e-4));
+      }
+      CheckSameVariables(cpu.GetVariables(), gpu.GetVariables());
+    }
+  }
+  Session cpu({.cpu_devices = 2});
+  Session gpu({.gpu_devices = 2});
+  const Job on_cpus = TwoStages("cpu");
+  const Job on_gpus = TwoStages("gpu");
+  for (int step = 0; step < 4; ++step) {
+    const std::vector<Tensor> inputs{RandomImages({8, 12}, 30 + static_cast<std::uint32_t>(step)),
+                                     RandomLabels(8, 40 + static_cast<std::uint32_t>(step))};
+    const std::vector<float> expected = cpu.Call(on_cpus, inputs)["loss"].ToVector<float>();
+    const std::vector<float> got = gpu.Call(on_gpus, inputs)["loss"].ToVector<float>();
+    for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(expected[i]).epsilon(1e-4));
+  }
+  CheckSameVariables(cpu.GetVariables(), gpu.GetVariables());
 }
 
 TEST_CASE("a bad label on the GPU fails that call only" * doctest::skip(internal::CudaDeviceCount() == 0)) {

@@ -436,6 +436,43 @@ std::vector<Sample> Samples() {
       samples.push_back({op, CollectiveAttrs{.devices = 1}, {{shape, dtype}}, {{shape, dtype}}});
     }
   }
+  // Collectives between several GPUs of one process: the planner has copied every piece onto the
+  // collective's GPU, which combines them as the CPU's shared-memory communicator does.
+  for (int k : {2, 3}) {
+    const auto pieces = [k](const Shape& whole, int axis, DType dtype) {
+      std::vector<TensorMeta> metas;
+      for (int r = 0; r < k; ++r) metas.push_back({SplitShape(whole, axis, k, r), dtype});
+      return metas;
+    };
+    const auto copies = [k](const Shape& shape, DType dtype) {
+      return std::vector<TensorMeta>(static_cast<std::size_t>(k), TensorMeta{shape, dtype});
+    };
+    for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kU8}) {
+      const Shape whole{5, 7};
+      if (dtype != DType::kU8) {
+        for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean}) {
+          for (const Shape& shape : {Shape{3, 5}, Shape{0, 3}, Shape{1000, 3}}) {
+            samples.push_back({"all_reduce", CollectiveAttrs{.op = op, .devices = k}, copies(shape, dtype), {{shape, dtype}}});
+          }
+          // A fusion bucket: two tensors' pieces, tensor after tensor.
+          std::vector<TensorMeta> bucket = copies(Shape{3, 5}, dtype);
+          for (const TensorMeta& meta : copies(Shape{7}, dtype)) bucket.push_back(meta);
+          samples.push_back({"all_reduce", CollectiveAttrs{.op = op, .devices = k, .tensors = 2}, bucket,
+                             {{Shape{3, 5}, dtype}, {Shape{7}, dtype}}});
+          for (int axis : {0, 1}) {
+            samples.push_back({"reduce_scatter", CollectiveAttrs{.op = op, .devices = k, .axis = axis}, copies(whole, dtype),
+                               pieces(whole, axis, dtype)});
+          }
+        }
+      }
+      for (int axis : {0, 1}) {
+        samples.push_back({"all_gather", CollectiveAttrs{.devices = k, .axis = axis}, pieces(whole, axis, dtype), {{whole, dtype}}});
+        samples.push_back({"scatter", CollectiveAttrs{.devices = k, .axis = axis}, {{whole, dtype}}, pieces(whole, axis, dtype)});
+        samples.push_back({"all_to_all", CollectiveAttrs{.devices = k, .axis = axis, .out_axis = 1 - axis},
+                           pieces(whole, axis, dtype), pieces(whole, 1 - axis, dtype)});
+      }
+    }
+  }
   return samples;
 }
 

@@ -110,7 +110,7 @@ def test_placement_scopes_nest_and_place_ops_on_their_devices():
 def test_two_placement_stages_compute_what_one_device_computes():
     losses, expected = _train_one_device(3)
     flow.clear_default_session()
-    flow.config.gpu_device_num(2)  # several GPUs in one process: two CPU devices (one GPU per process)
+    flow.config.gpu_device_num(2)  # two GPUs where visible, else two CPU devices
 
     @flow.global_function(type="train")
     def train(images: tp.Numpy.Placeholder((BATCH, FEATURES)),

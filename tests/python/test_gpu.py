@@ -1,6 +1,6 @@
-"""GPUs from Python: flow.config.gpu_device_num(1) runs jobs on the GPU when the build has CUDA and one
-is visible (training matches the CPU's, variables read back as numpy), and falls back to the CPU with
-one notice saying why otherwise."""
+"""GPUs from Python: flow.config.gpu_device_num(n) runs jobs on n GPUs when the build has CUDA and they
+are visible (training matches the CPU's, on one GPU and data parallel on two, variables read back as
+numpy), and falls back to the CPU with one notice saying why otherwise."""
 
 import subprocess
 import sys
@@ -20,16 +20,19 @@ def _data(step):
     return rng.uniform(-1, 1, (BATCH, FEATURES)).astype(np.float32), rng.integers(0, 4, BATCH).astype(np.int32)
 
 
-def _train(steps, gpus):
+def _train(steps, gpus, devices=1):
+    """`devices` GPUs (or, with gpus=0, CPU devices), the batch split over them."""
     flow.clear_default_session()
     if gpus:
         flow.config.gpu_device_num(gpus)
+    else:
+        flow.config.cpu_device_num(devices)
     device = "gpu" if gpus else "cpu"
 
     @flow.global_function(type="train")
     def train(images: tp.Numpy.Placeholder((BATCH, FEATURES)),
               labels: tp.Numpy.Placeholder((BATCH,), dtype=flow.int32)) -> tp.Numpy:
-        with flow.scope.placement(device, "0:0"):
+        with flow.scope.placement(device, f"0:0-{devices - 1}"):
             init = flow.truncated_normal(0.3)
             hidden = flow.layers.dense(images, 16, activation=flow.nn.relu, kernel_initializer=init, name="hidden")
             logits = flow.layers.dense(hidden, 4, kernel_initializer=init, name="output")
@@ -76,6 +79,17 @@ def test_training_on_the_gpu_matches_the_cpu():
     assert cpu_variables.keys() == gpu_variables.keys()
     for name, value in cpu_variables.items():
         assert isinstance(gpu_variables[name], np.ndarray)
+        np.testing.assert_allclose(gpu_variables[name], value, rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+@pytest.mark.skipif(flow.visible_gpus() < 2, reason="fewer than 2 GPUs visible")
+def test_data_parallel_training_on_two_gpus_of_one_process_matches_two_cpu_devices():
+    cpu_losses, cpu_variables, _ = _train(5, 0, devices=2)
+    gpu_losses, gpu_variables, resource = _train(5, 2, devices=2)
+    assert resource["gpu_device_num"] == 2
+    for a, b in zip(cpu_losses, gpu_losses):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
+    for name, value in cpu_variables.items():
         np.testing.assert_allclose(gpu_variables[name], value, rtol=1e-4, atol=1e-5, err_msg=name)
 
 

@@ -15,7 +15,7 @@ def _losses(script, *args, cwd):
     result = subprocess.run([sys.executable, os.path.join(EXAMPLES, script), *args], cwd=cwd,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, f"{script} failed:\n{result.stdout}\n{result.stderr}"
-    assert "runs on 2 CPU device(s)" in result.stderr  # gpu_device_num(2): one GPU per process, so CPU devices
+    assert "runs on 2 CPU device(s)" in result.stderr  # gpu_device_num(2) without 2 GPUs: CPU devices
     return [float(line) for line in result.stdout.splitlines() if re.fullmatch(r"-?\d+(\.\d+)?(e-?\d+)?", line)]
 
 

@@ -9,6 +9,7 @@
 
 #include "common/intra_op_pool.hpp"
 #include "kernels/collectives/communicator.hpp"
+#include "kernels/functors/pieces.hpp"
 
 namespace weir::internal {
 
@@ -66,16 +67,19 @@ void CopyBox(const std::byte* src, const Box& src_box, std::byte* dst, const Box
 
 std::vector<std::int64_t> Zeros(const Shape& shape) { return std::vector<std::int64_t>(shape.Rank(), 0); }
 
+// Each input's data as T: the pieces ReducePiecesAt (kernels/functors/pieces.hpp) adds.
+template <typename T> std::vector<const T*> PiecesOf(std::span<const ConstTensorView> inputs) {
+  std::vector<const T*> pieces;
+  for (const ConstTensorView& input : inputs) pieces.push_back(input.As<T>());
+  return pieces;
+}
+
 template <typename T>
 void ReduceRange(std::span<const ConstTensorView> inputs, T* out, std::int64_t begin, std::int64_t end, ReduceOp op) {
-  const T* first = inputs[0].As<T>();
-  // Sum into a local first: `out` may alias any input.
-  for (std::int64_t i = begin; i < end; ++i) {
-    T sum = first[i];
-    for (std::size_t k = 1; k < inputs.size(); ++k) sum += inputs[k].As<T>()[i];
-    if (op == ReduceOp::kMean) sum /= static_cast<T>(inputs.size());
-    out[i] = sum;
-  }
+  const std::vector<const T*> pieces = PiecesOf<T>(inputs);
+  const int count = static_cast<int>(pieces.size());
+  // ReducePiecesAt reads every piece before the write: `out` may alias any input.
+  for (std::int64_t i = begin; i < end; ++i) out[i] = ReducePiecesAt(pieces.data(), count, i, op == ReduceOp::kMean);
 }
 
 // out[begin, end) = op over every input's [begin, end).
@@ -102,16 +106,12 @@ void ReducePieceTyped(std::span<const ConstTensorView> inputs, T* out, int axis,
   const std::int64_t extent = shape[axis];
   const std::int64_t begin = SplitBegin(extent, devices, rank) * inner;
   const std::int64_t rows = (SplitBegin(extent, devices, rank + 1) - SplitBegin(extent, devices, rank)) * inner;
+  const std::vector<const T*> pieces = PiecesOf<T>(inputs);
   // One contiguous run of `rows` elements per outer index (one run in all for axis 0).
   for (std::int64_t o = 0; o < outer; ++o) {
     const std::int64_t from = o * extent * inner + begin;
     T* dst = out + o * rows;
-    for (std::int64_t i = 0; i < rows; ++i) {
-      T sum = inputs[0].As<T>()[from + i];
-      for (int k = 1; k < devices; ++k) sum += inputs[static_cast<std::size_t>(k)].As<T>()[from + i];
-      if (op == ReduceOp::kMean) sum /= static_cast<T>(devices);
-      dst[i] = sum;
-    }
+    for (std::int64_t i = 0; i < rows; ++i) dst[i] = ReducePiecesAt(pieces.data(), devices, from + i, op == ReduceOp::kMean);
   }
 }
 

@@ -1,13 +1,16 @@
-// The collective actors' kernels on CUDA: a session on GPUs runs one GPU per process, and the
-// collectives between them are NCCL's, queued on the GPU's collective stream through the job's
-// DeviceProcessGroup (distributed/nccl_process_group.hpp). Each process's actor holds one piece,
-// so the CPU kernels' combining of a process's own devices' pieces (kernels/collectives/collective.cpp)
-// has nothing to do here: an all-reduce is NCCL's, a gather is one broadcast from every process at
-// once (pieces of any size), a reduce-scatter an all-reduce then a cut, and a scatter moves no bytes.
-// Pieces are cut out and put back with 2-D copies whose geometry (PieceRowsOf) the host tests check
-// against the CPU's copies. Compiled, not yet run on a GPU.
+// The collective actors' kernels on CUDA. Between processes (one or more GPUs each) the collectives
+// are NCCL's, queued on the GPU's collective stream through the job's DeviceProcessGroup
+// (distributed/nccl_process_group.hpp): an all-reduce is NCCL's, a gather is one broadcast from every
+// process at once (pieces of any size), a reduce-scatter an all-reduce then a cut, and a scatter moves
+// no bytes. Between several GPUs of one process the planner has copied every piece onto the
+// collective's GPU (graph/device_copies.hpp), so combining them is a reduction in piece order
+// (kernels/functors/pieces.hpp, the CPU's shared-memory math) or 2-D copies; the results go back to
+// each GPU through copies again. Pieces are cut out and put back with 2-D copies whose geometry
+// (PieceRowsOf) the host tests check against the CPU's copies. Compiled, not yet run on a GPU.
 #include <algorithm>
+#include <cstdint>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -35,21 +38,61 @@ void PutPiece(void* stream, const void* piece, const TensorMeta& logical, int ax
                  rows.piece_row, rows.rows);
 }
 
+// The shape of the tensor whose pieces along `axis` the metas are.
+Shape JoinedShape(std::span<const TensorMeta> pieces, int axis) {
+  std::vector<std::int64_t> dims = pieces[0].shape.Dims();
+  dims.at(static_cast<std::size_t>(axis)) = 0;
+  for (const TensorMeta& piece : pieces) dims[static_cast<std::size_t>(axis)] += piece.shape[axis];
+  return Shape(dims);
+}
+
+// out = the sum (mean) of `pieces`, in piece order, on the stream's GPU.
+void ReducePiecesOf(void* stream, std::span<const ConstTensorView> pieces, ReduceOp op, const TensorView& out) {
+  const bool mean = op == ReduceOp::kMean;
+  const int count = static_cast<int>(pieces.size());
+  const std::int64_t elements = out.meta->shape.NumElements();
+  auto reduce = [&]<typename T>(T*) {
+    std::vector<const T*> data;
+    for (const ConstTensorView& piece : pieces) data.push_back(piece.As<T>());
+    cuda::ReducePieces<T>(stream, data.data(), count, mean, static_cast<T*>(out.data), elements);
+  };
+  switch (out.meta->dtype) {
+    case DType::kF32: reduce(static_cast<float*>(nullptr)); return;
+    case DType::kF64: reduce(static_cast<double*>(nullptr)); return;
+    case DType::kI32: reduce(static_cast<std::int32_t*>(nullptr)); return;
+    case DType::kI64: reduce(static_cast<std::int64_t*>(nullptr)); return;
+    default: throw std::invalid_argument(fmt::format("[collective] reductions take f32, f64, i32 or i64, got {}", out.meta->dtype));
+  }
+}
+
 class NcclCollectiveCuda final : public Kernel {
  public:
   explicit NcclCollectiveCuda(const KernelSetup& setup)
       : op_type_(setup.op_type), name_(setup.op_name), attrs_(setup.Get<CollectiveAttrs>()),
         stream_(CudaStreamOf(setup)), group_(dynamic_cast<DeviceProcessGroup*>(setup.processes)),
-        bytes_(setup.outputs[0].NumBytes()) {
+        bytes_(setup.outputs.empty() ? 0 : setup.outputs[0].NumBytes()) {
     const bool spread = !attrs_.process_pieces.empty();
-    if (attrs_.devices > 1 && !spread) {
+    if (attrs_.rank >= 0) {
       throw std::invalid_argument(fmt::format(
-          "[{}] '{}': a collective between {} GPUs of one process; Weir runs one GPU per process (start one process per "
-          "GPU: weir-launch --nproc_per_node={})", op_type_, name_, attrs_.devices, attrs_.devices));
+          "[{}] '{}': one device's part of a reduce-scatter reads every device's piece where it is, which GPUs do not "
+          "share; on GPUs a reduce-scatter is one collective actor", op_type_, name_));
     }
-    if (attrs_.tensors > 1 && (!attrs_.across_processes || spread || op_type_ != "all_reduce")) {
-      throw std::invalid_argument(fmt::format("[{}] '{}': only a mirrored job's all-reduce across processes averages "
-                                              "several tensors (a fusion bucket) on a GPU", op_type_, name_));
+    if (attrs_.tensors > 1 && (spread || op_type_ != "all_reduce")) {
+      throw std::invalid_argument(fmt::format("[{}] '{}': only an all-reduce averages several tensors (a fusion bucket) "
+                                              "on a GPU", op_type_, name_));
+    }
+    const bool reduces = op_type_ == "all_reduce" || op_type_ == "reduce_scatter";
+    if (reduces && attrs_.devices > kMaxReducedPieces) {
+      throw std::invalid_argument(fmt::format("[{}] '{}': a reduction on a GPU combines at most {} GPUs' pieces, got {}",
+                                              op_type_, name_, kMaxReducedPieces, attrs_.devices));
+    }
+    if (attrs_.devices > 1 && !spread) {  // several GPUs of this process: every piece on this GPU
+      if (op_type_ == "reduce_scatter") {
+        logical_ = setup.inputs[0];
+      } else if (op_type_ == "all_to_all") {
+        logical_ = {JoinedShape(setup.inputs, attrs_.axis), setup.inputs[0].dtype};
+      }
+      if (op_type_ == "reduce_scatter" || op_type_ == "all_to_all") whole_.emplace(setup.device.index, logical_.NumBytes());
     }
     const bool needs_group = op_type_ == "transfer" || spread || attrs_.across_processes;
     if (needs_group && group_ == nullptr) {
@@ -57,7 +100,7 @@ class NcclCollectiveCuda final : public Kernel {
                                               "processes, each on a GPU)", op_type_, name_));
     }
     if (!spread) return;
-    // Spread over the processes: one piece in each (one GPU per process).
+    // Spread over the processes: one piece in each (one GPU per process), `devices` pieces in all.
     const int size = group_->Size();
     rank_ = group_->Rank();
     if (static_cast<int>(attrs_.process_pieces.size()) != size + 1 || attrs_.devices != size) {
@@ -95,6 +138,8 @@ class NcclCollectiveCuda final : public Kernel {
       }
     } else if (!attrs_.process_pieces.empty()) {
       RunSpread(inputs[0], outputs[0]);
+    } else if (attrs_.devices > 1) {
+      RunLocal(inputs, outputs);
     } else if (attrs_.across_processes) {  // the mirrored view's average over the processes
       // A fusion bucket is one actor: its gradients' all-reduces queue on the stream back to back.
       for (std::size_t t = 0; t < outputs.size(); ++t) group_->AllReduce(inputs[t], outputs[t], attrs_.op, stream_, name_);
@@ -128,6 +173,48 @@ class NcclCollectiveCuda final : public Kernel {
     } else {  // scatter: every process holds the whole input and keeps its own piece
       CutPiece(stream_, input.data, logical_, attrs_.axis, size, rank_, output.data);
     }
+  }
+
+  // The pieces of this process's GPUs, all on this GPU, combined as the CPU's communicator combines
+  // them (kernels/collectives/collective.cpp); across processes, each result is then all-reduced.
+  void RunLocal(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) {
+    const int k = attrs_.devices;
+    if (op_type_ == "all_reduce") {
+      for (std::size_t t = 0; t < outputs.size(); ++t) {
+        ReducePiecesOf(stream_, inputs.subspan(t * static_cast<std::size_t>(k), static_cast<std::size_t>(k)), attrs_.op,
+                       outputs[t]);
+        if (attrs_.across_processes) AcrossProcesses(outputs[t]);
+      }
+    } else if (op_type_ == "all_gather") {  // one whole output
+      for (int r = 0; r < k; ++r) {
+        PutPiece(stream_, inputs[static_cast<std::size_t>(r)].data, *outputs[0].meta, attrs_.axis, k, r, outputs[0].data);
+      }
+    } else if (op_type_ == "reduce_scatter") {  // k whole addends, a piece of the sum per GPU
+      const TensorView whole{whole_->As<void>(), &logical_};
+      ReducePiecesOf(stream_, inputs, attrs_.op, whole);
+      if (attrs_.across_processes) AcrossProcesses(whole);
+      for (int r = 0; r < k; ++r) {
+        CutPiece(stream_, whole.data, logical_, attrs_.axis, k, r, outputs[static_cast<std::size_t>(r)].data);
+      }
+    } else if (op_type_ == "all_to_all") {
+      for (int r = 0; r < k; ++r) {
+        PutPiece(stream_, inputs[static_cast<std::size_t>(r)].data, logical_, attrs_.axis, k, r, whole_->As<void>());
+      }
+      for (int r = 0; r < k; ++r) {
+        CutPiece(stream_, whole_->As<void>(), logical_, attrs_.out_axis, k, r, outputs[static_cast<std::size_t>(r)].data);
+      }
+    } else if (op_type_ == "scatter") {  // one whole input, a piece per GPU
+      for (int r = 0; r < k; ++r) {
+        CutPiece(stream_, inputs[0].data, *inputs[0].meta, attrs_.axis, k, r, outputs[static_cast<std::size_t>(r)].data);
+      }
+    } else {
+      throw std::invalid_argument(fmt::format("[{}] '{}': no collective of that name between GPUs", op_type_, name_));
+    }
+  }
+
+  // In place over the processes: the mean of the processes' means is the mean over every GPU.
+  void AcrossProcesses(const TensorView& value) {
+    group_->AllReduce(ConstTensorView{value.data, value.meta}, value, attrs_.op, stream_, name_);
   }
 
   // whole = every process's piece along attrs_.axis: each broadcasts its piece, all at once.

@@ -15,6 +15,7 @@
 #include "kernels/functors/binary.hpp"
 #include "kernels/functors/conv2d.hpp"
 #include "kernels/functors/learning_rate.hpp"
+#include "kernels/functors/pieces.hpp"
 #include "kernels/functors/pool2d.hpp"
 #include "kernels/functors/reduce.hpp"
 #include "kernels/functors/update.hpp"
@@ -43,6 +44,12 @@ void CopyBetweenMemories(void* stream, void* dst, const void* src, std::size_t b
 /// `height` rows of `width` bytes, `src_pitch` apart in src and `dst_pitch` apart in dst (cudaMemcpy2DAsync).
 void CopyRows(void* stream, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t width,
               std::size_t height);
+/// out[i] = the sum (or mean) of pieces[0..count)[i], added in piece order (kernels/functors/pieces.hpp,
+/// the CPU's shared-memory reduction): several GPUs' pieces of one collective, copied onto the
+/// stream's device. count in [1, kMaxReducedPieces]; `out` may be one of the pieces. T: float, double,
+/// int32_t, int64_t.
+template <typename T>
+void ReducePieces(void* stream, const T* const* pieces, int count, bool mean, T* out, std::int64_t elements);
 /// ++*value on the device (the train step).
 void Increment(void* stream, std::int64_t* value);
 /// dropout: mask[i] = DropoutKeeps(seed, *call, i, threshold) (kernels/functors/philox.hpp, the CPU's
