@@ -122,11 +122,11 @@ struct SessionOptions {
   /// CPU devices (OneFlow's flow.config.cpu_device_num). Each device has its own actor executors and
   /// an equal share of the cores for its kernels (2 devices on 2 cores: one core each).
   int cpu_devices = 1;
-  /// GPU devices requested (flow.config.gpu_device_num). One GPU, in a build with CUDA where one is
-  /// visible, runs the session's jobs (all but those placed on the CPU); in a session of several
-  /// processes each runs on the GPU of its local rank, with NCCL between them. Otherwise, and for
-  /// several GPUs in one process (Weir runs one GPU per process), they become CPU devices (max of both
-  /// counts), with one notice on stderr saying why.
+  /// GPU devices requested (flow.config.gpu_device_num). n GPUs, in a build with CUDA where n are
+  /// visible, run the session's jobs (all but those placed on the CPU), placed on them as on n CPU
+  /// devices (docs/cuda.md: copies between the GPUs); in a session of several processes each runs on
+  /// n GPUs from local rank * n, with NCCL between the processes. Otherwise they become CPU devices
+  /// (max of both counts), with one notice on stderr saying why.
   int gpu_devices = 0;
   /// CPU compute streams of each device that op-actors are spread over.
   int cpu_compute_streams = 1;

@@ -114,4 +114,44 @@ std::vector<FusedChain> FindFusedChains(const JobGraph& graph, const std::vector
   return chains;
 }
 
+std::vector<FusedChain> FindMultiTensorUpdates(const JobGraph& graph, const std::vector<bool>& live,
+                                               const std::vector<bool>& taken) {
+  // The inputs every member of a group shares: the learning rate (input 2) and Adam's train step (5).
+  auto shared_input = [&](const OpNode& node, std::size_t slot) { return slot < node.inputs.size() ? node.inputs[slot] : -1; };
+  std::vector<FusedChain> groups;
+  std::vector<const OpNode*> firsts;  // each group's first member: what the others must match
+  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+    const OpNode& node = graph.nodes[n];
+    if (!live[n] || taken[n]) continue;
+    if (node.type != "sgd_update" && node.type != "momentum_update" && node.type != "adam_update" &&
+        node.type != "rmsprop_update") {
+      continue;
+    }
+    const auto& attrs = std::any_cast<const UpdateAttrs&>(node.attrs);
+    const DType dtype = graph.values[static_cast<std::size_t>(node.inputs[0])].meta.dtype;
+    std::size_t g = 0;
+    for (; g < groups.size(); ++g) {
+      const OpNode& first = *firsts[g];
+      if (first.type == node.type && first.inputs.size() == node.inputs.size() &&
+          graph.values[static_cast<std::size_t>(first.inputs[0])].meta.dtype == dtype &&
+          std::any_cast<const UpdateAttrs&>(first.attrs).optimizer == attrs.optimizer &&
+          shared_input(first, 2) == shared_input(node, 2) && shared_input(first, 5) == shared_input(node, 5)) {
+        break;
+      }
+    }
+    if (g == groups.size()) {
+      groups.push_back({"multi_update", {}, {}, MultiUpdateAttrs{node.type, {}, {}}});
+      firsts.push_back(&node);
+    }
+    FusedChain& group = groups[g];
+    group.nodes.push_back(static_cast<int>(n));
+    group.inputs.insert(group.inputs.end(), node.inputs.begin(), node.inputs.end());
+    auto& multi = std::any_cast<MultiUpdateAttrs&>(group.attrs);
+    multi.members.push_back(attrs);
+    multi.arity.push_back(static_cast<int>(node.inputs.size()));
+  }
+  std::erase_if(groups, [](const FusedChain& group) { return group.nodes.size() < 2; });
+  return groups;
+}
+
 }  // namespace weir::internal

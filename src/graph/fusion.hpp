@@ -12,15 +12,25 @@
 namespace weir::internal {
 
 struct FusedChain {
-  std::string op_type;  // "conv2d_bias_act", "matmul_bias_act" or "matmul_sgd_update"
+  std::string op_type;  // "conv2d_bias_act", "matmul_bias_act", "matmul_sgd_update" or "multi_update"
   std::vector<int> nodes;   // head first; the fused kernel stands where the last one stood
   std::vector<int> inputs;  // value ids: the fused kernel's inputs
-  std::any attrs;           // FusedConv2DAttrs, FusedMatMulAttrs or FusedMatMulSgdAttrs
+  std::any attrs;           // FusedConv2DAttrs, FusedMatMulAttrs, FusedMatMulSgdAttrs or MultiUpdateAttrs
 
   /// The node whose outputs (none for an update) the fused kernel produces, and whose in-place
   /// writes it makes.
   int Last() const { return nodes.back(); }
 };
+
+/// The updates of one kind (sgd_update, momentum_update, adam_update or rmsprop_update), one
+/// optimizer, one dtype, one learning rate and one train step among the live nodes not in `taken`
+/// (already fused), grouped into one "multi_update" kernel per group of two or more (MultiUpdateAttrs):
+/// on a GPU, one launch for every tensor, as PyTorch's foreach and fused optimizers and apex's
+/// multi-tensor apply. The kernel stands where the group's last update stood; it waits for every
+/// gradient of its group, so the planner asks for it only where updates do not overlap other work
+/// anyway (one device stream).
+std::vector<FusedChain> FindMultiTensorUpdates(const JobGraph& graph, const std::vector<bool>& live,
+                                               const std::vector<bool>& taken);
 
 /// The fusable chains among the live nodes, f32, with no intermediate value returned or watched:
 /// a conv2d or matmul whose only reader is a bias_add along its channels (columns), that

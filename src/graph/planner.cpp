@@ -164,11 +164,16 @@ struct Placed {
 void OrderWriters(const JobGraph& graph, const std::vector<bool>& live, const std::vector<Placed>& placed,
                   const std::vector<std::vector<int>>& node_tasks, Plan& plan) {
   std::vector<std::pair<int, int>> held;  // (writer, register it holds until its write is done)
+  std::vector<bool> before_sink(plan.tasks.size(), false);  // a task one kernel makes for several nodes: one edge
   for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
     if (!live[n]) continue;
     const OpNode& node = graph.nodes[n];
     if (node.outputs.empty()) {
-      for (int task : node_tasks[n]) AddControlEdge(plan, task, plan.sink_task);
+      for (int task : node_tasks[n]) {
+        if (before_sink[static_cast<std::size_t>(task)]) continue;
+        before_sink[static_cast<std::size_t>(task)] = true;
+        AddControlEdge(plan, task, plan.sink_task);
+      }
     }
     if (node.type == kPlaceholderOp || node.type == kVariableOp || node.type == "constant") continue;
     for (int input : FindOp(node.type).mutates_inputs) {
@@ -380,6 +385,17 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   std::vector<FusedChain> chains = FindFusedChains(graph, live);
   if (all_devices > 1 || across_processes) {
     std::erase_if(chains, [](const FusedChain& chain) { return chain.op_type == "matmul_sgd_update"; });
+  }
+  // On one device stream (a GPU's, or the CPU's run as one with async_cpu_streams) the updates of one
+  // optimizer run one after the other anyway: one multi-tensor kernel makes them all (on a GPU, one
+  // launch instead of one per variable).
+  if ((options.device_kind == Device::Kind::kCuda || options.async_cpu_streams) && all_devices == 1 &&
+      !across_processes && options.compute_streams == 1) {
+    std::vector<bool> taken(graph.nodes.size(), false);
+    for (const FusedChain& chain : chains) {
+      for (int node : chain.nodes) taken[static_cast<std::size_t>(node)] = true;
+    }
+    for (FusedChain& group : FindMultiTensorUpdates(graph, live, taken)) chains.push_back(std::move(group));
   }
   std::vector<int> chain_ending_at(graph.nodes.size(), -1);
   std::vector<bool> fused_away(graph.nodes.size(), false);
@@ -1000,6 +1016,11 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   }
 
   plan->sink_task = AddTask(*plan, TaskKind::kSink, "sink", control_stream);
+  // Every update of a multi-tensor kernel writes through it (OrderWriters orders each variable's readers).
+  for (const FusedChain& chain : chains) {
+    if (chain.op_type != "multi_update") continue;
+    for (int node : chain.nodes) node_tasks[static_cast<std::size_t>(node)] = node_tasks[static_cast<std::size_t>(chain.Last())];
+  }
   OrderWriters(graph, live, placed, node_tasks, *plan);
   for (std::size_t i = 0; i < graph.outputs.size(); ++i) {
     const auto& [name, value] = graph.outputs[i];

@@ -28,7 +28,8 @@ struct Run {
 };
 
 // Four steps of the model on `devices` devices, the batch split per device in the mirrored view.
-Run Train(bool async, Model model, int devices, LogicalView view, bool stream_graphs = true) {
+Run Train(bool async, Model model, int devices, LogicalView view, bool stream_graphs = true,
+          const Optimizer& optimizer = Adam(PiecewiseConstantScheduler({}, {0.01}))) {
   SessionOptions options;
   options.async_cpu_streams = async;
   options.stream_graphs = stream_graphs;
@@ -36,7 +37,7 @@ Run Train(bool async, Model model, int devices, LogicalView view, bool stream_gr
   Session session(options);
   const bool mirrored = view == LogicalView::kMirrored;
   const std::int64_t per = mirrored ? kBatch / devices : kBatch;
-  const Job job = TrainJob("train", model, per, view, Adam(PiecewiseConstantScheduler({}, {0.01})));
+  const Job job = TrainJob("train", model, per, view, optimizer);
   Run run;
   for (int step = 0; step < 4; ++step) {
     const Tensor images = RandomImages(ImageShape(model, kBatch), 10 + static_cast<std::uint32_t>(step));
@@ -107,6 +108,38 @@ TEST_CASE("a device stream's kernels run as one graph actor, where that makes no
   }
   // The synchronous path keeps an actor per kernel.
   CHECK(Train(false, Model::kMlp, 1, LogicalView::kConsistent).plan.find("stream_graph") == std::string::npos);
+}
+
+TEST_CASE("on one device stream one multi-tensor kernel makes a job's updates, as the per-variable kernels do") {
+  const LrSchedule lr = PiecewiseConstantScheduler({}, {0.01});
+  struct Case {
+    const char* name;
+    Optimizer optimizer;
+  };
+  // Plain SGD fuses the weights' updates into their gradients' matmuls: the biases' make the group.
+  for (const Case& c : {Case{"sgd", Sgd(lr, 0.0)}, Case{"momentum", Sgd(lr, 0.9)},
+                        Case{"adam", Adam(lr, 0.9, 0.99, 1e-8, true)}, Case{"adamw", AdamW(lr, 0.01)},
+                        Case{"rmsprop centered", RmsProp(lr, 0.9, 1e-6, true)}}) {
+    for (const Model model : {Model::kMlp, Model::kConv}) {
+      CAPTURE(c.name);
+      CAPTURE(model == Model::kMlp);
+      const Run sync = Train(false, model, 1, LogicalView::kConsistent, true, c.optimizer);
+      const Run async = Train(true, model, 1, LogicalView::kConsistent, /*stream_graphs=*/false, c.optimizer);
+      const auto count = [&](const std::string& plan, const std::string& op) {
+        std::size_t n = 0;
+        for (std::size_t at = plan.find("\\n" + op + "\\n"); at != std::string::npos; at = plan.find("\\n" + op + "\\n", at + 1)) ++n;
+        return n;
+      };
+      CHECK(count(async.plan, "multi_update") == 1);
+      CHECK(count(sync.plan, "multi_update") == 0);  // actors of their own on the synchronous path
+      std::size_t left = 0;
+      for (const char* op : {"sgd_update", "momentum_update", "adam_update", "rmsprop_update"}) left += count(async.plan, op);
+      CHECK(left == 0);
+      CheckSameVariables(sync.variables, async.variables);
+      REQUIRE(sync.losses.size() == async.losses.size());
+      for (std::size_t i = 0; i < sync.losses.size(); ++i) CHECK(async.losses[i] == doctest::Approx(sync.losses[i]).epsilon(1e-6));
+    }
+  }
 }
 
 TEST_CASE("async calls through device streams pipeline and call back in call order with the right values") {

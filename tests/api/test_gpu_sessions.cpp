@@ -95,6 +95,9 @@ TEST_CASE("a job on a CUDA device: kernels on its streams, registers in its memo
         CHECK(stream.kind == StreamKind::kCompute);
       }
     }
+    // The four momentum updates: one multi-tensor kernel (one launch).
+    CHECK(CountKernels(*plan, "multi_update") == 1);
+    CHECK(CountKernels(*plan, "momentum_update") == 0);
     CHECK(copies[StreamKind::kHostToDevice] == 2);  // images and labels
     CHECK(copies[StreamKind::kDeviceToHost] == 1);  // the loss
     for (const RegisterDesc& reg : plan->registers) {
@@ -208,6 +211,7 @@ TEST_CASE("several GPUs of one process: each kernel reads its own GPU's memory, 
         }
       }
       CHECK(static_cast<int>(computing.size()) == c.devices);  // every GPU computes
+      CHECK(CountKernels(*plan, "multi_update") == 0);  // the updates follow their gradients' collectives
       CHECK(peer_copies > 0);
       CHECK(collectives > 0);
       for (const RegisterDesc& reg : plan->registers) {

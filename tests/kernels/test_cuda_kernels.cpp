@@ -318,6 +318,24 @@ std::vector<Sample> Samples() {
         samples.push_back({u.op, UpdateAttrs{u.optimizer, Regularizer{0.01, 0.02}, 0.5}, inputs, {}, true});
       }
     }
+    // The planner's multi-tensor kernel of three such updates (one empty), each variable with its own
+    // regularizer and gradient scale.
+    if (std::string_view(u.op) == "lamb_update") continue;
+    for (DType dtype : {DType::kF32, DType::kF64}) {
+      MultiUpdateAttrs multi{u.op, {}, {}};
+      std::vector<TensorMeta> inputs;
+      int member = 0;
+      for (const Shape& shape : {Shape{7, 13}, Shape{0}, Shape{1000, 3}}) {
+        const std::size_t before = inputs.size();
+        inputs.insert(inputs.end(), {{shape, dtype}, {shape, dtype}, {Shape{1}, DType::kF32}});
+        for (int k = 0; k < u.slots; ++k) inputs.push_back({shape, dtype});
+        if (u.step) inputs.push_back({Shape{1}, DType::kI64});
+        multi.members.push_back(UpdateAttrs{u.optimizer, Regularizer{0.01 * member, 0.02}, 0.5 + member});
+        multi.arity.push_back(static_cast<int>(inputs.size() - before));
+        ++member;
+      }
+      samples.push_back({"multi_update", multi, inputs, {}, true});
+    }
   }
   // The global norm over gradients of both float dtypes: clipped (norm above clip_norm) and not.
   for (const double clip : {0.5, 1e6}) {

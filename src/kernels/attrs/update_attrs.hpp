@@ -1,5 +1,8 @@
 #pragma once
 // Typed attributes shared by the training ops' definitions (graph/ops) and their kernels.
+#include <string>
+#include <vector>
+
 #include "weir/job.hpp"
 #include "weir/lr_schedule.hpp"
 #include "weir/optimizers.hpp"
@@ -12,6 +15,16 @@ struct UpdateAttrs {
   Regularizer regularizer;
   /// Multiplies the incoming gradient first (1 / loss elements / loss scale).
   double gradient_scale = 1.0;
+};
+
+/// Attributes of multi_update, a kernel the planner fuses (graph/fusion.hpp): several updates of one
+/// kind (sgd_update, momentum_update, adam_update or rmsprop_update), one optimizer, one learning rate
+/// and train step, made by one kernel (on a GPU, one launch for all the tensors). Its inputs are the
+/// members' inputs one member after the other, `arity[j]` of member j; no output.
+struct MultiUpdateAttrs {
+  std::string update;
+  std::vector<UpdateAttrs> members;  // each variable's own regularizer and gradient scale
+  std::vector<int> arity;
 };
 
 /// Attributes of clip_by_global_norm: every gradient times clip_norm / max(global_norm, clip_norm),

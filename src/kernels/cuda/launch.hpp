@@ -159,6 +159,36 @@ template <typename T>
 void ReduceExtremumGrad(void* stream, const ReductionPlan& plan, const T* x, const T* y, const T* dy, T* dx,
                         std::int64_t outputs);
 
+/// One tensor of a multi-tensor update: its variable, gradient and slots (momentum's v; Adam's m, v;
+/// RMSProp's mean square and, centered, mean gradient; null where the update has none), where its
+/// learning rate and (Adam with bias correction) train step are on the device (in a plan, every
+/// tensor's are the same), its element count and its own regularized gradient.
+template <typename T> struct UpdateTensor {
+  T* p = nullptr;
+  T* slot1 = nullptr;
+  T* slot2 = nullptr;
+  const T* g = nullptr;
+  const float* lr = nullptr;
+  const std::int64_t* train_step = nullptr;
+  std::int64_t count = 0;
+  RegularizedGradient<T> regularized;
+};
+enum class UpdateKind : std::uint8_t { kSgd, kMomentum, kAdam, kRmsProp };
+/// What the tensors of one multi-tensor update share: the update and its optimizer's constants.
+template <typename T> struct SharedUpdate {
+  UpdateKind kind = UpdateKind::kSgd;
+  double beta1 = 0, beta2 = 0;  // Adam's bias correction
+  AdamConstants<T> adam{};
+  T momentum = 0;
+  T decay = 0, one_minus_decay = 0, epsilon = 0;  // RMSProp
+};
+/// Every tensor's update with the functors of kernels/functors/update.hpp, as the one-tensor launchers
+/// below make it, in one launch per kTensorsPerUpdateLaunch tensors (multi_update). float, double.
+/// (UpdateTensor is about 80 bytes for double: a launch's arguments stay under CUDA's 4 KiB.)
+inline constexpr int kTensorsPerUpdateLaunch = 24;
+template <typename T>
+void MultiTensorUpdate(void* stream, const SharedUpdate<T>& shared, const UpdateTensor<T>* tensors, int count);
+
 // The optimizer updates, in place, reading the learning rate (f32) and the train step (i64) where
 // the learning_rate and increment kernels wrote them on the device; float, double.
 template <typename T>

@@ -1,7 +1,11 @@
-// sgd_update, momentum_update, adam_update, rmsprop_update and lamb_update on CUDA: the functors of
+// sgd_update, momentum_update, adam_update, rmsprop_update, lamb_update and multi_update on CUDA: the functors of
 // kernels/functors/update.hpp (the CPU kernels') in place on the device, inputs as the CPU kernels
 // take them: (p, g, lr[, slots...][, train step]).
 #include <cstdint>
+#include <stdexcept>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "kernels/attrs/update_params.hpp"
 #include "kernels/cuda/cuda_kernel.hpp"
@@ -101,7 +105,76 @@ template <typename T> class LambUpdateCuda final : public Kernel {
   DeviceScratch scratch_;
 };
 
+// multi_update: the members' updates in one launch (per kTensorsPerUpdateLaunch tensors), inputs as
+// the members take them, one member after the other (kernels/attrs/update_attrs.hpp).
+template <typename T> class MultiUpdateCuda final : public Kernel {
+ public:
+  explicit MultiUpdateCuda(const KernelSetup& setup) : stream_(CudaStreamOf(setup)), attrs_(setup.Get<MultiUpdateAttrs>()) {
+    if (attrs_.members.empty() || attrs_.members.size() != attrs_.arity.size()) {
+      throw std::invalid_argument(fmt::format("[multi_update] '{}': {} members and {} arities", setup.op_name,
+                                              attrs_.members.size(), attrs_.arity.size()));
+    }
+    const Optimizer& optimizer = attrs_.members[0].optimizer;
+    if (attrs_.update == "sgd_update") {
+      shared_.kind = cuda::UpdateKind::kSgd;
+    } else if (attrs_.update == "momentum_update") {
+      shared_.kind = cuda::UpdateKind::kMomentum;
+      shared_.momentum = static_cast<T>(optimizer.momentum);
+    } else if (attrs_.update == "adam_update") {
+      shared_.kind = cuda::UpdateKind::kAdam;
+      shared_.beta1 = optimizer.beta1;
+      shared_.beta2 = optimizer.beta2;
+      shared_.adam = MakeAdamConstants<T>(optimizer);
+    } else if (attrs_.update == "rmsprop_update") {
+      shared_.kind = cuda::UpdateKind::kRmsProp;
+      shared_.decay = static_cast<T>(optimizer.decay_rate);
+      shared_.one_minus_decay = static_cast<T>(1 - optimizer.decay_rate);
+      shared_.epsilon = static_cast<T>(optimizer.epsilon);
+    } else {
+      throw std::invalid_argument(fmt::format("[multi_update] '{}': no multi-tensor {} (sgd_update, momentum_update, "
+                                              "adam_update or rmsprop_update)", setup.op_name, attrs_.update));
+    }
+    bias_correction_ = shared_.kind == cuda::UpdateKind::kAdam && optimizer.do_bias_correction;
+    std::size_t offset = 0;
+    for (std::size_t j = 0; j < attrs_.members.size(); ++j) {
+      offsets_.push_back(offset);
+      tensors_.push_back({.count = setup.inputs[offset].shape.NumElements(),
+                          .regularized = MakeRegularizedGradient<T>(attrs_.members[j])});
+      offset += static_cast<std::size_t>(attrs_.arity[j]);
+    }
+    if (offset != setup.inputs.size()) {
+      throw std::invalid_argument(fmt::format("[multi_update] '{}': the members take {} inputs, got {}", setup.op_name,
+                                              offset, setup.inputs.size()));
+    }
+  }
+
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView>) override {
+    for (std::size_t j = 0; j < tensors_.size(); ++j) {
+      const std::size_t o = offsets_[j];
+      cuda::UpdateTensor<T>& tensor = tensors_[j];
+      tensor.p = Mutable<T>(inputs[o]);
+      tensor.g = inputs[o + 1].As<T>();
+      tensor.lr = inputs[o + 2].As<float>();
+      tensor.train_step = bias_correction_ ? inputs[o + 5].As<std::int64_t>() : nullptr;
+      tensor.slot1 = attrs_.arity[j] > 3 ? Mutable<T>(inputs[o + 3]) : nullptr;
+      const bool second_slot = shared_.kind == cuda::UpdateKind::kAdam || attrs_.arity[j] == 5;  // centered RMSProp
+      tensor.slot2 = second_slot ? Mutable<T>(inputs[o + 4]) : nullptr;
+    }
+    cuda::MultiTensorUpdate<T>(stream_, shared_, tensors_.data(), static_cast<int>(tensors_.size()));
+  }
+
+ private:
+  void* stream_;
+  MultiUpdateAttrs attrs_;
+  cuda::SharedUpdate<T> shared_;
+  bool bias_correction_ = false;
+  std::vector<std::size_t> offsets_;
+  std::vector<cuda::UpdateTensor<T>> tensors_;
+};
+
 WEIR_REGISTER_KERNELS {
+  RegisterKernel({"multi_update", Device::Kind::kCuda, DType::kF32}, &MakeKernel<MultiUpdateCuda<float>>);
+  RegisterKernel({"multi_update", Device::Kind::kCuda, DType::kF64}, &MakeKernel<MultiUpdateCuda<double>>);
   RegisterKernel({"lamb_update", Device::Kind::kCuda, DType::kF32}, &MakeKernel<LambUpdateCuda<float>>);
   RegisterKernel({"lamb_update", Device::Kind::kCuda, DType::kF64}, &MakeKernel<LambUpdateCuda<double>>);
   for (const char* op : {"sgd_update", "momentum_update"}) {

@@ -75,7 +75,65 @@ __global__ void RmsPropKernel(T* p, T* mean_square, T* mean_gradient, const T* g
 
 
 
+// Up to kTensorsPerUpdateLaunch tensors by value in the launch's arguments (about 1.6 KiB for double),
+// with where each begins in their concatenation.
+template <typename T> struct UpdateBatch {
+  UpdateTensor<T> tensor[kTensorsPerUpdateLaunch];
+  std::int64_t begin[kTensorsPerUpdateLaunch + 1];
+  int count;
+};
+
+template <typename T> __global__ void MultiTensorUpdateKernel(SharedUpdate<T> shared, UpdateBatch<T> batch) {
+  // Each tensor's rate as the one-tensor kernels derive it, once per block.
+  __shared__ T rates[kTensorsPerUpdateLaunch];
+  if (static_cast<int>(threadIdx.x) < batch.count) {
+    const UpdateTensor<T>& x = batch.tensor[threadIdx.x];
+    const double corrected = shared.kind == UpdateKind::kAdam && x.train_step != nullptr
+                                 ? AdamBiasCorrectedRate(*x.lr, shared.beta1, shared.beta2, *x.train_step)
+                                 : static_cast<double>(*x.lr);
+    rates[threadIdx.x] = static_cast<T>(corrected);
+  }
+  __syncthreads();
+  WEIR_FOR_EACH_ELEMENT(i, batch.begin[batch.count]) {
+    // The last tensor that begins at or before i (an empty tensor begins where the next one does).
+    int lo = 0, hi = batch.count - 1;
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) / 2;
+      if (batch.begin[mid] <= i) lo = mid;
+      else hi = mid - 1;
+    }
+    const UpdateTensor<T>& x = batch.tensor[lo];
+    const std::int64_t j = i - batch.begin[lo];
+    const T rate = rates[lo];
+    switch (shared.kind) {
+      case UpdateKind::kSgd: SgdStep(x.p[j], x.g[j], rate, x.regularized); break;
+      case UpdateKind::kMomentum: MomentumStep(x.p[j], x.slot1[j], x.g[j], rate, shared.momentum, x.regularized); break;
+      case UpdateKind::kAdam: AdamStep(x.p[j], x.slot1[j], x.slot2[j], x.g[j], rate, shared.adam, x.regularized); break;
+      case UpdateKind::kRmsProp:
+        RmsPropStep(x.p[j], x.slot1[j], x.slot2 != nullptr ? &x.slot2[j] : nullptr, x.g[j], rate, shared.decay,
+                    shared.one_minus_decay, shared.epsilon, x.regularized);
+        break;
+    }
+  }
+}
+
 }  // namespace
+
+template <typename T>
+void MultiTensorUpdate(void* stream, const SharedUpdate<T>& shared, const UpdateTensor<T>* tensors, int count) {
+  for (int first = 0; first < count; first += kTensorsPerUpdateLaunch) {
+    UpdateBatch<T> batch{};
+    batch.count = count - first < kTensorsPerUpdateLaunch ? count - first : kTensorsPerUpdateLaunch;
+    for (int t = 0; t < batch.count; ++t) {
+      batch.tensor[t] = tensors[first + t];
+      batch.begin[t + 1] = batch.begin[t] + tensors[first + t].count;
+    }
+    const std::int64_t elements = batch.begin[batch.count];
+    if (elements == 0) continue;
+    MultiTensorUpdateKernel<T><<<Blocks(elements), kThreads, 0, Native(stream)>>>(shared, batch);
+    WEIR_CUDA_CHECK(cudaGetLastError());
+  }
+}
 
 template <typename T>
 void SgdUpdate(void* stream, T* p, const T* g, const float* lr, const RegularizedGradient<T>& regularized, std::int64_t count) {
@@ -126,6 +184,7 @@ void LambUpdate(void* stream, T* p, T* m, T* v, const T* g, const float* lr, con
 }
 
 #define WEIR_INSTANTIATE(T)                                                                                         \
+  template void MultiTensorUpdate<T>(void*, const SharedUpdate<T>&, const UpdateTensor<T>*, int);                   \
   template void LambUpdate<T>(void*, T*, T*, T*, const T*, const float*, const std::int64_t*, double, double,        \
                               const AdamConstants<T>&, const RegularizedGradient<T>&, double, T*, double*,           \
                               std::int64_t);                                                                         \
