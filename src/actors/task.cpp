@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "common/cuda_runtime.hpp"
 #include "common/intra_op_pool.hpp"
 
 namespace weir::internal {
@@ -30,6 +31,9 @@ Task::Task(const Plan& plan, const TaskDesc& desc, RegisterStore& store, std::fu
   const KernelSetup setup{desc.op_type, desc.name, desc.attrs, desc.input_metas, desc.output_metas,
                           plan.streams[static_cast<std::size_t>(desc.stream)].device, processes, device_stream};
   const SingleThreadedMathScope single_threaded;  // primitives made here plan for one thread
+  // A CUDA kernel is made with its GPU current: cuDNN's and cuBLAS's set-up calls go to the current
+  // device, which is another GPU's after a kernel of another GPU was made.
+  if (setup.device.kind == Device::Kind::kCuda) CudaSetCurrentDevice(setup.device.index);
   kernel_ = desc.kernel_factory(setup);
   input_views_.resize(desc.input_metas.size());
   output_views_.resize(desc.output_metas.size());

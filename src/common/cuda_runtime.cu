@@ -46,6 +46,8 @@ std::string CudaDescribe() {
          ", cuDNN " + std::to_string(cudnnGetVersion()) + ", NCCL " + std::to_string(NCCL_VERSION_CODE);
 }
 
+void CudaSetCurrentDevice(int device) { WEIR_CUDA_CHECK(cudaSetDevice(CudaOrdinal(device))); }
+
 bool CudaEnablePeerAccess(int device, int peer) {
   int can = 0;
   WEIR_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, CudaOrdinal(device), CudaOrdinal(peer)));

@@ -24,6 +24,9 @@ void CudaUseDevicesFrom(int first);
 /// The CUDA ordinal of a plan's device index.
 int CudaOrdinal(int device);
 
+/// Makes `device` (a plan's device index) the calling thread's current GPU.
+void CudaSetCurrentDevice(int device);
+
 /// Lets kernels and copies on `device` reach `peer`'s memory directly (cudaDeviceEnablePeerAccess),
 /// where the GPUs can; true if they can (it stays on for the process). Copies between GPUs that
 /// cannot are still right: CUDA stages them through the host.

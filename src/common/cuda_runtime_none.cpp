@@ -17,6 +17,7 @@ int CudaDeviceCount() { return 0; }
 std::string CudaDescribe() { return "built without CUDA"; }
 void CudaUseDevicesFrom(int) {}
 int CudaOrdinal(int device) { return device; }
+void CudaSetCurrentDevice(int) { NotBuilt(); }
 bool CudaEnablePeerAccess(int, int) { NotBuilt(); }
 void* CudaAllocate(int, std::size_t) { NotBuilt(); }
 void CudaFree(int, void*) noexcept {}
