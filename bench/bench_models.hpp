@@ -47,9 +47,10 @@ inline weir::Blob Logits(const std::string& model, const weir::Blob& images) {
   throw std::invalid_argument(fmt::format("--model: expected mlp or lenet, got {}", model));
 }
 
-/// Inputs images f32 (100, 1, 28, 28) and labels i32 (100); output "loss" f32 (100).
-inline weir::Job TrainJob(const std::string& model) {
-  weir::JobBuilder builder("train_job", weir::JobType::kTrain);
+/// Inputs images f32 (100, 1, 28, 28) and labels i32 (100); output "loss" f32 (100). channels_last:
+/// JobConfig::channels_last_convolutions (the convolutions run in NHWC internally).
+inline weir::Job TrainJob(const std::string& model, bool channels_last = true) {
+  weir::JobBuilder builder("train_job", weir::JobType::kTrain, weir::JobConfig{.channels_last_convolutions = channels_last});
   const weir::Blob images = builder.Placeholder("images", weir::Shape{kBatch, 1, 28, 28});
   const weir::Blob labels = builder.Placeholder("labels", weir::Shape{kBatch}, weir::DType::kI32);
   const weir::Blob loss = weir::SparseSoftmaxCrossEntropy(labels, Logits(model, images), "softmax_loss");
@@ -59,8 +60,8 @@ inline weir::Job TrainJob(const std::string& model) {
 }
 
 /// Input images f32 (100, 1, 28, 28); output "predictions" i32 (100), the argmax of the logits.
-inline weir::Job InferJob(const std::string& model) {
-  weir::JobBuilder builder("infer_job");
+inline weir::Job InferJob(const std::string& model, bool channels_last = true) {
+  weir::JobBuilder builder("infer_job", weir::JobType::kPredict, weir::JobConfig{.channels_last_convolutions = channels_last});
   const weir::Blob images = builder.Placeholder("images", weir::Shape{kBatch, 1, 28, 28});
   builder.Output("predictions", weir::ArgMax(Logits(model, images)));
   return builder.Build();

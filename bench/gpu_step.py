@@ -14,6 +14,10 @@ Weir runs twice: as it does by default (each job's kernels captured into a CUDA 
 `flow.config.stream_graphs`) and with the graphs off (an actor and a launch per kernel). Without a
 visible GPU (or without torch) the run says so and its JSON has "skipped". Last line: one JSON object.
 
+`--weir-binary build/bench/train_step` takes Weir's rows from the C++ API's benchmark (bench/train_step.cpp
+with --gpu, sync train calls) instead of the Python bindings: for a GPU machine whose Python the bindings
+were not built for. `--torch-python` names the interpreter that has torch (default /usr/bin/python3).
+
 `--smoke-cpu` runs the same code on the CPU (no CUDA graphs), so that tests/python/test_gpu.py keeps
 this program working on machines without a GPU; its figures mean nothing.
 """
@@ -35,6 +39,11 @@ def parse_args():
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=50)
+    parser.add_argument("--weir-binary", help="Weir's rows from this train_step binary (C++ API) instead of Python")
+    parser.add_argument("--torch-python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable)
+    parser.add_argument("--torch-tf32", action="store_true",
+                        help="let PyTorch's convolutions use TF32 (its default); off, both sides compute in FP32 as Weir does")
+    parser.add_argument("--worker-timeout", type=float, default=300, help="seconds each side's process may run")
     parser.add_argument("--smoke-cpu", action="store_true", help="run on the CPU: checks the program, not the GPU")
     parser.add_argument("--worker", choices=["weir", "weir-no-graphs", "torch-eager", "torch-graph"], help=argparse.SUPPRESS)
     parser.add_argument("--model", choices=["mlp", "lenet"], help=argparse.SUPPRESS)
@@ -102,6 +111,10 @@ def torch_worker(args, graphed):
     from pytorch_models import build_model
 
     torch.manual_seed(1234)
+    # Like for like: Weir's cuDNN convolutions use FP32 (FMA) math, never TF32; PyTorch's default lets
+    # cuDNN use TF32 tensor cores for convolutions (matmuls already default to FP32).
+    torch.backends.cudnn.allow_tf32 = args.torch_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
     device = torch.device("cpu" if args.smoke_cpu else "cuda")
     model = build_model(args.model, nn).to(device)
     loss_fn = nn.CrossEntropyLoss(reduction="mean")
@@ -149,19 +162,43 @@ def torch_worker(args, graphed):
                       "gpu": None if args.smoke_cpu else torch.cuda.get_device_name()}))
 
 
-def run_worker(kind, model, args):
+def last_json_line(argv, args):
+    """Runs argv (bounded by --worker-timeout); its last stdout line that is a JSON object, or {"error": ...}."""
     import subprocess
 
-    python = sys.executable if kind.startswith("weir") else "/usr/bin/python3"
-    if kind != "weir" and not os.path.exists(python):
-        python = sys.executable
-    argv = [python, os.path.abspath(__file__), "--worker", kind, "--model", model, "--steps", str(args.steps),
-            "--repeats", str(args.repeats), "--warmup", str(args.warmup)] + (["--smoke-cpu"] if args.smoke_cpu else [])
-    result = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+    try:
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=args.worker_timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"ran past {args.worker_timeout} s"}
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
     if result.returncode != 0 or not lines:
         return {"error": (result.stdout + result.stderr)[-1500:]}
     return json.loads(lines[-1])
+
+
+def run_cpp_worker(kind, model, args):
+    """Weir's row from bench/train_step.cpp: sync train calls on one GPU, median ms and host CPU us per step."""
+    argv = [args.weir_binary, "--model", model, "--steps", str(args.steps), "--repeats", str(args.repeats),
+            "--warmup", str(args.warmup), "--no-async"]
+    if not args.smoke_cpu:
+        argv.append("--gpu")
+    if kind == "weir-no-graphs":
+        argv.append("--no-stream-graphs")
+    row = last_json_line(argv, args)
+    if "error" in row:
+        return row
+    return {"step_ms": row["train_ms_per_step"], "host_us": row["host_us_per_step"], "loss": row["final_loss"],
+            "api": "C++"}
+
+
+def run_worker(kind, model, args):
+    if kind.startswith("weir") and args.weir_binary:
+        return run_cpp_worker(kind, model, args)
+    python = sys.executable if kind.startswith("weir") else args.torch_python
+    argv = [python, os.path.abspath(__file__), "--worker", kind, "--model", model, "--steps", str(args.steps),
+            "--repeats", str(args.repeats), "--warmup", str(args.warmup)] + (["--smoke-cpu"] if args.smoke_cpu else [])
+    argv += ["--torch-tf32"] if args.torch_tf32 else []
+    return last_json_line(argv, args)
 
 
 def main():
@@ -170,7 +207,7 @@ def main():
         return weir_worker(args)
     if args.worker:
         return torch_worker(args, graphed=args.worker == "torch-graph")
-    summary = {"bench": "gpu_step", "smoke_cpu": args.smoke_cpu, "batch": BATCH, "steps": args.steps, "repeats": args.repeats, "models": {}}
+    summary = {"bench": "gpu_step", "smoke_cpu": args.smoke_cpu, "torch_tf32": args.torch_tf32, "batch": BATCH, "steps": args.steps, "repeats": args.repeats, "models": {}}
     for model in args.models.split(","):
         rows = {kind: run_worker(kind, model, args) for kind in ("weir", "weir-no-graphs", "torch-eager", "torch-graph")}
         summary["models"][model] = rows

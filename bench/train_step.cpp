@@ -5,6 +5,10 @@
 //
 // Usage: train_step [--model mlp|lenet] [--steps N] [--repeats R] [--warmup W]
 //                   [--scheduler-threads T] (0 = default) [--no-async] [--profile]
+//                   [--gpu] [--no-stream-graphs] [--nchw]
+// --gpu: the jobs run on one GPU (SessionOptions::gpu_devices = 1; fails rather than fall back to the CPU);
+// --no-stream-graphs: an actor and a launch per kernel instead of one CUDA graph per stream.
+// --nchw: the convolutions run in NCHW as written (JobConfig::channels_last_convolutions off).
 // --profile: after the timed runs, one more sync train run and one inference run under the
 // session's profiler, whose tables (per-actor busy time, call latency) go to stderr.
 // Each repeat times N calls of each kind; the figures are medians over the repeats. Last line: JSON.
@@ -42,6 +46,9 @@ struct Args {
   int scheduler_threads = 0;
   bool async = true;
   bool profile = false;
+  bool gpu = false;
+  bool stream_graphs = true;
+  bool channels_last = true;
 };
 
 Args Parse(int argc, char** argv) {
@@ -54,6 +61,18 @@ Args Parse(int argc, char** argv) {
     }
     if (flag == "--profile") {
       args.profile = true;
+      continue;
+    }
+    if (flag == "--gpu") {
+      args.gpu = true;
+      continue;
+    }
+    if (flag == "--no-stream-graphs") {
+      args.stream_graphs = false;
+      continue;
+    }
+    if (flag == "--nchw") {
+      args.channels_last = false;
       continue;
     }
     if (i + 1 >= argc) throw std::invalid_argument(fmt::format("flag {} needs a value", flag));
@@ -160,6 +179,14 @@ double Median(std::vector<double> values) {
   return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
+// CPU seconds of the whole process (every thread, spin-waits included) so far.
+double ProcessCpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
 double PeakRssMb() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -170,11 +197,14 @@ double PeakRssMb() {
 
 int main(int argc, char** argv) try {
   const Args args = Parse(argc, argv);
-  const weir::Job train = bench::TrainJob(args.model);
-  const weir::Job infer = bench::InferJob(args.model);
+  const weir::Job train = bench::TrainJob(args.model, args.channels_last);
+  const weir::Job infer = bench::InferJob(args.model, args.channels_last);
   weir::SessionOptions options;
   options.scheduler_threads = args.scheduler_threads;
   options.max_calls_in_flight = kMaxCallsInFlight;
+  options.gpu_devices = args.gpu ? 1 : 0;
+  options.stream_graphs = args.stream_graphs;
+  if (args.gpu && weir::VisibleGpus() == 0) throw std::runtime_error("--gpu: no GPU visible to Weir");
   weir::Session session(options);
   session.Compile(train);
   session.Compile(infer);
@@ -185,9 +215,12 @@ int main(int argc, char** argv) try {
   runner.Infer(args.warmup);
 
   // Seconds per repeat for sync train, async train, inference; the kinds alternate within a repeat.
-  std::vector<double> train_sync, train_async, inference;
+  // host_sync: process CPU seconds over the sync train runs (the host's cost of a step).
+  std::vector<double> train_sync, train_async, inference, host_sync;
   for (int r = 0; r < args.repeats; ++r) {
+    const double cpu_start = ProcessCpuSeconds();
     train_sync.push_back(runner.TrainSync(args.steps));
+    host_sync.push_back(ProcessCpuSeconds() - cpu_start);
     if (args.async) train_async.push_back(runner.TrainAsync(args.steps));
     inference.push_back(runner.Infer(args.steps));
   }
@@ -206,7 +239,9 @@ int main(int argc, char** argv) try {
   fmt::print("weir train_step {}: batch {}, {} steps per run, median of {} runs, scheduler threads {}\n", args.model,
              kBatch, args.steps, args.repeats, threads);
   fmt::print("{:<28} {:>10} {:>10}\n", "", "per s", "ms");
+  const double host_s = Median(host_sync);
   fmt::print("{:<28} {:>10.1f} {:>10.3f}\n", "train step, sync", steps / sync_s, 1e3 * sync_s / steps);
+  fmt::print("{:<28} {:>10} {:>10.3f}\n", "host CPU per sync step", "", 1e3 * host_s / steps);
   std::string async_json;
   if (args.async) {
     const double async_s = Median(train_async);
@@ -217,10 +252,12 @@ int main(int argc, char** argv) try {
   fmt::print("{:<28} {:>10.1f} {:>10.3f}\n", "inference, sync", steps / infer_s, 1e3 * infer_s / steps);
   fmt::print(
       "{{\"bench\": \"train_step\", \"impl\": \"weir_cpp\", \"model\": \"{}\", \"batch\": {}, \"steps\": {}, "
-      "\"repeats\": {}, \"scheduler_threads\": {}, \"train_steps_per_s\": {:.2f}, \"train_ms_per_step\": {:.4f}, "
+      "\"repeats\": {}, \"scheduler_threads\": {}, \"device\": \"{}\", \"stream_graphs\": {}, \"train_steps_per_s\": {:.2f}, "
+      "\"train_ms_per_step\": {:.4f}, \"host_us_per_step\": {:.2f}, "
       "{}\"infer_calls_per_s\": {:.2f}, \"infer_ms_per_call\": {:.4f}, \"final_loss\": {:.4f}, "
       "\"peak_rss_mb\": {:.1f}}}\n",
-      args.model, kBatch, args.steps, args.repeats, args.scheduler_threads, steps / sync_s, 1e3 * sync_s / steps,
+      args.model, kBatch, args.steps, args.repeats, args.scheduler_threads, args.gpu ? "gpu" : "cpu",
+      args.stream_graphs, steps / sync_s, 1e3 * sync_s / steps, 1e6 * host_s / steps,
       async_json, steps / infer_s, 1e3 * infer_s / steps, runner.LastLoss(), PeakRssMb());
   return 0;
 } catch (const std::exception& error) {

@@ -1,30 +1,72 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU: builds Weir with CUDA (build-gpu/), runs every CUDA test and the
-# GPU benchmark, and prints one JSON summary as the last line. One command, so that
-# whoever holds a GPU can run it: `scripts/gpu-check.sh` (or `make gpu-check`). Without a GPU the
-# tests report themselves skipped and the summary says so.
+# GPU benchmark, and prints one JSON summary as the last line. One command, so that whoever holds a
+# GPU can run it: `scripts/gpu-check.sh` (or `make gpu-check`). Without a GPU the tests report
+# themselves skipped and the summary says so.
 #   scripts/gpu-check.sh [build-dir]
+#   scripts/gpu-check.sh --prebuilt .gpu-bundle/build
+# --prebuilt: on a GPU machine without Weir's build dependencies, run the binaries that
+# scripts/gpu-bundle.sh packed here (their libraries unpacked beside them; the machine's own cuBLAS,
+# cuDNN and NCCL found on it), with the benchmark's Weir rows from the C++ API (bench/train_step).
+# Logs go to $OUT when set (a lent machine's output folder), else to the build folder.
+# Each check is bounded (GPU_CHECK_TIMEOUT seconds, default 300) so that a hang fails it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build-gpu}
 export PATH=/usr/local/cuda/bin:$PATH
+prebuilt=false
+if [[ ${1:-} == --prebuilt ]]; then
+  prebuilt=true
+  build=${2:?--prebuilt needs the build folder of the bundle}
+else
+  build=${1:-build-gpu}
+fi
+logs=${OUT:-$build}
+bound=${GPU_CHECK_TIMEOUT:-300}
 gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
 echo "GPU: ${gpu:-none visible}"
-if [[ ! -f $build/build.ninja ]]; then
-  meson setup "$build" -Dcuda=enabled -Dtests=true -Dbenchmarks=true -Dpython=disabled || exit 1
+
+# The directory of the first file named $1 under the given roots (empty when none).
+library_dir() {
+  local name=$1; shift
+  local found
+  found=$(find -H "$@" -name "$name" 2>/dev/null | head -1)
+  [[ -n $found ]] && dirname "$found"
+}
+
+if $prebuilt; then
+  libs=/tmp/weir-gpu-libs
+  mkdir -p "$libs" && tar -C "$libs" -xJf "$build/../lib.tar.xz" || exit 1
+  roots=(/usr/local/cuda/lib64 /usr/local/cuda/targets /usr/lib/x86_64-linux-gnu /opt /usr/local/lib)
+  library_path=$libs/lib
+  for name in libcublasLt.so.13 libcublas.so.13 libcudnn.so.9 libnccl.so.2; do
+    dir=$(library_dir "$name" "${roots[@]}")
+    [[ -n $dir ]] || { echo "gpu-check: $name is not on this machine"; exit 1; }
+    echo "  $name: $dir"
+    library_path=$library_path:$dir
+  done
+  export LD_LIBRARY_PATH=$library_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  # For runs after this one (a memory checker over a test binary, say): `source $logs/gpu-env.sh`.
+  echo "export LD_LIBRARY_PATH=$LD_LIBRARY_PATH" >"$logs/gpu-env.sh"
+else
+  if [[ ! -f $build/build.ninja ]]; then
+    meson setup "$build" -Dcuda=enabled -Dtests=true -Dbenchmarks=true -Dpython=disabled || exit 1
+  fi
+  ninja -C "$build" || exit 1
 fi
-ninja -C "$build" || exit 1
 
 results=()
-# name|command: each CUDA test suite (doctest prints its own skips); the GPU benchmark when present.
+# name|command: each CUDA test suite (doctest prints its own skips); the GPU benchmark.
 checks=(
   "cuda-runtime|$build/tests/test_common -tc=*CUDA*"
-  "cuda-kernels-and-sessions|$build/tests/test_cuda"
+  "cuda-kernels-and-sessions|$build/tests/test_cuda --duration=true"
   "device-streams|$build/tests/test_actors -tc=*stream*,*event*,*poller*"
 )
-# The Python GPU tests and the GPU benchmark (bench/gpu_step.py: Weir against PyTorch eager and with CUDA
-# graphs), where `make venv` has built the bindings (from build/, which has CUDA by default).
-if [[ -x .venv/bin/python ]]; then
+if $prebuilt; then
+  # PyTorch is the machine's python3; Weir's rows come from the C++ API.
+  checks+=("gpu-step-bench|python3 bench/gpu_step.py --weir-binary $build/bench/train_step --torch-python $(command -v python3) --worker-timeout 60")
+elif [[ -x .venv/bin/python ]]; then
+  # The Python GPU tests and the GPU benchmark (bench/gpu_step.py: Weir against PyTorch eager and with
+  # CUDA graphs), where `make venv` has built the bindings (from build/, which has CUDA by default).
   checks+=("python-gpu|.venv/bin/python -m pytest -q tests/python/test_gpu.py")
   # NCCL between processes, one GPU each: skips (saying so) with fewer than 2 GPUs.
   checks+=("nccl-two-processes|.venv/bin/python -m pytest -q -rs tests/python/test_distributed.py -k gpu_per_process")
@@ -34,18 +76,28 @@ status=0
 for check in "${checks[@]}"; do
   name=${check%%|*}
   command=${check#*|}
-  log="$build/gpu-check-$name.log"
+  log="$logs/gpu-check-$name.log"
   echo "== $name: $command"
   start=$(date +%s.%N)
-  $command >"$log" 2>&1
+  timeout -k 10 "$bound" $command >"$log" 2>&1
   rc=$?
-  seconds=$(printf '%.3f' "$(echo "$(date +%s.%N) - $start" | bc)")
+  [[ $rc -eq 124 || $rc -eq 137 ]] && echo "gpu-check: $name ran past ${bound} s and was stopped" | tee -a "$log"
+  seconds=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
   tail -4 "$log"
   # doctest's tally (tests that skip themselves without a GPU count as skipped, as filtered ones do).
   passed=$(grep -Eo 'test cases: *[0-9]+ \| *[0-9]+ passed' "$log" | grep -Eo '[0-9]+ passed' | grep -Eo '[0-9]+')
   failed=$(grep -Eo '[0-9]+ failed \|' "$log" | head -1 | grep -Eo '[0-9]+')
   results+=("\"$name\": {\"rc\": $rc, \"seconds\": ${seconds}, \"passed\": ${passed:-null}, \"failed\": ${failed:-null}, \"log\": \"$log\"}")
   [[ $rc -eq 0 ]] || status=1
+  # A failed test binary (a crash stops it at the case that crashed): each of its cases once more, on its
+  # own, so that the log names every failing case ('?' stands for the commas doctest's filter splits at).
+  if [[ $rc -ne 0 && $command == */tests/test_* ]]; then
+    binary=${command%% *}
+    $binary -ltc 2>/dev/null | sed -n '/^====/,/^====/p' | grep -v '^====' | while read -r case_name; do
+      timeout -k 5 "$bound" "$binary" -tc="${case_name//,/?}" >>"$logs/gpu-check-$name-cases.log" 2>&1
+      echo "case rc=$?: $case_name"
+    done | tee -a "$logs/gpu-check-$name-cases.log" | grep -v '^case rc=0'
+  fi
 done
 joined=$(IFS=,; echo "${results[*]}")
 echo "{\"gpu\": \"${gpu:-none}\", \"gpu_tests_ran\": $([[ -n $gpu ]] && echo true || echo false), \"ok\": $([[ $status -eq 0 ]] && echo true || echo false), \"checks\": {${joined}}}"

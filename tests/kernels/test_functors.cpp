@@ -111,6 +111,22 @@ TEST_CASE("the reduction plan sums exactly the elements of each output") {
   }
 }
 
+TEST_CASE("a split reduction's parts cover each output's elements once, and few long sums are split") {
+  for (const auto& [outputs, reduced] : {std::pair<std::int64_t, std::int64_t>{32, 78400}, {64, 19600}, {3, 37925},
+                                         {1, 4096 * 5 + 1}, {2000, 100000}, {10, 4095}, {0, 10}, {1, 0}}) {
+    CAPTURE(outputs);
+    CAPTURE(reduced);
+    const ReduceSplit split = ReduceSplit::For(outputs, reduced);
+    CHECK(split.parts >= 1);
+    CHECK(split.parts * split.chunk >= reduced);
+    CHECK((split.parts - 1) * split.chunk < std::max<std::int64_t>(reduced, 1));  // no part starts past the end
+    if (split.parts > 1) CHECK(split.chunk >= ReduceSplit::kMinPerPart);
+    // One block per output where there are many outputs or short sums; else the blocks fill the GPU.
+    if (outputs >= ReduceSplit::kBlocksWanted || reduced < 2 * ReduceSplit::kMinPerPart) CHECK(split.parts == 1);
+    if (outputs == 32 && reduced == 78400) CHECK(split.parts == 19);  // LeNet's first bias gradient
+  }
+}
+
 TEST_CASE("the gather plan of a transpose reads each output element from its permuted place") {
   struct Case {
     Dims in;
@@ -214,5 +230,50 @@ TEST_CASE("a convolution with unequal pads is the unpadded one over its padded i
     ForEachConv2DTap(g, [&](std::int64_t xi, std::int64_t wi, std::int64_t yi) { dw[wi] += dy[yi] * x[xi]; });
     ForEachConv2DTap(padded, [&](std::int64_t xi, std::int64_t wi, std::int64_t yi) { dw_padded[wi] += dy[yi] * x_padded[xi]; });
     for (std::size_t i = 0; i < dw.size(); ++i) CHECK(dw_padded[i] == doctest::Approx(dw[i]).epsilon(1e-14));
+  }
+}
+
+namespace {
+
+// dst[i] = src[transpose.SourceOf(i)].
+std::vector<double> Transposed(const BatchedTranspose& transpose, const std::vector<double>& src) {
+  std::vector<double> dst(src.size());
+  for (std::int64_t i = 0; i < transpose.Count(); ++i) {
+    dst[static_cast<std::size_t>(i)] = src[static_cast<std::size_t>(transpose.SourceOf(i))];
+  }
+  return dst;
+}
+
+}  // namespace
+
+TEST_CASE("an NHWC convolution is the NCHW one over transposed images and filters, as cuDNN's NCHW fallback runs it") {
+  std::mt19937 random(9);
+  std::uniform_real_distribution<double> value(-1, 1);
+  for (const std::int64_t groups : {1, 2}) {
+    CAPTURE(groups);
+    Conv2DGeometry nhwc;
+    nhwc.nhwc = true;
+    nhwc.batch = 2, nhwc.channels = 4, nhwc.in_h = 5, nhwc.in_w = 6, nhwc.filters = 6, nhwc.kernel_h = 3, nhwc.kernel_w = 2;
+    nhwc.groups = groups, nhwc.strides = {1, 2}, nhwc.dilations = {1, 1}, nhwc.pad_before = {1, 0}, nhwc.pad_after = {1, 0};
+    nhwc.out_h = 5, nhwc.out_w = 3;
+    Conv2DGeometry nchw = nhwc;
+    nchw.nhwc = false;
+    const BatchedTranspose x_to_nchw{nhwc.batch, nhwc.in_h * nhwc.in_w, nhwc.channels};
+    const BatchedTranspose y_to_nchw{nhwc.batch, nhwc.out_h * nhwc.out_w, nhwc.filters};
+    const BatchedTranspose w_to_nchw{nhwc.filters, nhwc.kernel_h * nhwc.kernel_w, nhwc.channels / groups};
+    std::vector<double> x(static_cast<std::size_t>(nhwc.XCount())), w(static_cast<std::size_t>(nhwc.WeightCount()));
+    for (double& e : x) e = value(random);
+    for (double& e : w) e = value(random);
+    CHECK(Transposed(x_to_nchw.Inverse(), Transposed(x_to_nchw, x)) == x);  // Inverse() undoes the move
+    // Element (n, h, w, c) of x is element (n, c, h, w) of its NCHW copy.
+    const std::vector<double> x_nchw = Transposed(x_to_nchw, x);
+    CHECK(x_nchw[((1 * 4 + 3) * 5 + 2) * 6 + 4] == x[((1 * 5 + 2) * 6 + 4) * 4 + 3]);
+
+    std::vector<double> y(static_cast<std::size_t>(nhwc.YCount())), y_nchw = y;
+    ForEachConv2DTap(nhwc, [&](std::int64_t xi, std::int64_t wi, std::int64_t yi) { y[yi] += x[xi] * w[wi]; });
+    const std::vector<double> w_nchw = Transposed(w_to_nchw, w);
+    ForEachConv2DTap(nchw, [&](std::int64_t xi, std::int64_t wi, std::int64_t yi) { y_nchw[yi] += x_nchw[xi] * w_nchw[wi]; });
+    const std::vector<double> y_back = Transposed(y_to_nchw.Inverse(), y_nchw);
+    for (std::size_t i = 0; i < y.size(); ++i) CHECK(y_back[i] == doctest::Approx(y[i]).epsilon(1e-14));
   }
 }

@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 #include <unordered_map>
 #include <vector>
 
 #include <cblas.h>
 #include <dnnl.hpp>
+#include <fmt/format.h>
 
 #include "common/intra_op_pool.hpp"
 #include "kernels/cpu/dnnl_engine.hpp"
@@ -36,6 +38,12 @@ class MatMulCpu final : public Kernel {
                         : update_ ? setup.Get<FusedMatMulSgdAttrs>().matmul
                                   : setup.Get<MatMulAttrs>();
     if (update_) update_scale_ = -setup.Get<FusedMatMulSgdAttrs>().gradient_scale * attrs.alpha;
+    // oneDNN 2's output scale multiplies the bias too: alpha (AB + bias), not the op's alpha AB + bias.
+    // The planner fuses only unscaled products (graph/fusion.cpp).
+    if (fused && attrs.alpha != 1.0) {
+      throw std::invalid_argument(
+          fmt::format("[matmul_bias_act] '{}': alpha must be 1 (only unscaled products fuse), got {}", setup.op_name, attrs.alpha));
+    }
     const Shape& a = setup.inputs[0].shape;
     const Shape& b = setup.inputs[1].shape;
     const dnnl::memory::dim m = attrs.transpose_a ? a[1] : a[0];
@@ -43,8 +51,11 @@ class MatMulCpu final : public Kernel {
     const dnnl::memory::dim n = attrs.transpose_b ? b[0] : b[1];
     type_ = DnnlDataType(setup.inputs[0].dtype);
     element_size_ = SizeOf(setup.inputs[0].dtype);
+    has_bias_ = fused;
     if (m == 0 || n == 0 || k == 0) {  // nothing to multiply; an empty sum is 0
       output_bytes_ = static_cast<std::size_t>(m * n) * element_size_;
+      empty_rows_ = m;
+      empty_relu_ = fused && setup.Get<FusedMatMulAttrs>().activation == FusedActivation::kRelu;
       return;
     }
     SetChunks(m, n, k);
@@ -67,7 +78,6 @@ class MatMulCpu final : public Kernel {
       relu.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
       primitive_attr.set_post_ops(relu);
     }
-    has_bias_ = fused;
     for (int i = 0; i < static_cast<int>(chunks_.size()); ++i) {
       Chunk& chunk = chunks_[static_cast<std::size_t>(i)];
       const dnnl::memory::dim begin = ChunkBegin(split_m_ ? m : n, static_cast<int>(chunks_.size()), i);
@@ -115,7 +125,19 @@ class MatMulCpu final : public Kernel {
     auto* bias = has_bias_ ? static_cast<std::byte*>(const_cast<void*>(inputs[2].data)) : nullptr;
     if (update_) scale_ = static_cast<float>(update_scale_ * static_cast<double>(inputs[3].As<float>()[0]));
     if (chunks_.empty()) {
-      if (output_bytes_ > 0) std::memset(c, 0, output_bytes_);
+      // An empty product: an update adds nothing to the variable; matmul_bias_act is act(bias) in each
+      // row (f32 only, as the fused op); a matmul is zeros.
+      if (update_ || output_bytes_ == 0) return;
+      if (!has_bias_) {
+        std::memset(c, 0, output_bytes_);
+        return;
+      }
+      const std::size_t row_bytes = output_bytes_ / static_cast<std::size_t>(empty_rows_);
+      for (dnnl::memory::dim row = 0; row < empty_rows_; ++row) std::memcpy(c + row * row_bytes, bias, row_bytes);
+      if (empty_relu_) {
+        float* values = reinterpret_cast<float*>(c);
+        for (std::size_t i = 0; i < output_bytes_ / sizeof(float); ++i) values[i] = std::max(values[i], 0.f);
+      }
       return;
     }
     ParallelFor(static_cast<int>(chunks_.size()), [&](int i) {
@@ -157,6 +179,8 @@ class MatMulCpu final : public Kernel {
   bool has_bias_ = false;  // matmul_bias_act
   bool update_ = false;    // matmul_sgd_update
   double update_scale_ = 0;  // -gradient_scale * alpha; times the learning rate per call
+  dnnl::memory::dim empty_rows_ = 0;  // an empty product's rows (k == 0)
+  bool empty_relu_ = false;           // ... and whether matmul_bias_act's relu applies to its bias rows
   float scale_ = 0;          // this call's output scale, which every chunk reads
   bool split_m_ = true;
   std::size_t element_size_ = 4;

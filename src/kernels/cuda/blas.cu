@@ -60,12 +60,16 @@ template <typename T>
 void Gemm(void* stream, bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
           const T* a, const T* b, T* c) {
   if (m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum: cuBLAS takes no leading dimension of 0, so C is zeroed here
+    WEIR_CUDA_CHECK(cudaMemsetAsync(c, 0, static_cast<std::size_t>(m * n) * sizeof(T), static_cast<cudaStream_t>(stream)));
+    return;
+  }
   cublasHandle_t handle = CublasHandleOf(static_cast<cudaStream_t>(stream));
   // Row-major leading dimensions: A is (m x k) or (k x m), B is (k x n) or (n x k).
   const int lda = Dim(transpose_a ? m : k, "a's row length");
   const int ldb = Dim(transpose_b ? k : n, "b's row length");
   const T scale = static_cast<T>(alpha);
-  const T zero = 0;  // with k == 0, C = 0 (an empty sum)
+  const T zero = 0;
   WEIR_CUDA_CHECK(cublasSetPointerMode(handle, CUBLAS_POINTER_MODE_HOST));
   WEIR_CUDA_CHECK(GemmCall(handle, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
                            Dim(n, "n"), Dim(m, "m"), Dim(k, "k"), &scale, b, ldb, a, lda, &zero, c, Dim(n, "n")));

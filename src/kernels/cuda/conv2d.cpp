@@ -44,7 +44,7 @@ template <Conv2DPass kPass, typename T> class Conv2DCuda final : public Kernel {
       cudnn_geometry = Prepadded(geometry_);
       padded_bytes = static_cast<std::size_t>(cudnn_geometry.XCount()) * sizeof(T);
     }
-    convolution_ = std::make_unique<cuda::Convolution>(stream_, cudnn_geometry, kPass, std::is_same_v<T, double>);
+    convolution_ = std::make_unique<cuda::Convolution>(cudnn_geometry, kPass, std::is_same_v<T, double>);
     // Scratch: cuDNN's workspace, then the padded image (256-byte aligned, as cudaMalloc's own).
     workspace_bytes_ = (convolution_->WorkspaceBytes() + 255) / 256 * 256;
     scratch_.emplace(setup.device.index, workspace_bytes_ + padded_bytes);

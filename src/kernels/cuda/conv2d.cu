@@ -1,10 +1,16 @@
 // Convolutions through cuDNN 9's convolution API (the legacy one: deprecated in cuDNN 9 in favour of the
 // graph API, still supported, and far less code for three fixed ops). Descriptors and the algorithm
-// are chosen once, when the kernel is made, from cuDNN's heuristics: an FMA-math algorithm (no TF32,
-// so f32 results agree with the CPU's to rounding), deterministic where one is offered. And the image
-// shift that pads or crops around an asymmetric (SAME) pad, which cuDNN cannot express.
+// are chosen once, when the kernel is made, by timing cuDNN's algorithms on the shape (Choose). And the image
+// shift that pads or crops around an asymmetric (SAME) pad, which cuDNN cannot express. An NHWC
+// convolution runs in NCHW on transposed copies of its operands (in the workspace) where cuDNN has no
+// NHWC algorithm (f64: cuDNN 9.14 on an H200 offered none for the data gradient) or a much slower one.
 #include <climits>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -19,21 +25,97 @@ namespace {
 
 int Dim(std::int64_t value, const char* what) { return LibraryDim(value, "conv2d", what); }
 
-// The best of cuDNN's ranked candidates: FMA math and deterministic, else FMA math, else the first
-// that runs at all. PerfT: the forward, backward-data or backward-filter perf struct.
-template <typename PerfT> const PerfT& Choose(const PerfT* results, int count, const char* pass) {
-  const PerfT* best = nullptr;
-  int best_score = -1;
-  for (int i = 0; i < count; ++i) {
-    if (results[i].status != CUDNN_STATUS_SUCCESS) continue;
-    const int score = (results[i].mathType == CUDNN_FMA_MATH ? 2 : 0) + (results[i].determinism == CUDNN_DETERMINISTIC ? 1 : 0);
-    if (score > best_score) {
-      best = &results[i];
-      best_score = score;
+// The algorithm to run, from cuDNN's measured candidates (cudnnFind*: each algorithm timed on this
+// GPU and shape): among those in FP32 (FMA) math, never TF32, so f32 results agree with the CPU's to
+// rounding (f64 runs in its own default math), the fastest, or a deterministic one within 10% of it;
+// else the fastest that runs at all; null when none does. PerfT: the forward, backward-data or
+// backward-filter perf struct.
+template <typename PerfT> const PerfT* Choose(const PerfT* results, int count, bool f64) {
+  const auto exact = [f64](const PerfT& r) {
+    return r.mathType == CUDNN_FMA_MATH || (f64 && r.mathType == CUDNN_DEFAULT_MATH);
+  };
+  for (const bool need_exact : {true, false}) {
+    const PerfT* fastest = nullptr;
+    for (int i = 0; i < count; ++i) {
+      const PerfT& r = results[i];
+      if (r.status != CUDNN_STATUS_SUCCESS || r.time < 0 || (need_exact && !exact(r))) continue;
+      if (fastest == nullptr || r.time < fastest->time) fastest = &r;
     }
+    if (fastest == nullptr) continue;
+    if (fastest->determinism == CUDNN_DETERMINISTIC) return fastest;
+    const PerfT* deterministic = nullptr;
+    for (int i = 0; i < count; ++i) {
+      const PerfT& r = results[i];
+      if (r.status != CUDNN_STATUS_SUCCESS || r.time < 0 || (need_exact && !exact(r)) || r.determinism != CUDNN_DETERMINISTIC) continue;
+      if (r.time <= 1.1f * fastest->time && (deterministic == nullptr || r.time < deterministic->time)) deterministic = &r;
+    }
+    return deterministic != nullptr ? deterministic : fastest;
   }
-  if (best == nullptr) throw std::runtime_error(std::string("[conv2d] cuDNN offers no algorithm for the ") + pass + " pass");
-  return *best;
+  return nullptr;
+}
+
+// The algorithm a pass runs: its enum value, math type and measured time.
+struct Pick {
+  int algorithm = 0;
+  cudnnMathType_t math = CUDNN_FMA_MATH;
+  float milliseconds = 0;
+};
+
+template <typename PerfT> std::optional<Pick> PickOf(const PerfT* chosen) {
+  if (chosen == nullptr) return std::nullopt;
+  return Pick{static_cast<int>(chosen->algo), chosen->mathType, chosen->time};
+}
+
+// What moving a convolution's operands to NCHW and its result back costs, estimated: every byte read
+// and written once at 1.5 TB/s (a third of an H200's bandwidth: small transposes do not reach more),
+// plus three launches of 3 us.
+double TransposesMs(std::size_t bytes) { return 2.0 * static_cast<double>(bytes) / 1.5e9 + 3 * 3e-3; }
+
+// cuDNN's algorithms are timed on a handle and stream of their own, one per GPU: the device's streams
+// may be running a call's kernels or capturing a CUDA graph (on another thread), which the timing must
+// neither join nor queue behind. Made on first use, kept for the process's life as the CUDA context is;
+// the mutex serializes timings (a handle is used by one thread at a time).
+struct Tuner {
+  cudnnHandle_t handle = nullptr;
+  cudaStream_t stream = nullptr;
+};
+
+std::mutex& TunerMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+// The current GPU's tuner; the caller holds TunerMutex().
+const Tuner& CurrentTuner() {
+  static std::map<int, Tuner> tuners;
+  int device = 0;
+  WEIR_CUDA_CHECK(cudaGetDevice(&device));
+  Tuner& tuner = tuners[device];
+  if (tuner.handle == nullptr) {
+    WEIR_CUDA_CHECK(cudaStreamCreateWithFlags(&tuner.stream, cudaStreamNonBlocking));
+    WEIR_CUDA_CHECK(cudnnCreate(&tuner.handle));
+    WEIR_CUDA_CHECK(cudnnSetStream(tuner.handle, tuner.stream));
+  }
+  return tuner;
+}
+
+std::size_t Aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+template <typename T> __global__ void TransposeKernel(BatchedTranspose transpose, const T* src, T* dst) {
+  WEIR_FOR_EACH_ELEMENT(i, transpose.Count()) dst[i] = src[transpose.SourceOf(i)];
+}
+
+void Transpose(cudaStream_t stream, bool f64, const BatchedTranspose& transpose, const void* src, void* dst) {
+  const std::int64_t count = transpose.Count();
+  if (count == 0) return;
+  if (f64) {
+    TransposeKernel<double><<<Blocks(count), kThreads, 0, stream>>>(transpose, static_cast<const double*>(src),
+                                                                    static_cast<double*>(dst));
+  } else {
+    TransposeKernel<float><<<Blocks(count), kThreads, 0, stream>>>(transpose, static_cast<const float*>(src),
+                                                                   static_cast<float*>(dst));
+  }
+  WEIR_CUDA_CHECK(cudaGetLastError());
 }
 
 template <typename T> __global__ void ShiftImagesKernel(ImageShift shift, const T* src, T* dst) {
@@ -54,7 +136,10 @@ struct Convolution::Descriptors {
   cudnnConvolutionFwdAlgo_t forward{};
   cudnnConvolutionBwdDataAlgo_t backward_data{};
   cudnnConvolutionBwdFilterAlgo_t backward_filter{};
-  std::size_t workspace = 0;
+  std::size_t workspace = 0;  // cuDNN's
+  // NHWC run in NCHW: x, y and the weight moved to NCHW copies after cuDNN's workspace, and back.
+  bool via_nchw = false;
+  BatchedTranspose x_to_nchw, y_to_nchw, weight_to_nchw;
 
   ~Descriptors() {
     if (x != nullptr) cudnnDestroyTensorDescriptor(x);
@@ -64,79 +149,164 @@ struct Convolution::Descriptors {
   }
 };
 
-Convolution::Convolution(void* stream, const Conv2DGeometry& g, Conv2DPass pass, bool f64)
+Convolution::Convolution(const Conv2DGeometry& g, Conv2DPass pass, bool f64)
     : d_(std::make_unique<Descriptors>()) {
   if (!g.SymmetricPads()) throw std::invalid_argument("[conv2d] cuDNN takes symmetric pads; pad the input first");
   d_->pass = pass;
   d_->f64 = f64;
   const cudnnDataType_t type = f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
-  const cudnnTensorFormat_t format = g.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
   Dim(g.XCount(), "x's element count");
   Dim(g.YCount(), "y's element count");
   WEIR_CUDA_CHECK(cudnnCreateTensorDescriptor(&d_->x));
   WEIR_CUDA_CHECK(cudnnCreateTensorDescriptor(&d_->y));
   WEIR_CUDA_CHECK(cudnnCreateFilterDescriptor(&d_->weight));
   WEIR_CUDA_CHECK(cudnnCreateConvolutionDescriptor(&d_->conv));
-  WEIR_CUDA_CHECK(cudnnSetTensor4dDescriptor(d_->x, format, type, Dim(g.batch, "batch"), Dim(g.channels, "channels"),
-                                             Dim(g.in_h, "height"), Dim(g.in_w, "width")));
-  WEIR_CUDA_CHECK(cudnnSetTensor4dDescriptor(d_->y, format, type, Dim(g.batch, "batch"), Dim(g.filters, "filters"),
-                                             Dim(g.out_h, "output height"), Dim(g.out_w, "output width")));
-  // The filter's format follows the data's: (out, C/groups, kh, kw) for NCHW, (out, kh, kw, C) for NHWC.
-  WEIR_CUDA_CHECK(cudnnSetFilter4dDescriptor(d_->weight, type, format, Dim(g.filters, "filters"),
-                                             Dim(g.channels / g.groups, "channels per group"), Dim(g.kernel_h, "kernel height"),
-                                             Dim(g.kernel_w, "kernel width")));
-  WEIR_CUDA_CHECK(cudnnSetConvolution2dDescriptor(d_->conv, Dim(g.pad_before[0], "pad"), Dim(g.pad_before[1], "pad"),
-                                                  Dim(g.strides[0], "stride"), Dim(g.strides[1], "stride"),
-                                                  Dim(g.dilations[0], "dilation"), Dim(g.dilations[1], "dilation"),
-                                                  CUDNN_CROSS_CORRELATION, type));
-  WEIR_CUDA_CHECK(cudnnSetConvolutionGroupCount(d_->conv, Dim(g.groups, "groups")));
-  WEIR_CUDA_CHECK(cudnnSetConvolutionMathType(d_->conv, CUDNN_FMA_MATH));
-
-  cudnnHandle_t handle = CudnnHandleOf(static_cast<cudaStream_t>(stream));
-  int returned = 0;
-  switch (pass) {
-    case Conv2DPass::kForward: {
-      cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-      WEIR_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, d_->x, d_->weight, d_->conv, d_->y,
+  const std::lock_guard<std::mutex> tuning(TunerMutex());
+  cudnnHandle_t handle = CurrentTuner().handle;
+  // Describes the convolution with its data and filter in `format`.
+  const auto describe = [&](cudnnTensorFormat_t format) {
+    WEIR_CUDA_CHECK(cudnnSetTensor4dDescriptor(d_->x, format, type, Dim(g.batch, "batch"), Dim(g.channels, "channels"),
+                                               Dim(g.in_h, "height"), Dim(g.in_w, "width")));
+    WEIR_CUDA_CHECK(cudnnSetTensor4dDescriptor(d_->y, format, type, Dim(g.batch, "batch"), Dim(g.filters, "filters"),
+                                               Dim(g.out_h, "output height"), Dim(g.out_w, "output width")));
+    // The filter's format follows the data's: (out, C/groups, kh, kw) for NCHW, (out, kh, kw, C) for NHWC.
+    WEIR_CUDA_CHECK(cudnnSetFilter4dDescriptor(d_->weight, type, format, Dim(g.filters, "filters"),
+                                               Dim(g.channels / g.groups, "channels per group"),
+                                               Dim(g.kernel_h, "kernel height"), Dim(g.kernel_w, "kernel width")));
+    WEIR_CUDA_CHECK(cudnnSetConvolution2dDescriptor(d_->conv, Dim(g.pad_before[0], "pad"), Dim(g.pad_before[1], "pad"),
+                                                    Dim(g.strides[0], "stride"), Dim(g.strides[1], "stride"),
+                                                    Dim(g.dilations[0], "dilation"), Dim(g.dilations[1], "dilation"),
+                                                    CUDNN_CROSS_CORRELATION, type));
+    WEIR_CUDA_CHECK(cudnnSetConvolutionGroupCount(d_->conv, Dim(g.groups, "groups")));
+    WEIR_CUDA_CHECK(cudnnSetConvolutionMathType(d_->conv, CUDNN_FMA_MATH));
+  };
+  // The algorithm cuDNN times fastest for the pass in `format` (Choose), if any.
+  const auto find = [&](cudnnTensorFormat_t format) -> std::optional<Pick> {
+    describe(format);
+    int returned = 0;
+    switch (pass) {
+      case Conv2DPass::kForward: {
+        cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+        WEIR_CUDA_CHECK(cudnnFindConvolutionForwardAlgorithm(handle, d_->x, d_->weight, d_->conv, d_->y,
                                                              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, results));
-      const auto& chosen = Choose(results, returned, "forward");
-      d_->forward = chosen.algo;
-      WEIR_CUDA_CHECK(cudnnSetConvolutionMathType(d_->conv, chosen.mathType));
+        return PickOf(Choose(results, returned, f64));
+      }
+      case Conv2DPass::kBackwardData: {
+        cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        WEIR_CUDA_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(handle, d_->weight, d_->y, d_->conv, d_->x,
+                                                                  CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, results));
+        return PickOf(Choose(results, returned, f64));
+      }
+      case Conv2DPass::kBackwardFilter: {
+        cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+        WEIR_CUDA_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(handle, d_->x, d_->y, d_->conv, d_->weight,
+                                                                    CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned,
+                                                                    results));
+        return PickOf(Choose(results, returned, f64));
+      }
+    }
+    return std::nullopt;
+  };
+  // An NHWC convolution may run in NCHW on transposed copies instead: where cuDNN has no NHWC algorithm
+  // (f64), or where its NCHW one is faster by more than the transposes cost (f32 NHWC filter gradients
+  // in FMA math were 10x slower than NCHW's on an H200).
+  const cudnnTensorFormat_t format = g.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  const std::optional<Pick> native = find(format);
+  const std::optional<Pick> via_nchw = g.nhwc ? find(CUDNN_TENSOR_NCHW) : std::nullopt;
+  if (!native && !via_nchw) {
+    const char* name = pass == Conv2DPass::kForward ? "forward" : pass == Conv2DPass::kBackwardData ? "data gradient" : "filter gradient";
+    throw std::runtime_error("[conv2d] cuDNN " + std::to_string(cudnnGetVersion()) + " offers no algorithm for the " + name +
+                             " pass (" + (f64 ? "f64, " : "f32, ") + (g.nhwc ? "NHWC, nor NCHW)" : "NCHW)"));
+  }
+  const std::size_t element = f64 ? sizeof(double) : sizeof(float);
+  const double transposes_ms = TransposesMs(static_cast<std::size_t>(g.XCount() + g.YCount() + g.WeightCount()) * element);
+  d_->via_nchw = via_nchw && (!native || via_nchw->milliseconds + transposes_ms < native->milliseconds);
+  const Pick& pick = d_->via_nchw ? *via_nchw : *native;
+  describe(d_->via_nchw ? CUDNN_TENSOR_NCHW : format);
+  WEIR_CUDA_CHECK(cudnnSetConvolutionMathType(d_->conv, pick.math));
+  switch (pass) {
+    case Conv2DPass::kForward:
+      d_->forward = static_cast<cudnnConvolutionFwdAlgo_t>(pick.algorithm);
       WEIR_CUDA_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, d_->x, d_->weight, d_->conv, d_->y, d_->forward,
                                                               &d_->workspace));
       break;
-    }
-    case Conv2DPass::kBackwardData: {
-      cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-      WEIR_CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, d_->weight, d_->y, d_->conv, d_->x,
-                                                                  CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, results));
-      const auto& chosen = Choose(results, returned, "backward data");
-      d_->backward_data = chosen.algo;
-      WEIR_CUDA_CHECK(cudnnSetConvolutionMathType(d_->conv, chosen.mathType));
+    case Conv2DPass::kBackwardData:
+      d_->backward_data = static_cast<cudnnConvolutionBwdDataAlgo_t>(pick.algorithm);
       WEIR_CUDA_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, d_->weight, d_->y, d_->conv, d_->x,
                                                                    d_->backward_data, &d_->workspace));
       break;
-    }
-    case Conv2DPass::kBackwardFilter: {
-      cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-      WEIR_CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, d_->x, d_->y, d_->conv, d_->weight,
-                                                                    CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned,
-                                                                    results));
-      const auto& chosen = Choose(results, returned, "backward filter");
-      d_->backward_filter = chosen.algo;
-      WEIR_CUDA_CHECK(cudnnSetConvolutionMathType(d_->conv, chosen.mathType));
+    case Conv2DPass::kBackwardFilter:
+      d_->backward_filter = static_cast<cudnnConvolutionBwdFilterAlgo_t>(pick.algorithm);
       WEIR_CUDA_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, d_->x, d_->y, d_->conv, d_->weight,
                                                                      d_->backward_filter, &d_->workspace));
       break;
-    }
   }
+  if (std::getenv("WEIR_CUDNN_TRACE") != nullptr) {  // docs/cuda.md: which algorithms the convolutions run
+    const auto describe_pick = [](const std::optional<Pick>& p) {
+      return p ? "algorithm " + std::to_string(p->algorithm) + " " + std::to_string(p->milliseconds) + " ms" : std::string("none");
+    };
+    std::fprintf(stderr, "[conv2d] pass %d %s x %lldx%lldx%lldx%lld y %lldx%lld filters %lld k %lldx%lld: native %s, NCHW %s (+%.4f ms), runs %s\n",
+                 static_cast<int>(pass), f64 ? "f64" : "f32", static_cast<long long>(g.batch), static_cast<long long>(g.channels),
+                 static_cast<long long>(g.in_h), static_cast<long long>(g.in_w), static_cast<long long>(g.out_h),
+                 static_cast<long long>(g.out_w), static_cast<long long>(g.filters), static_cast<long long>(g.kernel_h),
+                 static_cast<long long>(g.kernel_w), describe_pick(native).c_str(), describe_pick(via_nchw).c_str(),
+                 transposes_ms, d_->via_nchw ? "NCHW" : g.nhwc ? "NHWC" : "NCHW");
+  }
+  if (!d_->via_nchw) return;
+  d_->x_to_nchw = {g.batch, g.in_h * g.in_w, g.channels};
+  d_->y_to_nchw = {g.batch, g.out_h * g.out_w, g.filters};
+  d_->weight_to_nchw = {g.filters, g.kernel_h * g.kernel_w, g.channels / g.groups};
 }
 
 Convolution::~Convolution() = default;
 
-std::size_t Convolution::WorkspaceBytes() const { return d_->workspace; }
+namespace {
+
+std::size_t ElementBytes(bool f64) { return f64 ? sizeof(double) : sizeof(float); }
+
+}  // namespace
+
+std::size_t Convolution::WorkspaceBytes() const {
+  if (!d_->via_nchw) return d_->workspace;
+  const std::size_t element = ElementBytes(d_->f64);
+  return Aligned(d_->workspace) + Aligned(static_cast<std::size_t>(d_->x_to_nchw.Count()) * element) +
+         Aligned(static_cast<std::size_t>(d_->y_to_nchw.Count()) * element) +
+         static_cast<std::size_t>(d_->weight_to_nchw.Count()) * element;
+}
 
 void Convolution::Run(void* stream, const void* a, const void* b, void* out, void* workspace) const {
+  if (d_->via_nchw) {
+    // NCHW copies after cuDNN's workspace; the convolution between them as below, its result moved back.
+    const std::size_t element = ElementBytes(d_->f64);
+    char* x = static_cast<char*>(workspace) + Aligned(d_->workspace);
+    char* y = x + Aligned(static_cast<std::size_t>(d_->x_to_nchw.Count()) * element);
+    char* weight = y + Aligned(static_cast<std::size_t>(d_->y_to_nchw.Count()) * element);
+    const cudaStream_t native = Native(stream);
+    switch (d_->pass) {
+      case Conv2DPass::kForward:  // (x, weight) -> y
+        Transpose(native, d_->f64, d_->x_to_nchw, a, x);
+        Transpose(native, d_->f64, d_->weight_to_nchw, b, weight);
+        RunCudnn(stream, x, weight, y, workspace);
+        Transpose(native, d_->f64, d_->y_to_nchw.Inverse(), y, out);
+        return;
+      case Conv2DPass::kBackwardData:  // (dy, weight) -> dx
+        Transpose(native, d_->f64, d_->y_to_nchw, a, y);
+        Transpose(native, d_->f64, d_->weight_to_nchw, b, weight);
+        RunCudnn(stream, y, weight, x, workspace);
+        Transpose(native, d_->f64, d_->x_to_nchw.Inverse(), x, out);
+        return;
+      case Conv2DPass::kBackwardFilter:  // (dy, x) -> dweight
+        Transpose(native, d_->f64, d_->y_to_nchw, a, y);
+        Transpose(native, d_->f64, d_->x_to_nchw, b, x);
+        RunCudnn(stream, y, x, weight, workspace);
+        Transpose(native, d_->f64, d_->weight_to_nchw.Inverse(), weight, out);
+        return;
+    }
+  }
+  RunCudnn(stream, a, b, out, workspace);
+}
+
+void Convolution::RunCudnn(void* stream, const void* a, const void* b, void* out, void* workspace) const {
   cudnnHandle_t handle = CudnnHandleOf(static_cast<cudaStream_t>(stream));
   // alpha and beta in the compute type: double for f64, float otherwise. beta 0: out is overwritten.
   const double one_d = 1, zero_d = 0;

@@ -95,8 +95,10 @@ void BroadcastBinary(void* stream, Binary kind, const BroadcastPlan& plan, const
 /// y[o] = the sum (mean: / reduced count) of x's elements of output o along `plan`, accumulated as
 /// the CPU accumulates (ReduceAcc); one block per output. T: float, double, int32_t, int64_t (mean:
 /// float, double).
+/// With split.parts > 1 (ReduceSplit::For), `partials` holds outputs * parts ReduceAcc<T> of device memory.
 template <typename T>
-void Reduce(void* stream, const ReductionPlan& plan, bool mean, const T* x, T* y, std::int64_t outputs);
+void Reduce(void* stream, const ReductionPlan& plan, bool mean, const T* x, T* y, std::int64_t outputs,
+            const ReduceSplit& split, void* partials);
 
 /// softmax of x viewed as (outer, n, inner) along n, and its gradient from y: a thread per
 /// (outer, inner) column (kernels/functors/softmax.hpp); float, double.
@@ -231,12 +233,14 @@ template <typename T> void AvgPool2D(void* stream, const Pool2DGeometry& g, cons
 template <typename T> void AvgPool2DGrad(void* stream, const Pool2DGeometry& g, const T* dy, T* dx);
 
 /// A cuDNN convolution of one pass on `g` (symmetric pads: ImageShift pads the input otherwise), its
-/// descriptors and algorithm chosen once, with the stream's cuDNN handle; f32 or f64. Run: forward
+/// descriptors and algorithm chosen once, on the current GPU (the fastest FP32-math algorithm cuDNN
+/// times there); f32 or f64. Run: forward
 /// (a = x, b = weight) -> y; backward data (a = dy, b = weight) -> dx; backward filter (a = dy, b = x) ->
-/// dweight; `out` is overwritten, `workspace` holds WorkspaceBytes() of device memory.
+/// dweight; `out` is overwritten, `workspace` holds WorkspaceBytes() of device memory. An NHWC
+/// convolution cuDNN has no algorithm for runs in NCHW on transposed copies (in the workspace).
 class Convolution {
  public:
-  Convolution(void* stream, const Conv2DGeometry& g, Conv2DPass pass, bool f64);
+  Convolution(const Conv2DGeometry& g, Conv2DPass pass, bool f64);
   ~Convolution();
   Convolution(const Convolution&) = delete;
   Convolution& operator=(const Convolution&) = delete;
@@ -244,6 +248,7 @@ class Convolution {
   void Run(void* stream, const void* a, const void* b, void* out, void* workspace) const;
 
  private:
+  void RunCudnn(void* stream, const void* a, const void* b, void* out, void* workspace) const;
   struct Descriptors;  // cuDNN's, in conv2d.cu
   std::unique_ptr<Descriptors> d_;
 };

@@ -1,7 +1,8 @@
 // reduce_sum, reduce_mean, reduce_sum_to, reduce_max, reduce_min and reduce_extremum_grad on CUDA: the
-// merged-axes plan of kernels/functors/reduce.hpp through block-per-output launchers, accumulating and
-// combining as the CPU does.
+// merged-axes plan of kernels/functors/reduce.hpp through block-per-output launchers (sums: several
+// blocks per output where there are few long ones, ReduceSplit), accumulating and combining as the CPU does.
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -70,9 +71,15 @@ template <typename T> class ReduceCuda final : public Kernel {
       : stream_(CudaStreamOf(setup)),
         plan_(Plan(setup, setup.op_type == "reduce_sum_to" ? SummedAxes(setup.inputs[0].shape, setup.outputs[0].shape)
                                                            : ReducedAxes(setup.inputs[0].shape, setup.Get<ReduceAttrs>()))),
-        mean_(setup.op_type == "reduce_mean"), outputs_(setup.outputs[0].shape.NumElements()) {}
+        mean_(setup.op_type == "reduce_mean"), outputs_(setup.outputs[0].shape.NumElements()),
+        split_(ReduceSplit::For(outputs_, plan_.reduced_count)) {
+    if (split_.parts > 1) {
+      partials_.emplace(setup.device.index, static_cast<std::size_t>(outputs_ * split_.parts) * sizeof(ReduceAcc<T>));
+    }
+  }
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
-    cuda::Reduce<T>(stream_, plan_, mean_, inputs[0].As<T>(), outputs[0].As<T>(), outputs_);
+    cuda::Reduce<T>(stream_, plan_, mean_, inputs[0].As<T>(), outputs[0].As<T>(), outputs_, split_,
+                    partials_ ? partials_->template As<void>() : nullptr);
   }
 
  private:
@@ -80,6 +87,8 @@ template <typename T> class ReduceCuda final : public Kernel {
   ReductionPlan plan_;
   bool mean_;
   std::int64_t outputs_;
+  ReduceSplit split_;
+  std::optional<DeviceScratch> partials_;  // each output's partial sums, where several blocks share one
 };
 
 WEIR_REGISTER_KERNELS {

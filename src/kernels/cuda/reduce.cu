@@ -1,4 +1,5 @@
-// The reduction launcher: one block per output element (grid-striding over outputs); its threads
+// The reduction launcher: one block per output element (grid-striding over outputs), or, for a few
+// long sums, several blocks per output whose partials a second launch adds (ReduceSplit); the threads
 // stride over the reduced elements, accumulate in ReduceAcc (double for floats, wrapping uint64 for
 // integers, as the CPU does) and combine in shared memory.
 #include <cstdint>
@@ -22,6 +23,38 @@ __global__ void ReduceKernel(ReductionPlan plan, bool mean, const T* x, T* y, st
     if (threadIdx.x != 0) continue;
     if constexpr (std::is_floating_point_v<T>) {
       y[o] = static_cast<T>(mean ? total / static_cast<double>(plan.reduced_count) : total);
+    } else {
+      y[o] = static_cast<T>(total);
+    }
+  }
+}
+
+// Block b sums part b % parts of output b / parts into partials[b].
+template <typename T>
+__global__ void ReducePartsKernel(ReductionPlan plan, ReduceSplit split, const T* x, ReduceAcc<T>* partials, std::int64_t blocks) {
+  using Acc = ReduceAcc<T>;
+  for (std::int64_t b = blockIdx.x; b < blocks; b += gridDim.x) {
+    const std::int64_t o = b / split.parts, begin = (b % split.parts) * split.chunk;
+    const std::int64_t end = begin + split.chunk < plan.reduced_count ? begin + split.chunk : plan.reduced_count;
+    Acc sum = 0;
+    for (std::int64_t r = begin + threadIdx.x; r < end; r += blockDim.x) sum += static_cast<Acc>(x[plan.Offset(o, r)]);
+    const Acc total = BlockSum(sum);
+    if (threadIdx.x == 0) partials[b] = total;
+  }
+}
+
+// A block per output adds its partials.
+template <typename T>
+__global__ void CombinePartsKernel(ReduceSplit split, std::int64_t reduced_count, bool mean, const ReduceAcc<T>* partials,
+                                   T* y, std::int64_t outputs) {
+  using Acc = ReduceAcc<T>;
+  for (std::int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
+    Acc sum = 0;
+    for (std::int64_t p = threadIdx.x; p < split.parts; p += blockDim.x) sum += partials[o * split.parts + p];
+    const Acc total = BlockSum(sum);
+    if (threadIdx.x != 0) continue;
+    if constexpr (std::is_floating_point_v<T>) {
+      y[o] = static_cast<T>(mean ? total / static_cast<double>(reduced_count) : total);
     } else {
       y[o] = static_cast<T>(total);
     }
@@ -124,16 +157,29 @@ template void ScaleByGlobalNorm<float>(void*, const float*, float*, std::int64_t
 template void ScaleByGlobalNorm<double>(void*, const double*, double*, std::int64_t, const double*, double, double);
 
 template <typename T>
-void Reduce(void* stream, const ReductionPlan& plan, bool mean, const T* x, T* y, std::int64_t outputs) {
+void Reduce(void* stream, const ReductionPlan& plan, bool mean, const T* x, T* y, std::int64_t outputs,
+            const ReduceSplit& split, void* partials) {
   if (outputs == 0) return;
-  const unsigned blocks = BlockPerItem(outputs);
-  ReduceKernel<T><<<blocks, kThreads, 0, Native(stream)>>>(plan, mean, x, y, outputs);
+  if (split.parts <= 1) {
+    ReduceKernel<T><<<BlockPerItem(outputs), kThreads, 0, Native(stream)>>>(plan, mean, x, y, outputs);
+    WEIR_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
+  auto* sums = static_cast<ReduceAcc<T>*>(partials);
+  const std::int64_t blocks = outputs * split.parts;
+  ReducePartsKernel<T><<<BlockPerItem(blocks), kThreads, 0, Native(stream)>>>(plan, split, x, sums, blocks);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+  CombinePartsKernel<T><<<BlockPerItem(outputs), kThreads, 0, Native(stream)>>>(split, plan.reduced_count, mean, sums, y,
+                                                                                 outputs);
   WEIR_CUDA_CHECK(cudaGetLastError());
 }
 
-template void Reduce<float>(void*, const ReductionPlan&, bool, const float*, float*, std::int64_t);
-template void Reduce<double>(void*, const ReductionPlan&, bool, const double*, double*, std::int64_t);
-template void Reduce<std::int32_t>(void*, const ReductionPlan&, bool, const std::int32_t*, std::int32_t*, std::int64_t);
-template void Reduce<std::int64_t>(void*, const ReductionPlan&, bool, const std::int64_t*, std::int64_t*, std::int64_t);
+#define WEIR_INSTANTIATE_REDUCE(T) \
+  template void Reduce<T>(void*, const ReductionPlan&, bool, const T*, T*, std::int64_t, const ReduceSplit&, void*);
+WEIR_INSTANTIATE_REDUCE(float)
+WEIR_INSTANTIATE_REDUCE(double)
+WEIR_INSTANTIATE_REDUCE(std::int32_t)
+WEIR_INSTANTIATE_REDUCE(std::int64_t)
+#undef WEIR_INSTANTIATE_REDUCE
 
 }  // namespace weir::internal::cuda

@@ -71,6 +71,22 @@ struct ImageShift {
   }
 };
 
+/// Batches of row-major matrices, each transposed: src holds `batches` matrices of rows x cols, dst the
+/// same matrices as cols x rows. Moves NHWC images to NCHW ((h w) x c per image) and (out, kh, kw, c)
+/// filters to (out, c, kh, kw) ((kh kw) x c per filter); Inverse() moves them back.
+struct BatchedTranspose {
+  std::int64_t batches = 0, rows = 0, cols = 0;
+
+  WEIR_HOST_DEVICE std::int64_t Count() const { return batches * rows * cols; }
+  /// The index into src that dst element `i` copies: dst's matrix is cols x rows, element (col, row).
+  WEIR_HOST_DEVICE std::int64_t SourceOf(std::int64_t i) const {
+    const std::int64_t per = rows * cols, batch = i / per, in_matrix = i % per;
+    const std::int64_t col = in_matrix / rows, row = in_matrix % rows;
+    return batch * per + row * cols + col;
+  }
+  BatchedTranspose Inverse() const { return {batches, cols, rows}; }
+};
+
 /// The shift that pads `g`'s x (or dx) by its pads into a (in_h + pads, in_w + pads) image; `crop`: the
 /// reverse, from the padded image back to x's size.
 inline ImageShift PadShift(const Conv2DGeometry& g, bool crop) {

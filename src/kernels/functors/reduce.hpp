@@ -56,6 +56,31 @@ struct ReductionPlan {
   }
 };
 
+/// How a GPU splits each output's sum: `parts` blocks each sum a contiguous `chunk` of its reduced
+/// elements into a partial, and a second launch adds each output's partials in order (deterministic:
+/// the split depends on the shapes only). A few long sums (a convolution's bias gradient: 32 outputs
+/// of 78,400 elements) then fill the GPU instead of running on 32 of its multiprocessors; parts 1 is
+/// a block per output. Partials are wanted for about kBlocksWanted blocks, each of kMinPerPart
+/// elements at least.
+struct ReduceSplit {
+  static constexpr std::int64_t kBlocksWanted = 1024;
+  static constexpr std::int64_t kMinPerPart = 4096;
+  std::int64_t parts = 1;
+  std::int64_t chunk = 0;  // reduced elements per part (the last may have fewer, or none)
+
+  static ReduceSplit For(std::int64_t outputs, std::int64_t reduced_count) {
+    ReduceSplit split;
+    split.chunk = reduced_count;
+    if (outputs <= 0 || outputs >= kBlocksWanted) return split;
+    const std::int64_t by_blocks = (kBlocksWanted + outputs - 1) / outputs;
+    const std::int64_t by_length = reduced_count / kMinPerPart;
+    split.parts = by_blocks < by_length ? by_blocks : by_length;
+    if (split.parts < 1) split.parts = 1;
+    split.chunk = (reduced_count + split.parts - 1) / split.parts;
+    return split;
+  }
+};
+
 /// The plan for x of `dims` with `reduced[i]` saying whether axis i is summed. Returns false when the
 /// merged axes exceed ReductionPlan::kMaxRank.
 inline bool PlanReduction(const std::vector<std::int64_t>& dims, const std::vector<bool>& reduced, ReductionPlan& plan) {
