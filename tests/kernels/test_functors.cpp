@@ -265,6 +265,15 @@ TEST_CASE("an NHWC convolution is the NCHW one over transposed images and filter
     for (double& e : x) e = value(random);
     for (double& e : w) e = value(random);
     CHECK(Transposed(x_to_nchw.Inverse(), Transposed(x_to_nchw, x)) == x);  // Inverse() undoes the move
+    // The gather plans the CUDA kernel copies with read what SourceOf says.
+    for (const BatchedTranspose& move : {x_to_nchw, x_to_nchw.Inverse(), y_to_nchw, w_to_nchw.Inverse()}) {
+      const BroadcastPlan plan = move.Gather();
+      for (std::int64_t i = 0; i < move.Count(); ++i) {
+        std::int64_t from = 0, unused = 0;
+        plan.Offsets(i, from, unused);
+        REQUIRE(from == move.SourceOf(i));
+      }
+    }
     // Element (n, h, w, c) of x is element (n, c, h, w) of its NCHW copy.
     const std::vector<double> x_nchw = Transposed(x_to_nchw, x);
     CHECK(x_nchw[((1 * 4 + 3) * 5 + 2) * 6 + 4] == x[((1 * 5 + 2) * 6 + 4) * 4 + 3]);

@@ -4,6 +4,7 @@
 // shift that pads or crops around an asymmetric (SAME) pad, which cuDNN cannot express. An NHWC
 // convolution runs in NCHW on transposed copies of its operands (in the workspace) where cuDNN has no
 // NHWC algorithm (f64: cuDNN 9.14 on an H200 offered none for the data gradient) or a much slower one.
+#include <array>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
@@ -35,21 +36,20 @@ template <typename PerfT> const PerfT* Choose(const PerfT* results, int count, b
     return r.mathType == CUDNN_FMA_MATH || (f64 && r.mathType == CUDNN_DEFAULT_MATH);
   };
   for (const bool need_exact : {true, false}) {
+    const auto usable = [&](const PerfT& r) {
+      return r.status == CUDNN_STATUS_SUCCESS && r.time >= 0 && (!need_exact || exact(r));
+    };
     const PerfT* fastest = nullptr;
     for (int i = 0; i < count; ++i) {
-      const PerfT& r = results[i];
-      if (r.status != CUDNN_STATUS_SUCCESS || r.time < 0 || (need_exact && !exact(r))) continue;
-      if (fastest == nullptr || r.time < fastest->time) fastest = &r;
+      if (usable(results[i]) && (fastest == nullptr || results[i].time < fastest->time)) fastest = &results[i];
     }
     if (fastest == nullptr) continue;
-    if (fastest->determinism == CUDNN_DETERMINISTIC) return fastest;
-    const PerfT* deterministic = nullptr;
-    for (int i = 0; i < count; ++i) {
+    const PerfT* chosen = fastest;
+    for (int i = 0; i < count && chosen->determinism != CUDNN_DETERMINISTIC; ++i) {
       const PerfT& r = results[i];
-      if (r.status != CUDNN_STATUS_SUCCESS || r.time < 0 || (need_exact && !exact(r)) || r.determinism != CUDNN_DETERMINISTIC) continue;
-      if (r.time <= 1.1f * fastest->time && (deterministic == nullptr || r.time < deterministic->time)) deterministic = &r;
+      if (usable(r) && r.determinism == CUDNN_DETERMINISTIC && r.time <= 1.1f * fastest->time) chosen = &r;
     }
-    return deterministic != nullptr ? deterministic : fastest;
+    return chosen;
   }
   return nullptr;
 }
@@ -101,21 +101,23 @@ const Tuner& CurrentTuner() {
 
 std::size_t Aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
-template <typename T> __global__ void TransposeKernel(BatchedTranspose transpose, const T* src, T* dst) {
-  WEIR_FOR_EACH_ELEMENT(i, transpose.Count()) dst[i] = src[transpose.SourceOf(i)];
+// Moves `count` elements of src to dst along a gather plan (the existing copy launcher, moving bytes).
+void MoveLayout(void* stream, bool f64, const BroadcastPlan& plan, std::int64_t count, const void* src, void* dst) {
+  if (f64) {
+    BroadcastCopy<std::uint64_t>(stream, plan, static_cast<const std::uint64_t*>(src), static_cast<std::uint64_t*>(dst), count);
+  } else {
+    BroadcastCopy<std::uint32_t>(stream, plan, static_cast<const std::uint32_t*>(src), static_cast<std::uint32_t*>(dst), count);
+  }
 }
 
-void Transpose(cudaStream_t stream, bool f64, const BatchedTranspose& transpose, const void* src, void* dst) {
-  const std::int64_t count = transpose.Count();
-  if (count == 0) return;
-  if (f64) {
-    TransposeKernel<double><<<Blocks(count), kThreads, 0, stream>>>(transpose, static_cast<const double*>(src),
-                                                                    static_cast<double*>(dst));
-  } else {
-    TransposeKernel<float><<<Blocks(count), kThreads, 0, stream>>>(transpose, static_cast<const float*>(src),
-                                                                   static_cast<float*>(dst));
+// A pass's operands a and b and its result as the convolution's tensors: 0 x, 1 y, 2 weight (Run).
+std::array<std::size_t, 3> Roles(Conv2DPass pass) {
+  switch (pass) {
+    case Conv2DPass::kForward: return {0, 2, 1};         // (x, weight) -> y
+    case Conv2DPass::kBackwardData: return {1, 2, 0};    // (dy, weight) -> dx
+    case Conv2DPass::kBackwardFilter: return {1, 0, 2};  // (dy, x) -> dweight
   }
-  WEIR_CUDA_CHECK(cudaGetLastError());
+  return {0, 2, 1};
 }
 
 template <typename T> __global__ void ShiftImagesKernel(ImageShift shift, const T* src, T* dst) {
@@ -137,9 +139,16 @@ struct Convolution::Descriptors {
   cudnnConvolutionBwdDataAlgo_t backward_data{};
   cudnnConvolutionBwdFilterAlgo_t backward_filter{};
   std::size_t workspace = 0;  // cuDNN's
-  // NHWC run in NCHW: x, y and the weight moved to NCHW copies after cuDNN's workspace, and back.
+  // An NHWC convolution run in NCHW: its operands moved to NCHW copies after cuDNN's workspace, its
+  // result moved back. copies[0] x, [1] y, [2] weight.
   bool via_nchw = false;
-  BatchedTranspose x_to_nchw, y_to_nchw, weight_to_nchw;
+  struct NchwCopy {
+    BroadcastPlan to_nchw, from_nchw;
+    std::int64_t count = 0;
+    std::size_t offset = 0;  // in the workspace
+  };
+  std::array<NchwCopy, 3> copies;
+  std::size_t workspace_bytes = 0;  // cuDNN's and the copies
 
   ~Descriptors() {
     if (x != nullptr) cudnnDestroyTensorDescriptor(x);
@@ -252,58 +261,32 @@ Convolution::Convolution(const Conv2DGeometry& g, Conv2DPass pass, bool f64)
                  static_cast<long long>(g.kernel_w), describe_pick(native).c_str(), describe_pick(via_nchw).c_str(),
                  transposes_ms, d_->via_nchw ? "NCHW" : g.nhwc ? "NHWC" : "NCHW");
   }
+  d_->workspace_bytes = d_->workspace;
   if (!d_->via_nchw) return;
-  d_->x_to_nchw = {g.batch, g.in_h * g.in_w, g.channels};
-  d_->y_to_nchw = {g.batch, g.out_h * g.out_w, g.filters};
-  d_->weight_to_nchw = {g.filters, g.kernel_h * g.kernel_w, g.channels / g.groups};
+  const std::array<BatchedTranspose, 3> to_nchw = {BatchedTranspose{g.batch, g.in_h * g.in_w, g.channels},
+                                                   BatchedTranspose{g.batch, g.out_h * g.out_w, g.filters},
+                                                   BatchedTranspose{g.filters, g.kernel_h * g.kernel_w, g.channels / g.groups}};
+  d_->workspace_bytes = Aligned(d_->workspace);
+  for (std::size_t i = 0; i < to_nchw.size(); ++i) {
+    d_->copies[i] = {to_nchw[i].Gather(), to_nchw[i].Inverse().Gather(), to_nchw[i].Count(), d_->workspace_bytes};
+    d_->workspace_bytes += Aligned(static_cast<std::size_t>(to_nchw[i].Count()) * element);
+  }
 }
 
 Convolution::~Convolution() = default;
 
-namespace {
-
-std::size_t ElementBytes(bool f64) { return f64 ? sizeof(double) : sizeof(float); }
-
-}  // namespace
-
-std::size_t Convolution::WorkspaceBytes() const {
-  if (!d_->via_nchw) return d_->workspace;
-  const std::size_t element = ElementBytes(d_->f64);
-  return Aligned(d_->workspace) + Aligned(static_cast<std::size_t>(d_->x_to_nchw.Count()) * element) +
-         Aligned(static_cast<std::size_t>(d_->y_to_nchw.Count()) * element) +
-         static_cast<std::size_t>(d_->weight_to_nchw.Count()) * element;
-}
+std::size_t Convolution::WorkspaceBytes() const { return d_->workspace_bytes; }
 
 void Convolution::Run(void* stream, const void* a, const void* b, void* out, void* workspace) const {
-  if (d_->via_nchw) {
-    // NCHW copies after cuDNN's workspace; the convolution between them as below, its result moved back.
-    const std::size_t element = ElementBytes(d_->f64);
-    char* x = static_cast<char*>(workspace) + Aligned(d_->workspace);
-    char* y = x + Aligned(static_cast<std::size_t>(d_->x_to_nchw.Count()) * element);
-    char* weight = y + Aligned(static_cast<std::size_t>(d_->y_to_nchw.Count()) * element);
-    const cudaStream_t native = Native(stream);
-    switch (d_->pass) {
-      case Conv2DPass::kForward:  // (x, weight) -> y
-        Transpose(native, d_->f64, d_->x_to_nchw, a, x);
-        Transpose(native, d_->f64, d_->weight_to_nchw, b, weight);
-        RunCudnn(stream, x, weight, y, workspace);
-        Transpose(native, d_->f64, d_->y_to_nchw.Inverse(), y, out);
-        return;
-      case Conv2DPass::kBackwardData:  // (dy, weight) -> dx
-        Transpose(native, d_->f64, d_->y_to_nchw, a, y);
-        Transpose(native, d_->f64, d_->weight_to_nchw, b, weight);
-        RunCudnn(stream, y, weight, x, workspace);
-        Transpose(native, d_->f64, d_->x_to_nchw.Inverse(), x, out);
-        return;
-      case Conv2DPass::kBackwardFilter:  // (dy, x) -> dweight
-        Transpose(native, d_->f64, d_->y_to_nchw, a, y);
-        Transpose(native, d_->f64, d_->x_to_nchw, b, x);
-        RunCudnn(stream, y, x, weight, workspace);
-        Transpose(native, d_->f64, d_->weight_to_nchw.Inverse(), weight, out);
-        return;
-    }
-  }
-  RunCudnn(stream, a, b, out, workspace);
+  if (!d_->via_nchw) return RunCudnn(stream, a, b, out, workspace);
+  // NCHW copies of a and b, the convolution between them, its result moved back to out.
+  const std::array<std::size_t, 3> roles = Roles(d_->pass);
+  const Descriptors::NchwCopy &a_copy = d_->copies[roles[0]], &b_copy = d_->copies[roles[1]], &out_copy = d_->copies[roles[2]];
+  const auto at = [workspace](const Descriptors::NchwCopy& c) { return static_cast<char*>(workspace) + c.offset; };
+  MoveLayout(stream, d_->f64, a_copy.to_nchw, a_copy.count, a, at(a_copy));
+  MoveLayout(stream, d_->f64, b_copy.to_nchw, b_copy.count, b, at(b_copy));
+  RunCudnn(stream, at(a_copy), at(b_copy), at(out_copy), workspace);
+  MoveLayout(stream, d_->f64, out_copy.from_nchw, out_copy.count, at(out_copy), out);
 }
 
 void Convolution::RunCudnn(void* stream, const void* a, const void* b, void* out, void* workspace) const {

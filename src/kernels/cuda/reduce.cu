@@ -13,6 +13,12 @@ namespace weir::internal::cuda {
 
 namespace {
 
+// An output from its accumulated sum: the mean divides by the reduced count (floats only).
+template <typename T> __device__ T Finished(ReduceAcc<T> total, bool mean, std::int64_t reduced_count) {
+  if constexpr (std::is_floating_point_v<T>) return static_cast<T>(mean ? total / static_cast<double>(reduced_count) : total);
+  return static_cast<T>(total);
+}
+
 template <typename T>
 __global__ void ReduceKernel(ReductionPlan plan, bool mean, const T* x, T* y, std::int64_t outputs) {
   using Acc = ReduceAcc<T>;
@@ -20,12 +26,7 @@ __global__ void ReduceKernel(ReductionPlan plan, bool mean, const T* x, T* y, st
     Acc sum = 0;
     for (std::int64_t r = threadIdx.x; r < plan.reduced_count; r += blockDim.x) sum += static_cast<Acc>(x[plan.Offset(o, r)]);
     const Acc total = BlockSum(sum);
-    if (threadIdx.x != 0) continue;
-    if constexpr (std::is_floating_point_v<T>) {
-      y[o] = static_cast<T>(mean ? total / static_cast<double>(plan.reduced_count) : total);
-    } else {
-      y[o] = static_cast<T>(total);
-    }
+    if (threadIdx.x == 0) y[o] = Finished<T>(total, mean, plan.reduced_count);
   }
 }
 
@@ -52,12 +53,7 @@ __global__ void CombinePartsKernel(ReduceSplit split, std::int64_t reduced_count
     Acc sum = 0;
     for (std::int64_t p = threadIdx.x; p < split.parts; p += blockDim.x) sum += partials[o * split.parts + p];
     const Acc total = BlockSum(sum);
-    if (threadIdx.x != 0) continue;
-    if constexpr (std::is_floating_point_v<T>) {
-      y[o] = static_cast<T>(mean ? total / static_cast<double>(reduced_count) : total);
-    } else {
-      y[o] = static_cast<T>(total);
-    }
+    if (threadIdx.x == 0) y[o] = Finished<T>(total, mean, reduced_count);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 
+#include "kernels/functors/binary.hpp"
 #include "kernels/functors/host_device.hpp"
 
 namespace weir::internal {
@@ -85,6 +86,13 @@ struct BatchedTranspose {
     return batch * per + row * cols + col;
   }
   BatchedTranspose Inverse() const { return {batches, cols, rows}; }
+  /// The same move as a strided gather (PlanGather), for the copy launchers: dst (batch, col, row)
+  /// reads src at batch * rows * cols + row * cols + col.
+  BroadcastPlan Gather() const {
+    BroadcastPlan plan;
+    PlanGather({batches, cols, rows}, {rows * cols, 1, cols}, plan);  // three axes: never over kMaxRank
+    return plan;
+  }
 };
 
 /// The shift that pads `g`'s x (or dx) by its pads into a (in_h + pads, in_w + pads) image; `crop`: the
