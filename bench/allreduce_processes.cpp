@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
   options.rank = EnvInt("RANK", 0);
   options.world_size = EnvInt("WORLD_SIZE", 1);
   if (const char* addr = std::getenv("MASTER_ADDR")) options.master_addr = addr;
+  if (const char* token = std::getenv("WEIR_JOB_TOKEN")) options.job_token = token;
   options.master_port = EnvInt("MASTER_PORT", 29500);
   std::unique_ptr<ControlPlaneServer> server;
   if (options.rank == 0) server = std::make_unique<ControlPlaneServer>(options);

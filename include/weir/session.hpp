@@ -92,6 +92,10 @@ struct DistributedOptions {
   int local_rank = 0;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
+  /// The secret every rank of the job shares: a connection to the control plane that cannot prove it knows
+  /// it is refused (docs/distributed.md, "Threat model"). Empty: the WEIR_JOB_TOKEN environment variable;
+  /// if that is empty too, allowed only when master_addr is a loopback address.
+  std::string job_token;
   /// How long the ranks wait for each other: at start, and for a job that another rank has not compiled.
   std::chrono::milliseconds rendezvous_timeout{300000};
   /// Bounds every collective between processes; past it the call fails naming the collective.
@@ -109,8 +113,8 @@ struct DistributedOptions {
   /// default 16 MiB; 0 turns fusion off.
   std::size_t fusion_threshold_bytes = std::size_t{16} << 20;
 
-  /// RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, WEIR_RDZV_TIMEOUT (seconds) and WEIR_COLLECTIVES, as weir-launch and
-  /// torchrun set them; a one-process session when WORLD_SIZE is unset. Throws std::invalid_argument
+  /// RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, WEIR_RDZV_TIMEOUT (seconds), WEIR_COLLECTIVES and
+  /// WEIR_JOB_TOKEN, as weir-launch and torchrun set them; a one-process session when WORLD_SIZE is unset. Throws std::invalid_argument
   /// naming the variable for a value that is not a number in range.
   static DistributedOptions FromEnvironment();
 };
@@ -179,6 +183,13 @@ std::map<std::string, std::vector<DType>> SupportedOps(std::string_view device);
 
 /// GPUs a session could use: the CUDA devices visible to this process, 0 in a build without CUDA.
 int VisibleGpus();
+
+/// Sets (or, given an empty function, clears) a hook that a thread blocked in a long wait of Weir's
+/// (Session::Call, Session::Sync, a session's rendezvous with its peers, a request to the master) runs
+/// about every 50 ms. The hook may throw to give the wait up: the wait then ends with that exception
+/// and what it waited for goes on (a call still completes, or fails at shutdown). Embeddings use it
+/// to answer a signal (the Python module raises KeyboardInterrupt on Ctrl-C there). One per process.
+void SetWaitInterrupter(std::function<void()> hook);
 
 /// Runs jobs. Thread-safe: several threads may call one session. Destroying a session completes
 /// the calls in flight (and their callbacks) and shuts its actors down.

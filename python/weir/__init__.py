@@ -14,6 +14,7 @@ The body runs once, when the job is compiled; every op becomes an actor of the C
 
 from weir import _C  # noqa: F401 - loads the runtime first, so import errors surface here
 from weir import (
+    _session,
     checkpoint,
     config,
     data,
@@ -92,8 +93,10 @@ visible_gpus = env.visible_gpus
 
 
 def current_machine_id() -> int:
-    """This process's machine: 0 (Weir runs one process)."""
-    return 0
+    """This process's rank among the session's processes (OneFlow runs one process per machine;
+    each process weir-launch or ``flow.env.machine`` starts counts as one): RANK under weir-launch,
+    the node's position in ``flow.env.machine``'s list otherwise, 0 in a session of one process."""
+    return _session.distributed_options().get("rank", 0)
 
 
 def cast_to_current_logical_view(blob):

@@ -320,11 +320,13 @@ class JobFunction:
                 return LegacyFuture(lambda: [], template, lambda deliver: deliver([]))
             return None
         owed = compiled.owed
+        owed.raise_held()  # a callback of an earlier call failed: before this call launches anything
         if self.signature.is_async or self.signature.returns_future:
             pending = _PendingResult()
             session.call_async(compiled.job, arrays, pending.deliver)
             owed.add(self, pending)
-            # The loop waits here for the call ASYNC_CALLS_AHEAD back, and runs its callback.
+            # The loop waits here for the call ASYNC_CALLS_AHEAD back, and runs its callback (an
+            # exception of that callback comes out of the next call or sync point: this call runs).
             owed.run_ahead_of(self, _session.ASYNC_CALLS_AHEAD)
             if self.signature.is_async:
                 return _Registrar(pending, template, self.__name__)

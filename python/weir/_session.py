@@ -75,6 +75,10 @@ class OwedCallbacks:
         self._run_lock = threading.Lock()  # one runner at a time, so callbacks keep call order
         self._calls = collections.deque()
         self._owed = {}  # job function -> its entries in _calls
+        # A callback's exception raised while an async call waited for room: that call was already
+        # launched and returns its registrar; the exception comes out of the next call, before it
+        # launches anything, or of the next sync point.
+        self._held = None
 
     def __bool__(self) -> bool:
         return bool(self._calls)
@@ -86,30 +90,50 @@ class OwedCallbacks:
 
     def run_ahead_of(self, function, keep: int) -> None:
         """Runs owed callbacks, oldest first, until `function` owes at most `keep`. A callback's
-        exception is raised once the others due here have run."""
+        exception is held (raise_held) once the others due here have run: the call that waits here
+        has been launched, and its caller gets its registrar."""
         if in_callback():
             return  # a call made by a callback: the thread running that callback runs the rest
         with self._run_lock:
             # Never past the calls made so far: callbacks that call again must not keep us here.
             with self._lock:
                 count = len(self._calls)
-            self._run(lambda popped: popped < count and self._owed.get(function, 0) > keep)
+            try:
+                self._run(lambda popped: popped < count and self._owed.get(function, 0) > keep)
+            except Exception as error:  # noqa: BLE001 - raised by the next call or sync point
+                with self._lock:
+                    if self._held is None:
+                        self._held = error
+
+    def raise_held(self) -> None:
+        """Raises (once) the callback exception that an earlier async call held."""
+        if self._held is None or in_callback():
+            return
+        with self._lock:
+            error, self._held = self._held, None
+        if error is not None:
+            raise error
 
     def run_all(self) -> None:
         """Runs the callbacks owed by every call made so far (not those of calls these callbacks
         make). The first exception a callback raised is raised after all have run."""
         if in_callback():
             raise RuntimeError(
-                "a sync point (flow.sync_default_session(), a sync call, a checkpoint or session call) "
-                "inside a job function's callback would wait for that callback itself"
+                "a sync point (flow.sync_default_session(), a checkpoint or session call) inside a job "
+                "function's callback would wait for that callback itself (sync calls of a job function may be "
+                "made there)"
             )
-        if not self._calls:
-            return
-        with self._run_lock:
-            # Only the runner pops and others append: the calls made so far are the first ones.
-            with self._lock:
-                count = len(self._calls)
-            self._run(lambda popped: popped < count)
+        if self._calls:
+            with self._run_lock:
+                # Only the runner pops and others append: the calls made so far are the first ones.
+                with self._lock:
+                    count = len(self._calls)
+                try:
+                    self._run(lambda popped: popped < count)
+                except Exception:
+                    self.raise_held()  # the first exception wins: a held one came before this one
+                    raise
+        self.raise_held()
 
     def _run(self, more) -> None:
         error = None
@@ -161,7 +185,8 @@ def distributed_options() -> dict:
 
     def common():  # read only for a session of several processes
         return {"rendezvous_timeout_s": float(_env_int("WEIR_RDZV_TIMEOUT", 300, 1, 1 << 30)),
-                "collectives": os.environ.get("WEIR_COLLECTIVES") or "auto"}
+                "collectives": os.environ.get("WEIR_COLLECTIVES") or "auto",
+                "job_token": os.environ.get("WEIR_JOB_TOKEN", "")}
 
     if os.environ.get("WORLD_SIZE", "") != "":
         world = _env_int("WORLD_SIZE", 1, 1, 1 << 20)
@@ -318,6 +343,14 @@ def clear_default_session() -> None:
 
 @atexit.register
 def _close_at_exit() -> None:
+    # A program that ends because Ctrl-C interrupted a wait of Weir's may have calls stuck in flight
+    # (a collective waiting for a rank that is gone): closing would wait for them, so it exits at once
+    # (the launcher's ranks within its 2 s promise); the OS reclaims what the session held.
+    if _C.wait_interrupted():
+        print("[weir] interrupted while waiting: exiting without waiting for the calls in flight", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
     # Owed callbacks run before the interpreter goes away (a program may print its callbacks'
     # results without a sync); a callback's exception is reported (it cannot be raised anywhere
     # useful any more).

@@ -62,6 +62,8 @@ def save(path, var_dict=None):
     """Writes every variable of the session (or those in `var_dict`) to `path`, which must not
     exist or be empty."""
     path = os.fspath(path)
+    if os.path.isdir(path) and os.listdir(path):
+        raise FileExistsError(f"flow.checkpoint.save: {path!r} is a non-empty folder; remove it or save to another path")
     if var_dict is None:
         _started_session().save_checkpoint(path)
     else:
@@ -93,13 +95,17 @@ def get(path):
 
 def load_variables(value_dict, ignore_mismatch=True):
     """Assigns values (numpy arrays or Variables) to the session's variables by name. Names no
-    variable has are ignored, unless `ignore_mismatch` is False (then RuntimeError)."""
+    variable has are ignored, unless `ignore_mismatch` is False (then RuntimeError, as OneFlow's); a
+    value of another shape or dtype is a ValueError, as in ``flow.train.CheckPoint().load``. Nothing
+    is assigned when any value is refused."""
     arrays = {name: _as_array(value, name) for name, value in value_dict.items()}
     session = _started_session()
     try:
         session.set_variables(arrays, ignore_unknown=bool(ignore_mismatch))
     except ValueError as error:
-        raise RuntimeError(str(error)) from error
+        if "no variable named" in str(error):
+            raise RuntimeError(str(error)) from error
+        raise
 
 
 def get_all_variables():

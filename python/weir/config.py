@@ -42,9 +42,13 @@ def gpu_device_num(val):
 
 
 def cpu_device_num(val):
+    count = _count(val, "cpu_device_num")
+    if count < 1:
+        raise ValueError(f"flow.config.cpu_device_num: expected an int >= 1 (a session runs on at least one CPU "
+                         f"device), got {val!r}")
     config = _config("cpu_device_num")
     if config is not None:
-        config.cpu_device_num = _count(val, "cpu_device_num")
+        config.cpu_device_num = count
 
 
 def machine_num(val):

@@ -17,6 +17,9 @@ def _data_dir(out_dir):
     return os.environ.get("WEIR_DATA_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "weir", "mnist")
 
 
+_announced = set()  # the folders load_mnist has named
+
+
 def load_mnist(train_batch_size=100, test_batch_size=100, data_format="NCHW", url=None, hash_check=None,
                out_dir=None):
     """MNIST in batches, as OneFlow's load_mnist: images float32 / 255 shaped (batches, batch, 1, 28, 28)
@@ -31,7 +34,9 @@ def load_mnist(train_batch_size=100, test_batch_size=100, data_format="NCHW", ur
     (train_images, train_labels), (test_images, test_labels) = _C.load_mnist(int(train_batch_size), path)
     if test_batch_size != train_batch_size:
         _, (test_images, test_labels) = _C.load_mnist(int(test_batch_size), path)
-    print(f"File mnist already exist, path: {path}")
+    if path not in _announced:  # OneFlow's line, once per folder rather than at every call
+        _announced.add(path)
+        print(f"File mnist already exist, path: {path}")
     if data_format == "NHWC":
         train_images = np.ascontiguousarray(np.moveaxis(train_images, 2, -1))
         test_images = np.ascontiguousarray(np.moveaxis(test_images, 2, -1))

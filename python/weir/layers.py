@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import warnings
+
 from weir import _C, _context, distribute, initializers
 from weir._image import check_format, pair, padding_spec
 from weir._ops_util import check_blob, wrap
 
 __all__ = ["dense", "conv2d", "batch_normalization"]
+
+_warned_zero_dense = False  # flow.layers.dense's zero-kernel warning is given once per process
 
 
 def _regularizer(value, what):
@@ -47,11 +51,20 @@ def _activate(out, activation, name):
 def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None, bias_initializer=None,
           kernel_regularizer=None, bias_regularizer=None, trainable=True, name=None, model_distribute=None):
     """inputs (N, in) · weightᵀ + bias with weight (units, in) and bias (units); inputs of rank > 2
-    are flattened to (-1, last) and reshaped back. Both initializers default to constant 0."""
+    are flattened to (-1, last) and reshaped back. Both initializers default to constant 0, as in
+    OneFlow: a model whose dense weights all start at zero does not learn (every unit gets the same
+    gradient), so the first such layer of a process says so in a warning."""
+    global _warned_zero_dense
     x = check_blob(inputs, "flow.layers.dense", "inputs")
     if int(units) <= 0:
         raise ValueError(f"flow.layers.dense: units must be positive, got {units}")
     full = _layer_name(name, "flow.layers.dense", "Dense")
+    if kernel_initializer is None and trainable and not _warned_zero_dense:
+        _warned_zero_dense = True
+        warnings.warn(
+            f"flow.layers.dense({full!r}) has no kernel_initializer: its weight starts at zero, as in OneFlow, and "
+            "a model whose dense weights all start at zero does not learn; pass one, e.g. "
+            "kernel_initializer=flow.truncated_normal(0.1) (this warning is given once)", UserWarning, stacklevel=2)
     out = wrap(
         _C.dense(
             x._c, int(units), "none", bool(use_bias),
@@ -98,14 +111,14 @@ def conv2d(inputs, filters, kernel_size=1, strides=1, padding="VALID", data_form
 def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=0.001, center=True, scale=True,
                         beta_initializer=None, gamma_initializer=None, beta_regularizer=None, gamma_regularizer=None,
                         moving_mean_initializer=None, moving_variance_initializer=None, trainable=True, training=True,
-                        name="BatchNorm"):
+                        name=None):
     """Batch normalization with variables "<name>-gamma", "<name>-beta" and the moving statistics
     "<name>-moving_mean", "<name>-moving_variance". In train jobs it normalizes with the batch
     statistics and updates the moving ones; in predict jobs (or with training=False) it uses the
-    moving statistics."""
+    moving statistics. Unnamed layers are "BatchNorm", "BatchNorm_1", ... as dense and conv2d."""
     op = "flow.layers.batch_normalization"
     x = check_blob(inputs, op, "inputs")
-    full = _layer_name(name, op)
+    full = _layer_name(name, op, "BatchNorm")
     zeros, ones = _C.constant_initializer(0.0), _C.constant_initializer(1.0)
     context = _context.current(op)
     # OneFlow trains the statistics only where a backward pass runs: train jobs.

@@ -77,6 +77,12 @@ def trace(path, session=None):
     produced), and the calls from launch to completion. Calls of the block are waited for, so they
     are in it in full. Costs two clock reads and an append per firing while on."""
     path = os.fspath(path)
+    # Where the file will go is checked now, not after the whole run the block records.
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"weir.profiler.trace: path {path!r}: folder {folder!r} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise PermissionError(f"weir.profiler.trace: path {path!r}: folder {folder!r} is not writable")
     c = (session or default_session()).c_session()
     c.start_trace()
     try:

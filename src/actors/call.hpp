@@ -10,6 +10,7 @@
 #include <mutex>
 #include <vector>
 
+#include "common/wait_interrupter.hpp"
 #include "weir/tensor.hpp"
 
 namespace weir::internal {
@@ -41,7 +42,8 @@ struct CallRecord {
   }
   /// Sync calls: returns once Fulfil ran. Spins for up to `spin` first, then sleeps on the promise: on
   /// small machines a futex wake-up costs tens of microseconds, more than a small job's whole call,
-  /// while a spin sees the result within a fraction of a microsecond.
+  /// while a spin sees the result within a fraction of a microsecond. The sleep polls the wait
+  /// interrupter (common/wait_interrupter.hpp), which may throw to give the wait up.
   void AwaitFulfilled(std::chrono::nanoseconds spin) {
     std::future<void> done = promise.get_future();
     if (spin.count() > 0) {
@@ -51,6 +53,7 @@ struct CallRecord {
         if (i % 64 == 0 && std::chrono::steady_clock::now() >= until) break;
       }
     }
+    WaitInterruptibly(done, std::chrono::steady_clock::time_point::max());
     done.get();
   }
 

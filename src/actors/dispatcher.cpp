@@ -1,5 +1,7 @@
 #include "actors/dispatcher.hpp"
 
+#include "common/wait_interrupter.hpp"
+
 #include <stdexcept>
 #include <utility>
 
@@ -142,11 +144,22 @@ void Dispatcher::Sync() {
   const std::int64_t target = next_call_id_ - 1;
   ++sync_waiters_;
   // Done when no call <= target is still pending, queued for its callback, or in its callback.
-  finished_cv_.wait(lock, [&] {
+  auto done = [&] {
     return (pending_.empty() || pending_.front()->call_id > target) &&
            (callbacks_.empty() || callbacks_.front()->call_id > target) &&
            (running_call_id_ < 0 || running_call_id_ > target);
-  });
+  };
+  while (!finished_cv_.wait_for(lock, kInterruptPoll, done)) {
+    lock.unlock();  // the hook may take other locks (Python's GIL)
+    try {
+      PollWaitInterrupter();
+    } catch (...) {
+      lock.lock();
+      --sync_waiters_;
+      throw;
+    }
+    lock.lock();
+  }
   --sync_waiters_;
   if (callback_error_) {
     std::exception_ptr error = std::exchange(callback_error_, nullptr);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 namespace weir::internal {
 
 std::string_view Name(TaskKind kind) {
@@ -11,6 +13,7 @@ std::string_view Name(TaskKind kind) {
     case TaskKind::kKernel: return "kernel";
     case TaskKind::kSink: return "sink";
     case TaskKind::kVariable: return "variable";
+    case TaskKind::kBarrier: return "barrier";
   }
   return "?";
 }
@@ -71,6 +74,52 @@ std::string Plan::ToDot() const {
     }
   }
   return dot + "}\n";
+}
+
+void Plan::CheckAcyclic() const {
+  // Kahn's algorithm over the tasks, an edge per register and consumer.
+  std::vector<int> waiting_on(tasks.size(), 0);
+  for (const RegisterDesc& reg : registers) {
+    for (int consumer : reg.consumers) ++waiting_on[static_cast<std::size_t>(consumer)];
+  }
+  std::vector<int> ready;
+  for (std::size_t t = 0; t < tasks.size(); ++t) {
+    if (waiting_on[t] == 0) ready.push_back(static_cast<int>(t));
+  }
+  std::size_t done = 0;
+  while (!ready.empty()) {
+    const int task = ready.back();
+    ready.pop_back();
+    ++done;
+    for (int reg : tasks[static_cast<std::size_t>(task)].produced) {
+      for (int consumer : registers[static_cast<std::size_t>(reg)].consumers) {
+        if (--waiting_on[static_cast<std::size_t>(consumer)] == 0) ready.push_back(consumer);
+      }
+    }
+  }
+  if (done == tasks.size()) return;
+  // Every task left waits on another one left: walk back through producers until one repeats.
+  int task = 0;
+  while (waiting_on[static_cast<std::size_t>(task)] == 0) ++task;
+  std::vector<int> path;
+  std::vector<int> position(tasks.size(), -1);
+  while (position[static_cast<std::size_t>(task)] < 0) {
+    position[static_cast<std::size_t>(task)] = static_cast<int>(path.size());
+    path.push_back(task);
+    for (int reg : tasks[static_cast<std::size_t>(task)].consumed) {
+      const int producer = registers[static_cast<std::size_t>(reg)].producer;
+      if (producer >= 0 && waiting_on[static_cast<std::size_t>(producer)] > 0) {
+        task = producer;
+        break;
+      }
+    }
+  }
+  std::string loop;
+  for (std::size_t i = path.size(); i-- > static_cast<std::size_t>(position[static_cast<std::size_t>(task)]);) {
+    loop += fmt::format("'{}' -> ", tasks[static_cast<std::size_t>(path[i])].name);
+  }
+  throw std::logic_error(fmt::format("[compile] job '{}': its plan waits on itself ({}'{}'): a call would never complete",
+                                     job_name, loop, tasks[static_cast<std::size_t>(path.back())].name));
 }
 
 }  // namespace weir::internal

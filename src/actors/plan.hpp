@@ -21,6 +21,7 @@ enum class TaskKind : std::uint8_t {
   kKernel,      // runs one op's kernel
   kSink,        // the final actor: hands the outputs of a call to the dispatcher
   kVariable,    // presents a session variable (its register's memory is the variable) once per call
+  kBarrier,     // a zero-byte join on the host: acts once all it consumes is ready, passing a failure on
 };
 
 std::string_view Name(TaskKind kind);
@@ -111,6 +112,9 @@ struct Plan {
   /// Graphviz dot: one node per actor (grouped by stream, labelled with its device), one edge per
   /// register and consumer, labelled with the register's name, register_num and slot size.
   std::string ToDot() const;
+  /// Throws std::logic_error naming the tasks of a loop when some task waits, through registers, on
+  /// itself: such a plan would never complete its first call.
+  void CheckAcyclic() const;
 };
 
 }  // namespace weir::internal

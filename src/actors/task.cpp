@@ -190,6 +190,7 @@ bool Task::Work(CallRecord*& call) {
   switch (desc_.kind) {
     case TaskKind::kSourceTick:
     case TaskKind::kVariable:  // the register's memory is the variable: nothing to copy
+    case TaskKind::kBarrier:   // its zero-byte output only orders and carries `failed`
       break;
     case TaskKind::kInput: {
       RegisterSlot& out = store_.Slot(desc_.produced[0], protocol_.ProducedSlot(0));

@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "api/checkpoint_internal.hpp"
+#include "common/stale_files.hpp"
 
 namespace weir {
 
@@ -139,16 +140,10 @@ std::size_t ReadUpTo(int fd, void* data, std::size_t size, const fs::path& file,
   return done;
 }
 
-std::string RandomSuffix() {
-  std::random_device device;
-  const std::uint64_t value = (std::uint64_t{device()} << 32) ^ device();
-  return fmt::format("{}-{:016x}", ::getpid(), value);
-}
-
-// A fresh sibling of `target` named "<target><tag><pid>-<random>", so it lies on the same
-// filesystem (rename needs that) and never collides with another writer's.
+// A fresh sibling of `target` named "<target><tag><machine>-<pid>-<random>" (common/stale_files.hpp),
+// so it lies on the same filesystem (rename needs that) and never collides with another writer's.
 fs::path SiblingName(const fs::path& target, std::string_view tag) {
-  return target.parent_path() / fmt::format("{}{}{}", target.filename().string(), tag, RandomSuffix());
+  return target.parent_path() / fmt::format("{}{}{}", target.filename().string(), tag, internal::OwnedSuffix());
 }
 
 fs::path MakeTempSibling(const fs::path& target) {
@@ -606,6 +601,18 @@ void RemoveQuietly(const fs::path& dir) {
   fs::remove_all(dir, ignored);
 }
 
+// A save killed before its rename leaves "<folder>.tmp-<suffix>" behind: the next save into the same
+// parent removes those whose writer, a process of this machine, is gone. (".old-" folders are left:
+// one killed mid-swap holds the previous checkpoint.)
+void RemoveStaleTemps(const fs::path& parent) {
+  std::error_code error;
+  for (fs::directory_iterator it(parent, error); !error && it != fs::directory_iterator(); it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    const std::size_t at = name.rfind(".tmp-");
+    if (at != std::string::npos && internal::GoneOwner(std::string_view(name).substr(at + 5))) RemoveQuietly(it->path());
+  }
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -663,6 +670,7 @@ void SaveCheckpoint(const std::string& path, const std::map<std::string, Tensor>
   fs::create_directories(parent, error);
   if (error) ThrowOs("", "cannot create folder", parent, error.value());
 
+  RemoveStaleTemps(parent);
   const fs::path temp = MakeTempSibling(target);
   try {
     for (const auto& [name, tensor] : variables) {

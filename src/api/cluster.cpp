@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "common/stale_files.hpp"
 #include "distributed/control_plane.hpp"
 #include "distributed/gloo_process_group.hpp"
 #include "distributed/nccl_process_group.hpp"
@@ -43,6 +44,7 @@ DistributedOptions DistributedOptions::FromEnvironment() {
   if (const char* collectives = std::getenv("WEIR_COLLECTIVES"); collectives != nullptr && *collectives != '\0') {
     options.collectives = collectives;
   }
+  if (const char* token = std::getenv("WEIR_JOB_TOKEN"); token != nullptr) options.job_token = token;
   return options;
 }
 
@@ -76,6 +78,8 @@ ControlPlaneOptions ControlPlaneOptionsOf(const DistributedOptions& options) {
   cp.rank = options.rank;
   cp.world_size = options.world_size;
   cp.rendezvous_timeout = options.rendezvous_timeout;
+  cp.job_token = options.job_token;
+  if (const char* token = std::getenv("WEIR_JOB_TOKEN"); cp.job_token.empty() && token != nullptr) cp.job_token = token;
   return cp;
 }
 
@@ -112,11 +116,17 @@ Cluster::Cluster(const DistributedOptions& options) : options_(options) {
 }
 
 Cluster::~Cluster() {
+  // After a failed collective the ranks no longer agree on where they are: some may never close (one
+  // stopped, or cut off), so waiting for them is bounded by seconds, not the rendezvous timeout.
+  const bool failed = std::any_of(group_failures_.begin(), group_failures_.end(),
+                                  [](const auto& flag) { return flag->load(std::memory_order_relaxed); });
+  const std::chrono::milliseconds wait = failed ? std::min(options_.rendezvous_timeout, kCloseAfterFailure)
+                                                : options_.rendezvous_timeout;
   try {
-    client_->Barrier("weir/session/close", options_.rendezvous_timeout);
+    client_->Barrier("weir/session/close", wait);
   } catch (const std::exception& error) {
-    std::fprintf(stderr, "[weir] rank %d: closing the distributed session without the other ranks: %s\n", options_.rank,
-                 error.what());
+    std::fprintf(stderr, "[weir] rank %d: closing the distributed session without the other ranks%s: %s\n",
+                 options_.rank, failed ? " (a collective had failed)" : "", error.what());
   }
   client_.reset();
   server_.reset();
@@ -192,6 +202,12 @@ void Cluster::OnRankZero(std::string_view what, const std::function<void()>& fn)
 }
 
 std::shared_ptr<ProcessGroup> Cluster::MakeJobGroup(const Plan& plan, std::size_t order) {
+  std::shared_ptr<ProcessGroup> group = MakeGroup(plan, order);
+  group_failures_.push_back(group->FailedFlag());
+  return group;
+}
+
+std::shared_ptr<ProcessGroup> Cluster::MakeGroup(const Plan& plan, std::size_t order) {
   const bool on_gpu = std::any_of(plan.streams.begin(), plan.streams.end(),
                                   [](const StreamId& stream) { return stream.device.kind == Device::Kind::kCuda; });
   try {

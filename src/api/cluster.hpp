@@ -2,12 +2,14 @@
 // A session's side of several processes (DistributedOptions): the control plane (rank 0 hosts it),
 // the check that every rank compiled the same plan for each job, and a Gloo group for each job whose
 // collectives span the processes (Gloo or shared memory on CPUs, NCCL on GPUs).
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <functional>
 #include <string_view>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "actors/plan.hpp"
 #include "kernels/collectives/process_group.hpp"
@@ -21,12 +23,16 @@ class ControlPlaneClient;
 /// Throws std::invalid_argument naming the field, what it expects and what it got.
 void ValidateDistributedOptions(const DistributedOptions& options);
 
+/// How long a session whose collective failed waits for the other ranks to close theirs.
+inline constexpr std::chrono::milliseconds kCloseAfterFailure{3000};
+
 class Cluster {
  public:
   /// Rank 0 starts the master; every rank connects and waits for the others (rendezvous_timeout).
   explicit Cluster(const DistributedOptions& options);
-  /// Waits (at most `close_timeout`) until every rank closes its session, so that the master does not go
-  /// away under a rank still finishing its last call; a rank that cannot wait says so on stderr.
+  /// Waits (at most the rendezvous timeout; kCloseAfterFailure once a collective of this session failed)
+  /// until every rank closes its session, so that the master does not go away under a rank still
+  /// finishing its last call; a rank that cannot wait says so on stderr.
   ~Cluster();
   Cluster(const Cluster&) = delete;
   Cluster& operator=(const Cluster&) = delete;
@@ -52,7 +58,10 @@ class Cluster {
   std::shared_ptr<ProcessGroup> MakeJobGroup(const Plan& plan, std::size_t order);
 
  private:
+  std::shared_ptr<ProcessGroup> MakeGroup(const Plan& plan, std::size_t order);
+
   DistributedOptions options_;
+  std::vector<std::shared_ptr<const std::atomic<bool>>> group_failures_;  // each job group's FailedFlag()
   std::string address_;  // this rank's data-plane address
   std::unique_ptr<ControlPlaneServer> server_;
   std::unique_ptr<ControlPlaneClient> client_;

@@ -17,6 +17,7 @@
 #include <set>
 
 #include "actors/dispatcher.hpp"
+#include "common/wait_interrupter.hpp"
 #include "actors/runtime.hpp"
 #include "api/cluster.hpp"
 #include "api/trace.hpp"
@@ -314,7 +315,13 @@ class SessionImpl {
       record->callback = [callback = std::move(callback), shape = entry.output_shape](CallRecord& done) {
         CallResult result;
         result.error = done.Error();
-        if (!result.error) result.outputs = shape->Deliver(std::move(done.outputs));
+        if (!result.error) {
+          try {
+            result.outputs = shape->Deliver(std::move(done.outputs));
+          } catch (...) {  // a watch handler's exception is this call's error, which the callback gets
+            result.error = std::current_exception();
+          }
+        }
         callback(std::move(result));
       };
     }
@@ -701,6 +708,8 @@ void Session::CallAsync(const Job& job, const std::map<std::string, Tensor>& inp
 }
 
 void Session::Sync() { impl_->GetDispatcher().Sync(); }
+
+void SetWaitInterrupter(std::function<void()> hook) { internal::SetWaitInterrupter(std::move(hook)); }
 
 Resource Session::GetResource() const { return impl_->GetResource(); }
 

@@ -2,12 +2,26 @@
 //
 // Protocol. Length-prefixed binary frames, all integers big-endian:
 //
-//   frame   = u32 body_length, body                     (body_length <= kMaxFrame)
+//   frame   = u32 body_length, body        (1 <= body_length <= kMaxUnauthenticatedFrame before the peer
+//                                           authenticated, kMaxFrame after)
 //   body    = u8 type, u64 request_id, u16 n_ints, i64 ints[n_ints], u16 n_strs, str strs[n_strs]
 //   str     = u32 length, bytes[length]
 //
-// Requests (client -> master); timeouts are in milliseconds:
-//   HELLO     ints {rank, world_size, wait_ms, configured_timeout_ms}   answered once all ranks registered
+// Handshake, on every connection before any request (the job token itself never travels):
+//   CHALLENGE (master -> client)  strs {"weir-control-plane/1", server_nonce}             sent on accept
+//   AUTH      (client -> master)  ints {rank, world_size} strs {client_nonce, ClientProof(token, ...)}
+//   AUTH_OK   (master -> client)  strs {MasterProof(token, ...)}: the client checks it before HELLO, so it
+//                                 also knows it talks to the job's master
+//   AUTH_REFUSED (master -> client) strs {reason}, then the master closes: the client stops retrying
+// Nonces are 32 bytes from RAND_bytes, proofs HMAC-SHA256 (control_plane.hpp), compared with CRYPTO_memcmp.
+// Until AUTH verifies, a connection costs the master little: frames of at most 4 KiB, a deadline
+// (handshake_timeout, capped by rendezvous_timeout), at most kMaxPendingPerAddress such connections per
+// remote address and kMaxPending in all (more are closed at once). Every body is buffered as its bytes
+// arrive, never allocated from the announced length.
+//
+// Requests (client -> master, once authenticated); timeouts are in milliseconds:
+//   HELLO     ints {rank, world_size, wait_ms, configured_timeout_ms}   answered once all ranks registered;
+//                                                                        rank and world_size as in AUTH
 //   SET       strs {key, value}
 //   GET       ints {wait_ms}       strs {key}                            answered when the key exists
 //   WAIT      ints {wait_ms}       strs {key...}                         answered when every key exists
@@ -34,9 +48,17 @@
 // at once; one reader thread that matches answers to request ids does all three without per-call sockets.
 // The master enforces the timeouts (it knows who is missing, so it writes the error); the client's own
 // deadline only catches a master that stopped answering.
+// The client's handshake runs on the connecting thread before the io thread starts; a connection the master
+// closes during it (a restart, its connection caps) is retried like a refused connect, a refusal is not.
 #include "distributed/control_plane.hpp"
 
+#include "common/wait_interrupter.hpp"
+
 #include <fmt/format.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
 
 #include <algorithm>
 #include <array>
@@ -45,6 +67,7 @@
 #include <boost/asio.hpp>
 #include <cctype>
 #include <charconv>
+#include <cstdio>
 #include <deque>
 #include <future>
 #include <list>
@@ -57,79 +80,29 @@ namespace weir::internal {
 namespace {
 
 namespace asio = boost::asio;
+namespace wire = control_plane_wire;
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
+using wire::Frame;
+using wire::Type;
 
-constexpr std::uint32_t kMaxFrame = 256u << 20;  // 256 MiB: far above any store value we expect
 constexpr milliseconds kTick{20};                // the master's deadline and heartbeat resolution
 constexpr milliseconds kAnswerGrace{2000};       // client: extra time for the master's answer
 constexpr std::int64_t kMaxWaitMs = 365LL * 24 * 3600 * 1000;  // a year: deadlines cannot overflow
-
-enum class Type : std::uint8_t {
-  kHello = 1, kSet = 2, kGet = 3, kWait = 4, kAdd = 5, kBarrier = 6, kHeartbeat = 7, kBye = 8,
-  kOk = 64, kError = 65, kLost = 66,
-};
-
-struct Frame {
-  Type type{};
-  std::uint64_t id = 0;
-  std::vector<std::int64_t> ints;
-  std::vector<std::string> strs;
-};
+constexpr std::size_t kReadChunk = 64 << 10;     // bytes read at a time once authenticated
+constexpr int kMaxPendingPerAddress = 16;        // connections not yet authenticated, per remote address
+constexpr int kMaxPending = 256;                 // and in all
+constexpr int kMaxLogLinesPerSecond = 10;        // refusals logged; a flood of them cannot flood stderr
+constexpr std::string_view kProtocol = "weir-control-plane/1";
 
 void PutU(std::string& out, std::uint64_t v, int bytes) {
   for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
-/// The whole frame, length prefix included.
-std::string Encode(const Frame& f) {
-  std::string body;
-  PutU(body, static_cast<std::uint8_t>(f.type), 1);
-  PutU(body, f.id, 8);
-  PutU(body, f.ints.size(), 2);
-  for (auto v : f.ints) PutU(body, static_cast<std::uint64_t>(v), 8);
-  PutU(body, f.strs.size(), 2);
-  for (const auto& s : f.strs) {
-    PutU(body, s.size(), 4);
-    body += s;
-  }
-  std::string out;
-  PutU(out, body.size(), 4);
-  return out + body;
-}
-
-std::uint32_t DecodeLength(const std::array<unsigned char, 4>& h) {
-  return (std::uint32_t{h[0]} << 24) | (std::uint32_t{h[1]} << 16) | (std::uint32_t{h[2]} << 8) | h[3];
-}
-
-/// Parses a body; false when it is malformed.
-bool Decode(const std::string& body, Frame& f) {
-  std::size_t pos = 0;
-  auto get = [&](int bytes, std::uint64_t& v) {
-    if (body.size() - pos < static_cast<std::size_t>(bytes)) return false;
-    v = 0;
-    for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(body[pos++]);
-    return true;
-  };
-  std::uint64_t v = 0;
-  if (!get(1, v)) return false;
-  f.type = static_cast<Type>(v);
-  if (!get(8, f.id)) return false;
-  if (!get(2, v)) return false;
-  f.ints.resize(v);
-  for (auto& i : f.ints) {
-    if (!get(8, v)) return false;
-    i = static_cast<std::int64_t>(v);
-  }
-  if (!get(2, v)) return false;
-  f.strs.resize(v);
-  for (auto& s : f.strs) {
-    if (!get(4, v) || body.size() - pos < v) return false;
-    s = body.substr(pos, v);
-    pos += v;
-  }
-  return pos == body.size();
+bool KnownType(std::uint64_t t) {
+  return (t >= static_cast<std::uint64_t>(Type::kHello) && t <= static_cast<std::uint64_t>(Type::kAuth)) ||
+         (t >= static_cast<std::uint64_t>(Type::kOk) && t <= static_cast<std::uint64_t>(Type::kAuthRefused));
 }
 
 std::string Seconds(milliseconds ms) { return fmt::format("{} s", static_cast<double>(ms.count()) / 1000.0); }
@@ -147,7 +120,166 @@ std::string RankList(const std::vector<int>& ranks) {
 
 std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
 
+/// An error's message without its "[control plane] " prefix, to nest it in another message.
+std::string Unprefixed(const std::string& message) {
+  constexpr std::string_view kPrefix = "[control plane] ";
+  return message.rfind(kPrefix, 0) == 0 ? message.substr(kPrefix.size()) : message;
+}
+
+bool IsLoopback(const asio::ip::address& a) {
+  if (a.is_v4()) return a.to_v4().is_loopback();
+  const auto v6 = a.to_v6();
+  if (v6.is_v4_mapped()) return asio::ip::make_address_v4(asio::ip::v4_mapped, v6).is_loopback();
+  return v6.is_loopback();
+}
+
+bool SameMac(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+std::string Proof(std::string_view label, const std::string& token, std::string_view first_nonce,
+                  std::string_view second_nonce, std::int64_t rank, std::int64_t world_size) {
+  std::string message(label);
+  message.push_back('\0');
+  message.append(first_nonce);
+  message.append(second_nonce);
+  PutU(message, static_cast<std::uint64_t>(rank), 8);
+  PutU(message, static_cast<std::uint64_t>(world_size), 8);
+  static const unsigned char kNoKey = 0;  // an empty token: a valid pointer with length 0
+  const auto* key = token.empty() ? &kNoKey : reinterpret_cast<const unsigned char*>(token.data());
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int mac_length = 0;
+  if (HMAC(EVP_sha256(), key, static_cast<int>(token.size()), reinterpret_cast<const unsigned char*>(message.data()),
+           message.size(), mac, &mac_length) == nullptr ||
+      mac_length != wire::kMacBytes)
+    throw ControlPlaneError("[control plane] HMAC-SHA256 failed (OpenSSL)");
+  return std::string(reinterpret_cast<const char*>(mac), mac_length);
+}
+
 }  // namespace
+
+// ---------------------------------------------------------------------------------------------- wire
+
+namespace control_plane_wire {
+
+std::string Encode(const Frame& f) {
+  std::string body;
+  PutU(body, static_cast<std::uint8_t>(f.type), 1);
+  PutU(body, f.id, 8);
+  PutU(body, f.ints.size(), 2);
+  for (auto v : f.ints) PutU(body, static_cast<std::uint64_t>(v), 8);
+  PutU(body, f.strs.size(), 2);
+  for (const auto& s : f.strs) {
+    PutU(body, s.size(), 4);
+    body += s;
+  }
+  std::string out;
+  PutU(out, body.size(), 4);
+  return out + body;
+}
+
+Frame DecodeBody(std::string_view body) {
+  std::size_t pos = 0;
+  auto fail = [&](const std::string& what) {
+    throw ControlPlaneError(fmt::format("[control plane] malformed frame: {} (a body of {} bytes)", what, body.size()));
+  };
+  auto get = [&](std::size_t bytes, std::string_view what) {
+    if (body.size() - pos < bytes) fail(fmt::format("it ends inside {}: {} of {} bytes", what, body.size() - pos, bytes));
+    std::uint64_t v = 0;
+    for (std::size_t i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(body[pos++]);
+    return v;
+  };
+  Frame f;
+  const auto type = get(1, "the type");
+  if (!KnownType(type)) fail(fmt::format("unknown type {}", type));
+  f.type = static_cast<Type>(type);
+  f.id = get(8, "the request id");
+  // Counts are checked against the bytes left before anything is allocated for them.
+  const auto n_ints = get(2, "the count of integers");
+  if (n_ints * 8 > body.size() - pos)
+    fail(fmt::format("{} integers need {} bytes, {} are left", n_ints, n_ints * 8, body.size() - pos));
+  f.ints.reserve(n_ints);
+  for (std::uint64_t i = 0; i < n_ints; ++i) f.ints.push_back(static_cast<std::int64_t>(get(8, "an integer")));
+  const auto n_strs = get(2, "the count of strings");
+  if (n_strs * 4 > body.size() - pos)
+    fail(fmt::format("{} strings need at least {} bytes, {} are left", n_strs, n_strs * 4, body.size() - pos));
+  f.strs.reserve(n_strs);
+  for (std::uint64_t i = 0; i < n_strs; ++i) {
+    const auto length = get(4, "a string's length");
+    if (length > body.size() - pos)
+      fail(fmt::format("string {} of {} announces {} bytes, {} are left", i + 1, n_strs, length, body.size() - pos));
+    f.strs.emplace_back(body.substr(pos, length));
+    pos += length;
+  }
+  if (pos != body.size()) fail(fmt::format("{} bytes follow the last string", body.size() - pos));
+  return f;
+}
+
+std::size_t Decoder::Feed(std::string_view data) {
+  if (has_frame_) throw ControlPlaneError("[control plane] Decoder::Feed called before TakeFrame took the last frame");
+  std::size_t used = 0;
+  if (header_bytes_ < sizeof header_) {
+    while (header_bytes_ < sizeof header_ && used < data.size())
+      header_[header_bytes_++] = static_cast<unsigned char>(data[used++]);
+    if (header_bytes_ < sizeof header_) return used;
+    length_ = (std::uint32_t{header_[0]} << 24) | (std::uint32_t{header_[1]} << 16) |
+              (std::uint32_t{header_[2]} << 8) | header_[3];
+    if (length_ == 0) throw ControlPlaneError("[control plane] malformed frame: an empty body");
+    if (length_ > max_body_)
+      throw ControlPlaneError(fmt::format("[control plane] malformed frame: a body of {} bytes announced, at most {} "
+                                          "allowed", length_, max_body_));
+  }
+  const std::size_t take = std::min(data.size() - used, std::size_t{length_} - body_.size());
+  if (body_.size() + take > body_.capacity())  // grow with what arrived, never past the announced length
+    body_.reserve(std::min<std::size_t>(length_, std::max(2 * body_.capacity(), body_.size() + take)));
+  body_.insert(body_.end(), data.begin() + static_cast<std::ptrdiff_t>(used),
+               data.begin() + static_cast<std::ptrdiff_t>(used + take));
+  used += take;
+  if (body_.size() == length_) {
+    header_bytes_ = 0;
+    frame_ = DecodeBody(std::string_view(body_.data(), body_.size()));
+    has_frame_ = true;
+    body_.clear();
+    if (body_.capacity() > kReadChunk) std::vector<char>().swap(body_);  // a large frame's memory goes back
+  }
+  return used;
+}
+
+Frame Decoder::TakeFrame() {
+  if (!has_frame_) throw ControlPlaneError("[control plane] Decoder::TakeFrame called without a complete frame");
+  has_frame_ = false;
+  return std::move(frame_);
+}
+
+std::string ClientProof(const std::string& token, std::string_view server_nonce, std::string_view client_nonce,
+                        std::int64_t rank, std::int64_t world_size) {
+  return Proof("weir control plane v1: rank", token, server_nonce, client_nonce, rank, world_size);
+}
+
+std::string MasterProof(const std::string& token, std::string_view server_nonce, std::string_view client_nonce,
+                        std::int64_t rank, std::int64_t world_size) {
+  return Proof("weir control plane v1: master", token, client_nonce, server_nonce, rank, world_size);
+}
+
+std::string RandomNonce() {
+  std::string nonce(kNonceBytes, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(nonce.data()), static_cast<int>(nonce.size())) != 1)
+    throw ControlPlaneError("[control plane] OpenSSL's RAND_bytes could not make a nonce");
+  return nonce;
+}
+
+}  // namespace control_plane_wire
+
+bool IsLoopbackAddress(const std::string& address) {
+  boost::system::error_code ec;
+  const auto parsed = asio::ip::make_address(address, ec);
+  if (!ec) return IsLoopback(parsed);
+  asio::io_context io;
+  tcp::resolver resolver(io);
+  const auto results = resolver.resolve(address, "", ec);
+  if (ec || results.empty()) return false;
+  return std::all_of(results.begin(), results.end(), [](const auto& r) { return IsLoopback(r.endpoint().address()); });
+}
 
 void ValidateControlPlaneOptions(const ControlPlaneOptions& o, bool for_server) {
   auto fail = [](const std::string& field, const std::string& expected, const std::string& got) {
@@ -172,16 +304,35 @@ void ValidateControlPlaneOptions(const ControlPlaneOptions& o, bool for_server) 
     fail("heartbeat_timeout",
          fmt::format("more than heartbeat_interval={} ms and at most a year", o.heartbeat_interval.count()),
          fmt::format("{} ms", o.heartbeat_timeout.count()));
+  if (o.handshake_timeout.count() <= 0 || o.handshake_timeout > year)
+    fail("handshake_timeout", "a positive duration of at most a year",
+         fmt::format("{} ms", o.handshake_timeout.count()));
+  // Without a token anyone who reaches the port could join; on a loopback address only this machine can.
+  if (o.job_token.empty() && !IsLoopbackAddress(o.master_addr))
+    throw std::invalid_argument(fmt::format(
+        "[control plane] no job token, and master_addr {} is not a loopback address: set WEIR_JOB_TOKEN to the same "
+        "secret on every machine of the job (for example the output of `python3 -c \"import secrets; "
+        "print(secrets.token_hex(32))\"`), or DistributedOptions::job_token",
+        o.master_addr));
 }
 
 // ---------------------------------------------------------------------------------------------- master
 
 struct ControlPlaneServer::Impl {
   struct Conn {
-    explicit Conn(asio::io_context& io) : socket(io) {}
+    explicit Conn(asio::io_context& io) : socket(io), handshake_timer(io) {}
     tcp::socket socket;
-    std::array<unsigned char, 4> header{};
-    std::string body;
+    asio::steady_timer handshake_timer;
+    std::string remote;          // "address:port", for messages
+    std::string remote_address;  // the key of the per-address cap
+    bool pending = false;        // counted in the caps of connections not yet authenticated
+    bool authenticated = false;
+    bool refusing = false;       // closes once its refusal is written
+    std::string nonce;           // the challenge's
+    std::int64_t auth_rank = -1;
+    std::int64_t auth_world = -1;
+    wire::Decoder decoder{wire::kMaxUnauthenticatedFrame};
+    std::vector<char> read_buffer;
     std::deque<std::string> out;
     bool writing = false;
     bool closed = false;
@@ -219,8 +370,32 @@ struct ControlPlaneServer::Impl {
   std::map<std::string, std::set<int>> barriers;
   std::list<Waiter> waiters;
   std::string lost_message;  // the first loss; non-empty = the job is broken
+  std::map<std::string, int> pending_per_address;
+  int pending_total = 0;
+  Clock::time_point log_window;
+  int log_lines = 0;
+  int log_suppressed = 0;
 
   std::string Where() const { return fmt::format("{}:{}", options.master_addr, port); }
+  milliseconds HandshakeTimeout() const { return std::min(options.handshake_timeout, options.rendezvous_timeout); }
+
+  /// One line on stderr, at most kMaxLogLinesPerSecond a second (the rest are counted, then reported).
+  void Log(const std::string& line) {
+    const auto now = Clock::now();
+    if (now - log_window >= std::chrono::seconds(1)) {
+      if (log_suppressed > 0)
+        std::fprintf(stderr, "[control plane] master %s: %d more such lines not shown\n", Where().c_str(), log_suppressed);
+      log_window = now;
+      log_lines = 0;
+      log_suppressed = 0;
+    }
+    if (log_lines >= kMaxLogLinesPerSecond) {
+      ++log_suppressed;
+      return;
+    }
+    ++log_lines;
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
 
   void Start() {
     boost::system::error_code ec;
@@ -265,35 +440,110 @@ struct ControlPlaneServer::Impl {
     auto conn = std::make_shared<Conn>(io);
     acceptor.async_accept(conn->socket, [this, conn](const boost::system::error_code& ec) {
       if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
-      if (!ec) {
-        boost::system::error_code ignored;
-        conn->socket.set_option(tcp::no_delay(true), ignored);
-        conns.insert(conn);
-        ReadHeader(conn);
-      }
+      if (!ec) Admit(conn);
       Accept();
     });
   }
 
-  void ReadHeader(const ConnPtr& c) {
-    asio::async_read(c->socket, asio::buffer(c->header), [this, c](const boost::system::error_code& ec, std::size_t) {
-      if (ec) return Close(c);
-      const auto n = DecodeLength(c->header);
-      if (n > kMaxFrame) return Close(c);
-      c->body.resize(n);
-      asio::async_read(c->socket, asio::buffer(c->body), [this, c](const boost::system::error_code& ec2, std::size_t) {
-        if (ec2) return Close(c);
-        Frame f;
-        if (!Decode(c->body, f)) return Close(c);
-        Handle(c, f);
-        if (!c->closed) ReadHeader(c);
-      });
+  /// Challenges a new connection, unless too many are already authenticating (then closes it at once).
+  void Admit(const ConnPtr& c) {
+    boost::system::error_code ec;
+    const auto remote = c->socket.remote_endpoint(ec);
+    if (ec) {
+      c->socket.close(ec);
+      return;
+    }
+    c->remote_address = remote.address().to_string();
+    c->remote = fmt::format("{}:{}", c->remote_address, remote.port());
+    const int from_there = pending_per_address.count(c->remote_address) ? pending_per_address[c->remote_address] : 0;
+    if (from_there >= kMaxPendingPerAddress || pending_total >= kMaxPending) {
+      Log(fmt::format("[control plane] master {} closed a connection from {} at once: {} connections from that "
+                      "address and {} in all are authenticating (at most {} and {})", Where(), c->remote, from_there,
+                      pending_total, kMaxPendingPerAddress, kMaxPending));
+      c->socket.close(ec);
+      return;
+    }
+    ++pending_per_address[c->remote_address];
+    ++pending_total;
+    c->pending = true;
+    conns.insert(c);
+    c->socket.set_option(tcp::no_delay(true), ec);
+    try {
+      c->nonce = wire::RandomNonce();
+    } catch (const ControlPlaneError& e) {
+      Log(fmt::format("[control plane] master {} closed a connection from {}: {}", Where(), c->remote,
+                      Unprefixed(e.what())));
+      return Close(c);
+    }
+    Send(c, Frame{Type::kChallenge, 0, {}, {std::string(kProtocol), c->nonce}});
+    c->handshake_timer.expires_after(HandshakeTimeout());
+    c->handshake_timer.async_wait([this, c](const boost::system::error_code& timer_ec) {
+      if (timer_ec || c->closed || c->authenticated) return;
+      Log(fmt::format("[control plane] master {} closed a connection from {}: no handshake within {}", Where(),
+                      c->remote, Seconds(HandshakeTimeout())));
+      Close(c);
     });
+    Read(c);
+  }
+
+  /// Reads what has arrived (a few KiB at most before authentication) and handles each complete frame.
+  void Read(const ConnPtr& c) {
+    c->read_buffer.resize(c->authenticated ? kReadChunk : wire::kMaxUnauthenticatedFrame);
+    c->socket.async_read_some(asio::buffer(c->read_buffer), [this, c](const boost::system::error_code& ec,
+                                                                      std::size_t n) {
+      if (ec || c->closed) return Close(c);
+      std::string_view data(c->read_buffer.data(), n);
+      try {
+        while (!data.empty() && !c->closed && !c->refusing) {
+          data.remove_prefix(c->decoder.Feed(data));
+          if (c->decoder.HasFrame()) Handle(c, c->decoder.TakeFrame());
+        }
+      } catch (const ControlPlaneError& e) {
+        Log(fmt::format("[control plane] master {} closed the connection from {}{}: {}", Where(), c->remote,
+                        c->authenticated ? fmt::format(" (rank {})", c->auth_rank) : " before it authenticated",
+                        Unprefixed(e.what())));
+        return Close(c);
+      }
+      if (!c->closed && !c->refusing) Read(c);
+    });
+  }
+
+  /// Checks the AUTH frame, the only frame a connection may send first; refuses a wrong token.
+  void Authenticate(const ConnPtr& c, const Frame& f) {
+    if (f.type != Type::kAuth || f.ints.size() != 2 || f.strs.size() != 2 || f.strs[0].size() != wire::kNonceBytes) {
+      Log(fmt::format("[control plane] master {} closed the connection from {} before it authenticated: expected an "
+                      "AUTH frame (type {}) with 2 integers and a {}-byte nonce, got type {} with {} integers and {} "
+                      "strings", Where(), c->remote, static_cast<int>(Type::kAuth), wire::kNonceBytes,
+                      static_cast<int>(f.type), f.ints.size(), f.strs.size()));
+      return Close(c);
+    }
+    const auto expected = wire::ClientProof(options.job_token, c->nonce, f.strs[0], f.ints[0], f.ints[1]);
+    if (!SameMac(f.strs[1], expected)) {
+      Log(fmt::format("[control plane] master {} refused a connection from {} claiming rank {}: the job token did not "
+                      "match", Where(), c->remote, f.ints[0]));
+      c->refusing = true;
+      return Send(c, Frame{Type::kAuthRefused, 0, {}, {"the job token did not match"}});
+    }
+    c->authenticated = true;
+    Unpend(c);
+    c->handshake_timer.cancel();
+    c->auth_rank = f.ints[0];
+    c->auth_world = f.ints[1];
+    c->decoder.SetMaxBody(wire::kMaxFrame);
+    Send(c, Frame{Type::kAuthOk, 0, {}, {wire::MasterProof(options.job_token, c->nonce, f.strs[0], f.ints[0],
+                                                             f.ints[1])}});
+  }
+
+  void Unpend(const ConnPtr& c) {
+    if (!c->pending) return;
+    c->pending = false;
+    --pending_total;
+    if (--pending_per_address[c->remote_address] == 0) pending_per_address.erase(c->remote_address);
   }
 
   void Send(const ConnPtr& c, const Frame& f) {
     if (c->closed) return;
-    c->out.push_back(Encode(f));
+    c->out.push_back(wire::Encode(f));
     if (!c->writing) Write(c);
   }
 
@@ -303,7 +553,8 @@ struct ControlPlaneServer::Impl {
       c->writing = false;
       if (ec) return Close(c);
       c->out.pop_front();
-      if (!c->out.empty()) Write(c);
+      if (!c->out.empty()) return Write(c);
+      if (c->refusing) Close(c);
     };
     asio::async_write(c->socket, asio::buffer(c->out.front()), done);
   }
@@ -320,6 +571,8 @@ struct ControlPlaneServer::Impl {
     c->closed = true;
     boost::system::error_code ignored;
     c->socket.close(ignored);
+    c->handshake_timer.cancel();
+    Unpend(c);
     conns.erase(c);
     waiters.remove_if([&](const Waiter& w) { return w.conn == c; });
     if (c->rank >= 0) {
@@ -333,7 +586,7 @@ struct ControlPlaneServer::Impl {
     const std::string message = fmt::format("[control plane] rank {} lost: {}", rank, reason);
     if (lost_message.empty()) lost_message = message;
     for (const auto& c : conns)
-      if (c->rank != rank) Send(c, Frame{Type::kLost, 0, {rank}, {message}});
+      if (c->authenticated && c->rank != rank) Send(c, Frame{Type::kLost, 0, {rank}, {message}});
     // Fail every wait now, with this loss (not only the first one) in the message.
     for (auto it = waiters.begin(); it != waiters.end();) {
       if (it->type == Type::kBarrier) barriers[it->keys[0]].erase(it->rank);
@@ -443,13 +696,15 @@ struct ControlPlaneServer::Impl {
   }
 
   void Handle(const ConnPtr& c, const Frame& f) {
+    if (!c->authenticated) return Authenticate(c, f);
     if (c->rank >= 0) ranks[c->rank].last_seen = Clock::now();
     auto bad = [&] {
       Error(c, f.id, "[control plane] malformed request");
       Close(c);
     };
     if (f.type == Type::kHello) {
-      if (f.ints.size() != 4) return bad();
+      // The rank and world size were bound to the token's proof: HELLO cannot change them.
+      if (f.ints.size() != 4 || f.ints[0] != c->auth_rank || f.ints[1] != c->auth_world) return bad();
       return Hello(c, f);
     }
     if (c->rank < 0) {
@@ -522,12 +777,8 @@ struct ControlPlaneServer::Impl {
       return Error(c, f.id, fmt::format("[control plane] rank {} is out of range: world_size={} allows ranks 0 to {}",
                                         rank, options.world_size, options.world_size - 1));
     if (auto it = ranks.find(static_cast<int>(rank)); it != ranks.end()) {
-      boost::system::error_code ec;
       std::string from = "an earlier connection";
-      if (it->second.conn && !it->second.conn->closed) {
-        auto ep = it->second.conn->socket.remote_endpoint(ec);
-        if (!ec) from = fmt::format("{}:{}", ep.address().to_string(), ep.port());
-      }
+      if (it->second.conn && !it->second.conn->closed) from = it->second.conn->remote;
       return Error(c, f.id, fmt::format("[control plane] rank {} registered twice: rank {} already registered from {}",
                                         rank, rank, from));
     }
@@ -574,9 +825,10 @@ struct ControlPlaneClient::Impl {
   std::vector<int> lost;
   std::string closed_message;  // non-empty once the connection to the master is gone
 
-  // io thread only
-  std::array<unsigned char, 4> header{};
-  std::string body;
+  // The connecting thread during the handshake, then the io thread only.
+  wire::Decoder decoder{wire::kMaxUnauthenticatedFrame};
+  std::vector<char> read_buffer = std::vector<char>(kReadChunk);
+  std::string leftover;  // bytes read during the handshake after its last frame
   std::deque<std::string> out;
   bool writing = false;
   bool closing = false;
@@ -602,8 +854,7 @@ struct ControlPlaneClient::Impl {
         done = true;
         result = e;
       });
-      io.restart();
-      io.run_for(deadline - now);
+      RunSliced(done, deadline);
       if (!done) {  // the deadline passed during the attempt
         socket.close(ec);
         io.restart();
@@ -618,16 +869,161 @@ struct ControlPlaneClient::Impl {
       last_error = Lower(result.message());
       socket.close(ec);
       std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - Clock::now()));
+      PollWaitInterrupter();
       pause = std::min(pause * 2, milliseconds(500));
     }
     throw ControlPlaneError(fmt::format("[control plane] rank {}: the master {} did not answer within {}: {}",
                                         options.rank, Where(), Seconds(options.rendezvous_timeout), last_error));
   }
 
+  milliseconds HandshakeTimeout() const { return std::min(options.handshake_timeout, options.rendezvous_timeout); }
+
+  /// Connects and authenticates, retrying until `deadline` while the master is not there or closes the
+  /// connection during the handshake (a restart, its caps); throws at once when the tokens differ.
+  void ConnectAndAuthenticate(Clock::time_point deadline) {
+    milliseconds pause{50};
+    for (;;) {
+      ConnectSocket(deadline);
+      const std::string error = Handshake(std::min(deadline, Clock::now() + HandshakeTimeout()));
+      if (error.empty()) return;
+      boost::system::error_code ec;
+      socket.close(ec);
+      if (Clock::now() + pause >= deadline)
+        throw ControlPlaneError(fmt::format("[control plane] rank {}: the master {} did not answer within {}: {}",
+                                            options.rank, Where(), Seconds(options.rendezvous_timeout), error));
+      std::this_thread::sleep_for(pause);
+      PollWaitInterrupter();
+      pause = std::min(pause * 2, milliseconds(500));
+    }
+  }
+
+  /// Runs the io_context until `done` or `deadline`, in slices between which the wait interrupter may
+  /// throw (Ctrl-C during the rendezvous); then the operation is cancelled and the exception goes on.
+  void RunSliced(const bool& done, Clock::time_point deadline) {
+    io.restart();
+    for (auto now = Clock::now(); !done && now < deadline; now = Clock::now()) {
+      io.run_for(std::min<Clock::duration>(kInterruptPoll, deadline - now));
+      if (done) return;
+      try {
+        PollWaitInterrupter();
+      } catch (...) {
+        boost::system::error_code ec;
+        socket.close(ec);  // cancels the operation; its handler runs below
+        io.restart();
+        io.run();
+        throw;
+      }
+      io.restart();
+    }
+  }
+
+  /// Runs the io_context until `done` or `deadline`; false (the operation cancelled) at the deadline.
+  bool RunUntil(const bool& done, Clock::time_point deadline) {
+    RunSliced(done, deadline);
+    if (done) return true;
+    boost::system::error_code ec;
+    socket.close(ec);  // cancels the operation; its handler runs below
+    io.restart();
+    io.run();
+    return false;
+  }
+
+  /// The next frame from the master, or why there is none (empty `error` when there is one).
+  Frame ReadFrame(Clock::time_point deadline, std::string& error) {
+    for (;;) {
+      if (!leftover.empty()) {
+        try {
+          leftover.erase(0, decoder.Feed(leftover));
+        } catch (const ControlPlaneError& e) {
+          throw ControlPlaneError(fmt::format("[control plane] rank {}: the master {} sent a malformed frame during the "
+                                              "handshake: {}", options.rank, Where(), Unprefixed(e.what())));
+        }
+        if (decoder.HasFrame()) return decoder.TakeFrame();
+      }
+      bool done = false;
+      boost::system::error_code result;
+      std::size_t n = 0;
+      socket.async_read_some(asio::buffer(read_buffer), [&](const boost::system::error_code& e, std::size_t k) {
+        done = true;
+        result = e;
+        n = k;
+      });
+      if (!RunUntil(done, deadline)) {
+        error = fmt::format("no handshake within {}", Seconds(HandshakeTimeout()));
+        return {};
+      }
+      if (result) {
+        error = fmt::format("the connection closed during the handshake ({})", Lower(result.message()));
+        return {};
+      }
+      leftover.append(read_buffer.data(), n);
+    }
+  }
+
+  /// The handshake (top of this file): "" once both sides proved they know the token, or why the connection
+  /// failed (worth retrying). Throws ControlPlaneError when the token is refused or the master cannot prove it.
+  std::string Handshake(Clock::time_point deadline) {
+    decoder = wire::Decoder(wire::kMaxUnauthenticatedFrame);
+    leftover.clear();
+    std::string error;
+    const Frame challenge = ReadFrame(deadline, error);
+    if (!error.empty()) return error;
+    if (challenge.type != Type::kChallenge || challenge.strs.size() != 2 || challenge.strs[0] != kProtocol ||
+        challenge.strs[1].size() != wire::kNonceBytes)
+      throw ControlPlaneError(fmt::format("[control plane] rank {}: {} is not a control plane of this version of Weir: "
+                                          "its first frame is not a {} challenge", options.rank, Where(), kProtocol));
+    const std::string client_nonce = wire::RandomNonce();
+    const std::string proof = wire::ClientProof(options.job_token, challenge.strs[1], client_nonce, options.rank,
+                                                options.world_size);
+    const std::string auth = wire::Encode(Frame{Type::kAuth, 0, {options.rank, options.world_size},
+                                                {client_nonce, proof}});
+    bool done = false;
+    boost::system::error_code result;
+    asio::async_write(socket, asio::buffer(auth), [&](const boost::system::error_code& e, std::size_t) {
+      done = true;
+      result = e;
+    });
+    if (!RunUntil(done, deadline)) return fmt::format("no handshake within {}", Seconds(HandshakeTimeout()));
+    if (result) return fmt::format("the connection closed during the handshake ({})", Lower(result.message()));
+    const Frame answer = ReadFrame(deadline, error);
+    if (!error.empty()) return error;
+    if (answer.type == Type::kAuthRefused)
+      throw ControlPlaneError(fmt::format("[control plane] rank {}: the master {} refused this rank: the job token did "
+                                          "not match (WEIR_JOB_TOKEN must be the same on every rank)", options.rank,
+                                          Where()));
+    if (answer.type != Type::kAuthOk || answer.strs.size() != 1 ||
+        !SameMac(answer.strs[0], wire::MasterProof(options.job_token, challenge.strs[1], client_nonce, options.rank,
+                                                   options.world_size)))
+      throw ControlPlaneError(fmt::format("[control plane] rank {}: the master {} did not prove it knows the job token: "
+                                          "it is not this job's master, or its WEIR_JOB_TOKEN differs", options.rank,
+                                          Where()));
+    decoder.SetMaxBody(wire::kMaxFrame);
+    return "";
+  }
+
+  /// Handles every complete frame in `data`; false when the master sent a malformed one.
+  bool Consume(std::string_view data) {
+    try {
+      while (!data.empty()) {
+        data.remove_prefix(decoder.Feed(data));
+        if (decoder.HasFrame()) Handle(decoder.TakeFrame());
+      }
+    } catch (const ControlPlaneError&) {
+      return false;
+    }
+    return true;
+  }
+
   void StartIo() {
     io.restart();
-    ReadHeader();
+    const bool ok = Consume(leftover);  // e.g. a LOST notice that came right after AUTH_OK
+    leftover.clear();
     Heartbeat();
+    if (ok) {
+      Read();
+    } else {
+      ConnectionLost();
+    }
     thread = std::thread([this] {
       io.run();
       io_done = true;
@@ -643,7 +1039,7 @@ struct ControlPlaneClient::Impl {
         closing = true;
         closed_promise = done;
         heartbeat.cancel();
-        Enqueue(Encode(Frame{Type::kBye, 0, {}, {}}));
+        Enqueue(wire::Encode(Frame{Type::kBye, 0, {}, {}}));
       });
       future.wait_for(std::chrono::seconds(1));  // bounded: a stuck master cannot hold up our exit
     }
@@ -682,23 +1078,15 @@ struct ControlPlaneClient::Impl {
     heartbeat.expires_after(options.heartbeat_interval);
     heartbeat.async_wait([this](const boost::system::error_code& ec) {
       if (ec || closing) return;
-      if (!heartbeats_paused) Enqueue(Encode(Frame{Type::kHeartbeat, 0, {}, {}}));
+      if (!heartbeats_paused) Enqueue(wire::Encode(Frame{Type::kHeartbeat, 0, {}, {}}));
       Heartbeat();
     });
   }
 
-  void ReadHeader() {
-    asio::async_read(socket, asio::buffer(header), [this](const boost::system::error_code& ec, std::size_t) {
-      if (ec) return ConnectionLost();
-      const auto n = DecodeLength(header);
-      if (n > kMaxFrame) return ConnectionLost();
-      body.resize(n);
-      asio::async_read(socket, asio::buffer(body), [this](const boost::system::error_code& ec2, std::size_t) {
-        Frame f;
-        if (ec2 || !Decode(body, f)) return ConnectionLost();
-        Handle(f);
-        ReadHeader();
-      });
+  void Read() {
+    socket.async_read_some(asio::buffer(read_buffer), [this](const boost::system::error_code& ec, std::size_t n) {
+      if (ec || !Consume(std::string_view(read_buffer.data(), n))) return ConnectionLost();
+      Read();
     });
   }
 
@@ -738,8 +1126,16 @@ struct ControlPlaneClient::Impl {
       pending[f.id] = promise;
     }
     const auto id = f.id;
-    asio::post(io, [this, frame = Encode(f)]() mutable { Enqueue(std::move(frame)); });
-    if (future.wait_for(wait + kAnswerGrace) != std::future_status::ready) {
+    asio::post(io, [this, frame = wire::Encode(f)]() mutable { Enqueue(std::move(frame)); });
+    bool answered = false;
+    try {
+      answered = WaitInterruptibly(future, Clock::now() + wait + kAnswerGrace);
+    } catch (...) {  // the caller gave up (Ctrl-C): a late answer finds no one waiting
+      std::lock_guard lock(mu);
+      pending.erase(id);
+      throw;
+    }
+    if (!answered) {
       std::lock_guard lock(mu);
       pending.erase(id);
       if (future.wait_for(milliseconds(0)) != std::future_status::ready)
@@ -764,7 +1160,7 @@ std::unique_ptr<ControlPlaneClient> ControlPlaneClient::Connect(const ControlPla
   ValidateControlPlaneOptions(options, /*for_server=*/false);
   auto impl = std::make_unique<Impl>(options);
   const auto deadline = Clock::now() + options.rendezvous_timeout;
-  impl->ConnectSocket(deadline);
+  impl->ConnectAndAuthenticate(deadline);
   impl->StartIo();
   const auto left = std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
   const std::vector<std::int64_t> hello{options.rank, options.world_size, left.count(),

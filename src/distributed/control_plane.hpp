@@ -4,7 +4,10 @@
 //
 // Every wait is bounded: each operation takes a timeout, and a rank whose connection drops or whose
 // heartbeats stop fails every pending wait on every surviving rank with an error naming the lost rank.
-// The protocol and the threading are described at the top of control_plane.cpp. No Asio type appears here.
+// Every connection proves it knows the job's token before its first request is served, and the master proves
+// it back (HMAC-SHA256 challenge-response; the token never travels). Until then a connection may send only
+// small frames, within a short deadline. The protocol and the threading are described at the top of
+// control_plane.cpp. No Asio type appears here.
 #pragma once
 
 #include <chrono>
@@ -12,6 +15,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace weir::internal {
@@ -24,10 +28,16 @@ struct ControlPlaneOptions {
   std::chrono::milliseconds rendezvous_timeout{300000};
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds heartbeat_timeout{10000};
+  /// The secret every rank of the job shares (WEIR_JOB_TOKEN): a connection that cannot prove it knows it is
+  /// refused. Empty is allowed only when master_addr is a loopback address (the handshake still runs).
+  std::string job_token;
+  /// How long a new connection has to complete the handshake (capped by rendezvous_timeout).
+  std::chrono::milliseconds handshake_timeout{10000};
 };
 
 /// Throws std::invalid_argument naming the field, what it expects and what it got. `for_server` allows
-/// master_port 0 (bind any free port).
+/// master_port 0 (bind any free port). An empty job_token with a master_addr that is not a loopback address
+/// is refused here, saying to set WEIR_JOB_TOKEN.
 void ValidateControlPlaneOptions(const ControlPlaneOptions& options, bool for_server);
 
 /// Every failure of the control plane at run time (timeouts, lost ranks, rejected registration, unreachable
@@ -62,9 +72,10 @@ class ControlPlaneClient {
   using Timeout = std::chrono::milliseconds;
   static constexpr Timeout kDefaultTimeout{-1};  // means options.rendezvous_timeout
 
-  /// Connects (retrying until rendezvous_timeout), registers options.rank and returns once all world_size
-  /// ranks registered. Throws ControlPlaneError when the master does not answer, rejects the registration
-  /// (world size mismatch, rank out of range, rank registered twice) or some rank never connects.
+  /// Connects (retrying until rendezvous_timeout), proves it knows the job token and checks that the master
+  /// does, registers options.rank and returns once all world_size ranks registered. Throws ControlPlaneError
+  /// when the master does not answer, the tokens differ (at once, no retry), the master rejects the
+  /// registration (world size mismatch, rank out of range, rank registered twice) or some rank never connects.
   static std::unique_ptr<ControlPlaneClient> Connect(const ControlPlaneOptions& options);
   ~ControlPlaneClient();  // says goodbye to the master, so a clean exit is not reported as a lost rank
   ControlPlaneClient(const ControlPlaneClient&) = delete;
@@ -97,5 +108,78 @@ class ControlPlaneClient {
   explicit ControlPlaneClient(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+/// Whether `address` (an IP address, or a host name all of whose addresses are) is a loopback address:
+/// 127.0.0.0/8 or ::1 (also IPv4-mapped). A name that does not resolve is not.
+bool IsLoopbackAddress(const std::string& address);
+
+/// The wire format, exposed so that tests can feed the decoder arbitrary bytes (control_plane.cpp describes it).
+namespace control_plane_wire {
+
+enum class Type : std::uint8_t {
+  kHello = 1, kSet = 2, kGet = 3, kWait = 4, kAdd = 5, kBarrier = 6, kHeartbeat = 7, kBye = 8, kAuth = 9,
+  kOk = 64, kError = 65, kLost = 66, kChallenge = 67, kAuthOk = 68, kAuthRefused = 69,
+};
+
+struct Frame {
+  Type type{};
+  std::uint64_t id = 0;
+  std::vector<std::int64_t> ints;
+  std::vector<std::string> strs;
+  bool operator==(const Frame&) const = default;
+};
+
+/// Frame bodies allowed before the peer authenticated, and after.
+inline constexpr std::uint32_t kMaxUnauthenticatedFrame = 4096;
+inline constexpr std::uint32_t kMaxFrame = 256u << 20;
+inline constexpr std::size_t kNonceBytes = 32;
+inline constexpr std::size_t kMacBytes = 32;  // HMAC-SHA256
+
+/// The whole frame, length prefix included.
+std::string Encode(const Frame& frame);
+
+/// Turns a byte stream into frames, one at a time. A body is buffered as its bytes arrive (never allocated
+/// from the announced length), so memory follows what the peer actually sent, and at most max_body.
+class Decoder {
+ public:
+  explicit Decoder(std::uint32_t max_body) : max_body_(max_body) {}
+  /// Takes bytes of `data` up to the end of the next complete frame and returns how many it took; then
+  /// HasFrame() is true until TakeFrame(). Throws ControlPlaneError ("[control plane] malformed frame: ...")
+  /// naming what is wrong: a length above max_body, an empty body, an unknown type, counts or lengths that
+  /// do not fit the body, or bytes left over. After an error the decoder must not be fed again.
+  std::size_t Feed(std::string_view data);
+  bool HasFrame() const { return has_frame_; }
+  /// Whether part of a frame has been taken (a stream that ends here was cut short).
+  bool InFrame() const { return header_bytes_ > 0; }
+  Frame TakeFrame();
+  /// Applies to frames whose length prefix is not complete yet (raised once the peer authenticated).
+  void SetMaxBody(std::uint32_t max_body) { max_body_ = max_body; }
+  /// Bytes allocated for the frame in progress: never above its announced length, itself at most max_body.
+  std::size_t BufferedCapacity() const { return body_.capacity(); }
+
+ private:
+  std::uint32_t max_body_;
+  unsigned char header_[4]{};
+  std::size_t header_bytes_ = 0;
+  std::uint32_t length_ = 0;
+  std::vector<char> body_;
+  bool has_frame_ = false;
+  Frame frame_;
+};
+
+/// Parses one body (without its length prefix). Throws ControlPlaneError as Decoder::Feed does.
+Frame DecodeBody(std::string_view body);
+
+/// The client's proof: HMAC-SHA256(token, "weir control plane v1: rank" || 0 || server_nonce || client_nonce ||
+/// u64 rank || u64 world_size); the master's is the same with the nonces swapped under the label
+/// "weir control plane v1: master", so one can never be replayed as the other.
+std::string ClientProof(const std::string& token, std::string_view server_nonce, std::string_view client_nonce,
+                        std::int64_t rank, std::int64_t world_size);
+std::string MasterProof(const std::string& token, std::string_view server_nonce, std::string_view client_nonce,
+                        std::int64_t rank, std::int64_t world_size);
+/// kNonceBytes from OpenSSL's RAND_bytes; throws ControlPlaneError if it fails.
+std::string RandomNonce();
+
+}  // namespace control_plane_wire
 
 }  // namespace weir::internal

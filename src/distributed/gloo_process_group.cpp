@@ -24,6 +24,8 @@
 #include <gloo/transport/unbound_buffer.h>
 #include <gloo/types.h>
 
+#include "distributed/stall_report.hpp"
+
 namespace weir::internal {
 namespace {
 
@@ -58,8 +60,8 @@ class ControlPlaneStore final : public gloo::rendezvous::Store {
 
 class GlooProcessGroup final : public HostProcessGroup {
  public:
-  GlooProcessGroup(ControlPlaneClient& control_plane, std::shared_ptr<gloo::Context> context)
-      : control_plane_(control_plane), context_(std::move(context)) {}
+  GlooProcessGroup(ControlPlaneClient& control_plane, std::shared_ptr<gloo::Context> context, std::string prefix)
+      : control_plane_(control_plane), context_(std::move(context)), prefix_(std::move(prefix)) {}
 
   std::string_view Backend() const override { return "gloo"; }
   // A collective costs 170 us even on loopback (bench/multi_process.py's all-reduce table), and about
@@ -70,6 +72,7 @@ class GlooProcessGroup final : public HostProcessGroup {
   int Size() const override { return context_->size; }
 
   void AllReduce(const TensorView& tensor, ReduceOp op, std::string_view what) override {
+    ++collectives_;
     Guarded("all-reduce", what, [&] {
       ForReducibleDType(tensor.GetDType(), [&](auto element) { AllReduceAs<decltype(element)>(tensor, op); });
     });
@@ -79,6 +82,7 @@ class GlooProcessGroup final : public HostProcessGroup {
     if (root < 0 || root >= Size()) {
       throw std::invalid_argument(fmt::format("[gloo] broadcast {}: root must be in [0, {}), got {}", what, Size(), root));
     }
+    ++collectives_;
     Guarded("broadcast", what, [&] {
       if (tensor.NumElements() == 0) return;
       gloo::BroadcastOptions options(context_);
@@ -168,7 +172,8 @@ class GlooProcessGroup final : public HostProcessGroup {
 
   // Gloo's errors name a socket; ours name the collective, this rank and the rank that was lost, or the
   // master's connection (the control plane sees a dead peer's connection close at about the time Gloo
-  // does, so wait a little for its notice).
+  // does, so wait a little for its notice), or, after a timeout with no rank lost, the ranks that did
+  // not come (DescribeStall).
   template <typename Fn>
   void Guarded(std::string_view kind, std::string_view what, Fn&& fn) {
     try {
@@ -176,19 +181,28 @@ class GlooProcessGroup final : public HostProcessGroup {
     } catch (const std::invalid_argument& error) {
       throw std::invalid_argument(fmt::format("[gloo] rank {}: {} {}: {}", Rank(), kind, what, error.what()));
     } catch (const std::exception& error) {
+      MarkFailed();
+      const bool timed_out = std::string_view(error.what()).find("Timed out") != std::string_view::npos;
       std::string broken = control_plane_.Broken();
-      for (int i = 0; i < 40 && broken.empty(); ++i) {
+      for (int i = 0; i < 40 && broken.empty() && !timed_out; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
         broken = control_plane_.Broken();
       }
-      if (broken.empty()) broken = "no rank was reported lost";
-      throw std::runtime_error(
-          fmt::format("[gloo] rank {}: {} {} failed ({}): {}", Rank(), kind, what, broken, error.what()));
+      if (broken.empty() && timed_out) {
+        throw std::runtime_error(fmt::format("[gloo] rank {}: {} {} timed out after {} ms: {} (gloo: {})", Rank(), kind,
+                                             what, context_->getTimeout().count(),
+                                             DescribeStall(control_plane_, prefix_, collectives_, what, kStallReportWait),
+                                             error.what()));
+      }
+      throw std::runtime_error(fmt::format("[gloo] rank {}: {} {} failed ({}): {}", Rank(), kind, what,
+                                           broken.empty() ? "no rank was reported lost" : broken, error.what()));
     }
   }
 
   ControlPlaneClient& control_plane_;
   std::shared_ptr<gloo::Context> context_;
+  std::string prefix_;           // the group's keys in the control plane
+  std::uint64_t collectives_ = 0;  // all-rank collectives begun, alike on every rank
   std::uint32_t next_tag_ = 0;
   std::vector<std::uint32_t> sent_to_ = std::vector<std::uint32_t>(static_cast<std::size_t>(context_->size), 0);
   std::vector<std::uint32_t> received_from_ = std::vector<std::uint32_t>(static_cast<std::size_t>(context_->size), 0);
@@ -244,7 +258,7 @@ std::unique_ptr<HostProcessGroup> MakeGlooProcessGroup(ControlPlaneClient& contr
     throw ControlPlaneError(fmt::format("[gloo] rank {}: connecting group '{}' failed: {}", control_plane.Rank(),
                                         options.prefix, error.what()));
   }
-  return std::make_unique<GlooProcessGroup>(control_plane, std::move(context));
+  return std::make_unique<GlooProcessGroup>(control_plane, std::move(context), options.prefix);
 }
 
 }  // namespace weir::internal

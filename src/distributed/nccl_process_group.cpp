@@ -81,6 +81,7 @@ class NcclProcessGroup final : public DeviceProcessGroup {
 
   void ThrowIfFailed(std::string_view what) override {
     if (const std::string failure = comm_.Failure(); !failure.empty()) {
+      MarkFailed();
       throw std::runtime_error(fmt::format("[nccl] '{}' failed: {}", what, failure));
     }
   }
@@ -93,6 +94,7 @@ class NcclProcessGroup final : public DeviceProcessGroup {
     } catch (const std::invalid_argument&) {
       throw;
     } catch (const std::exception& error) {
+      MarkFailed();
       throw std::runtime_error(fmt::format("[nccl] '{}' failed: {}", what, error.what()));
     }
   }

@@ -7,6 +7,7 @@
 // chunks taken) and a slot; the sender puts a chunk once the receiver has taken the one before.
 #include "distributed/shm_process_group.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/mman.h>
@@ -26,8 +27,13 @@
 #include <immintrin.h>
 #endif
 
+#include "common/stale_files.hpp"
+#include "distributed/stall_report.hpp"
+
 namespace weir::internal {
 namespace {
+
+constexpr std::string_view kSegmentPrefix = "weir-";
 
 constexpr std::size_t kLine = 64;
 
@@ -63,9 +69,9 @@ void Pause() {
 class ShmProcessGroup final : public HostProcessGroup {
  public:
   ShmProcessGroup(ControlPlaneClient& control_plane, void* base, std::size_t bytes, std::size_t slot_bytes,
-                  std::chrono::milliseconds timeout)
-      : control_plane_(control_plane), base_(base), bytes_(bytes), slot_bytes_(slot_bytes), timeout_(timeout),
-        rank_(control_plane.Rank()), size_(control_plane.WorldSize()) {
+                  std::chrono::milliseconds timeout, std::string prefix)
+      : control_plane_(control_plane), prefix_(std::move(prefix)), base_(base), bytes_(bytes), slot_bytes_(slot_bytes),
+        timeout_(timeout), rank_(control_plane.Rank()), size_(control_plane.WorldSize()) {
     header_ = static_cast<Header*>(base);
     sets_ = static_cast<std::byte*>(base) + sizeof(Header);
     mailboxes_ = sets_ + 2 * slot_bytes_ * static_cast<std::size_t>(size_ + 1);
@@ -80,6 +86,7 @@ class ShmProcessGroup final : public HostProcessGroup {
   int Size() const override { return size_; }
 
   void AllReduce(const TensorView& tensor, ReduceOp op, std::string_view what) override {
+    ++collectives_;
     try {
       ForReducibleDType(tensor.GetDType(), [&](auto element) { AllReduceAs<decltype(element)>(tensor, op, what); });
     } catch (const std::invalid_argument& error) {
@@ -91,6 +98,7 @@ class ShmProcessGroup final : public HostProcessGroup {
     if (root < 0 || root >= size_) {
       throw std::invalid_argument(fmt::format("[shm] broadcast {}: root must be in [0, {}), got {}", what, size_, root));
     }
+    ++collectives_;
     auto* data = static_cast<std::byte*>(tensor.data);
     const std::size_t total = tensor.meta->NumBytes();
     for (std::size_t offset = 0; offset < total; offset += slot_bytes_) {
@@ -242,18 +250,22 @@ class ShmProcessGroup final : public HostProcessGroup {
       if (now < next_check) continue;
       next_check = now + std::chrono::milliseconds(1);
       if (std::string broken = control_plane_.Broken(); !broken.empty()) {
+        MarkFailed();
         throw std::runtime_error(fmt::format("[shm] rank {}: {} {} failed ({}): the other ranks cannot take part",
                                              rank_, kind, what, broken));
       }
       if (now - start > timeout_) {
-        throw std::runtime_error(fmt::format(
-            "[shm] rank {}: {} {} timed out after {} ms: a rank it waits for did not reach it (it hangs or runs "
-            "other collectives)", rank_, kind, what, timeout_.count()));
+        MarkFailed();
+        throw std::runtime_error(fmt::format("[shm] rank {}: {} {} timed out after {} ms: {}", rank_, kind, what,
+                                             timeout_.count(),
+                                             DescribeStall(control_plane_, prefix_, collectives_, what, kStallReportWait)));
       }
     }
   }
 
   ControlPlaneClient& control_plane_;
+  std::string prefix_;             // the group's keys in the control plane
+  std::uint64_t collectives_ = 0;  // all-rank collectives begun, alike on every rank
   void* base_;
   std::size_t bytes_;
   std::size_t slot_bytes_;
@@ -280,14 +292,16 @@ void* MapSegment(int fd, std::size_t bytes, const std::string& name) {
 
 }  // namespace
 
-std::string MachineIdentity() {
-  std::string boot;
-  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
-  struct stat net {};
-  const std::string netns = stat("/proc/self/ns/net", &net) == 0 ? std::to_string(net.st_ino) : "?";
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  return fmt::format("{}/{}/{}", boot, netns, host);
+void RemoveStaleSegments() {
+  DIR* dir = opendir("/dev/shm");
+  if (dir == nullptr) return;
+  while (const dirent* entry = readdir(dir)) {
+    const std::string_view name(entry->d_name);
+    if (name.starts_with(kSegmentPrefix) && GoneOwner(name.substr(kSegmentPrefix.size()))) {
+      shm_unlink(("/" + std::string(name)).c_str());
+    }
+  }
+  closedir(dir);
 }
 
 std::unique_ptr<HostProcessGroup> MakeShmProcessGroup(ControlPlaneClient& control_plane, const ShmGroupOptions& options) {
@@ -305,8 +319,8 @@ std::unique_ptr<HostProcessGroup> MakeShmProcessGroup(ControlPlaneClient& contro
   int fd = -1;
   std::string name;
   if (control_plane.Rank() == 0) {
-    std::random_device random;
-    name = fmt::format("/weir-{}-{:08x}", getpid(), random());
+    RemoveStaleSegments();
+    name = "/" + std::string(kSegmentPrefix) + OwnedSuffix();
     fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
       const std::string error = std::strerror(errno);
@@ -336,15 +350,19 @@ std::unique_ptr<HostProcessGroup> MakeShmProcessGroup(ControlPlaneClient& contro
     throw;
   }
   close(fd);  // the mapping stays
-  auto group = std::make_unique<ShmProcessGroup>(control_plane, base, bytes, options.slot_bytes, options.timeout);
-  // Once every rank has mapped it, the name can go: the memory lives until the last rank unmaps it.
+  auto group = std::make_unique<ShmProcessGroup>(control_plane, base, bytes, options.slot_bytes, options.timeout,
+                                                 options.prefix);
+  // Once every rank has mapped it, the name can go: the memory lives until the last rank unmaps it. The
+  // last rank to map it removes the name, so that it goes even when rank 0 is killed meanwhile.
   try {
+    if (control_plane.Add(options.prefix + "/shm_mapped_ranks", 1, options.timeout) == control_plane.WorldSize()) {
+      shm_unlink(name.c_str());
+    }
     control_plane.Barrier(options.prefix + "/shm_mapped", options.timeout);
   } catch (...) {
     if (control_plane.Rank() == 0) shm_unlink(name.c_str());
     throw;
   }
-  if (control_plane.Rank() == 0) shm_unlink(name.c_str());
   return group;
 }
 

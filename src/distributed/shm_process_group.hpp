@@ -30,15 +30,16 @@ struct ShmGroupOptions {
   std::size_t slot_bytes = std::size_t{256} << 10;
 };
 
-/// Rank 0 creates the segment and publishes its name; the others map it; it is unlinked once every
-/// rank has mapped it, so nothing is left in /dev/shm whatever happens later. Every rank of the control
+/// Rank 0 creates the segment (/dev/shm/weir-<machine>-<pid>-<random>) and publishes its name; the
+/// others map it; the last rank to map it unlinks it, so nothing is left in /dev/shm whatever happens
+/// later; a name left by a rank 0 killed before that is removed by the next group made on this machine
+/// (RemoveStaleSegments). Every rank of the control
 /// plane must be on this machine and make the same group. Throws ControlPlaneError when a rank does
 /// not come or the segment cannot be made.
 std::unique_ptr<HostProcessGroup> MakeShmProcessGroup(ControlPlaneClient& control_plane, const ShmGroupOptions& options);
 
-/// What tells machines apart for choosing the shared-memory group: the kernel's boot id and this
-/// process's network namespace (so that two network namespaces of one machine, as the tests' "two
-/// machines", count as two).
-std::string MachineIdentity();
+/// Unlinks the segments in /dev/shm whose maker, a process of this machine, is gone.
+void RemoveStaleSegments();
+
 
 }  // namespace weir::internal

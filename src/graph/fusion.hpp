@@ -35,7 +35,8 @@ std::vector<FusedChain> FindMultiTensorUpdates(const JobGraph& graph, const std:
 /// The fusable chains among the live nodes, f32, with no intermediate value returned or watched:
 /// a conv2d or matmul whose only reader is a bias_add along its channels (columns), that
 /// bias_add's only reader a relu (taken when present); and a matmul whose only reader is a plain
-/// sgd_update (no momentum, no regularization) taking it as the gradient.
+/// sgd_update (no momentum, no regularization) taking it as the gradient, when neither of the
+/// matmul's operands is a variable that another op writes in place.
 std::vector<FusedChain> FindFusedChains(const JobGraph& graph, const std::vector<bool>& live);
 
 }  // namespace weir::internal

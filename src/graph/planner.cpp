@@ -225,6 +225,43 @@ void OrderWriters(const JobGraph& graph, const std::vector<bool>& live, const st
   }
 }
 
+// A call that fails leaves every variable as it was: the ops that write variables in place (optimizer
+// updates, the train step's increment, moving averages) act only after a barrier that every other
+// kernel of the call reaches first and that passes a failure on, so they skip their kernels when any
+// kernel of the call failed. The barrier joins the kernels whose outputs only writers or the sink read
+// (a failure anywhere upstream reaches one of them). Writes no longer overlap the backward pass; they
+// are a small part of a step on the CPU. Not done where a writer has outputs others read (none today).
+void CommitBeforeWrites(const JobGraph& graph, const std::vector<bool>& live,
+                        const std::vector<std::vector<int>>& node_tasks, int stream, Plan& plan) {
+  std::vector<bool> writer(plan.tasks.size(), false);
+  bool any = false;
+  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+    const OpNode& node = graph.nodes[n];
+    if (!live[n] || node.type == kPlaceholderOp || node.type == kVariableOp || node.type == "constant") continue;
+    if (FindOp(node.type).mutates_inputs.empty()) continue;
+    if (!node.outputs.empty()) return;
+    for (int task : node_tasks[n]) writer[static_cast<std::size_t>(task)] = true;
+    any = true;
+  }
+  if (!any) return;
+  const int barrier = AddTask(plan, TaskKind::kBarrier, "commit", stream);
+  Consume(plan, barrier, plan.tasks[static_cast<std::size_t>(plan.source_task)].produced.front());  // never idle
+  for (int task = 0; task < barrier; ++task) {
+    if (plan.tasks[static_cast<std::size_t>(task)].kind != TaskKind::kKernel || writer[static_cast<std::size_t>(task)]) continue;
+    bool frontier = true;
+    for (int reg : plan.tasks[static_cast<std::size_t>(task)].produced) {
+      for (int reader : plan.registers[static_cast<std::size_t>(reg)].consumers) {
+        frontier = frontier && (reader == plan.sink_task || writer[static_cast<std::size_t>(reader)]);
+      }
+    }
+    if (frontier) AddControlEdge(plan, task, barrier);
+  }
+  const int committed = AddRegister(plan, "commit", barrier, 1, {Shape{0}, DType::kU8});
+  for (int task = 0; task < barrier; ++task) {
+    if (writer[static_cast<std::size_t>(task)]) Consume(plan, task, committed);
+  }
+}
+
 // The signatures an op (or a fused kernel) declares besides all-broadcast; constants declare none.
 std::vector<SbpSignature> SignaturesOf(std::string_view op_type, const SbpContext& ctx) {
   if (op_type == "matmul_bias_act") {  // the matmul's data-parallel signature, bias whole
@@ -1035,6 +1072,13 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     plan->output_pieces.push_back(static_cast<int>(output_registers[i].size()));
   }
 
+  // Where kernels run on the host's actor threads (the CPU's default), a kernel's failure is known when
+  // it returns. On a device stream (a GPU's, or the CPU's with async_cpu_streams) it is known only once
+  // the stream has run it: the barrier would wait for the device before every step's updates and split
+  // the stream's graph in two.
+  if (options.device_kind == Device::Kind::kCpu && !options.async_cpu_streams && split_processes == 1) {
+    CommitBeforeWrites(graph, live, node_tasks, control_stream, *plan);
+  }
   // Collectives across processes: each call's chain after the previous call's, so calls overlap.
   if (split_processes == 1 && plan->process_collectives) GateCollectiveCalls(*plan, collectives);
   // On CUDA devices: the registers in device memory, with copy actors where a register crosses between
@@ -1059,8 +1103,10 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     for (int task : everywhere) split.everywhere[static_cast<std::size_t>(task)] = true;
     std::shared_ptr<Plan> part = SplitOverProcesses(std::move(*plan), split);
     if (options.device_kind == Device::Kind::kCuda) AddDeviceCopies(*part);
+    part->CheckAcyclic();
     return part;
   }
+  plan->CheckAcyclic();
   return plan;
 }
 

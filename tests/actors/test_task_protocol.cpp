@@ -6,6 +6,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "actors/plan.hpp"
 #include "actors/task_protocol.hpp"
 
 using weir::internal::ActorMsg;
@@ -171,4 +172,41 @@ TEST_CASE("end of stream waits for queued pieces and for outstanding slots") {
   chain[0].Receive(queue.messages[0]);  // the return
   CHECK(chain[0].Finished());
   CHECK(chain[0].DescribeWaiting().find("ended") != std::string::npos);
+}
+
+TEST_CASE("a plan whose tasks wait on each other is refused, naming the loop") {
+  weir::internal::Plan plan;
+  plan.job_name = "loop";
+  for (const char* name : {"source", "a", "b", "c"}) {
+    weir::internal::TaskDesc task;
+    task.id = static_cast<int>(plan.tasks.size());
+    task.name = name;
+    plan.tasks.push_back(task);
+  }
+  // source -> a -> b -> c, then c -> a: a register from each producer to its consumer.
+  auto edge = [&](int from, int to) {
+    weir::internal::RegisterDesc reg;
+    reg.id = static_cast<int>(plan.registers.size());
+    reg.producer = from;
+    reg.consumers = {to};
+    plan.tasks[static_cast<std::size_t>(from)].produced.push_back(reg.id);
+    plan.tasks[static_cast<std::size_t>(to)].consumed.push_back(reg.id);
+    plan.registers.push_back(reg);
+  };
+  edge(0, 1);
+  edge(1, 2);
+  edge(2, 3);
+  plan.CheckAcyclic();  // a chain is fine
+  edge(3, 1);
+  try {
+    plan.CheckAcyclic();
+    FAIL("a loop was not found");
+  } catch (const std::logic_error& error) {
+    const std::string message = error.what();
+    INFO(message);
+    CHECK(message.find("job 'loop': its plan waits on itself") != std::string::npos);
+    CHECK((message.find("'a' -> 'b' -> 'c' -> 'a'") != std::string::npos ||
+           message.find("'b' -> 'c' -> 'a' -> 'b'") != std::string::npos ||
+           message.find("'c' -> 'a' -> 'b' -> 'c'") != std::string::npos));
+  }
 }

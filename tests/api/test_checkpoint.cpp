@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "api/checkpoint_internal.hpp"
+#include "common/stale_files.hpp"
 #include "weir/checkpoint.hpp"
 
 using namespace weir;
@@ -120,6 +122,11 @@ std::string LoadError(const std::string& path, const std::map<std::string, Tenso
   }
   FAIL("LoadCheckpoint did not throw");
   return "";
+}
+
+// "<prefix><tag>-<pid>-<random>", the name a save of process `pid` on the machine `tag` gives its temporary folder.
+std::string OwnedName(const std::string& prefix, const std::string& tag, long pid, const std::string& random) {
+  return prefix + tag + "-" + std::to_string(pid) + "-" + random;
 }
 
 bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -266,6 +273,28 @@ TEST_CASE("checkpoint: a failure part-way leaves no checkpoint and no temporary 
   const auto loaded = LoadCheckpoint(path);
   REQUIRE(loaded.size() == 1);
   CHECK(loaded.at("old").ToVector<std::int32_t>() == std::vector<std::int32_t>{7});
+}
+
+TEST_CASE("checkpoint: a save removes the temporary folders of killed saves on this machine, and only those") {
+  ScratchDir dir;
+  // A pid that no longer exists: a child that has exited and been waited for.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) ::_exit(0);
+  REQUIRE(::waitpid(child, nullptr, 0) == child);
+  const std::string tag = internal::MachineTag();
+  const std::string other_tag = tag == "00000000" ? "11111111" : "00000000";
+  const std::string random = "0123456789abcdef";
+  const std::string killed = OwnedName("step_1.tmp-", tag, child, random);
+  const std::string alive = OwnedName("step_2.tmp-", tag, ::getpid(), random);
+  const std::string elsewhere = OwnedName("step_3.tmp-", other_tag, child, random);
+  const std::string swapping = OwnedName("step_4.old-", tag, child, random);  // holds a previous checkpoint
+  for (const std::string& name : {killed, alive, elsewhere, swapping}) {
+    fs::create_directories(dir.Path() / name / "w");
+    WriteFile(dir.Path() / name / "w" / "out", "partial");
+  }
+  SaveCheckpoint(dir / "step_5", {{"w", Tensor::Scalar<float>(1.f)}});
+  CHECK(Entries(dir.Path()) == std::set<std::string>{alive, elsewhere, swapping, "step_5"});
 }
 
 TEST_CASE("checkpoint: a read-only parent folder fails cleanly") {

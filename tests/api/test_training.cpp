@@ -5,6 +5,7 @@
 #include <any>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <future>
 #include <memory>
@@ -82,6 +83,67 @@ TEST_CASE("SGD on loss = var + x moves every element by exactly lr / 10 per step
   }
   for (float v : session.GetVariable("var").ToVector<float>()) CHECK(v == doctest::Approx(-0.05).epsilon(1e-6));
   CHECK(session.GetVariable("System-Train-TrainStep-sgd").ToVector<std::int64_t>() == std::vector<std::int64_t>{5});
+}
+
+TEST_CASE("plain SGD on a matmul of two variables completes (each operand's update reads the other)") {
+  // Regression: each weight gradient's matmul was fused with its update while reading the other variable,
+  // which the other update writes: each fused kernel waited for the other, and the first call hung.
+  JobBuilder builder("two_variables", JobType::kTrain);
+  Blob x = builder.Variable("x", {.shape = Shape{4, 5}, .initializer = RandomNormalInitializer(0, 1, 1)});
+  Blob w = builder.Variable("w", {.shape = Shape{5, 6}, .initializer = RandomNormalInitializer(0, 1, 2)});
+  Blob y = MatMul(x, w);
+  builder.Minimize(Sgd(PiecewiseConstantScheduler({}, {0.01}), /*momentum=*/0.0), y);
+  builder.Output("y", y);
+  const Job job = builder.Build();
+  Session session;
+  session.Compile(job);
+  const Tensor x0 = session.GetVariable("x");
+  const Tensor w0 = session.GetVariable("w");
+  CallWithin(session, job, {});
+  // d(sum y)/dx = 1 wᵀ (each row the sum of w's rows), d/dw = xᵀ 1; /24 elements of y.
+  const Tensor x1 = session.GetVariable("x");
+  for (int i = 0; i < 4; ++i) {
+    for (int k = 0; k < 5; ++k) {
+      double row_sum = 0;
+      for (int j = 0; j < 6; ++j) row_sum += w0.Data<float>()[k * 6 + j];
+      CHECK(x1.Data<float>()[i * 5 + k] == doctest::Approx(x0.Data<float>()[i * 5 + k] - 0.01 * row_sum / 24).epsilon(1e-5));
+    }
+  }
+  CallWithin(session, job, {});
+}
+
+TEST_CASE("a train call that fails leaves every variable, the train step included, as it was") {
+  JobBuilder builder("fails", JobType::kTrain);
+  Blob images = builder.Placeholder("images", Shape{4, 3});
+  Blob labels = builder.Placeholder("labels", Shape{4}, DType::kI32);
+  Blob logits = Dense(images, 5, {.kernel_initializer = RandomNormalInitializer(0, 1, 3), .name = "fc"});
+  Blob loss = SparseSoftmaxCrossEntropy(labels, logits);
+  builder.Minimize(Adam(PiecewiseConstantScheduler({}, {0.1})), loss);
+  builder.Output("loss", loss);
+  const Job job = builder.Build();
+  Session session;
+  Tensor good(Shape{4}, DType::kI32);
+  Tensor bad(Shape{4}, DType::kI32);
+  for (int i = 0; i < 4; ++i) {
+    good.Data<std::int32_t>()[i] = i;
+    bad.Data<std::int32_t>()[i] = i == 2 ? 9 : i;  // out of range for 5 classes
+  }
+  session.Call(job, {Full({4, 3}, 1.f), good});
+  const std::map<std::string, Tensor> before = session.GetVariables();
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    CHECK_THROWS_WITH(session.Call(job, {Full({4, 3}, 1.f), bad}), doctest::Contains("label"));
+  }
+  const std::map<std::string, Tensor> after = session.GetVariables();
+  REQUIRE(after.size() == before.size());
+  for (const auto& [name, value] : before) {
+    INFO(name);
+    const Tensor& now = after.at(name);
+    REQUIRE(now.NumBytes() == value.NumBytes());
+    CHECK(std::memcmp(now.RawData(), value.RawData(), value.NumBytes()) == 0);
+  }
+  CHECK(session.GetVariable("System-Train-TrainStep-fails").ToVector<std::int64_t>() == std::vector<std::int64_t>{1});
+  session.Call(job, {Full({4, 3}, 1.f), good});  // and the session trains on
+  CHECK(session.GetVariable("System-Train-TrainStep-fails").ToVector<std::int64_t>() == std::vector<std::int64_t>{2});
 }
 
 TEST_CASE("SGD with momentum follows v = beta v - lr g, p += v") {

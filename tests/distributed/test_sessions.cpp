@@ -450,6 +450,50 @@ TEST_CASE("sessions across processes: bad options name the field") {
                        std::invalid_argument);
 }
 
+TEST_CASE("sessions across processes: the job token comes from the options or WEIR_JOB_TOKEN, and must match") {
+  Watchdog dog(60s);
+  SessionOptions remote = RankOptions(0, 2, 29500, "auto");
+  remote.distributed.master_addr = "10.255.255.1";
+  unsetenv("WEIR_JOB_TOKEN");
+  CHECK_THROWS_WITH_AS(Session{remote},
+                       doctest::Contains("no job token, and master_addr 10.255.255.1 is not a loopback address: set "
+                                         "WEIR_JOB_TOKEN to the same secret on every machine"),
+                       std::invalid_argument);
+
+  // Rank 0 has the token in its options, rank 1 from the environment (the threads share it).
+  setenv("WEIR_JOB_TOKEN", "t0k3n", 1);
+  const int port = FreePort();
+  const auto ranks = OnRanks<int>(2, [port](int rank) {
+    SessionOptions options = RankOptions(rank, 2, port, "auto");
+    if (rank == 0) options.distributed.job_token = "t0k3n";
+    Session session(options);
+    return session.GetResource().processes;
+  });
+  CHECK(ranks == std::vector<int>{2, 2});
+
+  // Rank 1's token differs: it is refused at once, and rank 0 waits for a rank 1 that never registers.
+  const int port2 = FreePort();
+  using Outcome = std::pair<std::string, double>;  // the error, and the seconds it took
+  const auto outcomes = OnRanks<Outcome>(2, [port2](int rank) -> Outcome {
+    SessionOptions options = RankOptions(rank, 2, port2, "auto");
+    options.distributed.rendezvous_timeout = rank == 0 ? 3s : 30s;
+    options.distributed.job_token = rank == 0 ? "t0k3n" : "guess";
+    const auto start = std::chrono::steady_clock::now();
+    std::string error = "(no error)";
+    try {
+      Session session(options);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    return {error, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+  });
+  unsetenv("WEIR_JOB_TOKEN");
+  CHECK(outcomes[0].first.find("rank 1 never connected") != std::string::npos);
+  CHECK(outcomes[1].first.find(fmt::format("the master 127.0.0.1:{} refused this rank: the job token did not match",
+                                           port2)) != std::string::npos);
+  CHECK(outcomes[1].second < 10.0);  // no retry until its 30 s rendezvous timeout
+}
+
 TEST_CASE("sessions across processes: the options weir-launch's environment gives") {
   for (const char* name : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "WEIR_RDZV_TIMEOUT", "WEIR_COLLECTIVES"}) {
     unsetenv(name);
@@ -461,6 +505,7 @@ TEST_CASE("sessions across processes: the options weir-launch's environment give
   setenv("MASTER_PORT", "29555", 1);
   setenv("WEIR_RDZV_TIMEOUT", "7", 1);
   setenv("WEIR_COLLECTIVES", "gloo", 1);
+  setenv("WEIR_JOB_TOKEN", "s3cret", 1);
   const DistributedOptions options = DistributedOptions::FromEnvironment();
   CHECK(options.world_size == 4);
   CHECK(options.rank == 3);
@@ -468,6 +513,7 @@ TEST_CASE("sessions across processes: the options weir-launch's environment give
   CHECK(options.master_port == 29555);
   CHECK(options.rendezvous_timeout == 7s);
   CHECK(options.collectives == "gloo");
+  CHECK(options.job_token == "s3cret");
   setenv("RANK", "4", 1);
   CHECK_THROWS_WITH_AS(DistributedOptions::FromEnvironment(),
                        "[distributed] environment variable RANK: expected an integer in [0, 3], got '4'",
@@ -477,7 +523,48 @@ TEST_CASE("sessions across processes: the options weir-launch's environment give
   CHECK_THROWS_WITH_AS(DistributedOptions::FromEnvironment(),
                        "[distributed] environment variable MASTER_PORT: expected an integer in [1, 65535], got 'http'",
                        std::invalid_argument);
-  for (const char* name : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "WEIR_RDZV_TIMEOUT", "WEIR_COLLECTIVES"}) {
+  for (const char* name :
+       {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "WEIR_RDZV_TIMEOUT", "WEIR_COLLECTIVES", "WEIR_JOB_TOKEN"}) {
     unsetenv(name);
+  }
+}
+
+TEST_CASE("sessions across processes: a rank that never comes to a collective is named, and closing takes seconds") {
+  Watchdog dog(90s);
+  for (const std::string collectives : {"shm", "gloo"}) {
+    CAPTURE(collectives);
+    const int port = FreePort();
+    std::promise<void> rank0_done;
+    std::shared_future<void> rank0_finished = rank0_done.get_future().share();
+    using Outcome = std::pair<std::string, double>;  // rank 0's error, and seconds from its call to its session's end
+    const auto outcomes = OnRanks<Outcome>(2, [&](int rank) -> Outcome {
+      SessionOptions options = RankOptions(rank, 2, port, collectives);
+      options.distributed.collective_timeout = 2s;
+      options.distributed.rendezvous_timeout = 60s;  // what closing would wait without the failure
+      const Job job = TrainJob("train", Model::kMlp, 6, LogicalView::kMirrored, Sgd(PiecewiseConstantScheduler({}, {0.1})));
+      std::string error;
+      const auto start = std::chrono::steady_clock::now();
+      {
+        Session session(options);
+        session.Compile(job);
+        if (rank == 1) {  // stuck in its own code: never calls, and closes only once rank 0 has given up
+          rank0_finished.wait();
+          return {"", 0.0};
+        }
+        try {
+          session.Call(job, {RandomImages(ImageShape(Model::kMlp, 6), 1), RandomLabels(6, 2)});
+        } catch (const std::exception& e) {
+          error = e.what();
+        }
+      }
+      const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      rank0_done.set_value();
+      return {error, took};
+    });
+    const auto& [error, took] = outcomes[0];
+    INFO(error);
+    CHECK(error.find("timed out after 2000 ms: rank 1 did not reach it") != std::string::npos);
+    // The collective timeout, a second for the other ranks' word, kCloseAfterFailure, and slack.
+    CHECK(took < 2 + 1 + 3 + 3);
   }
 }

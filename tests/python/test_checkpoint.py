@@ -60,6 +60,13 @@ def test_load_variables_and_get_all_variables(tmp_path):
     with pytest.raises(RuntimeError, match="unknown"):
         flow.load_variables({"unknown": np.zeros(1, np.float32)}, ignore_mismatch=False)
     np.testing.assert_allclose(read(), [7, 8, 9])  # nothing was assigned
+    # A value of the wrong shape is the same error as from a checkpoint object's load.
+    with pytest.raises(ValueError, match=r"'layer-weight' is f32\(3\), the value given is f32\(4\)"):
+        flow.load_variables({"layer-weight": np.zeros(4, np.float32)})
+    flow.checkpoint.save(str(tmp_path / "wrong"), {"layer-weight": np.zeros(4, np.float32)})
+    with pytest.raises(ValueError, match=r"'layer-weight' is f32\(3\), the value given is f32\(4\)"):
+        flow.train.CheckPoint().load(str(tmp_path / "wrong"))
+    np.testing.assert_allclose(read(), [7, 8, 9])
 
 
 def test_checkpoint_object_round_trip_into_a_new_session(tmp_path):
@@ -68,7 +75,7 @@ def test_checkpoint_object_round_trip_into_a_new_session(tmp_path):
     ckpt.init()
     train(np.ones(3, np.float32))
     ckpt.save(str(tmp_path / "m"))
-    with pytest.raises(Exception, match="empty|exist"):
+    with pytest.raises(FileExistsError, match=r"'.*m' is a non-empty folder; remove it or save to another path"):
         ckpt.save(str(tmp_path / "m"))  # OneFlow refuses a non-empty target too
     flow.clear_default_session()
     train, read = _define_jobs()

@@ -396,8 +396,9 @@ def test_two_machines_run_the_docs_distributed_train(two_machines):
     """The docs' program on each "machine", flow.env.machine set to both addresses: each finds its rank
     from its own address."""
     namespaces, addresses = two_machines
+    token = dict(WEIR_JOB_TOKEN="the-same-secret-on-both")  # the master is not on a loopback address
     outputs = _run_in(namespaces, [EXAMPLE, "--machines", ",".join(addresses), "--ctrl-port", "29500",
-                                   "--max-steps", "41"], [_env(), _env()])
+                                   "--max-steps", "41"], [_env(**token), _env(**token)])
     losses = []
     for out in outputs:
         assert out.startswith("distributed config\n"), out
@@ -411,9 +412,108 @@ def test_two_machines_train_mirrored_over_gloo(two_machines, program, tmp_path, 
     """Data parallel across the two "machines": Gloo over the veth pair (their machine identities
     differ, so no shared memory), ending with one process's variables."""
     namespaces, addresses = two_machines
-    envs = [_env(RANK=r, WORLD_SIZE=2, MASTER_ADDR=addresses[0], MASTER_PORT=29501) for r in range(2)]
+    envs = [_env(RANK=r, WORLD_SIZE=2, MASTER_ADDR=addresses[0], MASTER_PORT=29501, WEIR_JOB_TOKEN="secret")
+            for r in range(2)]
     outputs = _run_in(namespaces, [program, str(tmp_path / "run"), "mirrored", "1", "train"], envs)
     for out in outputs:
         assert "collectives gloo" in out and "checkpoint ok" in out, out
     for rank in range(2):
         _assert_same(one_process, _variables(tmp_path / f"run_{rank}.npz"))
+
+
+# Rank 1 compiles and then is stuck in its own code; rank 0's call waits in its collective for it.
+STALL_PROGRAM = r'''
+import os, sys, time
+import numpy as np
+import weir as flow
+import weir.typing as tp
+
+rank = int(os.environ["RANK"])
+flow.config.collective_timeout(120)
+config = flow.FunctionConfig()
+config.default_logical_view(flow.scope.mirrored_view())
+
+@flow.global_function(type="train", function_config=config)
+def train(x: tp.ListNumpy.Placeholder((4, 3))) -> tp.ListNumpy:
+    w = flow.get_variable("w", shape=(3,), dtype=flow.float, initializer=flow.zeros_initializer())
+    loss = x * w
+    flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0).minimize(loss)
+    return loss
+
+flow._session.default_session().start()  # every rank compiles the job
+open(os.path.join(sys.argv[1], f"rank{rank}_ready"), "w").close()
+if rank == 1:
+    time.sleep(120)
+else:
+    train([np.ones((4, 3), np.float32)])
+'''
+
+
+def _interrupt(process):
+    """Sends SIGINT to `process`; its stderr, and the seconds it took to end."""
+    sent = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=TIMEOUT_S)
+    return err, time.monotonic() - sent
+
+
+def _wait_for_files(*paths, limit=60):
+    end = time.monotonic() + limit
+    while not all(os.path.exists(p) for p in paths):
+        assert time.monotonic() < end, f"never appeared: {paths}"
+        time.sleep(0.05)
+
+
+def test_ctrl_c_ends_a_call_waiting_in_a_collective_within_two_seconds(tmp_path):
+    program = tmp_path / "stall.py"
+    program.write_text(STALL_PROGRAM)
+    port = _free_port()
+    ranks = [subprocess.Popen([sys.executable, str(program), str(tmp_path)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True,
+                              env=_env(RANK=r, WORLD_SIZE=2, MASTER_PORT=port, WEIR_RDZV_TIMEOUT=60))
+             for r in range(2)]
+    try:
+        _wait_for_files(tmp_path / "rank0_ready", tmp_path / "rank1_ready")
+        time.sleep(0.5)  # rank 0 is inside its call, waiting for rank 1
+        err, took = _interrupt(ranks[0])
+    finally:
+        for rank in ranks:
+            rank.kill()
+            rank.communicate()
+    assert took < 2, err
+    assert "KeyboardInterrupt" in err, err
+    assert "[weir] interrupted while waiting: exiting without waiting for the calls in flight" in err, err
+    assert ranks[0].returncode == 130
+
+
+def test_ctrl_c_ends_the_rendezvous_within_two_seconds(tmp_path):
+    program = tmp_path / "stall.py"
+    program.write_text(STALL_PROGRAM)
+    rank = subprocess.Popen([sys.executable, str(program), str(tmp_path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env=_env(RANK=0, WORLD_SIZE=2, MASTER_PORT=_free_port(), WEIR_RDZV_TIMEOUT=60))
+    try:
+        time.sleep(3)  # the interpreter has started and waits for a rank 1 that never comes
+        assert rank.poll() is None
+        err, took = _interrupt(rank)
+    finally:
+        rank.kill()
+    assert took < 2, err
+    assert "KeyboardInterrupt" in err, err
+
+
+def test_ctrl_c_to_the_launcher_stops_every_rank_within_two_seconds(tmp_path):
+    program = tmp_path / "stall.py"
+    program.write_text(STALL_PROGRAM)
+    command = [sys.executable, "-m", "weir.distributed.launch", "--nproc_per_node", "2", "--master_port",
+               str(_free_port()), str(program), str(tmp_path)]
+    launcher = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    try:
+        _wait_for_files(tmp_path / "rank0_ready", tmp_path / "rank1_ready")
+        time.sleep(0.5)
+        err, took = _interrupt(launcher)
+    finally:
+        launcher.kill()
+    assert took < 2.5, err
+    assert "weir-launch: received SIGINT; stopped ranks 0, 1" in err, err
+    assert "SIGKILL" not in err, err  # every rank ended on its own, before the grace period

@@ -185,6 +185,106 @@ def test_exception_in_a_callback_is_raised_at_sync_and_the_session_goes_on():
     assert len(got) == 1
 
 
+def test_a_callback_exception_during_an_async_call_comes_out_of_the_next_call_before_it_launches():
+    # Regression: the exception came out of the async call that ran the callback, after that call
+    # had been launched: it trained, its registrar was lost, and a retry trained the batch twice.
+    @flow.global_function(type="train")
+    def train(x: tp.Numpy.Placeholder((2, 3))) -> tp.Callback[tp.Numpy]:
+        w = flow.get_variable("w", shape=(3,), dtype=flow.float, initializer=flow.zeros_initializer())
+        loss = x * w
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0).minimize(loss)
+        return loss
+
+    seen = []
+
+    def callback(result):
+        seen.append(result)
+        if len(seen) == 1:
+            raise KeyError("raised inside the first callback")
+
+    registrars = []
+    calls = 0
+    with pytest.raises(KeyError, match="first callback"):
+        for _ in range(10):
+            registrar = train(_x())
+            calls += 1
+            registrar(callback)
+            registrars.append(registrar)
+    assert calls == len(registrars) == 3  # the 4th call raised before launching anything
+    flow.sync_default_session()  # the held exception was raised once: nothing more to raise
+    assert len(seen) == 3  # every launched call's callback ran
+    step = flow.get_all_variables()["System-Train-TrainStep-train"].numpy()
+    assert step.tolist() == [3]
+
+
+def test_a_watch_handler_exception_fails_a_legacy_future_instead_of_hanging_it():
+    @flow.global_function()
+    def job(x: tp.Numpy.Placeholder((2,))):
+        def handler(value: tp.Numpy):
+            raise ValueError("raised inside the watch handler")
+
+        flow.watch(x, handler)
+        return x + 1
+
+    future = job(np.ones(2, np.float32))
+    done = []
+    thread = threading.Thread(target=lambda: done.append(_outcome(future.get)), daemon=True)
+    thread.start()
+    thread.join(20)
+    assert done, ".get() hung"
+    assert isinstance(done[0], ValueError) and "watch handler" in str(done[0])
+    assert job(np.ones(2, np.float32)) is not None  # the session goes on
+
+
+def _outcome(fn):
+    try:
+        return fn()
+    except Exception as error:  # noqa: BLE001 - the test looks at it
+        return error
+
+
+def test_plain_sgd_on_a_matmul_of_two_variables_trains():
+    # Regression: this hung its first call (each weight's fused gradient-and-update read the other).
+    @flow.global_function(type="train")
+    def job() -> tp.Numpy:
+        x = flow.get_variable("x", shape=(4, 5), dtype=flow.float, initializer=flow.random_normal_initializer())
+        w = flow.get_variable("w", shape=(5, 6), dtype=flow.float, initializer=flow.random_normal_initializer())
+        y = flow.matmul(x, w)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.01]), momentum=0).minimize(y)
+        return y
+
+    first = job()
+    second = job()
+    assert first.shape == second.shape == (4, 6)
+    assert not np.allclose(first, second)
+
+
+def test_a_failed_train_call_leaves_the_variables_and_the_train_step_as_they_were():
+    @flow.global_function(type="train")
+    def train(labels: tp.Numpy.Placeholder((2,), dtype=flow.int32), x: tp.Numpy.Placeholder((2, 4))) -> tp.Numpy:
+        logits = flow.layers.dense(x, 3, kernel_initializer=flow.random_normal_initializer(), name="fc")
+        loss = flow.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
+        flow.optimizer.Adam(flow.optimizer.PiecewiseConstantScheduler([], [0.1])).minimize(loss)
+        return loss
+
+    train(np.array([0, 1], np.int32), _x((2, 4)))
+    before = {k: v.numpy().copy() for k, v in flow.get_all_variables().items()}
+    with pytest.raises(Exception, match="label"):
+        train(np.array([0, 7], np.int32), _x((2, 4)))
+    after = {k: v.numpy() for k, v in flow.get_all_variables().items()}
+    assert before.keys() == after.keys()
+    for name in before:
+        np.testing.assert_array_equal(after[name], before[name], err_msg=name)
+
+
+def test_current_machine_id_is_the_process_rank(monkeypatch):
+    assert flow.current_machine_id() == 0
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    monkeypatch.setenv("RANK", "3")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    assert flow.current_machine_id() == 3
+
+
 def test_the_gil_is_released_while_the_runtime_works():
     @flow.global_function()
     def job(x: tp.Numpy.Placeholder((256, 256))) -> tp.Numpy:
@@ -488,3 +588,38 @@ def test_a_job_function_that_does_not_compile_fails_alone_naming_itself_and_the_
     np.testing.assert_array_equal(after(x), 2 * x)
     flow.train.CheckPoint().save(str(tmp_path / "model"))  # checkpoint calls keep working
     flow.sync_default_session()
+
+
+def test_a_dense_layer_without_kernel_initializer_warns_once_that_it_starts_at_zero(monkeypatch):
+    from weir import layers
+
+    monkeypatch.setattr(layers, "_warned_zero_dense", False)
+
+    @flow.global_function()
+    def job(x: tp.Numpy.Placeholder((2, 4))) -> tp.Numpy:
+        h = flow.layers.dense(x, 3)
+        h = flow.layers.dense(h, 3)
+        return flow.layers.dense(h, 2, kernel_initializer=flow.random_normal_initializer())
+
+    with pytest.warns(UserWarning, match=r"flow.layers.dense\('Dense'\) has no kernel_initializer") as warned:
+        job(_x((2, 4)))
+    assert len([w for w in warned if "kernel_initializer" in str(w.message)]) == 1
+
+
+def test_unnamed_batch_normalizations_are_numbered_as_dense_layers_are():
+    @flow.global_function(type="train")
+    def train(x: tp.Numpy.Placeholder((4, 3))) -> tp.Numpy:
+        h = flow.layers.batch_normalization(x, axis=1)
+        h = flow.layers.batch_normalization(h, axis=1)
+        loss = flow.math.reduce_mean(h * h)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0).minimize(loss)
+        return loss
+
+    train(_x((4, 3)))
+    names = flow.get_all_variables().keys()
+    assert {"BatchNorm-gamma", "BatchNorm_1-gamma"} <= set(names)
+
+
+def test_cpu_device_num_zero_is_refused():
+    with pytest.raises(ValueError, match=r"cpu_device_num: expected an int >= 1 .*got 0"):
+        flow.config.cpu_device_num(0)

@@ -120,7 +120,8 @@ print("ENV " + json.dumps({k: os.environ[k] for k in keys} | {"argv": sys.argv[1
     (["--nnodes", "2", "--node_rank", "1", "--master_addr", "10.1.2.3", "--master_port", "1234",
       "--rdzv_timeout", "7"], [2, 3], 4, 1),
 ])
-def test_each_rank_gets_its_environment(package_path, tmp_path, options, ranks, world, node):
+def test_each_rank_gets_its_environment(package_path, tmp_path, monkeypatch, options, ranks, world, node):
+    monkeypatch.setenv("WEIR_JOB_TOKEN", "shared-secret")  # several nodes need one of their own
     script = _script(tmp_path, ENV_SCRIPT)
     result = _launch(package_path, "--nproc_per_node", "2", *options, script, "--nnodes", "5", "x y")
     assert result.returncode == 0, result.stderr
@@ -232,6 +233,64 @@ time.sleep(60)
     _assert_all_gone(pids.values())
 
 
+def test_ranks_that_fail_on_their_own_may_say_why_before_sigterm(package_path, tmp_path, reaper):
+    # Rank 0 stands for a survivor whose collective fails a moment after losing rank 1: its own error
+    # must come out whole, not be cut short by the launcher's SIGTERM.
+    script = _script(tmp_path, """
+signal.signal(signal.SIGTERM, lambda *_: sys.exit("rank 0: cut short by SIGTERM"))
+write(f"rank{RANK}.pid", os.getpid())
+if RANK == 1:
+    wait_for("rank0.pid")
+    write("rank1.exiting", "")
+    sys.exit(3)
+wait_for("rank1.exiting")
+time.sleep(0.3)
+sys.exit("rank 0: lost rank 1 in all-reduce #7")
+""")
+    result = _launch(package_path, "--nproc_per_node", "2", script)
+    assert result.returncode == 3
+    assert "[rank0]:rank 0: lost rank 1 in all-reduce #7" in result.stderr
+    assert "cut short" not in result.stderr
+    assert "; no rank was still running" in result.stderr
+
+
+def test_a_stopped_rank_is_named_when_another_fails(package_path, tmp_path, reaper):
+    script = _script(tmp_path, """
+write(f"rank{RANK}.pid", os.getpid())
+if RANK == 1:
+    os.kill(os.getpid(), signal.SIGSTOP)
+wait_for("rank1.pid")
+time.sleep(0.3)
+sys.exit("rank 0: collective timed out")
+""")
+    start = time.monotonic()
+    result = _launch(package_path, "--nproc_per_node", "2", "--grace_period", "0.5", script)
+    assert time.monotonic() - start < 10
+    assert result.returncode == 1
+    assert "rank 1 was stopped (not running: SIGSTOP or a debugger), which the failure likely follows" \
+        in result.stderr
+    _assert_all_gone(_pids(tmp_path).values())
+
+
+def test_ranks_die_with_a_killed_launcher(package_path, tmp_path, reaper):
+    script = _script(tmp_path, """
+write(f"rank{RANK}.pid", os.getpid())
+time.sleep(60)
+""")
+    launcher = subprocess.Popen(**_command(package_path, "--nproc_per_node", "2", "--log_dir", str(tmp_path / "logs"),
+                                           script, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    try:
+        end = time.monotonic() + TIMEOUT_S
+        while len(_pids(tmp_path)) < 2:
+            assert time.monotonic() < end and launcher.poll() is None, "the ranks did not start"
+            time.sleep(0.02)
+        launcher.kill()
+        launcher.wait(timeout=TIMEOUT_S)
+    finally:
+        launcher.kill()
+    _assert_all_gone(_pids(tmp_path).values())
+
+
 def test_ranks_ignoring_sigterm_are_killed_after_the_grace_period(package_path, tmp_path, reaper):
     script = _script(tmp_path, """
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -339,3 +398,101 @@ def test_a_weir_session_under_the_launcher_spans_the_processes(tmp_path):
     assert result.returncode == 0, result.stderr
     for rank in (0, 1):
         assert f"[rank{rank}]:2 {rank} shm" in result.stdout, result.stdout
+
+
+TOKEN_SCRIPT = """
+import json
+def cmdline(pid):
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return f.read().decode(errors="replace")
+print("TOKEN " + json.dumps({"token": os.environ.get("WEIR_JOB_TOKEN"), "argv": sys.argv,
+                             "own": cmdline(os.getpid()), "launcher": cmdline(os.getppid())}))
+"""
+
+
+def _tokens(result):
+    assert result.returncode == 0, result.stderr
+    seen = [json.loads(line.split(":", 1)[1][len("TOKEN "):]) for line in result.stdout.splitlines()]
+    assert len(seen) == 2, result.stdout
+    return seen
+
+
+def test_the_job_token_goes_in_the_environment_never_on_a_command_line(package_path, tmp_path, monkeypatch):
+    monkeypatch.delenv("WEIR_JOB_TOKEN", raising=False)
+    script = _script(tmp_path, TOKEN_SCRIPT)
+    first = _tokens(_launch(package_path, "--nproc_per_node", "2", script))
+    token = first[0]["token"]
+    assert len(token) == 64 and int(token, 16) >= 0  # secrets.token_hex(32)
+    for rank in first:
+        assert rank["token"] == token  # one token for the job
+        assert token not in rank["own"] and token not in rank["launcher"] and token not in " ".join(rank["argv"])
+    second = _tokens(_launch(package_path, "--nproc_per_node", "2", script))
+    assert second[0]["token"] != token  # a new one for each job
+
+    monkeypatch.setenv("WEIR_JOB_TOKEN", "chosen-by-the-user")  # one already set is kept
+    assert [r["token"] for r in _tokens(_launch(package_path, "--nproc_per_node", "2", script))] == \
+        ["chosen-by-the-user"] * 2
+
+
+def test_several_nodes_need_the_same_token_set_on_each(package_path, tmp_path, monkeypatch):
+    monkeypatch.delenv("WEIR_JOB_TOKEN", raising=False)
+    script = _script(tmp_path, TOKEN_SCRIPT)
+    result = _launch(package_path, "--nnodes", "2", "--master_addr", "10.1.2.3", script)
+    assert result.returncode == 2
+    assert ("weir-launch: error: --nnodes 2: expected WEIR_JOB_TOKEN in the environment, set to the same secret on "
+            "every node") in result.stderr, result.stderr
+    assert "got none: the master 10.1.2.3 is not a loopback address" in result.stderr
+    # Nodes that all run on this machine: no token (each launcher would make its own), as a loopback master allows.
+    assert [r["token"] for r in _tokens(_launch(package_path, "--nnodes", "2", "--nproc_per_node", "2", script))] == \
+        [""] * 2
+
+
+def _session_rank(script, rank, token, timeout_s, port, master_addr="127.0.0.1"):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR=master_addr, MASTER_PORT=str(port),
+               WEIR_RDZV_TIMEOUT=str(timeout_s), WEIR_JOB_TOKEN=token)
+    return subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def test_ranks_with_different_tokens_fail_clearly_within_a_bound(tmp_path):
+    pytest.importorskip("weir._C")
+    script = tmp_path / "job.py"
+    script.write_text("import weir as flow\nflow.train.CheckPoint().init()\nprint('joined')\n")
+    port = _free_port()
+    start = time.monotonic()
+    master = _session_rank(script, 0, "token-of-the-job", 4, port)
+    forger = _session_rank(script, 1, "another-token", 60, port)  # a retry would take 60 s
+    try:
+        forger_out, forger_err = forger.communicate(timeout=TIMEOUT_S)
+        forger_took = time.monotonic() - start
+        master_out, master_err = master.communicate(timeout=TIMEOUT_S)
+    finally:
+        master.kill()
+        forger.kill()
+    assert forger.returncode != 0 and "joined" not in forger_out
+    assert (f"[control plane] rank 1: the master 127.0.0.1:{port} refused this rank: the job token did not match "
+            "(WEIR_JOB_TOKEN must be the same on every rank)") in forger_err, forger_err
+    assert forger_took < 20
+    # The master logged the refusal, naming where it came from, and went on waiting for a real rank 1.
+    assert master.returncode != 0 and "joined" not in master_out
+    assert f"[control plane] master 127.0.0.1:{port} refused a connection from 127.0.0.1:" in master_err, master_err
+    assert "claiming rank 1: the job token did not match" in master_err
+    assert "rank 1 never connected" in master_err
+    assert time.monotonic() - start < TIMEOUT_S
+
+
+def test_no_token_is_refused_when_the_master_is_not_on_a_loopback_address(tmp_path):
+    pytest.importorskip("weir._C")
+    script = tmp_path / "job.py"
+    script.write_text("import weir as flow\nflow.train.CheckPoint().init()\nprint('joined')\n")
+    start = time.monotonic()
+    rank = _session_rank(script, 1, "", 60, 29500, master_addr="10.255.255.1")
+    try:
+        out, err = rank.communicate(timeout=TIMEOUT_S)
+    finally:
+        rank.kill()
+    assert rank.returncode != 0 and "joined" not in out
+    assert ("no job token, and master_addr 10.255.255.1 is not a loopback address: set WEIR_JOB_TOKEN to the same "
+            "secret on every machine of the job") in err, err
+    assert time.monotonic() - start < 20  # at once: no connection is tried

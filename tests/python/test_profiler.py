@@ -129,9 +129,17 @@ def test_trace_errors_name_what_is_wrong(tmp_path):
         return x * 2
 
     double(np.ones(4, np.float32))
-    with pytest.raises(RuntimeError, match=r"StopTrace: cannot write '.*no_such_dir/run.json'"):
+    ran = []
+    # Refused when the block starts, not after the whole run it would record.
+    with pytest.raises(FileNotFoundError, match=r"trace: path '.*no_such_dir/run.json': folder '.*no_such_dir' does not"):
         with flow.profiler.trace(tmp_path / "no_such_dir" / "run.json"):
+            ran.append(double(np.ones(4, np.float32)))
+    assert ran == []
+    (tmp_path / "later_gone").mkdir()
+    with pytest.raises(RuntimeError, match=r"StopTrace: cannot write '.*later_gone/run.json'"):
+        with flow.profiler.trace(tmp_path / "later_gone" / "run.json"):
             double(np.ones(4, np.float32))
+            (tmp_path / "later_gone").rmdir()
     session = flow._session.default_session().c_session()
     with pytest.raises(RuntimeError, match="no trace is being recorded"):
         session.stop_trace(str(tmp_path / "x.json"))

@@ -24,22 +24,36 @@ Processes. Each of the N ranks of this node runs `[sys.executable, script, *args
 these variables added to the launcher's environment:
     RANK = node_rank * N + LOCAL_RANK, LOCAL_RANK = 0 .. N-1, WORLD_SIZE = M * N,
     LOCAL_WORLD_SIZE = N, GROUP_RANK = node_rank, MASTER_ADDR, MASTER_PORT,
-    WEIR_RDZV_TIMEOUT (--rdzv_timeout), and PYTHONUNBUFFERED=1 unless it is already set, so that
-    a Python rank's output shows as it prints rather than when a pipe's buffer fills. With several
-    ranks on the node, OMP_NUM_THREADS = (this machine's usable cores) / N unless it is set (torchrun
+    WEIR_RDZV_TIMEOUT (--rdzv_timeout), WEIR_JOB_TOKEN (below), and PYTHONUNBUFFERED=1 unless it is
+    already set, so that a Python rank's output shows as it prints rather than when a pipe's buffer
+    fills. With several ranks on the node, OMP_NUM_THREADS = (this machine's usable cores) / N unless it is set (torchrun
     sets 1), so that the ranks share the cores instead of each using all of them.
 A Weir session reads these: the ranks form one distributed session (docs/distributed.md).
+
+Job token. Every rank proves to the master that it knows WEIR_JOB_TOKEN before it may join, so a
+process that merely reaches the master's port cannot (docs/distributed.md, "Threat model"). The
+launcher keeps a WEIR_JOB_TOKEN already in its environment; otherwise, with one node, it makes a
+random one for this job (secrets.token_hex(32)). It passes the token in the ranks' environment,
+never on a command line, where other users could read it. With several nodes each launcher would
+make a different one, so set WEIR_JOB_TOKEN to the same secret on every node; without it the
+launcher refuses to start (a usage error), unless the master's address is a loopback address.
 
 Output. Every line a rank writes to stdout (stderr) is written to the launcher's stdout (stderr)
 as soon as the line is complete, prefixed with the rank's global rank as torchrun does,
 `[rank1]:<line>`; lines never interleave. With --log_dir the output goes to the files instead,
 unprefixed, and the launcher says where.
 
-Failures. When a rank exits non-zero or is killed by a signal, the launcher sends SIGTERM to the
-ranks still running, SIGKILL to those left after the grace period, and ends with a line such as
+Failures. When a rank exits non-zero or is killed by a signal, the other ranks get a second to exit
+on their own (losing a peer, they fail within a fraction of a second and say why), then the launcher
+sends SIGTERM to the ranks still running, SIGKILL to those left after the grace period, and ends
+with a line such as
     weir-launch: rank 1 (pid 1234) exited with status 3; stopped rank 0
-exiting with the rank's status (128 + n for a rank killed by signal n, as shells report it). When
-every rank exits 0 the launcher exits 0. A rank that cannot be started at all gives status 1.
+exiting with the rank's status (128 + n for a rank killed by signal n, as shells report it). A rank
+found stopped (SIGSTOP, a debugger) when another fails is named as the likely cause. When every
+rank exits 0 the launcher exits 0. A rank that cannot be started at all gives status 1.
+
+The ranks die with the launcher: each gets SIGKILL from the kernel when the launcher ends, even by
+SIGKILL (Linux's parent-death signal), so no rank trains on as an orphan.
 
 Signals. SIGINT (Ctrl-C), SIGTERM and SIGHUP to the launcher are forwarded to every rank; ranks
 still running after the grace period are killed, and a second signal kills them at once. The
@@ -54,9 +68,13 @@ Bad options are usage errors (status 2) naming the option, what it expects and w
 """
 
 import argparse
+import ctypes
+import ipaddress
 import os
+import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -65,6 +83,22 @@ import time
 PROG = "weir-launch"
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 POLL_S = 0.05  # how often the ranks are polled and pending signals acted on
+# After a rank fails, the others usually fail on losing it within a fraction of a second and print why:
+# they get this long to exit on their own before SIGTERM cuts their output short.
+SETTLE_S = 1.0
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_launcher(launcher_pid):
+    """Run in each rank between fork and exec: the kernel sends the rank SIGKILL when the launcher dies
+    (even by SIGKILL), and a launcher already gone by now ends the rank at once."""
+    libc = ctypes.CDLL(None, use_errno=True)  # loaded before the fork: nothing to import here
+
+    def preexec():
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != launcher_pid:
+            os._exit(1)
+    return preexec
 
 
 def _number(kind, low, high=None):
@@ -121,7 +155,37 @@ def _parse(argv):
         parser.error(f"argument script: expected a program on PATH or a path to one, got {args.script!r}")
     if not args.module and not args.no_python and not os.path.isfile(args.script):
         parser.error(f"argument script: expected a Python file, got {args.script!r}, which does not exist")
+    if args.nnodes > 1 and not os.environ.get("WEIR_JOB_TOKEN") and not _is_loopback(args.master_addr):
+        parser.error(f"--nnodes {args.nnodes}: expected WEIR_JOB_TOKEN in the environment, set to the same secret on "
+                     f"every node (for example the output of `python3 -c \"import secrets; "
+                     f"print(secrets.token_hex(32))\"`), got none: the master {args.master_addr} is not a loopback "
+                     f"address, and each node's launcher would make a different token")
     return args
+
+
+def _is_loopback(address):
+    """Whether `address` (or every address the name resolves to) is a loopback address."""
+    def loopback(text):
+        ip = ipaddress.ip_address(text.split("%")[0])
+        return (getattr(ip, "ipv4_mapped", None) or ip).is_loopback  # ::ffff:127.0.0.1 too
+    try:
+        return loopback(address)
+    except ValueError:
+        pass
+    try:
+        found = {info[4][0] for info in socket.getaddrinfo(address, None)}
+    except OSError:
+        return False
+    return bool(found) and all(loopback(a) for a in found)
+
+
+def _job_token(args):
+    """The token the ranks prove to the master: the environment's, else a new one when this launcher
+    starts every rank; "" for several nodes on a loopback master (each launcher would differ)."""
+    token = os.environ.get("WEIR_JOB_TOKEN", "")
+    if token or args.nnodes > 1:
+        return token
+    return secrets.token_hex(32)
 
 
 def _signal_name(number):
@@ -133,6 +197,15 @@ def _signal_name(number):
 
 def _ranks_phrase(ranks):
     return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(str(r) for r in ranks)
+
+
+def _process_state(pid):
+    """The state letter of /proc/<pid>/stat ("R", "S", "T" stopped, ...), or "" when unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0].decode()
+    except (OSError, IndexError):
+        return ""
 
 
 class _Rank:
@@ -154,6 +227,8 @@ class _Launcher:
         self.killed = []              # ranks that got SIGKILL: after the grace period, or a second signal
         self.kill_at = None           # monotonic time of that SIGKILL, while stopping
         self.kill_why = ""            # why SIGKILL came then
+        self.term_signal = None       # what stops the ranks, sent at term_at (monotonic) while set
+        self.term_at = None
 
     def run(self):
         # The handler only records the signal: the loop forwards it, so that a rank being started
@@ -190,6 +265,8 @@ class _Launcher:
         else:
             command = [sys.executable, a.script, *a.script_args]
         first = a.node_rank * a.nproc_per_node
+        token = _job_token(a)
+        preexec = _die_with_launcher(os.getpid()) if sys.platform.startswith("linux") else None
         if a.log_dir:
             last = first + a.nproc_per_node - 1
             self._say(f"writing rank r's output to {os.path.join(a.log_dir, 'rank_<r>')}/stdout.log and "
@@ -202,6 +279,7 @@ class _Launcher:
                        WORLD_SIZE=str(a.nnodes * a.nproc_per_node), LOCAL_WORLD_SIZE=str(a.nproc_per_node),
                        GROUP_RANK=str(a.node_rank), MASTER_ADDR=a.master_addr,
                        MASTER_PORT=str(a.master_port), WEIR_RDZV_TIMEOUT=str(a.rdzv_timeout))
+            env["WEIR_JOB_TOKEN"] = token  # the environment only: a command line is visible to every user
             env.setdefault("PYTHONUNBUFFERED", "1")
             if a.nproc_per_node > 1:
                 env.setdefault("OMP_NUM_THREADS", str(max(1, len(os.sched_getaffinity(0)) // a.nproc_per_node)))
@@ -212,10 +290,10 @@ class _Launcher:
                     with open(os.path.join(log_dir, "stdout.log"), "wb") as out, \
                          open(os.path.join(log_dir, "stderr.log"), "wb") as err:
                         process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                                   stderr=err, start_new_session=True)
+                                                   stderr=err, start_new_session=True, preexec_fn=preexec)
                 else:
                     process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                               stderr=subprocess.PIPE, start_new_session=True)
+                                               stderr=subprocess.PIPE, start_new_session=True, preexec_fn=preexec)
             except OSError as error:
                 self._stop(f"cannot start rank {rank}: {error}", 1, signal.SIGTERM)
                 return
@@ -249,12 +327,18 @@ class _Launcher:
             except (ProcessLookupError, PermissionError):
                 pass  # the group is already empty
 
-    def _stop(self, cause, status, number):
-        """Stops the running ranks with signal `number`, SIGKILL after the grace period; the first
-        cause is the one reported."""
+    def _stop(self, cause, status, number, settle=0.0):
+        """Stops the running ranks with signal `number` (after `settle` seconds in which they may exit
+        on their own), SIGKILL after the grace period; the first cause is the one reported."""
         self.cause, self.status = cause, status
+        self.term_signal, self.term_at = number, time.monotonic() + settle
+        if settle <= 0:
+            self._terminate()
+
+    def _terminate(self):
+        self.term_at = None
         self.stopped = [r.rank for r in self._running()]
-        self._send(self._running(), number)
+        self._send(self._running(), self.term_signal)
         self.kill_at = time.monotonic() + self.args.grace_period
         self.kill_why = f"after the {self.args.grace_period:g} s grace period"
 
@@ -263,8 +347,12 @@ class _Launcher:
         while True:
             new = self.signals[handled:]  # (a signal may arrive right after this line: next round)
             handled += len(new)
-            if new and self.cause is None:
-                self._stop(f"received {_signal_name(new[0])}", 128 + new[0], new[0])
+            if new and (self.cause is None or self.term_at is not None):
+                if self.cause is None:
+                    self._stop(f"received {_signal_name(new[0])}", 128 + new[0], new[0])
+                else:  # a rank had failed, the others were settling: forward the signal now
+                    self.term_signal = new[0]
+                    self._terminate()
                 new = new[1:]
             if new:  # a second signal: no more grace
                 self.kill_at, self.kill_why = time.monotonic(), f"at a second signal, {_signal_name(new[0])}"
@@ -284,11 +372,19 @@ class _Launcher:
                 where = f" (its output: {r.log_dir})" if r.log_dir else ""
                 also = "".join(f"; rank {o.rank} exited with status {c}" if c > 0 else
                                f"; rank {o.rank} was killed by {_signal_name(-c)}" for o, c in failed if o is not r)
+                # A rank stopped (SIGSTOP, a debugger) is the likelier cause of a healthy rank's timeout.
+                halted = [o.rank for o in self._running() if _process_state(o.process.pid) in ("T", "t")]
+                if halted:
+                    also += (f"; {_ranks_phrase(halted)} {'was' if len(halted) == 1 else 'were'} stopped (not running: "
+                             f"SIGSTOP or a debugger), which the failure likely follows")
                 self._stop(f"rank {r.rank} (pid {r.process.pid}) {how}{where}{also}", code if code > 0 else 128 - code,
-                           signal.SIGTERM)
+                           signal.SIGTERM, settle=min(SETTLE_S, self.args.grace_period))
             running = self._running()
             if not running:
                 return
+            if self.term_at is not None and time.monotonic() >= self.term_at:
+                self._terminate()
+                running = self._running()
             if self.kill_at is not None and time.monotonic() >= self.kill_at:
                 self.killed += [r.rank for r in running if r.rank not in self.killed]
                 self._send(running, signal.SIGKILL)

@@ -1,5 +1,6 @@
 // weir._C: sessions (calls release the GIL while the runtime works; callbacks and watch handlers
 // take it back on the runtime's threads), checkpoints and the MNIST loader.
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -44,6 +45,28 @@ class PySession {
  private:
   std::unique_ptr<Session> session_;
 };
+
+// Ctrl-C during a long wait: Python runs its signal handlers only when the main thread comes back to
+// the interpreter, which a thread blocked in Weir does not. The wait interrupter runs them there, with
+// the GIL, on the main thread (where Python takes signals); an exception they raise (KeyboardInterrupt)
+// ends the wait. `wait_interrupted` stays set until a sync call or Sync completes: at exit it tells the
+// session not to wait for calls that an interrupted program left stuck (weir/_session.py).
+std::atomic<bool> wait_interrupted{false};
+
+void InstallWaitInterrupter(py::module_& m) {
+  static const unsigned long main_thread = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
+  SetWaitInterrupter([] {
+    if (PyThread_get_thread_ident() != main_thread || Py_IsInitialized() == 0 || _Py_IsFinalizing() != 0) return;
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) {
+      wait_interrupted.store(true);
+      throw py::error_already_set();
+    }
+  });
+  m.def("wait_interrupted", [] { return wait_interrupted.load(); },
+        "Whether the last long wait of Weir ended in a signal's exception (Ctrl-C) with no sync call or sync since.");
+  m.attr("_inputs_of_interrupted_calls") = py::list();
+}
 
 std::vector<Tensor> InputTensors(const Job& job, const std::vector<py::array>& inputs, bool copy) {
   std::vector<Tensor> tensors;
@@ -104,6 +127,7 @@ py::object ExceptionObject(const std::exception_ptr& error) {
 }  // namespace
 
 void BindSession(py::module_& m) {
+  InstallWaitInterrupter(m);
   py::class_<ActorProfile>(m, "ActorProfile", "One actor's firings and busy time while profiling was on.")
       .def_readonly("name", &ActorProfile::name)
       .def_readonly("kind", &ActorProfile::kind)
@@ -132,7 +156,8 @@ void BindSession(py::module_& m) {
                        double shutdown_timeout_s, std::uint64_t seed, int cpu_devices, int gpu_devices,
                        double watchdog_timeout_s, int rank, int world_size, std::string master_addr,
                        int master_port, double rendezvous_timeout_s, double collective_timeout_s,
-                       std::string collectives, bool stream_graphs, int local_rank, double fusion_threshold_mb) {
+                       std::string collectives, bool stream_graphs, int local_rank, double fusion_threshold_mb,
+                       std::string job_token) {
              SessionOptions options;
              options.cpu_devices = cpu_devices;
              options.gpu_devices = gpu_devices;
@@ -147,6 +172,7 @@ void BindSession(py::module_& m) {
              options.distributed.local_rank = local_rank;
              options.distributed.master_addr = std::move(master_addr);
              options.distributed.master_port = master_port;
+             options.distributed.job_token = std::move(job_token);
              options.distributed.rendezvous_timeout =
                  std::chrono::milliseconds(static_cast<std::int64_t>(rendezvous_timeout_s * 1000));
              options.distributed.collective_timeout =
@@ -168,7 +194,7 @@ void BindSession(py::module_& m) {
            py::arg("world_size") = 1, py::arg("master_addr") = "127.0.0.1", py::arg("master_port") = 29500,
            py::arg("rendezvous_timeout_s") = 300.0, py::arg("collective_timeout_s") = 180.0,
            py::arg("collectives") = "auto", py::arg("stream_graphs") = true, py::arg("local_rank") = 0,
-           py::arg("fusion_threshold_mb") = 16.0)
+           py::arg("fusion_threshold_mb") = 16.0, py::arg("job_token") = "")
       .def("resource",
            [](PySession& self) {
              const Resource r = self.Get().GetResource();
@@ -197,10 +223,15 @@ void BindSession(py::module_& m) {
            [](PySession& self, const Job& job, const std::vector<py::array>& inputs) {
              std::vector<Tensor> tensors = InputTensors(job, inputs, /*copy=*/false);
              Outputs outputs;
-             {
+             try {
                py::gil_scoped_release nogil;
                outputs = self.Get().Call(job, std::move(tensors));
+             } catch (const py::error_already_set&) {
+               // Interrupted: the call goes on reading the borrowed arrays, which must outlive it.
+               py::module_::import("weir._C").attr("_inputs_of_interrupted_calls").attr("append")(py::cast(inputs));
+               throw;
              }
+             wait_interrupted.store(false, std::memory_order_relaxed);
              return ToList(outputs);
            },
            py::arg("job"), py::arg("inputs"))
@@ -221,7 +252,12 @@ void BindSession(py::module_& m) {
              self.Get().CallAsync(job, std::move(tensors), std::move(done));
            },
            py::arg("job"), py::arg("inputs"), py::arg("callback"))
-      .def("sync", [](PySession& self) { self.Get().Sync(); }, py::call_guard<py::gil_scoped_release>())
+      .def("sync",
+           [](PySession& self) {
+             self.Get().Sync();
+             wait_interrupted.store(false, std::memory_order_relaxed);
+           },
+           py::call_guard<py::gil_scoped_release>())
       .def("compile", [](PySession& self, const Job& job) { self.Get().Compile(job); },
            py::call_guard<py::gil_scoped_release>(), py::arg("job"))
       .def("plan_dot", [](PySession& self, const Job& job) { return self.Get().PlanDot(job); },

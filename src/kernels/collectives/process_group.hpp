@@ -9,8 +9,10 @@
 // the calls of two jobs with cross-process collectives). `what` names the
 // collective (the actor's name) in errors. Every call is bounded by the group's timeout; a failure
 // (a lost peer, a timeout) throws std::runtime_error naming the collective and the peer when known.
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <string_view>
@@ -42,6 +44,16 @@ class ProcessGroup {
   virtual std::string_view Backend() const = 0;
   virtual int Rank() const = 0;
   virtual int Size() const = 0;
+  /// Set once a collective of this group failed (a lost peer, a timeout): its processes no longer agree
+  /// on which collective comes next. Shared, so that whoever keeps it (the session, closing) can read it
+  /// after the group is gone.
+  std::shared_ptr<const std::atomic<bool>> FailedFlag() const { return failed_; }
+
+ protected:
+  void MarkFailed() { failed_->store(true, std::memory_order_relaxed); }
+
+ private:
+  std::shared_ptr<std::atomic<bool>> failed_ = std::make_shared<std::atomic<bool>>(false);
 };
 
 /// Collectives on host memory (Gloo, shared memory): each call returns when it is done.
