@@ -834,7 +834,8 @@ struct ControlPlaneClient::Impl {
   bool closing = false;
   std::shared_ptr<std::promise<void>> closed_promise;
 
-  std::string Where() const { return fmt::format("{}:{}", options.master_addr, options.master_port); }
+  // The master is rank 0's process: a stalled or lost master is rank 0 stalled or lost.
+  std::string Where() const { return fmt::format("{}:{} (rank 0)", options.master_addr, options.master_port); }
 
   void ConnectSocket(Clock::time_point deadline) {
     boost::system::error_code ec;

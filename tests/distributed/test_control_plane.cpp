@@ -180,7 +180,7 @@ TEST_CASE("no master: Connect retries until its timeout, then names the master a
   }
   const auto start = Clock::now();
   const auto error = ErrorOf([&] { ControlPlaneClient::Connect(Options(port, 1, 2, 1000ms)); });
-  CHECK(error == fmt::format("[control plane] rank 1: the master 127.0.0.1:{} did not answer within 1 s: connection "
+  CHECK(error == fmt::format("[control plane] rank 1: the master 127.0.0.1:{} (rank 0) did not answer within 1 s: connection "
                              "refused", port));
   CHECK(SecondsSince(start) >= 0.9);
   CHECK(SecondsSince(start) < 3.0);
@@ -386,10 +386,10 @@ TEST_CASE("the master going away fails every pending wait at once") {
   std::this_thread::sleep_for(200ms);
   const auto start = Clock::now();
   server.reset();
-  CHECK(get.get() == fmt::format("[control plane] rank 1: the connection to the master 127.0.0.1:{} closed", port));
+  CHECK(get.get() == fmt::format("[control plane] rank 1: the connection to the master 127.0.0.1:{} (rank 0) closed", port));
   CHECK(SecondsSince(start) < 2.0);
   CHECK(ErrorOf([&] { c[0]->Barrier("b", 20000ms); }) ==
-        fmt::format("[control plane] rank 0: the connection to the master 127.0.0.1:{} closed", port));
+        fmt::format("[control plane] rank 0: the connection to the master 127.0.0.1:{} (rank 0) closed", port));
 }
 
 // ------------------------------------------------------------------------------------ the job token and the wire
@@ -754,7 +754,7 @@ TEST_CASE("a forged rank 1 is refused, and the real ranks rendezvous and meet at
   CHECK(raw.ClosedWithin(2000ms));
 
   // A client with the wrong token, or none, is refused at once and does not retry.
-  const std::string refused = fmt::format("[control plane] rank 1: the master 127.0.0.1:{} refused this rank: the job "
+  const std::string refused = fmt::format("[control plane] rank 1: the master 127.0.0.1:{} (rank 0) refused this rank: the job "
                                           "token did not match (WEIR_JOB_TOKEN must be the same on every rank)", port);
   auto start = Clock::now();
   CHECK(ErrorOf([&] { ControlPlaneClient::Connect(WithToken(Options(port, 1, 2), "a-guessed-token")); }) == refused);
@@ -814,7 +814,7 @@ TEST_CASE("a master without the job's token is refused by its ranks, both ways")
   });
   const auto start = Clock::now();
   CHECK(ErrorOf([&] { ControlPlaneClient::Connect(WithToken(Options(port, 0, 2), "secret")); }) ==
-        fmt::format("[control plane] rank 0: the master 127.0.0.1:{} did not prove it knows the job token: it is not "
+        fmt::format("[control plane] rank 0: the master 127.0.0.1:{} (rank 0) did not prove it knows the job token: it is not "
                     "this job's master, or its WEIR_JOB_TOKEN differs", port));
   CHECK(SecondsSince(start) < 2.0);
   CHECK(impostor.get() == "");

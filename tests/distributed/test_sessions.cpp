@@ -489,7 +489,7 @@ TEST_CASE("sessions across processes: the job token comes from the options or WE
   });
   unsetenv("WEIR_JOB_TOKEN");
   CHECK(outcomes[0].first.find("rank 1 never connected") != std::string::npos);
-  CHECK(outcomes[1].first.find(fmt::format("the master 127.0.0.1:{} refused this rank: the job token did not match",
+  CHECK(outcomes[1].first.find(fmt::format("the master 127.0.0.1:{} (rank 0) refused this rank: the job token did not match",
                                            port2)) != std::string::npos);
   CHECK(outcomes[1].second < 10.0);  // no retry until its 30 s rendezvous timeout
 }

@@ -517,3 +517,58 @@ def test_ctrl_c_to_the_launcher_stops_every_rank_within_two_seconds(tmp_path):
     assert took < 2.5, err
     assert "weir-launch: received SIGINT; stopped ranks 0, 1" in err, err
     assert "SIGKILL" not in err, err  # every rank ended on its own, before the grace period
+
+
+PARTITION_PROGRAM = r'''
+import os, sys, time
+import numpy as np
+import weir as flow
+import weir.typing as tp
+
+rank = int(os.environ["RANK"])
+flow.config.collective_timeout(3)
+config = flow.FunctionConfig()
+config.default_logical_view(flow.scope.mirrored_view())
+
+@flow.global_function(type="train", function_config=config)
+def train(x: tp.ListNumpy.Placeholder((4, 3))) -> tp.ListNumpy:
+    w = flow.get_variable("w", shape=(3,), dtype=flow.float, initializer=flow.zeros_initializer())
+    loss = x * w
+    flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0).minimize(loss)
+    return loss
+
+for step in range(100000):
+    train([np.ones((4, 3), np.float32)])
+    if step == 0:
+        open(os.path.join(sys.argv[1], f"rank{rank}_ready"), "w").close()
+    time.sleep(0.02)
+'''
+
+
+def test_a_partition_between_machines_fails_both_sides_naming_the_other_and_they_exit(two_machines, tmp_path):
+    namespaces, addresses = two_machines
+    program = tmp_path / "partition.py"
+    program.write_text(PARTITION_PROGRAM)
+    envs = [_env(RANK=r, WORLD_SIZE=2, MASTER_ADDR=addresses[0], MASTER_PORT=29502, WEIR_JOB_TOKEN="secret")
+            for r in range(2)]
+    ranks = [subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, str(program), str(tmp_path)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for ns, env in zip(namespaces, envs)]
+    link = _ip("-n", namespaces[0], "-o", "link", "show", "type", "veth").stdout.split(":")[1].strip().split("@")[0]
+    try:
+        _wait_for_files(tmp_path / "rank0_ready", tmp_path / "rank1_ready")
+        cut = time.monotonic()
+        assert _ip("-n", namespaces[0], "link", "set", link, "down").returncode == 0
+        outputs = [rank.communicate(timeout=TIMEOUT_S) for rank in ranks]
+        took = time.monotonic() - cut
+    finally:
+        _ip("-n", namespaces[0], "link", "set", link, "up")
+        for rank in ranks:
+            rank.kill()
+    errors = [err for _, err in outputs]
+    assert all(rank.returncode != 0 for rank in ranks), errors
+    # The collective timeout (3 s), a second for the other's word, closing (3 s; the cut-off rank's
+    # goodbye to the master: 2 s more), and slack: not the rendezvous timeout's 300 s.
+    assert took < 20, errors
+    assert "timed out after 3000 ms" in errors[0] and "rank 1 did not reach it" in errors[0], errors[0]
+    assert "timed out after 3000 ms" in errors[1] and "(rank 0)" in errors[1], errors[1]

@@ -471,7 +471,7 @@ def test_ranks_with_different_tokens_fail_clearly_within_a_bound(tmp_path):
         master.kill()
         forger.kill()
     assert forger.returncode != 0 and "joined" not in forger_out
-    assert (f"[control plane] rank 1: the master 127.0.0.1:{port} refused this rank: the job token did not match "
+    assert (f"[control plane] rank 1: the master 127.0.0.1:{port} (rank 0) refused this rank: the job token did not match "
             "(WEIR_JOB_TOKEN must be the same on every rank)") in forger_err, forger_err
     assert forger_took < 20
     # The master logged the refusal, naming where it came from, and went on waiting for a real rank 1.
