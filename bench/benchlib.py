@@ -3,8 +3,8 @@ benchmark program as its own process on this shared, noisy machine and collect w
 
 Per process: its last JSON line, plus wall time, CPU use (cores = CPU time / wall time), peak RSS,
 the CPU that other processes used meanwhile ("foreign" cores, from /proc/stat), and the OpenBLAS
-core type when the process loaded OpenBLAS with OPENBLAS_VERBOSE=2 ("Core: <name>"). As in
-shared/reference/pytorch_cpu_anchors.md, a process starts only after a quiet spell and is re-run
+core type when the process loaded OpenBLAS with OPENBLAS_VERBOSE=2 ("Core: <name>"). A process
+starts only after a quiet spell (the machine is shared: another tenant's load moves figures) and is re-run
 when the foreign load exceeded the threshold (the quietest try is kept), within a time budget. A
 process can be pinned to chosen cores (CPU affinity, set before it starts any thread) and can run
 with variables removed from its environment (the OpenBLAS hints, see OPENBLAS_HINTS).
@@ -14,7 +14,7 @@ Also the workers that the drivers run as processes of their own, with Debian's /
 
   /usr/bin/python3 bench/benchlib.py sgemm --threads 1|2 [--keep-openblas-hints]
       The hardware limit: numpy -> OpenBLAS float32 sgemm 2048^3, checked against float64, then 5
-      blocks of >= 0.5 s; reports the median and best GFLOP/s (pytorch_cpu_anchors.md 3.1).
+      blocks of >= 0.5 s; reports the median and best GFLOP/s.
   /usr/bin/python3 bench/benchlib.py torch-check --threads 1|2 [--keep-openblas-hints]
       PyTorch's float32 results on the benchmarks' shapes (the MLP's and LeNet's matmuls against a
       float64 reference computed without BLAS, and both models' forward and backward against the
@@ -262,7 +262,7 @@ def worker_environment(threads, keep_hints):
 
 def sgemm_worker(threads, keep_hints=False):
     """float32 SGEMM GFLOP/s through numpy (OpenBLAS), `threads` threads: checked against float64,
-    then 5 blocks of >= 0.5 s (pytorch_cpu_anchors.md 3.1)."""
+    then 5 blocks of >= 0.5 s."""
     hints = worker_environment(threads, keep_hints)
     import numpy as np  # after the environment is set
 

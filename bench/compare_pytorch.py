@@ -6,8 +6,8 @@ Runs, each configuration in its own process, alternated and rotated over --reps 
                OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, the process pinned to one core)
   Weir Python  bench/weir_python_models.py (.venv/bin/python): defaults
   PyTorch      bench/pytorch_models.py (/usr/bin/python3): 1 thread (pinned to one core, as Weir's
-               1-core run), and the 2-core candidates of shared/reference/pytorch_cpu_anchors.md 4.2
-               for that model. "PyTorch best" is the candidate with the best median, chosen
+               1-core run), and the 2-core thread settings that a sweep on this machine found
+               best for that model (bench/pytorch_models.py). "PyTorch best" is the candidate with the best median, chosen
                separately per model for train and inference; "PyTorch 1 thread" the best of the
                1-thread candidates (LeNet: NCHW or channels_last).
   sgemm        the hardware limit: numpy -> OpenBLAS float32 sgemm 2048^3 on 1 core (pinned) and on

@@ -11,7 +11,7 @@ Runs, each configuration in its own process, alternated and rotated over --reps 
   PyTorch (bench/ddp_worker.py, /usr/bin/python3):
           DDP 2x1      DistributedDataParallel, gloo, 2 processes x 1 thread, each pinned to a core,
                        50 examples per process
-          1 process    at its best setting for the model (shared/reference/pytorch_cpu_anchors.md 4.2:
+          1 process    at its best setting for the model (a sweep on this machine:
                        MLP torch 1 thread + OpenBLAS 2, LeNet torch 2 + OpenBLAS 1 channels_last)
   Pipeline (Weir): an MLP cut into two stages of about equal cost, 784->1024 relu on device 0 and
           1024->784 relu->10 on device 1 (flow.scope.placement), a predict job called with sync calls

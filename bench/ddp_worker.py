@@ -3,7 +3,7 @@
 
   --world-size 1   one process, plain training (no DDP), at the thread settings given
                    (--torch-threads, --blas-threads, --omp-wait-policy, --channels-last; see
-                   bench/pytorch_models.py and shared/reference/pytorch_cpu_anchors.md 4.2).
+                   bench/pytorch_models.py).
   --world-size N   torch.nn.parallel.DistributedDataParallel over N processes with the gloo backend,
                    init_method tcp://127.0.0.1:<free port>; each rank pinned to core `rank` with
                    os.sched_setaffinity, torch.set_num_threads(1), OpenBLAS 1 thread; each rank

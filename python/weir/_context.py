@@ -3,12 +3,15 @@ placement. Ops, layers, variables and optimizers find their job here."""
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from contextlib import contextmanager
 
 __all__ = ["BuildContext", "current", "maybe_current", "tracing", "scoped_name"]
 
 _local = threading.local()
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 class BuildContext:
@@ -25,6 +28,18 @@ class BuildContext:
         self.variables = {}  # name -> Blob, so a job asking twice gets one blob
         self.layer_names = set()
         self.watches = 0
+        self.op_sites = {}  # op name -> (file, line, source) of the user's line that made it
+
+    def record_op_site(self, op: str) -> None:
+        """Remembers the innermost line outside the weir package that made `op`, so that an error the
+        planner later raises naming the op can show it."""
+        if op in self.op_sites:
+            return
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+            frame = frame.f_back
+        if frame is not None:
+            self.op_sites[op] = (frame.f_code.co_filename, frame.f_lineno)
 
     @property
     def is_train(self) -> bool:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import linecache
 import os
+import re
 import threading
 import traceback
 import warnings
@@ -149,18 +151,25 @@ class _CompileFailure:
 
     _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
-    def __init__(self, function, error):
+    def __init__(self, function, error, op_sites=None):
         name = function.__name__
         code = getattr(function._fn, "__code__", None)
         where = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
-        lines = [f"job function '{name}'{where} does not compile: {error}"]
-        # The innermost frame outside the weir package is the user's line that made the op.
-        user_frame = None
+        # The session's own "[session] job 'x' does not compile: " would say it twice.
+        message = re.sub(r"^\[session\] job '[^']*' does not compile: ", "", str(error))
+        lines = [f"job function '{name}'{where} does not compile: {message}"]
+        # The innermost frame outside the weir package is the user's line that made the op; for an error
+        # the planner raises after tracing, the line that made the op it names.
+        site = None
         for frame in traceback.extract_tb(error.__traceback__):
             if not os.path.abspath(frame.filename).startswith(self._PACKAGE_DIR + os.sep):
-                user_frame = frame
-        if user_frame is not None:
-            lines.append(f"  the op was created at {user_frame.filename}:{user_frame.lineno}: {user_frame.line or ''}".rstrip())
+                site = (frame.filename, frame.lineno)
+        named = re.search(r"op '([^']+)'", message)
+        if site is None and named and op_sites and named.group(1) in op_sites:
+            site = op_sites[named.group(1)]
+        if site is not None:
+            line = linecache.getline(site[0], site[1]).strip()
+            lines.append(f"  the op was created at {site[0]}:{site[1]}: {line}".rstrip())
         self.message = "\n".join(lines)
         self._type = type(error)
         self._cause = error
@@ -245,7 +254,7 @@ class JobFunction:
                 try:
                     compiled = self._trace(session)
                 except Exception as error:  # noqa: BLE001 - kept, and raised by this function's calls
-                    compiled = _CompileFailure(self, error)
+                    compiled = _CompileFailure(self, error, getattr(error, "weir_op_sites", None))
                 session.compiled[self] = compiled
         return compiled
 
@@ -289,7 +298,11 @@ class JobFunction:
                 # Nothing to compute (an empty body returning None): calls only check their inputs.
                 return _Compiled(session, None, template)
         job = builder.build()
-        session.c_session().compile(job)
+        try:
+            session.c_session().compile(job)
+        except Exception as error:
+            error.weir_op_sites = context.op_sites  # where the op the planner names was made
+            raise
         return _Compiled(session, job, template)
 
     def _compiled(self) -> _Compiled:

@@ -23,7 +23,9 @@ def softmax(logits, axis=None, name=None):
 
 def dropout(x, rate, noise_shape=None, seed=None, name=None):
     """Zeroes each element with probability `rate` and scales the rest by 1/(1-rate) in train
-    jobs; the identity in predict jobs."""
+    jobs; the identity in predict jobs. The mask changes at every call. Its sequence repeats from run
+    to run when `seed` is given; without it, the op draws its seed from Python's `random` module when
+    the job is traced (as OneFlow does), so `random.seed(n)` before the first call makes it repeat."""
     x = check_blob(x, "flow.nn.dropout", "x")
     if noise_shape is not None:
         raise ValueError("flow.nn.dropout: noise_shape is not supported; the mask has x's shape")

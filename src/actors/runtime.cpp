@@ -655,22 +655,25 @@ std::string JobRuntime::DescribeWaiting() const {
   // An executor inside a kernel answers only when the kernel returns: wait a little, not for it.
   request->answered.wait_for(lock, std::chrono::seconds(1), [&] { return request->pending == 0; });
   const Plan& plan = *impl_->plan;
-  std::string out = fmt::format("job '{}': {} call(s) in flight{}\n", plan.job_name, in_flight, oldest);
+  // The kernels that have not returned come first: they are what everything else waits for (a
+  // collective waiting for another process, a kernel that hangs).
+  std::string inside;
+  std::string waiting;
   for (std::size_t e = 0; e < request->answers.size(); ++e) {
     if (!request->answers[e].empty()) {
-      out += request->answers[e];
+      waiting += request->answers[e];
       continue;
     }
     const int running = impl_->progress[e].running.load(std::memory_order_relaxed);
     if (running >= 0) {
       const TaskDesc& task = plan.tasks[static_cast<std::size_t>(running)];
-      out += fmt::format("  executor {} ({}): inside '{}' ({}), which has not returned\n", e,
-                         plan.streams[static_cast<std::size_t>(task.stream)].ToString(), task.name, KindAndOp(task));
+      inside += fmt::format("  executor {} ({}): inside '{}' ({}), which has not returned\n", e,
+                            plan.streams[static_cast<std::size_t>(task.stream)].ToString(), task.name, KindAndOp(task));
     } else {
-      out += fmt::format("  executor {}: did not answer within 1 s (finished, or busy)\n", e);
+      waiting += fmt::format("  executor {}: did not answer within 1 s (finished, or busy)\n", e);
     }
   }
-  return out;
+  return fmt::format("job '{}': {} call(s) in flight{}\n{}{}", plan.job_name, in_flight, oldest, inside, waiting);
 }
 
 std::int64_t JobRuntime::Acts() const {

@@ -296,13 +296,18 @@ struct Placer {
     std::vector<std::vector<int>> of_machine(static_cast<std::size_t>(named));
     for (const DeviceId& id : placement->Devices()) {
       if (id.machine >= named || id.device >= devices) {
+        // A machine beyond the session's needs more processes; a device beyond them, more devices.
+        const std::string remedy =
+            id.machine >= named ? fmt::format("place it on machine{} or run {} processes (weir-launch --nproc_per_node "
+                                              "or --nnodes, or flow.env.machine's list)",
+                                              named == 1 ? " 0" : fmt::format("s 0-{}", named - 1), id.machine + 1)
+                                : "set the device count with SessionOptions::cpu_devices (flow.config.cpu_device_num)";
         throw std::invalid_argument(fmt::format(
-            "[placement] job '{}': op '{}' is placed on {}, but the session has {} with {} device{} {}({}:0{}); "
-            "set the device count with SessionOptions::cpu_devices (flow.config.cpu_device_num)",
+            "[placement] job '{}': op '{}' is placed on {}, but the session has {} with {} device{} {}({}:0{}); {}",
             graph.name, node.name, placement->ToString(),
             named == 1 ? std::string("one machine (0)") : fmt::format("{} machines (processes 0-{})", named, named - 1),
             devices, devices == 1 ? "" : "s", named == 1 ? "" : "each ", named == 1 ? "0" : "m",
-            devices == 1 ? std::string() : fmt::format("-{}", devices - 1)));
+            devices == 1 ? std::string() : fmt::format("-{}", devices - 1), remedy));
       }
       ids.push_back(id.machine * devices + id.device);
       of_machine[static_cast<std::size_t>(id.machine)].push_back(id.device);

@@ -620,6 +620,8 @@ TEST_CASE("the watchdog reports a stall once: the kernel that does not return, t
   CHECK(report.find("inside 'test_block_0' (kernel, test_block), which has not returned") != std::string::npos);
   CHECK(report.find("'double' (kernel, scalar) waits: output 'double/out' has no free slot (2 of 2 held by "
                     "'test_block_0')") != std::string::npos);
+  // The kernel that has not returned, the root cause, comes before what waits for it.
+  CHECK(report.find("inside 'test_block_0'") < report.find("'double' (kernel, scalar) waits"));
   // On demand, the same; and the watchdog reports a stall once, not every poll.
   CHECK(session.DescribeState().find("inside 'test_block_0'") != std::string::npos);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));

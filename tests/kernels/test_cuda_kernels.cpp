@@ -1,4 +1,4 @@
-// The CUDA kernels against the CPU kernels (issue 13's conformance test): every (op, dtype) with a CUDA
+// The CUDA kernels against the CPU kernels (the conformance test): every (op, dtype) with a CUDA
 // kernel has samples here (checked with or without a GPU), and on a machine with a GPU each sample runs
 // on the CPU kernel and on the CUDA kernel (on a device stream, as the runtime runs it) on the same
 // random inputs, odd and empty shapes included, and the results must agree. Without a GPU the runs

@@ -87,8 +87,22 @@ def test_a_placement_beyond_the_session_is_a_clear_error():
         with flow.scope.placement("cpu", "0:5"):
             return x * 2
 
-    with pytest.raises(ValueError, match=r'placed on cpu "0:5", but the session has one machine \(0\) with 2 devices'):
+    with pytest.raises(ValueError, match=r'placed on cpu "0:5", but the session has one machine \(0\) with 2 devices') as raised:
         far(np.ones(2, np.float32))
+    message = str(raised.value)
+    assert message.count("does not compile") == 1, message
+    assert "set the device count" in message
+    # The user's line that made the op the planner names (its internal name means nothing to them).
+    assert "the op was created at " + __file__ in message and "return x * 2" in message, message
+
+    @flow.global_function()
+    def elsewhere(x: tp.Numpy.Placeholder((2,))) -> tp.Numpy:
+        with flow.scope.placement("cpu", "1:0"):
+            return x * 2
+
+    # Machine 1 needs a second process, not more devices.
+    with pytest.raises(ValueError, match=r"place it on machine 0 or run 2 processes \(weir-launch"):
+        elsewhere(np.ones(2, np.float32))
 
 
 def test_placement_scopes_nest_and_place_ops_on_their_devices():
