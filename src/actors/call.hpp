@@ -58,6 +58,7 @@ struct CallRecord {
   }
 
   bool completed = false;  // guarded by the dispatcher's mutex
+  std::int64_t job_call = 0;  // this call's number among its job's calls (1 for the first)
   /// Set at launch while the job is profiled; the epoch otherwise.
   std::chrono::steady_clock::time_point profiled_launch{};
   /// Set at launch (the watchdog reports the oldest call's age).

@@ -13,6 +13,7 @@
 #include "distributed/gloo_process_group.hpp"
 #include "distributed/nccl_process_group.hpp"
 #include "distributed/shm_process_group.hpp"
+#include "distributed/stall_report.hpp"
 
 namespace weir {
 
@@ -200,6 +201,8 @@ void Cluster::OnRankZero(std::string_view what, const std::function<void()>& fn)
     throw std::runtime_error(fmt::format("[distributed] rank 0 failed to {}: {}", what, outcome));
   }
 }
+
+void Cluster::AnnounceClose(const std::string& summary) { AnnounceDeparture(*client_, summary); }
 
 std::shared_ptr<ProcessGroup> Cluster::MakeJobGroup(const Plan& plan, std::size_t order) {
   std::shared_ptr<ProcessGroup> group = MakeGroup(plan, order);

@@ -56,6 +56,9 @@ class Cluster {
   /// job on GPUs (one per process); else shared memory when every rank is on this machine, or Gloo
   /// (DistributedOptions::collectives).
   std::shared_ptr<ProcessGroup> MakeJobGroup(const Plan& plan, std::size_t order);
+  /// This process is closing its session `summary` ("after 3 calls of job 'train'"): a rank still waiting
+  /// in a collective says so (PeerLeftError) instead of waiting for the collective timeout.
+  void AnnounceClose(const std::string& summary);
 
  private:
   std::shared_ptr<ProcessGroup> MakeGroup(const Plan& plan, std::size_t order);

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -17,14 +18,15 @@
 #include <set>
 
 #include "actors/dispatcher.hpp"
-#include "common/wait_interrupter.hpp"
 #include "actors/runtime.hpp"
 #include "api/cluster.hpp"
 #include "api/trace.hpp"
 #include "api/variable_store.hpp"
 #include "common/cuda_runtime.hpp"
 #include "common/intra_op_pool.hpp"
+#include "common/wait_interrupter.hpp"
 #include "graph/planner.hpp"
+#include "kernels/collectives/process_group.hpp"
 #include "kernels/kernel.hpp"
 
 namespace weir {
@@ -273,6 +275,9 @@ class SessionImpl {
       dispatcher_->FailOutstanding(
           std::make_exception_ptr(std::runtime_error("[session] shut down before the call completed")));
     }
+    // Before the jobs' groups close their connections: a rank still waiting in one of their collectives
+    // learns why no answer will come (they made different numbers of calls).
+    if (cluster_) cluster_->AnnounceClose(CallsSummary());
     jobs_.clear();        // end-of-stream cascade through every job's actors
     runtime_.reset();     // the actor system waits for its actors
     dispatcher_.reset();  // runs the remaining callbacks, joins the callback thread
@@ -294,10 +299,29 @@ class SessionImpl {
     }
   };
 
+  /// This process's side of a call, for the error a collective reports when another process left the
+  /// job (they made different numbers of calls): the rank and the job, with the call's number.
+  struct CallSide {
+    int rank = 0;
+    std::string job;
+    std::exception_ptr Explain(std::exception_ptr error, std::int64_t call) const {
+      if (!error) return error;
+      try {
+        std::rethrow_exception(error);
+      } catch (const PeerLeftError& left) {
+        return std::make_exception_ptr(
+            PeerLeftError(fmt::format("{}; rank {} is in call {} of job '{}'", left.what(), rank, call, job)));
+      } catch (...) {
+        return error;
+      }
+    }
+  };
+
   struct Launched {
     std::shared_ptr<CallRecord> record;
     std::shared_ptr<const OutputShape> output_shape;
     std::atomic<std::int64_t>* sync_latency_ns = nullptr;  // the job's (Entry::sync_latency_ns)
+    CallSide side;
   };
 
   Launched Launch(const Job& job, std::vector<Tensor> inputs, Session::Callback callback) {
@@ -307,14 +331,16 @@ class SessionImpl {
     JobRuntime& runtime = *entry.runtime;
     GateGuard gate(*this, entry);
     auto record = std::make_shared<CallRecord>();
+    record->job_call = entry.calls->fetch_add(1, std::memory_order_relaxed) + 1;
     record->inputs = std::move(inputs);
     record->is_sync = !callback;
     record->issued_from_callback = dispatcher_->OnCallbackThread();
     if (callback) {
       // Callbacks may run after the job's runtime is gone (session shutdown): capture by value.
-      record->callback = [callback = std::move(callback), shape = entry.output_shape](CallRecord& done) {
+      record->callback = [callback = std::move(callback), shape = entry.output_shape,
+                          side = SideOf(entry)](CallRecord& done) {
         CallResult result;
-        result.error = done.Error();
+        result.error = side.Explain(done.Error(), done.job_call);
         if (!result.error) {
           try {
             result.outputs = shape->Deliver(std::move(done.outputs));
@@ -326,7 +352,7 @@ class SessionImpl {
       };
     }
     dispatcher_->Admit(record, [&] { runtime.Launch(record); });
-    return {std::move(record), entry.output_shape, entry.sync_latency_ns.get()};
+    return {std::move(record), entry.output_shape, entry.sync_latency_ns.get(), SideOf(entry)};
   }
 
   // How long a sync caller spins before it sleeps: twice the job's typical call, for calls short enough
@@ -346,7 +372,9 @@ class SessionImpl {
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - launched.record->launched)
             .count();
     launched.sync_latency_ns->store(typical == 0 ? took : typical + (took - typical) / 8, std::memory_order_relaxed);
-    if (std::exception_ptr error = launched.record->Error()) std::rethrow_exception(error);
+    if (std::exception_ptr error = launched.record->Error()) {
+      std::rethrow_exception(launched.side.Explain(error, launched.record->job_call));
+    }
     return launched.output_shape->Deliver(std::move(launched.record->outputs));
   }
 
@@ -505,7 +533,23 @@ class SessionImpl {
     bool across_processes = false;  // has collectives across processes (Plan::process_collectives)
     // The typical sync call, for the caller's spin (Wait); on the heap, as the entry moves into the map.
     std::unique_ptr<std::atomic<std::int64_t>> sync_latency_ns = std::make_unique<std::atomic<std::int64_t>>(0);
+    std::unique_ptr<std::atomic<std::int64_t>> calls = std::make_unique<std::atomic<std::int64_t>>(0);  // launched
   };
+
+  CallSide SideOf(const Entry& entry) const { return {cluster_ ? cluster_->Rank() : 0, entry.job.Name()}; }
+
+  /// What this process did, for the ranks that may still wait for it when it closes: "after 3 calls of
+  /// job 'train'" (the jobs with collectives across processes).
+  std::string CallsSummary() {
+    std::vector<std::string> jobs;
+    std::lock_guard lock(jobs_mutex_);
+    for (const Entry* entry : EntriesInCompileOrder()) {
+      if (entry->across_processes) {
+        jobs.push_back(fmt::format("{} calls of job '{}'", entry->calls->load(std::memory_order_relaxed), entry->job.Name()));
+      }
+    }
+    return jobs.empty() ? std::string("with no call of a job across processes") : fmt::format("after {}", fmt::join(jobs, ", "));
+  }
 
   /// The compiled jobs in the order they were compiled; with jobs_mutex_ held.
   std::vector<Entry*> EntriesInCompileOrder() {

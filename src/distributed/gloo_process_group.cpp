@@ -183,6 +183,12 @@ class GlooProcessGroup final : public HostProcessGroup {
     } catch (const std::exception& error) {
       MarkFailed();
       const bool timed_out = std::string_view(error.what()).find("Timed out") != std::string_view::npos;
+      // A peer that closed its session closed its connections: it said so before.
+      if (!timed_out && control_plane_.Broken().empty()) {
+        if (std::string why = DescribeDeparture(control_plane_, kDepartureNoticeWait); !why.empty()) {
+          throw PeerLeftError(fmt::format("[gloo] rank {}: {} {} failed: {}", Rank(), kind, what, why));
+        }
+      }
       std::string broken = control_plane_.Broken();
       for (int i = 0; i < 40 && broken.empty() && !timed_out; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));

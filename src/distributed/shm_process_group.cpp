@@ -42,6 +42,8 @@ struct alignas(kLine) Header {
   char pad0[kLine - sizeof(std::atomic<std::uint32_t>)];
   std::atomic<std::uint32_t> generation;
   char pad1[kLine - sizeof(std::atomic<std::uint32_t>)];
+  std::atomic<std::uint32_t> departed;  // 1 + the first rank that left the group (0: none)
+  char pad2[kLine - sizeof(std::atomic<std::uint32_t>)];
 };
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free, "shared counters must be lock free");
 
@@ -77,7 +79,12 @@ class ShmProcessGroup final : public HostProcessGroup {
     mailboxes_ = sets_ + 2 * slot_bytes_ * static_cast<std::size_t>(size_ + 1);
     generation_ = header_->generation.load(std::memory_order_acquire);
   }
-  ~ShmProcessGroup() override { munmap(base_, bytes_); }
+  ~ShmProcessGroup() override {
+    // A rank still waiting in a collective of this group learns at once that no answer will come.
+    std::uint32_t none = 0;
+    header_->departed.compare_exchange_strong(none, static_cast<std::uint32_t>(rank_ + 1));
+    munmap(base_, bytes_);
+  }
 
   std::string_view Backend() const override { return "shm"; }
   // A collective costs about 12 us (two barriers), what copying 256 KiB in and out costs.
@@ -249,6 +256,13 @@ class ShmProcessGroup final : public HostProcessGroup {
       const auto now = std::chrono::steady_clock::now();
       if (now < next_check) continue;
       next_check = now + std::chrono::milliseconds(1);
+      if (const std::uint32_t departed = header_->departed.load(std::memory_order_acquire);
+          departed != 0 && !done()) {
+        MarkFailed();
+        std::string why = DescribeDeparture(control_plane_, kDepartureNoticeWait);
+        if (why.empty()) why = fmt::format("rank {} left the group", departed - 1);
+        throw PeerLeftError(fmt::format("[shm] rank {}: {} {} failed: {}", rank_, kind, what, why));
+      }
       if (std::string broken = control_plane_.Broken(); !broken.empty()) {
         MarkFailed();
         throw std::runtime_error(fmt::format("[shm] rank {}: {} {} failed ({}): the other ranks cannot take part",

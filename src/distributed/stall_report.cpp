@@ -9,6 +9,29 @@
 
 namespace weir::internal {
 
+namespace {
+constexpr std::string_view kDeparted = "weir/departed";  // the rank that closed its session last
+}  // namespace
+
+void AnnounceDeparture(ControlPlaneClient& control_plane, const std::string& summary) {
+  try {
+    control_plane.Set(fmt::format("{}/{}", kDeparted, control_plane.Rank()), summary, std::chrono::seconds(1));
+    control_plane.Set(std::string(kDeparted), fmt::format("{}", control_plane.Rank()), std::chrono::seconds(1));
+  } catch (const std::exception&) {
+    // The master is gone or stalled: the others learn of it from the control plane itself.
+  }
+}
+
+std::string DescribeDeparture(ControlPlaneClient& control_plane, std::chrono::milliseconds wait) {
+  try {
+    const std::string rank = control_plane.Get(std::string(kDeparted), wait);
+    const std::string summary = control_plane.Get(fmt::format("{}/{}", kDeparted, rank), wait);
+    return fmt::format("rank {} closed its session {}", rank, summary);
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
 std::string DescribeStall(ControlPlaneClient& control_plane, std::string_view prefix, std::uint64_t sequence,
                           std::string_view what, std::chrono::milliseconds wait) {
   using Clock = std::chrono::steady_clock;

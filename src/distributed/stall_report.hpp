@@ -14,6 +14,17 @@ class ControlPlaneClient;
 
 /// How long a rank whose collective timed out waits for the others' words.
 inline constexpr std::chrono::milliseconds kStallReportWait{1000};
+/// How long a rank whose peer left waits for that peer's notice (it was posted before the peer left).
+inline constexpr std::chrono::milliseconds kDepartureNoticeWait{500};
+
+/// Says, through the control plane, that this rank is closing its session, and what it did (`summary`, e.g.
+/// "after 300000 calls of job 'train'"), so that a rank still waiting in a collective can say why no
+/// answer will come. Best effort: never throws.
+void AnnounceDeparture(ControlPlaneClient& control_plane, const std::string& summary);
+
+/// "rank 0 closed its session after 300000 calls of job 'train'", when a rank announced its departure
+/// (waiting at most `wait` for the notice); empty otherwise. Never throws.
+std::string DescribeDeparture(ControlPlaneClient& control_plane, std::chrono::milliseconds wait);
 
 /// Where this rank stands: the `sequence`-th collective of the group whose keys start with `prefix`,
 /// named `what`. Publishes it, waits up to `wait` for the other ranks' words and returns e.g.

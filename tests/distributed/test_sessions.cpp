@@ -568,3 +568,34 @@ TEST_CASE("sessions across processes: a rank that never comes to a collective is
     CHECK(took < 2 + 1 + 3 + 3);
   }
 }
+
+TEST_CASE("sessions across processes: ranks that make different numbers of calls fail at once, saying so") {
+  Watchdog dog(90s);
+  for (const std::string collectives : {"shm", "gloo"}) {
+    CAPTURE(collectives);
+    const int port = FreePort();
+    using Outcome = std::pair<std::string, double>;  // rank 1's last error, and how long its last call took
+    const auto outcomes = OnRanks<Outcome>(2, [&](int rank) -> Outcome {
+      SessionOptions options = RankOptions(rank, 2, port, collectives);
+      options.distributed.collective_timeout = 60s;  // what the extra call would wait without the notice
+      const Job job = TrainJob("train", Model::kMlp, 6, LogicalView::kMirrored, Sgd(PiecewiseConstantScheduler({}, {0.1})));
+      Session session(options);
+      const int calls = rank == 0 ? 3 : 4;  // rank 1 makes one call more (a loop bounded by time)
+      for (int call = 1; call <= calls; ++call) {
+        const auto start = std::chrono::steady_clock::now();
+        try {
+          session.Call(job, {RandomImages(ImageShape(Model::kMlp, 6), 1), RandomLabels(6, 2)});
+        } catch (const std::exception& e) {
+          return {e.what(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+        }
+      }
+      return {"", 0.0};
+    });
+    CHECK(outcomes[0].first.empty());
+    const auto& [error, took] = outcomes[1];
+    INFO(error);
+    CHECK(error.find("rank 0 closed its session after 3 calls of job 'train'; rank 1 is in call 4 of job 'train'") !=
+          std::string::npos);
+    CHECK(took < 2);  // not the 60 s collective timeout
+  }
+}

@@ -37,6 +37,14 @@ void ForReducibleDType(DType dtype, Fn&& fn) {
   }
 }
 
+/// A collective that failed because another process left the group: it closed its session (or its
+/// job's group) while this one still waited in a collective of that job (the processes made different
+/// numbers of calls). The session adds this process's side (its call of which job) to the message.
+class PeerLeftError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class ProcessGroup {
  public:
   virtual ~ProcessGroup() = default;
