@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "api/checkpoint_internal.hpp"
+#include "api/data/binary_file.hpp"
 #include "common/stale_files.hpp"
 
 namespace weir {
@@ -228,13 +229,14 @@ void CheckVariableName(const std::string& name) {
   }
 }
 
-// shape x dtype in bytes; nullopt when that overflows 64 bits.
+// shape x dtype in bytes; nullopt when a product of the leading dims overflows int64, even if a
+// later zero dim would empty the tensor: Shape::NumElements multiplies in that order in int64.
 std::optional<std::uint64_t> CheckedByteSize(const Shape& shape, DType dtype) {
-  std::uint64_t bytes = SizeOf(dtype);
+  auto bytes = static_cast<std::int64_t>(SizeOf(dtype));
   for (std::int64_t dim : shape.Dims()) {
-    if (__builtin_mul_overflow(bytes, static_cast<std::uint64_t>(dim), &bytes)) return std::nullopt;
+    if (__builtin_mul_overflow(bytes, dim, &bytes)) return std::nullopt;
   }
-  return bytes;
+  return static_cast<std::uint64_t>(bytes);
 }
 
 std::string MetaText(const Shape& shape, DType dtype) {
@@ -355,7 +357,7 @@ class MetaParser {
 
   static MetaError Error(const Token& at, std::string_view what) {
     if (at.kind == Token::Kind::kEnd) return MetaError(fmt::format("{} at the end of the file", what));
-    return MetaError(fmt::format("{} at line {} (near '{}')", what, at.line, at.text));
+    return MetaError(fmt::format("{} at line {} (near '{}')", what, at.line, internal::Excerpt(at.text, 40)));
   }
 
   // Calls on_field(name token) for each field up to `closer` ('\0': end of file), after which the
@@ -441,7 +443,9 @@ class MetaParser {
     } else {
       throw Error(token, "expected a data_type");
     }
-    if (found == nullptr) throw DataTypeError(fmt::format("unknown data_type '{}'", token.text));
+    if (found == nullptr) {
+      throw DataTypeError(fmt::format("unknown data_type '{}'", internal::Excerpt(token.text, 40)));
+    }
     if (!found->dtype) throw DataTypeError(fmt::format("data_type {} is not supported by Weir", found->name));
     return *found->dtype;
   }
@@ -531,8 +535,10 @@ Tensor LoadVariable(const std::string& name, const fs::path& dir, const TensorSp
   // Checked before anything is allocated: a garbled shape must not turn into a huge allocation.
   const std::optional<std::uint64_t> bytes = CheckedByteSize(spec->shape, spec->dtype);
   if (!bytes) {
+    const std::string source = spec_source == "meta" ? fmt::format("meta '{}'", meta_path.string())
+                                                     : fmt::format("the expected spec for out '{}'", out_path.string());
     throw std::runtime_error(fmt::format("[checkpoint] {}{} says {} {}, more bytes than 64 bits can count", context,
-                                         spec_source, spec->shape, spec->dtype));
+                                         source, spec->shape, spec->dtype));
   }
   struct stat info {};
   std::optional<FileDescriptor> fd = OpenRegularFile(out_path, context, info);
@@ -544,6 +550,12 @@ Tensor LoadVariable(const std::string& name, const fs::path& dir, const TensorSp
                                          file_size < *bytes ? "truncated" : "too long"));
   }
 
+  // The size matches, but a sparse file's size costs no disk: no file justifies more than RAM.
+  if (*bytes > internal::PhysicalMemoryBytes()) {
+    throw std::runtime_error(fmt::format("[checkpoint] {}out '{}' has {} bytes, more than this machine's memory "
+                                         "({} bytes)",
+                                         context, out_path.string(), file_size, internal::PhysicalMemoryBytes()));
+  }
   Tensor tensor(spec->shape, spec->dtype);
   const std::size_t read = ReadUpTo(fd->Get(), tensor.RawData(), *bytes, out_path, context);
   std::byte extra{};

@@ -18,34 +18,14 @@
 
 #include "api/checkpoint_internal.hpp"
 #include "common/stale_files.hpp"
+#include "scratch_dir.hpp"
 #include "weir/checkpoint.hpp"
 
 using namespace weir;
 namespace fs = std::filesystem;
+using weir::testing::ScratchDir;
 
 namespace {
-
-// A fresh folder under the system temp folder, removed with everything in it.
-class ScratchDir {
- public:
-  ScratchDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() / ("weir_test_checkpoint-" + std::to_string(::getpid()) + "-" +
-                                         std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ignored);
-    fs::remove_all(path_, ignored);
-  }
-  const fs::path& Path() const { return path_; }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 std::string ReadFile(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "api/archive_bytes.hpp"
+#include "scratch_dir.hpp"
 #include "weir/data.hpp"
 
 using namespace weir;
@@ -23,31 +25,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using Bytes = std::vector<std::uint8_t>;
+using namespace weir::testing;
 
 // doctest's strings do not convert from std::string.
 doctest::Contains Has(const std::string& text) { return doctest::Contains(text.c_str()); }
 
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() / fmt::format("weir_test_mnist_{}_{}", ::getpid(), counter++);
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& Path() const { return path_; }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using TempDir = weir::testing::ScratchDir;
 
 // Sets an environment variable for one scope and restores the old value.
 class ScopedEnv {
@@ -79,17 +62,10 @@ void WriteFile(const std::string& path, const Bytes& bytes) {
   REQUIRE(out.good());
 }
 
-void PutBigEndian32(Bytes& out, std::uint32_t value) {
-  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<std::uint8_t>(value >> shift));
-}
-void PutLittle(Bytes& out, std::uint64_t value, int bytes) {
-  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<std::uint8_t>(value >> (8 * i)));
-}
-void Append(Bytes& out, const Bytes& more) { out.insert(out.end(), more.begin(), more.end()); }
 
 Bytes Idx(const std::vector<std::uint32_t>& dims, const Bytes& payload, std::uint8_t type = 0x08) {
   Bytes out = {0, 0, type, static_cast<std::uint8_t>(dims.size())};
-  for (std::uint32_t dim : dims) PutBigEndian32(out, dim);
+  for (std::uint32_t dim : dims) PutBig32(out, dim);
   Append(out, payload);
   return out;
 }
@@ -138,28 +114,6 @@ Bytes Npy(const std::string& descr, const std::vector<std::uint64_t>& shape, con
   return out;
 }
 
-Bytes Deflate(const Bytes& data) {
-  z_stream stream{};
-  const int init = deflateInit2(&stream, Z_BEST_COMPRESSION, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
-  REQUIRE(init == Z_OK);
-  Bytes out(deflateBound(&stream, data.size()));
-  stream.next_in = const_cast<Bytef*>(data.data());
-  stream.avail_in = static_cast<uInt>(data.size());
-  stream.next_out = out.data();
-  stream.avail_out = static_cast<uInt>(out.size());
-  const int status = deflate(&stream, Z_FINISH);
-  REQUIRE(status == Z_STREAM_END);
-  out.resize(stream.total_out);
-  deflateEnd(&stream);
-  return out;
-}
-
-struct ZipMember {
-  std::string name;
-  Bytes data;
-};
-
-enum class ZipKind { kStored, kDeflate, kZip64 };
 
 // A zip archive as numpy.savez (stored) or savez_compressed (deflate) writes it. kZip64 stores the
 // members with every size and offset in zip64 fields and zip64 end records, the way Python's

@@ -6,14 +6,18 @@
 
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace weir::internal {
 
 BinaryFile::BinaryFile(std::string path, std::string_view who) : path_(std::move(path)), who_(who) {
-  descriptor_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer forever; the S_ISREG check below
+  // rejects it, and on a regular file the flag changes nothing.
+  descriptor_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (descriptor_ < 0) {
     throw std::runtime_error(fmt::format("[{}] {}: cannot open: {}", who_, path_, std::strerror(errno)));
   }
@@ -54,9 +58,39 @@ void BinaryFile::Read(void* destination, std::size_t bytes) {
 }
 
 std::vector<std::uint8_t> BinaryFile::ReadRest() {
-  std::vector<std::uint8_t> bytes(position_ < size_ ? size_ - position_ : 0);
+  const std::uint64_t rest = position_ < size_ ? size_ - position_ : 0;
+  if (rest > PhysicalMemoryBytes()) {
+    throw std::runtime_error(fmt::format("[{}] {}: the file has {} bytes, more than this machine's memory ({} bytes)",
+                                         who_, path_, size_, PhysicalMemoryBytes()));
+  }
+  std::vector<std::uint8_t> bytes(rest);
   Read(bytes.data(), bytes.size());
   return bytes;
+}
+
+std::uint64_t PhysicalMemoryBytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGESIZE);
+  // Unknown: no cap beyond what the file's own size allows.
+  if (pages <= 0 || page_size <= 0) return std::numeric_limits<std::uint64_t>::max();
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size);
+}
+
+std::string Excerpt(std::string_view text, std::size_t max_bytes) {
+  std::string shown;
+  for (std::size_t i = 0; i < text.size() && i < max_bytes; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7F && c != '\\') shown += static_cast<char>(c);
+    else shown += fmt::format("\\x{:02x}", c);
+  }
+  if (text.size() > max_bytes) shown += fmt::format("... ({} bytes)", text.size());
+  return shown;
+}
+
+std::string DimsText(const std::vector<std::int64_t>& dims) {
+  constexpr std::size_t kShown = 16;
+  if (dims.size() <= kShown) return fmt::format("({})", fmt::join(dims, ","));
+  return fmt::format("({},... {} dims)", fmt::join(dims.begin(), dims.begin() + kShown, ","), dims.size());
 }
 
 }  // namespace weir::internal

@@ -43,9 +43,7 @@ std::string IdxTypeName(std::uint8_t code) {
   }
 }
 
-std::string DimsToString(const std::vector<std::int64_t>& dims) {
-  return fmt::format("({})", fmt::join(dims, ","));
-}
+std::string DimsToString(const std::vector<std::int64_t>& dims) { return internal::DimsText(dims); }
 
 // One split as either file format delivers it: flat pixels and labels, with names for messages.
 struct SplitSource {
@@ -73,6 +71,16 @@ MnistSplit BatchSplit(const SplitSource& source, int batch_size) {
                                          source.name, source.images_origin, source.count, batch_size));
   }
   MnistSplit split;
+  // Four bytes per pixel: a file that fits in memory may still not once it is floats.
+  const std::uint64_t image_bytes = static_cast<std::uint64_t>(num_batches) * static_cast<std::uint64_t>(batch_size) *
+                                    static_cast<std::uint64_t>(source.rows) * static_cast<std::uint64_t>(source.cols) *
+                                    sizeof(float);
+  if (image_bytes > internal::PhysicalMemoryBytes()) {
+    throw std::runtime_error(fmt::format("[LoadMnist] {}: {} split: {} images of {}x{} pixels need {} bytes as floats, "
+                                         "more than this machine's memory ({} bytes)",
+                                         source.images_origin, source.name, num_batches * batch_size, source.rows,
+                                         source.cols, image_bytes, internal::PhysicalMemoryBytes()));
+  }
   split.images = Tensor(Shape{num_batches, batch_size, 1, source.rows, source.cols}, DType::kF32);
   split.labels = Tensor(Shape{num_batches, batch_size}, DType::kI32);
 
@@ -105,6 +113,12 @@ MnistSplit LoadIdxSplit(const fs::path& folder, std::string_view name, const cha
   const fs::path labels_path = folder / labels_file;
   const IdxArray images = ReadIdxChecked(images_path, 3, "images");
   const IdxArray labels = ReadIdxChecked(labels_path, 1, "labels");
+  // Empty images would also let count * rows overflow int64 in the batch tensor's shape: an IDX
+  // file of zero-width images of any count and height holds no bytes at all.
+  if (images.dims[1] == 0 || images.dims[2] == 0) {
+    throw std::runtime_error(fmt::format("[LoadMnist] {}: images must have shape (N, 28, 28), got {}",
+                                         images_path.string(), DimsToString(images.dims)));
+  }
   SplitSource source{name, images_path.string(), labels_path.string()};
   source.pixels = images.data.data();
   source.count = images.dims[0];
@@ -139,8 +153,16 @@ NpyType ParseNpyType(const std::string& descr) {
 const NpyArray& Member(const std::map<std::string, NpyArray>& arrays, const std::string& path, const char* name) {
   const auto found = arrays.find(name);
   if (found == arrays.end()) {
+    // The names come from the archive: a few, each cut short, keep the message readable.
+    constexpr std::size_t kShownNames = 8;
     std::vector<std::string> names;
-    for (const auto& [key, value] : arrays) names.push_back(key);
+    for (const auto& [key, value] : arrays) {
+      if (names.size() == kShownNames) {
+        names.push_back(fmt::format("... {} arrays", arrays.size()));
+        break;
+      }
+      names.push_back(internal::Excerpt(key, 40));
+    }
     throw std::runtime_error(fmt::format("[LoadMnist] {}: no array '{}' (MNIST needs x_train, y_train, x_test, "
                                          "y_test); the archive holds [{}]",
                                          path, name, fmt::join(names, ", ")));
@@ -290,6 +312,11 @@ IdxArray ReadIdx(const std::string& path) {
     throw fail(fmt::format("{} unexpected bytes after the payload: dims {} need {} bytes after the {}-byte header, "
                            "{} follow",
                            available - payload, DimsToString(array.dims), payload, header_bytes, available));
+  }
+  // The payload matches the file's size, but a sparse file's size costs no disk.
+  if (payload > internal::PhysicalMemoryBytes()) {
+    throw fail(fmt::format("dims {} need {} bytes, more than this machine's memory ({} bytes)",
+                           DimsToString(array.dims), payload, internal::PhysicalMemoryBytes()));
   }
   array.data.resize(payload);
   file.Read(array.data.data(), payload);

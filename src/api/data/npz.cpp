@@ -40,6 +40,7 @@ constexpr std::uint64_t kMaxDeflateRatio = 1032;
 // grows only as real output arrives, so a size a header merely claims reserves no memory.
 constexpr std::uint64_t kInflateStartRatio = 64;
 constexpr std::uint64_t kInflateStartSlack = 64 << 10;
+constexpr std::size_t kMaxNpyRank = 64;
 
 // Little-endian reads from a buffer whose bounds the caller has checked.
 std::uint16_t U16(const std::uint8_t* p) { return static_cast<std::uint16_t>(p[0] | (p[1] << 8)); }
@@ -50,6 +51,7 @@ std::uint64_t U64(const std::uint8_t* p) { return std::uint64_t{U32(p)} | (std::
 
 struct ZipEntry {
   std::string name;
+  std::string label;  // the name as messages show it: cut short, unprintable bytes escaped
   std::uint16_t flags = 0;
   std::uint16_t method = 0;
   std::uint32_t crc32 = 0;
@@ -63,15 +65,18 @@ class NpzReader {
   NpzReader(std::string path, std::vector<std::uint8_t> bytes) : path_(std::move(path)), bytes_(std::move(bytes)) {}
 
   std::map<std::string, NpyArray> Read() {
-    std::map<std::string, NpyArray> arrays;
-    for (const ZipEntry& entry : CentralDirectory()) {
-      constexpr std::string_view kSuffix = ".npy";
-      const std::string_view name = entry.name;
+    constexpr std::string_view kSuffix = ".npy";
+    std::vector<ZipEntry> members;
+    for (ZipEntry& entry : CentralDirectory()) {
       // numpy.load treats other members as opaque; nothing MNIST needs lives there.
-      if (name.size() <= kSuffix.size() || !name.ends_with(kSuffix)) continue;
-      const std::string key(name.substr(0, name.size() - kSuffix.size()));
-      if (arrays.contains(key)) throw Fail(fmt::format("member '{}' appears twice", entry.name));
-      arrays.emplace(key, ParseNpy(entry.name, Extract(entry)));
+      if (entry.name.size() > kSuffix.size() && entry.name.ends_with(kSuffix)) members.push_back(std::move(entry));
+    }
+    CheckNoOverlap(members);
+    std::map<std::string, NpyArray> arrays;
+    for (const ZipEntry& entry : members) {
+      const std::string key = entry.name.substr(0, entry.name.size() - kSuffix.size());
+      if (arrays.contains(key)) throw Fail(fmt::format("member '{}' appears twice", entry.label));
+      arrays.emplace(key, ParseNpy(entry.label, Extract(entry)));
     }
     return arrays;
   }
@@ -168,6 +173,7 @@ class NpzReader {
         throw Fail(fmt::format("corrupt zip: central directory entry {} runs past the directory's end", i));
       }
       entry.name.assign(reinterpret_cast<const char*>(header + kCentralHeaderBytes), name_length);
+      entry.label = internal::Excerpt(entry.name);
       ReadZip64Extra(header + kCentralHeaderBytes + name_length, extra_length, entry);
       entries.push_back(std::move(entry));
       offset += entry_bytes;
@@ -183,12 +189,12 @@ class NpzReader {
       const std::uint16_t id = U16(extra + position);
       const std::uint64_t size = U16(extra + position + 2);
       position += 4;
-      if (size > length - position) throw Fail(fmt::format("corrupt zip: extra field of '{}' overruns", entry.name));
+      if (size > length - position) throw Fail(fmt::format("corrupt zip: extra field of '{}' overruns", entry.label));
       if (id == kZip64ExtraId) {
         std::uint64_t field = 0;
         for (std::uint64_t* value : {&entry.uncompressed_size, &entry.compressed_size, &entry.local_header_offset}) {
           if (*value != 0xFFFFFFFF) continue;
-          if (size - field < 8) throw Fail(fmt::format("corrupt zip: short zip64 field for '{}'", entry.name));
+          if (size - field < 8) throw Fail(fmt::format("corrupt zip: short zip64 field for '{}'", entry.label));
           *value = U64(extra + position + field);
           field += 8;
         }
@@ -197,23 +203,51 @@ class NpzReader {
     }
   }
 
-  std::vector<std::uint8_t> Extract(const ZipEntry& entry) const {
-    if (entry.flags & kFlagEncrypted) throw Fail(fmt::format("member '{}' is encrypted", entry.name));
-    Require(entry.local_header_offset, kLocalHeaderBytes, fmt::format("local header of '{}'", entry.name));
+  // Where a member's data starts, after checking that its local header and data lie in the file.
+  std::uint64_t DataOffset(const ZipEntry& entry) const {
+    Require(entry.local_header_offset, kLocalHeaderBytes, fmt::format("local header of '{}'", entry.label));
     const std::uint8_t* local = At(entry.local_header_offset);
     if (U32(local) != kLocalHeaderSignature) {
-      throw Fail(fmt::format("corrupt zip: bad local header signature for '{}' at offset {}", entry.name,
+      throw Fail(fmt::format("corrupt zip: bad local header signature for '{}' at offset {}", entry.label,
                              entry.local_header_offset));
     }
     // The local header's own name and extra lengths may differ from the central directory's.
     const std::uint64_t data_offset = entry.local_header_offset + kLocalHeaderBytes + U16(local + 26) + U16(local + 28);
-    Require(data_offset, entry.compressed_size, fmt::format("data of '{}'", entry.name));
-    const std::uint8_t* data = At(data_offset);
+    Require(data_offset, entry.compressed_size, fmt::format("data of '{}'", entry.label));
+    return data_offset;
+  }
+
+  // Entries that share bytes would let a small archive expand into any number of copies of one
+  // member (a zip bomb); in a real archive each member's header and data are its own.
+  void CheckNoOverlap(const std::vector<ZipEntry>& members) const {
+    struct Span {
+      std::uint64_t begin;
+      std::uint64_t end;
+      const ZipEntry* entry;
+    };
+    std::vector<Span> spans;
+    for (const ZipEntry& entry : members) {
+      spans.push_back({entry.local_header_offset, DataOffset(entry) + entry.compressed_size, &entry});
+    }
+    std::stable_sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+    const Span* furthest = nullptr;  // of the spans so far, the one reaching furthest
+    for (const Span& span : spans) {
+      if (furthest != nullptr && span.begin < furthest->end) {
+        throw Fail(fmt::format("corrupt zip: members '{}' and '{}' overlap at offset {} (a zip bomb?)",
+                               furthest->entry->label, span.entry->label, span.begin));
+      }
+      if (furthest == nullptr || span.end > furthest->end) furthest = &span;
+    }
+  }
+
+  std::vector<std::uint8_t> Extract(const ZipEntry& entry) const {
+    if (entry.flags & kFlagEncrypted) throw Fail(fmt::format("member '{}' is encrypted", entry.label));
+    const std::uint8_t* data = At(DataOffset(entry));
 
     std::vector<std::uint8_t> out;
     if (entry.method == kMethodStored) {
       if (entry.compressed_size != entry.uncompressed_size) {
-        throw Fail(fmt::format("corrupt zip: stored member '{}' has compressed size {} but size {}", entry.name,
+        throw Fail(fmt::format("corrupt zip: stored member '{}' has compressed size {} but size {}", entry.label,
                                entry.compressed_size, entry.uncompressed_size));
       }
       out.assign(data, data + entry.compressed_size);
@@ -221,11 +255,11 @@ class NpzReader {
       out = Inflate(entry, data);
     } else {
       throw Fail(fmt::format("member '{}' uses compression method {}; only stored (0) and deflate (8) are supported",
-                             entry.name, entry.method));
+                             entry.label, entry.method));
     }
     const std::uint32_t crc = static_cast<std::uint32_t>(crc32_z(crc32_z(0, nullptr, 0), out.data(), out.size()));
     if (crc != entry.crc32) {
-      throw Fail(fmt::format("member '{}' is corrupt: CRC-32 0x{:08x}, the archive says 0x{:08x}", entry.name, crc,
+      throw Fail(fmt::format("member '{}' is corrupt: CRC-32 0x{:08x}, the archive says 0x{:08x}", entry.label, crc,
                              entry.crc32));
     }
     return out;
@@ -234,7 +268,7 @@ class NpzReader {
   std::vector<std::uint8_t> Inflate(const ZipEntry& entry, const std::uint8_t* data) const {
     const std::uint64_t declared = entry.uncompressed_size;
     if (declared / kMaxDeflateRatio > entry.compressed_size + 1) {
-      throw Fail(fmt::format("corrupt zip: member '{}' claims {} bytes from {} compressed bytes", entry.name,
+      throw Fail(fmt::format("corrupt zip: member '{}' claims {} bytes from {} compressed bytes", entry.label,
                              declared, entry.compressed_size));
     }
     std::vector<std::uint8_t> out(
@@ -278,11 +312,11 @@ class NpzReader {
                                  : status != Z_BUF_ERROR        ? zError(status)
                                  : produced == declared         ? "it holds more data than the archive says"
                                                                 : "the compressed data ends early";
-      throw Fail(fmt::format("member '{}' does not inflate: {} (after {} of {} bytes)", entry.name, reason, produced,
+      throw Fail(fmt::format("member '{}' does not inflate: {} (after {} of {} bytes)", entry.label, reason, produced,
                              declared));
     }
     if (produced != declared) {
-      throw Fail(fmt::format("member '{}' inflates to {} bytes, the archive says {}", entry.name, produced, declared));
+      throw Fail(fmt::format("member '{}' inflates to {} bytes, the archive says {}", entry.label, produced, declared));
     }
     return out;
   }
@@ -325,10 +359,11 @@ class NpzReader {
     std::uint64_t item_size = 0;
     for (char c : digits) item_size = item_size * 10 + static_cast<std::uint64_t>(c - '0');
     if (!known_order || !known_kind || !numeric_size || item_size == 0 || item_size > 16) {
-      throw fail(fmt::format("unsupported npy dtype '{}': only numeric types (b, i, u, f, c) are supported", descr));
+      throw fail(fmt::format("unsupported npy dtype '{}': only numeric types (b, i, u, f, c) are supported",
+                             internal::Excerpt(descr, 40)));
     }
     if (fortran_order && array.shape.size() > 1) {
-      throw fail(fmt::format("Fortran-order arrays (shape ({})) are not supported", fmt::join(array.shape, ",")));
+      throw fail(fmt::format("Fortran-order arrays (shape {}) are not supported", internal::DimsText(array.shape)));
     }
 
     const std::uint64_t data_bytes = bytes.size() - header_start - header_length;
@@ -341,9 +376,9 @@ class NpzReader {
     }
     if (expected == 0) too_large = false;
     if (too_large || expected != data_bytes) {
-      throw fail(fmt::format("{}: shape ({}) of '{}' needs {} data bytes, the member has {}",
+      throw fail(fmt::format("{}: shape {} of '{}' needs {} data bytes, the member has {}",
                              !too_large && expected < data_bytes ? "unexpected trailing data" : "truncated data",
-                             fmt::join(array.shape, ","), descr,
+                             internal::DimsText(array.shape), descr,
                              too_large ? std::string("more than 2^64") : fmt::format("{}", expected), data_bytes));
     }
     const auto data_start = static_cast<std::ptrdiff_t>(header_start + header_length);
@@ -356,7 +391,8 @@ class NpzReader {
   static void ParseNpyHeader(std::string_view text, NpyArray& array, bool& fortran_order, const FailFn& fail) {
     std::size_t position = 0;
     const auto bad = [&](std::string_view what) {
-      return fail(fmt::format("malformed .npy header ({} at column {}): {}", what, position, text));
+      return fail(fmt::format("malformed .npy header ({} at column {}): {}", what, position,
+                              internal::Excerpt(text, 200)));
     };
     const auto skip_spaces = [&] {
       while (position < text.size() && (text[position] == ' ' || text[position] == '\t' || text[position] == '\n' ||
@@ -421,6 +457,8 @@ class NpzReader {
         expect('(');
         array.shape.clear();
         while (peek() != ')') {
+          // NumPy itself allows 64 dims (32 before 2.0).
+          if (array.shape.size() == kMaxNpyRank) throw bad(fmt::format("more than {} dims", kMaxNpyRank));
           array.shape.push_back(parse_int());
           if (peek() == ',') ++position;
           else if (peek() != ')') throw bad("expected ',' or ')'");
@@ -428,7 +466,7 @@ class NpzReader {
         ++position;
         has_shape = true;
       } else {
-        throw bad(fmt::format("unexpected key '{}'", key));
+        throw bad(fmt::format("unexpected key '{}'", internal::Excerpt(key, 40)));
       }
       if (peek() == ',') ++position;
       else if (peek() != '}') throw bad("expected ',' or '}'");
