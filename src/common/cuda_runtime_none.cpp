@@ -42,7 +42,8 @@ void NcclCommunicator::Broadcast(const void*, void*, std::size_t, NcclType, int,
 void NcclCommunicator::Send(const void*, std::size_t, NcclType, int, void*, const std::string&) { NotBuilt(); }
 void NcclCommunicator::Recv(void*, std::size_t, NcclType, int, void*, const std::string&) { NotBuilt(); }
 void NcclCommunicator::BroadcastEach(std::span<const Part>, NcclType, void*, const std::string&) { NotBuilt(); }
-std::optional<std::string> NcclCommunicator::Stalled() { return std::nullopt; }
+std::chrono::milliseconds NcclCommunicator::Timeout() const { return {}; }
+std::optional<std::string> NcclCommunicator::QueuedLongerThan(std::chrono::milliseconds) { return std::nullopt; }
 std::string NcclCommunicator::AsyncError() { return {}; }
 void NcclCommunicator::Abort(const std::string&) noexcept {}
 std::string NcclCommunicator::Failure() const { return {}; }

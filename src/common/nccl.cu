@@ -239,14 +239,16 @@ void NcclCommunicator::BroadcastEach(std::span<const Part> parts, NcclType type,
   });
 }
 
-std::optional<std::string> NcclCommunicator::Stalled() {
+std::chrono::milliseconds NcclCommunicator::Timeout() const { return impl_->options.timeout; }
+
+std::optional<std::string> NcclCommunicator::QueuedLongerThan(std::chrono::milliseconds wait) {
   std::lock_guard<std::mutex> lock(impl_->state);
   while (!impl_->queued.empty()) {
     Impl::Queued& oldest = impl_->queued.front();
     const cudaError_t status = cudaEventQuery(oldest.event);
     if (status == cudaErrorNotReady) {
       const Clock::duration waited = Clock::now() - oldest.queued;
-      if (waited <= impl_->options.timeout) return std::nullopt;
+      if (waited <= wait) return std::nullopt;
       return "'" + oldest.what + "' (queued " + Seconds(waited) + " ago)";
     }
     // Done, or the device failed (which the stream's own event reports to the call).

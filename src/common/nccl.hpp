@@ -69,7 +69,11 @@ class NcclCommunicator {
 
   /// The oldest queued collective still running past its deadline, as "'what' (queued N s ago)", or
   /// nothing. Called by a watchdog thread.
-  std::optional<std::string> Stalled();
+  std::optional<std::string> Stalled() { return QueuedLongerThan(Timeout()); }
+  /// The same for a collective queued longer than `wait`.
+  std::optional<std::string> QueuedLongerThan(std::chrono::milliseconds wait);
+  /// The options' timeout.
+  std::chrono::milliseconds Timeout() const;
   /// NCCL's asynchronous error (a failure it noticed on its own, such as a peer's socket closing), or
   /// empty.
   std::string AsyncError();

@@ -1,6 +1,7 @@
 // The NCCL backend of DeviceProcessGroup (see the header).
 #include "distributed/nccl_process_group.hpp"
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <stdexcept>
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "common/nccl.hpp"
+#include "distributed/stall_report.hpp"
 
 namespace weir::internal {
 
@@ -82,6 +84,7 @@ class NcclProcessGroup final : public DeviceProcessGroup {
   void ThrowIfFailed(std::string_view what) override {
     if (const std::string failure = comm_.Failure(); !failure.empty()) {
       MarkFailed();
+      if (peer_left_.load()) throw PeerLeftError(fmt::format("[nccl] '{}' failed: {}", what, failure));
       throw std::runtime_error(fmt::format("[nccl] '{}' failed: {}", what, failure));
     }
   }
@@ -103,9 +106,18 @@ class NcclProcessGroup final : public DeviceProcessGroup {
   // communicator, so that no stream waits forever behind a collective that cannot complete.
   void Watch() {
     std::unique_lock lock(mutex_);
-    while (!wake_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; })) {
+    for (int round = 1; !wake_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; }); ++round) {
       if (!comm_.Failure().empty()) continue;
-      if (const std::string lost = control_plane_.Broken(); !lost.empty()) {
+      // About every second, for a collective queued over a second: a rank that closed its session (the
+      // ranks made different numbers of calls) never comes, and it said so before it closed.
+      std::string departed;
+      if (round % 10 == 0 && comm_.QueuedLongerThan(std::chrono::seconds(1))) {
+        departed = DescribeDeparture(control_plane_, std::chrono::milliseconds(1));
+      }
+      if (!departed.empty()) {
+        peer_left_.store(true);
+        comm_.Abort(departed);
+      } else if (const std::string lost = control_plane_.Broken(); !lost.empty()) {
         comm_.Abort(lost);
       } else if (const std::string error = comm_.AsyncError(); !error.empty()) {
         comm_.Abort(fmt::format("NCCL reported {}", error));
@@ -122,6 +134,7 @@ class NcclProcessGroup final : public DeviceProcessGroup {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
+  std::atomic<bool> peer_left_{false};  // the abort was for a rank that closed its session
   std::thread watchdog_;  // last: starts once the rest is made
 };
 
