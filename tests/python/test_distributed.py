@@ -421,15 +421,18 @@ def test_two_machines_train_mirrored_over_gloo(two_machines, program, tmp_path, 
         _assert_same(one_process, _variables(tmp_path / f"run_{rank}.npz"))
 
 
-# Rank 1 compiles and then is stuck in its own code; rank 0's call waits in its collective for it.
-STALL_PROGRAM = r'''
+# A small mirrored train job on every rank; argv: folder, mode, collective timeout (s). "stall": every
+# rank compiles it, then rank 1 is stuck in its own code while rank 0's call waits in its collective for
+# it. "loop": the ranks train on until something stops them. Each rank marks the folder when ready.
+TRAIN_PROGRAM = r'''
 import os, sys, time
 import numpy as np
 import weir as flow
 import weir.typing as tp
 
+folder, mode, timeout = sys.argv[1], sys.argv[2], float(sys.argv[3])
 rank = int(os.environ["RANK"])
-flow.config.collective_timeout(120)
+flow.config.collective_timeout(timeout)
 config = flow.FunctionConfig()
 config.default_logical_view(flow.scope.mirrored_view())
 
@@ -441,11 +444,18 @@ def train(x: tp.ListNumpy.Placeholder((4, 3))) -> tp.ListNumpy:
     return loss
 
 flow._session.default_session().start()  # every rank compiles the job
-open(os.path.join(sys.argv[1], f"rank{rank}_ready"), "w").close()
-if rank == 1:
-    time.sleep(120)
+if mode == "stall":
+    open(os.path.join(folder, f"rank{rank}_ready"), "w").close()
+    if rank == 1:
+        time.sleep(120)
+    else:
+        train([np.ones((4, 3), np.float32)])
 else:
-    train([np.ones((4, 3), np.float32)])
+    for step in range(100000):
+        train([np.ones((4, 3), np.float32)])
+        if step == 0:
+            open(os.path.join(folder, f"rank{rank}_ready"), "w").close()
+        time.sleep(0.02)
 '''
 
 
@@ -465,10 +475,10 @@ def _wait_for_files(*paths, limit=60):
 
 
 def test_ctrl_c_ends_a_call_waiting_in_a_collective_within_two_seconds(tmp_path):
-    program = tmp_path / "stall.py"
-    program.write_text(STALL_PROGRAM)
+    program = tmp_path / "train.py"
+    program.write_text(TRAIN_PROGRAM)
     port = _free_port()
-    ranks = [subprocess.Popen([sys.executable, str(program), str(tmp_path)], stdout=subprocess.PIPE,
+    ranks = [subprocess.Popen([sys.executable, str(program), str(tmp_path), "stall", "120"], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True,
                               env=_env(RANK=r, WORLD_SIZE=2, MASTER_PORT=port, WEIR_RDZV_TIMEOUT=60))
              for r in range(2)]
@@ -487,9 +497,9 @@ def test_ctrl_c_ends_a_call_waiting_in_a_collective_within_two_seconds(tmp_path)
 
 
 def test_ctrl_c_ends_the_rendezvous_within_two_seconds(tmp_path):
-    program = tmp_path / "stall.py"
-    program.write_text(STALL_PROGRAM)
-    rank = subprocess.Popen([sys.executable, str(program), str(tmp_path)], stdout=subprocess.PIPE,
+    program = tmp_path / "train.py"
+    program.write_text(TRAIN_PROGRAM)
+    rank = subprocess.Popen([sys.executable, str(program), str(tmp_path), "stall", "120"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
                             env=_env(RANK=0, WORLD_SIZE=2, MASTER_PORT=_free_port(), WEIR_RDZV_TIMEOUT=60))
     try:
@@ -503,10 +513,10 @@ def test_ctrl_c_ends_the_rendezvous_within_two_seconds(tmp_path):
 
 
 def test_ctrl_c_to_the_launcher_stops_every_rank_within_two_seconds(tmp_path):
-    program = tmp_path / "stall.py"
-    program.write_text(STALL_PROGRAM)
+    program = tmp_path / "train.py"
+    program.write_text(TRAIN_PROGRAM)
     command = [sys.executable, "-m", "weir.distributed.launch", "--nproc_per_node", "2", "--master_port",
-               str(_free_port()), str(program), str(tmp_path)]
+               str(_free_port()), str(program), str(tmp_path), "stall", "120"]
     launcher = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
     try:
         _wait_for_files(tmp_path / "rank0_ready", tmp_path / "rank1_ready")
@@ -519,39 +529,15 @@ def test_ctrl_c_to_the_launcher_stops_every_rank_within_two_seconds(tmp_path):
     assert "SIGKILL" not in err, err  # every rank ended on its own, before the grace period
 
 
-PARTITION_PROGRAM = r'''
-import os, sys, time
-import numpy as np
-import weir as flow
-import weir.typing as tp
-
-rank = int(os.environ["RANK"])
-flow.config.collective_timeout(3)
-config = flow.FunctionConfig()
-config.default_logical_view(flow.scope.mirrored_view())
-
-@flow.global_function(type="train", function_config=config)
-def train(x: tp.ListNumpy.Placeholder((4, 3))) -> tp.ListNumpy:
-    w = flow.get_variable("w", shape=(3,), dtype=flow.float, initializer=flow.zeros_initializer())
-    loss = x * w
-    flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0).minimize(loss)
-    return loss
-
-for step in range(100000):
-    train([np.ones((4, 3), np.float32)])
-    if step == 0:
-        open(os.path.join(sys.argv[1], f"rank{rank}_ready"), "w").close()
-    time.sleep(0.02)
-'''
 
 
 def test_a_partition_between_machines_fails_both_sides_naming_the_other_and_they_exit(two_machines, tmp_path):
     namespaces, addresses = two_machines
-    program = tmp_path / "partition.py"
-    program.write_text(PARTITION_PROGRAM)
+    program = tmp_path / "train.py"
+    program.write_text(TRAIN_PROGRAM)
     envs = [_env(RANK=r, WORLD_SIZE=2, MASTER_ADDR=addresses[0], MASTER_PORT=29502, WEIR_JOB_TOKEN="secret")
             for r in range(2)]
-    ranks = [subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, str(program), str(tmp_path)],
+    ranks = [subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, str(program), str(tmp_path), "loop", "3"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
              for ns, env in zip(namespaces, envs)]
     link = _ip("-n", namespaces[0], "-o", "link", "show", "type", "veth").stdout.split(":")[1].strip().split("@")[0]
