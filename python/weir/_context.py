@@ -11,7 +11,7 @@ from contextlib import contextmanager
 __all__ = ["BuildContext", "current", "maybe_current", "tracing", "scoped_name"]
 
 _local = threading.local()
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep  # frames under it are Weir's, not the user's
 
 
 class BuildContext:
@@ -28,7 +28,7 @@ class BuildContext:
         self.variables = {}  # name -> Blob, so a job asking twice gets one blob
         self.layer_names = set()
         self.watches = 0
-        self.op_sites = {}  # op name -> (file, line, source) of the user's line that made it
+        self.op_sites = {}  # op name -> (file, line) of the user's line that made it
 
     def record_op_site(self, op: str) -> None:
         """Remembers the innermost line outside the weir package that made `op`, so that an error the
@@ -36,7 +36,7 @@ class BuildContext:
         if op in self.op_sites:
             return
         frame = sys._getframe(1)
-        while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        while frame is not None and frame.f_code.co_filename.startswith(PACKAGE_DIR):
             frame = frame.f_back
         if frame is not None:
             self.op_sites[op] = (frame.f_code.co_filename, frame.f_lineno)

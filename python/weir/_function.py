@@ -149,8 +149,6 @@ class _CompileFailure:
 
     __slots__ = ("_type", "message", "_cause")
 
-    _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-
     def __init__(self, function, error, op_sites=None):
         name = function.__name__
         code = getattr(function._fn, "__code__", None)
@@ -162,7 +160,7 @@ class _CompileFailure:
         # the planner raises after tracing, the line that made the op it names.
         site = None
         for frame in traceback.extract_tb(error.__traceback__):
-            if not os.path.abspath(frame.filename).startswith(self._PACKAGE_DIR + os.sep):
+            if not os.path.abspath(frame.filename).startswith(_context.PACKAGE_DIR):
                 site = (frame.filename, frame.lineno)
         named = re.search(r"op '([^']+)'", message)
         if site is None and named and op_sites and named.group(1) in op_sites:

@@ -12,7 +12,6 @@
 #include <cstdio>  // renameat2
 #include <filesystem>
 #include <optional>
-#include <random>
 #include <set>
 #include <stdexcept>
 #include <string_view>

@@ -283,13 +283,16 @@ class SessionImpl {
     dispatcher_.reset();  // runs the remaining callbacks, joins the callback thread
   }
 
-  /// What turns a finished call's outputs into the caller's: the user-visible names, and the
-  /// watch handlers fed by the hidden outputs that follow them.
+  /// What turns a finished call's outputs (or error) into the caller's: the user-visible names, the
+  /// watch handlers fed by the hidden outputs that follow them, and this process's side of an error a
+  /// collective reports when another process left the job.
   struct OutputShape {
     std::shared_ptr<const std::vector<std::string>> names;
     std::vector<std::function<void(const Tensor&)>> watch_handlers;  // by hidden output, in order
 
     std::shared_ptr<const Outputs::PieceLayout> layout;  // null when every output has one piece
+    int rank = 0;     // this process's
+    std::string job;  // the job's name
 
     Outputs Deliver(std::vector<Tensor> all) const {
       const std::size_t visible = names->size();
@@ -297,13 +300,9 @@ class SessionImpl {
       all.resize(visible);
       return Outputs(names, std::move(all), layout);
     }
-  };
 
-  /// This process's side of a call, for the error a collective reports when another process left the
-  /// job (they made different numbers of calls): the rank and the job, with the call's number.
-  struct CallSide {
-    int rank = 0;
-    std::string job;
+    /// `error`, where another process left the job (they made different numbers of calls), with which
+    /// call of which job this process is in.
     std::exception_ptr Explain(std::exception_ptr error, std::int64_t call) const {
       if (!error) return error;
       try {
@@ -321,7 +320,6 @@ class SessionImpl {
     std::shared_ptr<CallRecord> record;
     std::shared_ptr<const OutputShape> output_shape;
     std::atomic<std::int64_t>* sync_latency_ns = nullptr;  // the job's (Entry::sync_latency_ns)
-    CallSide side;
   };
 
   Launched Launch(const Job& job, std::vector<Tensor> inputs, Session::Callback callback) {
@@ -337,10 +335,9 @@ class SessionImpl {
     record->issued_from_callback = dispatcher_->OnCallbackThread();
     if (callback) {
       // Callbacks may run after the job's runtime is gone (session shutdown): capture by value.
-      record->callback = [callback = std::move(callback), shape = entry.output_shape,
-                          side = SideOf(entry)](CallRecord& done) {
+      record->callback = [callback = std::move(callback), shape = entry.output_shape](CallRecord& done) {
         CallResult result;
-        result.error = side.Explain(done.Error(), done.job_call);
+        result.error = shape->Explain(done.Error(), done.job_call);
         if (!result.error) {
           try {
             result.outputs = shape->Deliver(std::move(done.outputs));
@@ -352,7 +349,7 @@ class SessionImpl {
       };
     }
     dispatcher_->Admit(record, [&] { runtime.Launch(record); });
-    return {std::move(record), entry.output_shape, entry.sync_latency_ns.get(), SideOf(entry)};
+    return {std::move(record), entry.output_shape, entry.sync_latency_ns.get()};
   }
 
   // How long a sync caller spins before it sleeps: twice the job's typical call, for calls short enough
@@ -373,7 +370,7 @@ class SessionImpl {
             .count();
     launched.sync_latency_ns->store(typical == 0 ? took : typical + (took - typical) / 8, std::memory_order_relaxed);
     if (std::exception_ptr error = launched.record->Error()) {
-      std::rethrow_exception(launched.side.Explain(error, launched.record->job_call));
+      std::rethrow_exception(launched.output_shape->Explain(error, launched.record->job_call));
     }
     return launched.output_shape->Deliver(std::move(launched.record->outputs));
   }
@@ -536,8 +533,6 @@ class SessionImpl {
     std::unique_ptr<std::atomic<std::int64_t>> calls = std::make_unique<std::atomic<std::int64_t>>(0);  // launched
   };
 
-  CallSide SideOf(const Entry& entry) const { return {cluster_ ? cluster_->Rank() : 0, entry.job.Name()}; }
-
   /// What this process did, for the ranks that may still wait for it when it closes: "after 3 calls of
   /// job 'train'" (the jobs with collectives across processes).
   std::string CallsSummary() {
@@ -645,6 +640,8 @@ class SessionImpl {
     }
     auto output_shape = std::make_shared<OutputShape>();
     output_shape->names = std::make_shared<const std::vector<std::string>>(job.OutputNames());
+    output_shape->rank = cluster_ ? cluster_->Rank() : 0;
+    output_shape->job = job.Name();
     if (plan->mirrored &&
         std::any_of(plan->output_pieces.begin(), plan->output_pieces.end(), [](int pieces) { return pieces > 1; })) {
       auto layout = std::make_shared<Outputs::PieceLayout>();

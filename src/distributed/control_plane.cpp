@@ -120,6 +120,11 @@ std::string RankList(const std::vector<int>& ranks) {
 
 std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
 
+/// How long a new connection has to complete the handshake, on either side.
+milliseconds HandshakeTimeoutOf(const ControlPlaneOptions& options) {
+  return std::min(options.handshake_timeout, options.rendezvous_timeout);
+}
+
 /// An error's message without its "[control plane] " prefix, to nest it in another message.
 std::string Unprefixed(const std::string& message) {
   constexpr std::string_view kPrefix = "[control plane] ";
@@ -377,7 +382,7 @@ struct ControlPlaneServer::Impl {
   int log_suppressed = 0;
 
   std::string Where() const { return fmt::format("{}:{}", options.master_addr, port); }
-  milliseconds HandshakeTimeout() const { return std::min(options.handshake_timeout, options.rendezvous_timeout); }
+  milliseconds HandshakeTimeout() const { return HandshakeTimeoutOf(options); }
 
   /// One line on stderr, at most kMaxLogLinesPerSecond a second (the rest are counted, then reported).
   void Log(const std::string& line) {
@@ -855,11 +860,7 @@ struct ControlPlaneClient::Impl {
         done = true;
         result = e;
       });
-      RunSliced(done, deadline);
-      if (!done) {  // the deadline passed during the attempt
-        socket.close(ec);
-        io.restart();
-        io.run();
+      if (!RunUntil(done, deadline)) {  // the deadline passed during the attempt
         last_error = "connection timed out";
         break;
       }
@@ -877,7 +878,7 @@ struct ControlPlaneClient::Impl {
                                         options.rank, Where(), Seconds(options.rendezvous_timeout), last_error));
   }
 
-  milliseconds HandshakeTimeout() const { return std::min(options.handshake_timeout, options.rendezvous_timeout); }
+  milliseconds HandshakeTimeout() const { return HandshakeTimeoutOf(options); }
 
   /// Connects and authenticates, retrying until `deadline` while the master is not there or closes the
   /// connection during the handshake (a restart, its caps); throws at once when the tokens differ.
@@ -908,24 +909,26 @@ struct ControlPlaneClient::Impl {
       try {
         PollWaitInterrupter();
       } catch (...) {
-        boost::system::error_code ec;
-        socket.close(ec);  // cancels the operation; its handler runs below
-        io.restart();
-        io.run();
+        CancelPending();
         throw;
       }
       io.restart();
     }
   }
 
+  /// Closes the socket, which cancels the operation in progress, and runs its handler.
+  void CancelPending() {
+    boost::system::error_code ec;
+    socket.close(ec);
+    io.restart();
+    io.run();
+  }
+
   /// Runs the io_context until `done` or `deadline`; false (the operation cancelled) at the deadline.
   bool RunUntil(const bool& done, Clock::time_point deadline) {
     RunSliced(done, deadline);
     if (done) return true;
-    boost::system::error_code ec;
-    socket.close(ec);  // cancels the operation; its handler runs below
-    io.restart();
-    io.run();
+    CancelPending();
     return false;
   }
 

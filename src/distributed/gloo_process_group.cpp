@@ -182,23 +182,22 @@ class GlooProcessGroup final : public HostProcessGroup {
       throw std::invalid_argument(fmt::format("[gloo] rank {}: {} {}: {}", Rank(), kind, what, error.what()));
     } catch (const std::exception& error) {
       MarkFailed();
-      const bool timed_out = std::string_view(error.what()).find("Timed out") != std::string_view::npos;
-      // A peer that closed its session closed its connections: it said so before.
-      if (!timed_out && control_plane_.Broken().empty()) {
-        if (std::string why = DescribeDeparture(control_plane_, kDepartureNoticeWait); !why.empty()) {
-          throw PeerLeftError(fmt::format("[gloo] rank {}: {} {} failed: {}", Rank(), kind, what, why));
-        }
-      }
       std::string broken = control_plane_.Broken();
-      for (int i = 0; i < 40 && broken.empty() && !timed_out; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        broken = control_plane_.Broken();
-      }
-      if (broken.empty() && timed_out) {
+      if (broken.empty() && std::string_view(error.what()).find("Timed out") != std::string_view::npos) {
         throw std::runtime_error(fmt::format("[gloo] rank {}: {} {} timed out after {} ms: {} (gloo: {})", Rank(), kind,
                                              what, context_->getTimeout().count(),
                                              DescribeStall(control_plane_, prefix_, collectives_, what, kStallReportWait),
                                              error.what()));
+      }
+      if (broken.empty()) {
+        // A peer that closed its session closed its connections: it said so before.
+        if (std::string why = DescribeDeparture(control_plane_, kDepartureNoticeWait); !why.empty()) {
+          throw PeerLeftError(fmt::format("[gloo] rank {}: {} {} failed: {}", Rank(), kind, what, why));
+        }
+        for (int i = 0; i < 40 && broken.empty(); ++i) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          broken = control_plane_.Broken();
+        }
       }
       throw std::runtime_error(fmt::format("[gloo] rank {}: {} {} failed ({}): {}", Rank(), kind, what,
                                            broken.empty() ? "no rank was reported lost" : broken, error.what()));

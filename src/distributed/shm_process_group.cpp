@@ -17,8 +17,6 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
-#include <random>
 #include <stdexcept>
 #include <thread>
 #include <vector>

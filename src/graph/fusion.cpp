@@ -65,28 +65,11 @@ bool IsPlainSgd(const OpNode& node) {
   return attrs.regularizer.l1 == 0 && attrs.regularizer.l2 == 0;
 }
 
-// Whether a live node other than `except` writes `value` in place. A matmul fused with the update
-// of one variable must not read another variable that some update writes: that update waits for
-// every reader of its variable, the fused kernel among them, and when the other update is itself
-// fused with a matmul reading the first variable (y = x @ w, both variables, plain SGD), each waits
-// for the other.
-bool WrittenByAnother(const JobGraph& graph, const std::vector<bool>& live, int value, int except) {
-  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
-    const OpNode& node = graph.nodes[n];
-    if (!live[n] || static_cast<int>(n) == except) continue;
-    const OpDef* def = TryFindOp(node.type);
-    if (def == nullptr) continue;
-    for (int input : def->mutates_inputs) {
-      if (input < static_cast<int>(node.inputs.size()) && node.inputs[static_cast<std::size_t>(input)] == value) return true;
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 std::vector<FusedChain> FindFusedChains(const JobGraph& graph, const std::vector<bool>& live) {
   const Readers readers(graph, live);
+  const std::vector<bool> written = WrittenValues(graph, live);
   std::vector<FusedChain> chains;
   for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
     const OpNode& head = graph.nodes[n];
@@ -95,8 +78,16 @@ std::vector<FusedChain> FindFusedChains(const JobGraph& graph, const std::vector
     if (axis < 0) continue;
     if (head.type == "matmul") {
       const int update = readers.Sole(graph, head.outputs[0], 1);  // sgd_update(variable, gradient, lr)
+      // A matmul fused with the update of one variable must not read another variable that some update
+      // writes: that update waits for every reader of its variable, the fused kernel among them, and when
+      // it is itself fused with a matmul reading the first variable (y = x @ w, both variables, plain
+      // SGD), each waits for the other.
+      auto written_elsewhere = [&](int operand) {
+        return written[static_cast<std::size_t>(operand)] &&
+               operand != graph.nodes[static_cast<std::size_t>(update)].inputs[0];
+      };
       if (update >= 0 && IsPlainSgd(graph.nodes[static_cast<std::size_t>(update)]) &&
-          !WrittenByAnother(graph, live, head.inputs[0], update) && !WrittenByAnother(graph, live, head.inputs[1], update)) {
+          !written_elsewhere(head.inputs[0]) && !written_elsewhere(head.inputs[1])) {
         const OpNode& sgd = graph.nodes[static_cast<std::size_t>(update)];
         const auto& update_attrs = std::any_cast<const UpdateAttrs&>(sgd.attrs);
         chains.push_back({"matmul_sgd_update",

@@ -1,5 +1,7 @@
 #include "graph/op_registry.hpp"
 
+#include "graph/job_graph.hpp"
+
 #include <mutex>
 #include <string>
 
@@ -37,6 +39,19 @@ const OpDef& FindOp(std::string_view type) {
     if (def.type == type) return def;
   }
   throw std::invalid_argument(fmt::format("[{}] unknown op type", type));
+}
+
+std::vector<bool> WrittenValues(const JobGraph& graph, const std::vector<bool>& live) {
+  std::vector<bool> written(graph.values.size(), false);
+  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+    const OpNode& node = graph.nodes[n];
+    if (!live[n] || node.type == kPlaceholderOp || node.type == kVariableOp || node.type == "constant") continue;
+    for (int input : FindOp(node.type).mutates_inputs) {
+      if (input >= static_cast<int>(node.inputs.size())) continue;  // an optional input left out
+      written[static_cast<std::size_t>(node.inputs[static_cast<std::size_t>(input)])] = true;
+    }
+  }
+  return written;
 }
 
 std::vector<std::string_view> RegisteredOpTypes() {

@@ -68,6 +68,10 @@ const OpDef* TryFindOp(std::string_view type);
 /// The OpDef of `type`; throws std::invalid_argument for an unknown type.
 const OpDef& FindOp(std::string_view type);
 
+struct JobGraph;
+/// By value id: whether some live op of `graph` writes the value in place (OpDef::mutates_inputs).
+std::vector<bool> WrittenValues(const JobGraph& graph, const std::vector<bool>& live);
+
 /// std::invalid_argument whose message starts with "[op_type] ".
 template <typename... Args>
 std::invalid_argument OpError(std::string_view op_type, fmt::format_string<Args...> format, Args&&... args) {

@@ -133,20 +133,6 @@ void AddControlEdge(Plan& plan, int from, int to) {
   Consume(plan, to, reg);
 }
 
-// Values that some live op writes in place (OrderWriters checks that they are variables).
-std::vector<bool> WrittenValues(const JobGraph& graph, const std::vector<bool>& live) {
-  std::vector<bool> written(graph.values.size(), false);
-  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
-    const OpNode& node = graph.nodes[n];
-    if (!live[n] || node.type == kPlaceholderOp || node.type == kVariableOp || node.type == "constant") continue;
-    for (int input : FindOp(node.type).mutates_inputs) {
-      if (input >= static_cast<int>(node.inputs.size())) continue;  // an optional input left out
-      written[static_cast<std::size_t>(node.inputs[static_cast<std::size_t>(input)])] = true;
-    }
-  }
-  return written;
-}
-
 // The registers of a value: one per replica (a mirrored value that differs per device), or one
 // that every device reads.
 struct Placed {

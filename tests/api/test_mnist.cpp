@@ -52,17 +52,6 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
-void WriteFile(const std::string& path, const Bytes& bytes) {
-  // A new file rather than a truncated one: ext4 flushes truncated files to disk on close, which
-  // made the thousands of rewrites below take seconds.
-  std::error_code ignored;
-  fs::remove(path, ignored);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  REQUIRE(out.good());
-}
-
-
 Bytes Idx(const std::vector<std::uint32_t>& dims, const Bytes& payload, std::uint8_t type = 0x08) {
   Bytes out = {0, 0, type, static_cast<std::uint8_t>(dims.size())};
   for (std::uint32_t dim : dims) PutBig32(out, dim);
@@ -90,10 +79,10 @@ constexpr std::size_t kTestCount = 5;
 
 // A folder with the four IDX files: 7 training and 5 test examples.
 void WriteIdxFolder(const TempDir& dir) {
-  WriteFile(dir / "train-images-idx3-ubyte", Idx({kTrainCount, kRows, kCols}, Pixels(kTrainCount * kImageBytes, 1)));
-  WriteFile(dir / "train-labels-idx1-ubyte", Idx({kTrainCount}, Labels(kTrainCount, 1)));
-  WriteFile(dir / "t10k-images-idx3-ubyte", Idx({kTestCount, kRows, kCols}, Pixels(kTestCount * kImageBytes, 2)));
-  WriteFile(dir / "t10k-labels-idx1-ubyte", Idx({kTestCount}, Labels(kTestCount, 2)));
+  WriteBytes(dir / "train-images-idx3-ubyte", Idx({kTrainCount, kRows, kCols}, Pixels(kTrainCount * kImageBytes, 1)));
+  WriteBytes(dir / "train-labels-idx1-ubyte", Idx({kTrainCount}, Labels(kTrainCount, 1)));
+  WriteBytes(dir / "t10k-images-idx3-ubyte", Idx({kTestCount, kRows, kCols}, Pixels(kTestCount * kImageBytes, 2)));
+  WriteBytes(dir / "t10k-labels-idx1-ubyte", Idx({kTestCount}, Labels(kTestCount, 2)));
 }
 
 // A version 1.0 .npy file: magic, header padded with spaces to a multiple of 64, data.
@@ -115,91 +104,6 @@ Bytes Npy(const std::string& descr, const std::vector<std::uint64_t>& shape, con
 }
 
 
-// A zip archive as numpy.savez (stored) or savez_compressed (deflate) writes it. kZip64 stores the
-// members with every size and offset in zip64 fields and zip64 end records, the way Python's
-// zipfile writes archives past 4 GiB.
-Bytes Zip(const std::vector<ZipMember>& members, ZipKind kind) {
-  const bool zip64 = kind == ZipKind::kZip64;
-  const std::uint16_t method = kind == ZipKind::kDeflate ? 8 : 0;
-  Bytes out;
-  Bytes directory;
-  for (const ZipMember& member : members) {
-    const Bytes stored = method == 8 ? Deflate(member.data) : member.data;
-    const auto crc = static_cast<std::uint32_t>(crc32(0, member.data.data(), static_cast<uInt>(member.data.size())));
-    const std::uint64_t offset = out.size();
-    Bytes zip64_extra;
-    PutLittle(zip64_extra, 0x0001, 2);
-    PutLittle(zip64_extra, 24, 2);
-    PutLittle(zip64_extra, member.data.size(), 8);
-    PutLittle(zip64_extra, stored.size(), 8);
-    PutLittle(zip64_extra, offset, 8);
-
-    PutLittle(out, 0x04034b50, 4);
-    PutLittle(out, zip64 ? 45 : 20, 2);  // version needed
-    PutLittle(out, 0, 2);                // flags
-    PutLittle(out, method, 2);
-    PutLittle(out, 0, 4);  // time and date
-    PutLittle(out, crc, 4);
-    PutLittle(out, zip64 ? 0xFFFFFFFF : stored.size(), 4);
-    PutLittle(out, zip64 ? 0xFFFFFFFF : member.data.size(), 4);
-    PutLittle(out, member.name.size(), 2);
-    PutLittle(out, zip64 ? 20 : 0, 2);
-    out.insert(out.end(), member.name.begin(), member.name.end());
-    if (zip64) {  // the local zip64 field holds the two sizes only
-      Bytes local(zip64_extra.begin(), zip64_extra.begin() + 20);
-      local[2] = 16;
-      Append(out, local);
-    }
-    Append(out, stored);
-
-    PutLittle(directory, 0x02014b50, 4);
-    PutLittle(directory, 45, 2);  // version made by
-    PutLittle(directory, zip64 ? 45 : 20, 2);
-    PutLittle(directory, 0, 2);
-    PutLittle(directory, method, 2);
-    PutLittle(directory, 0, 4);
-    PutLittle(directory, crc, 4);
-    PutLittle(directory, zip64 ? 0xFFFFFFFF : stored.size(), 4);
-    PutLittle(directory, zip64 ? 0xFFFFFFFF : member.data.size(), 4);
-    PutLittle(directory, member.name.size(), 2);
-    PutLittle(directory, zip64 ? 28 : 0, 2);
-    PutLittle(directory, 0, 2);  // comment length
-    PutLittle(directory, 0, 2);  // disk
-    PutLittle(directory, 0, 2);  // internal attributes
-    PutLittle(directory, 0, 4);  // external attributes
-    PutLittle(directory, zip64 ? 0xFFFFFFFF : offset, 4);
-    directory.insert(directory.end(), member.name.begin(), member.name.end());
-    if (zip64) Append(directory, zip64_extra);
-  }
-  const std::uint64_t directory_offset = out.size();
-  Append(out, directory);
-  if (zip64) {
-    const std::uint64_t zip64_end = out.size();
-    PutLittle(out, 0x06064b50, 4);
-    PutLittle(out, 44, 8);  // size of the rest of the record
-    PutLittle(out, 45, 2);
-    PutLittle(out, 45, 2);
-    PutLittle(out, 0, 4);
-    PutLittle(out, 0, 4);
-    PutLittle(out, members.size(), 8);
-    PutLittle(out, members.size(), 8);
-    PutLittle(out, directory.size(), 8);
-    PutLittle(out, directory_offset, 8);
-    PutLittle(out, 0x07064b50, 4);
-    PutLittle(out, 0, 4);
-    PutLittle(out, zip64_end, 8);
-    PutLittle(out, 1, 4);
-  }
-  PutLittle(out, 0x06054b50, 4);
-  PutLittle(out, 0, 4);  // disk numbers
-  PutLittle(out, zip64 ? 0xFFFF : members.size(), 2);
-  PutLittle(out, zip64 ? 0xFFFF : members.size(), 2);
-  PutLittle(out, zip64 ? 0xFFFFFFFF : directory.size(), 4);
-  PutLittle(out, zip64 ? 0xFFFFFFFF : directory_offset, 4);
-  PutLittle(out, 0, 2);  // comment length
-  return out;
-}
-
 // Labels 0..9 as little-endian int64, Keras-style uint8, or big-endian int32.
 Bytes LabelsAs(const Bytes& labels, int item_size, bool big_endian) {
   Bytes out;
@@ -220,7 +124,7 @@ Bytes MnistNpz(ZipKind kind, const std::string& label_descr = "|u1") {
               {"y_train.npy", Npy(label_descr, {kTrainCount}, LabelsAs(Labels(kTrainCount, 1), item_size, big_endian))},
               {"x_test.npy", Npy("|u1", {kTestCount, kRows, kCols}, Pixels(kTestCount * kImageBytes, 2))},
               {"y_test.npy", Npy(label_descr, {kTestCount}, LabelsAs(Labels(kTestCount, 2), item_size, big_endian))}},
-             kind);
+             kind).bytes;
 }
 
 // Checks a split against Pixels(seed) and Labels(seed) cut into batches.
@@ -250,7 +154,7 @@ template <typename ReadFn> void CheckEveryPrefixFails(const TempDir& dir, const 
   const std::string path = dir / "prefix.bin";
   std::size_t failures = 0;
   for (std::size_t length = 0; length < bytes.size(); ++length) {
-    WriteFile(path, Bytes(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(length)));
+    WriteBytes(path, Bytes(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(length)));
     try {
       read(path);
     } catch (const std::runtime_error&) {
@@ -273,7 +177,7 @@ template <typename ReadFn> void CheckCorruptionsAreSafe(const TempDir& dir, cons
     for (int c = 0; c < changes; ++c) {
       corrupt[random() % corrupt.size()] = static_cast<std::uint8_t>(random());
     }
-    WriteFile(path, corrupt);
+    WriteBytes(path, corrupt);
     try {
       read(path);
     } catch (const std::runtime_error&) {
@@ -287,18 +191,18 @@ template <typename ReadFn> void CheckCorruptionsAreSafe(const TempDir& dir, cons
 
 TEST_CASE("ReadIdx returns the dims and bytes of label and image files") {
   TempDir dir;
-  WriteFile(dir / "labels", Idx({4}, {5, 0, 4, 1}));
+  WriteBytes(dir / "labels", Idx({4}, {5, 0, 4, 1}));
   const IdxArray labels = ReadIdx(dir / "labels");
   CHECK(labels.dims == std::vector<std::int64_t>{4});
   CHECK(labels.data == Bytes{5, 0, 4, 1});
 
-  WriteFile(dir / "images", Idx({2, 2, 3}, {0, 1, 2, 3, 4, 5, 250, 251, 252, 253, 254, 255}));
+  WriteBytes(dir / "images", Idx({2, 2, 3}, {0, 1, 2, 3, 4, 5, 250, 251, 252, 253, 254, 255}));
   const IdxArray images = ReadIdx(dir / "images");
   CHECK(images.dims == std::vector<std::int64_t>{2, 2, 3});
   CHECK(images.data.size() == 12);
   CHECK(images.data.back() == 255);
 
-  WriteFile(dir / "empty", Idx({0, 28, 28}, {}));
+  WriteBytes(dir / "empty", Idx({0, 28, 28}, {}));
   CHECK(ReadIdx(dir / "empty").dims == std::vector<std::int64_t>{0, 28, 28});
 }
 
@@ -387,7 +291,7 @@ TEST_CASE("LoadMnist reads OneFlow's mnist.npz: stored, deflated and zip64 archi
     for (const char* label_descr : {"|u1", "<i8", ">i4", "<u2"}) {
       CAPTURE(static_cast<int>(kind));
       CAPTURE(label_descr);
-      WriteFile(dir / "mnist.npz", MnistNpz(kind, label_descr));
+      WriteBytes(dir / "mnist.npz", MnistNpz(kind, label_descr));
       CheckSmallMnist(LoadMnist(3, dir / "mnist.npz"), 3);
     }
   }
@@ -401,12 +305,12 @@ TEST_CASE("ReadNpz returns every array with its dtype, shape and bytes") {
   TempDir dir;
   const Bytes floats = {0, 0, 128, 63, 0, 0, 0, 64, 0, 0, 64, 64};  // 1, 2, 3 as <f4
   for (ZipKind kind : {ZipKind::kStored, ZipKind::kDeflate, ZipKind::kZip64}) {
-    WriteFile(dir / "arrays.npz", Zip({{"weights.npy", Npy("<f4", {3}, floats)},
+    WriteBytes(dir / "arrays.npz", Zip({{"weights.npy", Npy("<f4", {3}, floats)},
                                        {"scalar.npy", Npy("<i8", {}, {42, 0, 0, 0, 0, 0, 0, 0})},
                                        {"empty.npy", Npy("|b1", {0, 4}, {})},
                                        {"zeros.npy", Npy("|u1", {300000}, Bytes(300000, 0))},
                                        {"notes.txt", {'h', 'i'}}},
-                                      kind));
+                                      kind).bytes);
     const std::map<std::string, NpyArray> arrays = ReadNpz(dir / "arrays.npz");
     REQUIRE(arrays.size() == 4);
     // Deflates about 1000:1, past the inflater's first buffer, which must grow.
@@ -428,33 +332,33 @@ TEST_CASE("bad IDX files give errors that name the file and the problem") {
   const std::string labels = dir / "train-labels-idx1-ubyte";
   const Bytes pixels = Pixels(kTrainCount * kImageBytes, 1);
 
-  WriteFile(images, {0x12, 0x34, 0x56, 0x78, 0, 0, 0, 1, 9});
+  WriteBytes(images, {0x12, 0x34, 0x56, 0x78, 0, 0, 0, 1, 9});
   CHECK_THROWS_WITH_AS(ReadIdx(images), Has("[ReadIdx] " + images + ": wrong magic number 0x12345678"),
                        std::runtime_error);
   CHECK_THROWS_WITH_AS(LoadMnist(1, dir.Path().string()), Has("wrong magic number 0x12345678"),
                        std::runtime_error);
-  WriteFile(images, {0x1f, 0x8b, 0x08, 0x00, 1, 2, 3, 4});
+  WriteBytes(images, {0x1f, 0x8b, 0x08, 0x00, 1, 2, 3, 4});
   CHECK_THROWS_WITH_AS(ReadIdx(images), Has("gzip-compressed: gunzip it first"), std::runtime_error);
-  WriteFile(images, Idx({1, 2}, {0, 0, 0, 0, 0, 0, 0, 0}, 0x0C));
+  WriteBytes(images, Idx({1, 2}, {0, 0, 0, 0, 0, 0, 0, 0}, 0x0C));
   CHECK_THROWS_WITH_AS(ReadIdx(images), Has("magic number 0x00000c02 says int elements"),
                        std::runtime_error);
 
   // Labels where images belong: the magic number says 1 dim, images need 3.
-  WriteFile(images, Idx({kTrainCount}, Labels(kTrainCount, 1)));
+  WriteBytes(images, Idx({kTrainCount}, Labels(kTrainCount, 1)));
   CHECK_THROWS_WITH_AS(LoadMnist(1, dir.Path().string()),
                        Has(images + ": wrong magic number 0x00000801 for images: expected 0x00000803"),
                        std::runtime_error);
 
-  WriteFile(images, {0, 0});
+  WriteBytes(images, {0, 0});
   CHECK_THROWS_WITH_AS(ReadIdx(images), Has("truncated header: the file has 2 bytes"), std::runtime_error);
-  WriteFile(images, {0, 0, 8, 3, 0, 0, 0, 7, 0, 0});
+  WriteBytes(images, {0, 0, 8, 3, 0, 0, 0, 7, 0, 0});
   CHECK_THROWS_WITH_AS(ReadIdx(images), Has("truncated header: magic 0x00000803 announces 3 dims, a "
                                                           "16-byte header, but the file has 10 bytes"),
                        std::runtime_error);
 
   Bytes short_payload = Idx({kTrainCount, kRows, kCols}, pixels);
   short_payload.pop_back();
-  WriteFile(images, short_payload);
+  WriteBytes(images, short_payload);
   CHECK_THROWS_WITH_AS(ReadIdx(images),
                        ("[ReadIdx] " + images + ": truncated payload: dims (7,28,28) need 5488 bytes after the "
                                                 "16-byte header, 5487 follow")
@@ -462,17 +366,17 @@ TEST_CASE("bad IDX files give errors that name the file and the problem") {
                        std::runtime_error);
   Bytes long_payload = Idx({kTrainCount, kRows, kCols}, pixels);
   long_payload.push_back(0);
-  WriteFile(images, long_payload);
+  WriteBytes(images, long_payload);
   CHECK_THROWS_WITH_AS(ReadIdx(images), Has("1 unexpected bytes after the payload"), std::runtime_error);
   // Dims whose product overflows 64 bits must not wrap around to a small size.
-  WriteFile(images, Idx({0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF}, {1, 2, 3}));
+  WriteBytes(images, Idx({0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF}, {1, 2, 3}));
   CHECK_THROWS_WITH_AS(ReadIdx(images), Has("need more than 2^64 bytes"), std::runtime_error);
-  WriteFile(images, Idx({0x10000, 0x10000, 0x10000, 0x10000}, {}));
+  WriteBytes(images, Idx({0x10000, 0x10000, 0x10000, 0x10000}, {}));
   CHECK_THROWS_WITH_AS(ReadIdx(images), Has("need more than 2^64 bytes"), std::runtime_error);
 
   // Counts that disagree between images and labels.
-  WriteFile(images, Idx({kTrainCount, kRows, kCols}, pixels));
-  WriteFile(labels, Idx({kTrainCount - 1}, Labels(kTrainCount - 1, 1)));
+  WriteBytes(images, Idx({kTrainCount, kRows, kCols}, pixels));
+  WriteBytes(labels, Idx({kTrainCount - 1}, Labels(kTrainCount - 1, 1)));
   CHECK_THROWS_WITH_AS(LoadMnist(1, dir.Path().string()),
                        ("[LoadMnist] train split: " + images + " holds 7 images but " + labels + " holds 6 labels")
                            .c_str(),
@@ -492,29 +396,29 @@ TEST_CASE("bad npz archives give errors that name the file and the problem") {
   const std::string path = dir / "mnist.npz";
   const auto load = [&] { return LoadMnist(1, path); };
 
-  WriteFile(path, Idx({3}, {1, 2, 3}));
+  WriteBytes(path, Idx({3}, {1, 2, 3}));
   CHECK_THROWS_WITH_AS(load(), Has("[ReadNpz] " + path + ": not a zip archive (an .npz)"),
                        std::runtime_error);
-  WriteFile(path, {});
+  WriteBytes(path, {});
   CHECK_THROWS_WITH_AS(load(), Has("not a zip archive (an .npz): the file has 0 bytes"),
                        std::runtime_error);
   const Bytes whole = MnistNpz(ZipKind::kDeflate);
-  WriteFile(path, Bytes(whole.begin(), whole.begin() + 500));
+  WriteBytes(path, Bytes(whole.begin(), whole.begin() + 500));
   CHECK_THROWS_WITH_AS(load(), Has("truncated or corrupt zip: it starts like a zip archive but has no end"),
                        std::runtime_error);
-  WriteFile(path, Npy("|u1", {40}, Bytes(40, 7)));
+  WriteBytes(path, Npy("|u1", {40}, Bytes(40, 7)));
   CHECK_THROWS_WITH_AS(load(), Has("a single .npy file, not an .npz archive"), std::runtime_error);
 
   // A flipped byte in a stored member: the CRC catches it.
   Bytes stored = MnistNpz(ZipKind::kStored);
   stored[1000] ^= 0x40;
-  WriteFile(path, stored);
+  WriteBytes(path, stored);
   CHECK_THROWS_WITH_AS(load(), Has("member 'x_train.npy' is corrupt: CRC-32"), std::runtime_error);
 
   // A broken DEFLATE stream: block type 3 does not exist.
   Bytes deflated = MnistNpz(ZipKind::kDeflate);
   deflated[30 + std::string("x_train.npy").size()] = 0xFF;
-  WriteFile(path, deflated);
+  WriteBytes(path, deflated);
   CHECK_THROWS_WITH_AS(load(), Has("member 'x_train.npy' does not inflate"), std::runtime_error);
 
   // Sizes in the central directory that disagree with the DEFLATE stream.
@@ -528,7 +432,7 @@ TEST_CASE("bad npz archives give errors that name the file and the problem") {
       value += static_cast<std::uint32_t>(change);
       for (int b = 0; b < 4; ++b) entry[offset + b] = static_cast<std::uint8_t>(value >> (8 * b));
     }
-    WriteFile(path, archive);
+    WriteBytes(path, archive);
   };
   with_sizes(0, -1);
   CHECK_THROWS_WITH_AS(load(), Has("'x_train.npy' does not inflate: it holds more data than the archive says"),
@@ -550,15 +454,15 @@ TEST_CASE("bad npz archives give errors that name the file and the problem") {
   const Bytes signature = {0x50, 0x4b, 0x01, 0x02};
   const auto directory = std::search(bzip2.begin(), bzip2.end(), signature.begin(), signature.end()) - bzip2.begin();
   bzip2[directory + 10] = 12;
-  WriteFile(path, bzip2);
+  WriteBytes(path, bzip2);
   CHECK_THROWS_WITH_AS(load(), Has("uses compression method 12; only stored (0) and deflate (8)"),
                        std::runtime_error);
   encrypted[directory + 8] = 1;
-  WriteFile(path, encrypted);
+  WriteBytes(path, encrypted);
   CHECK_THROWS_WITH_AS(load(), Has("member 'x_train.npy' is encrypted"), std::runtime_error);
 
   const auto write_npz = [&](const std::vector<ZipMember>& members) {
-    WriteFile(path, Zip(members, ZipKind::kStored));
+    WriteBytes(path, Zip(members, ZipKind::kStored).bytes);
   };
   const Bytes pixels = Pixels(2 * kImageBytes, 1);
   const ZipMember x_train{"x_train.npy", Npy("|u1", {2, kRows, kCols}, pixels)};
@@ -606,7 +510,7 @@ TEST_CASE("bad npz archives give errors that name the file and the problem") {
 
   for (ZipKind kind : {ZipKind::kStored, ZipKind::kDeflate, ZipKind::kZip64}) {
     CAPTURE(static_cast<int>(kind));
-    const Bytes valid = Zip({{"y.npy", Npy("|u1", {4}, {1, 2, 3, 4})}, {"x.npy", Npy("<i4", {2}, Bytes(8, 1))}}, kind);
+    const Bytes valid = Zip({{"y.npy", Npy("|u1", {4}, {1, 2, 3, 4})}, {"x.npy", Npy("<i4", {2}, Bytes(8, 1))}}, kind).bytes;
     CheckEveryPrefixFails(dir, valid, [](const std::string& file) { ReadNpz(file); });
     CheckCorruptionsAreSafe(dir, valid, [](const std::string& file) { ReadNpz(file); });
   }

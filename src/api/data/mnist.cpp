@@ -43,8 +43,6 @@ std::string IdxTypeName(std::uint8_t code) {
   }
 }
 
-std::string DimsToString(const std::vector<std::int64_t>& dims) { return internal::DimsText(dims); }
-
 // One split as either file format delivers it: flat pixels and labels, with names for messages.
 struct SplitSource {
   std::string_view name;          // "train" or "test"
@@ -102,7 +100,7 @@ IdxArray ReadIdxChecked(const fs::path& path, int rank, std::string_view what) {
     throw std::runtime_error(fmt::format(
         "[LoadMnist] {}: wrong magic number 0x{:08x} for {}: expected 0x{:08x} ({} dims), the file has {} dims {}",
         path.string(), (kIdxUnsignedByte << 8) | array.dims.size(), what, (kIdxUnsignedByte << 8) | rank, rank,
-        array.dims.size(), DimsToString(array.dims)));
+        array.dims.size(), internal::DimsText(array.dims)));
   }
   return array;
 }
@@ -117,7 +115,7 @@ MnistSplit LoadIdxSplit(const fs::path& folder, std::string_view name, const cha
   // file of zero-width images of any count and height holds no bytes at all.
   if (images.dims[1] == 0 || images.dims[2] == 0) {
     throw std::runtime_error(fmt::format("[LoadMnist] {}: images must have shape (N, 28, 28), got {}",
-                                         images_path.string(), DimsToString(images.dims)));
+                                         images_path.string(), internal::DimsText(images.dims)));
   }
   SplitSource source{name, images_path.string(), labels_path.string()};
   source.pixels = images.data.data();
@@ -182,7 +180,7 @@ std::vector<std::int32_t> LabelsAsInt32(const NpyArray& array, const std::string
   }
   if (array.shape.size() != 1) {
     throw std::runtime_error(
-        fmt::format("[LoadMnist] {}: labels must have shape (N,), got {}", origin, DimsToString(array.shape)));
+        fmt::format("[LoadMnist] {}: labels must have shape (N,), got {}", origin, internal::DimsText(array.shape)));
   }
   const bool big_endian =
       type.byte_order == '>' || (type.byte_order == '=' && std::endian::native == std::endian::big);
@@ -226,7 +224,7 @@ SplitSource NpzSplitSource(const std::map<std::string, NpyArray>& arrays, const 
   }
   if (images.shape.size() != 3 || images.shape[1] == 0 || images.shape[2] == 0) {
     throw std::runtime_error(fmt::format("[LoadMnist] {}: images must have shape (N, 28, 28), got {}",
-                                         source.images_origin, DimsToString(images.shape)));
+                                         source.images_origin, internal::DimsText(images.shape)));
   }
   source.pixels = images.data.data();
   source.count = images.shape[0];
@@ -304,19 +302,19 @@ IdxArray ReadIdx(const std::string& path) {
   if (payload == 0) too_large = false;  // a zero dim empties the array whatever the others say
   if (too_large || payload > available) {
     throw fail(fmt::format("truncated payload: dims {} need {} bytes after the {}-byte header, {} follow",
-                           DimsToString(array.dims),
+                           internal::DimsText(array.dims),
                            too_large ? std::string("more than 2^64") : fmt::format("{}", payload),
                            header_bytes, available));
   }
   if (payload < available) {
     throw fail(fmt::format("{} unexpected bytes after the payload: dims {} need {} bytes after the {}-byte header, "
                            "{} follow",
-                           available - payload, DimsToString(array.dims), payload, header_bytes, available));
+                           available - payload, internal::DimsText(array.dims), payload, header_bytes, available));
   }
   // The payload matches the file's size, but a sparse file's size costs no disk.
   if (payload > internal::PhysicalMemoryBytes()) {
     throw fail(fmt::format("dims {} need {} bytes, more than this machine's memory ({} bytes)",
-                           DimsToString(array.dims), payload, internal::PhysicalMemoryBytes()));
+                           internal::DimsText(array.dims), payload, internal::PhysicalMemoryBytes()));
   }
   array.data.resize(payload);
   file.Read(array.data.data(), payload);
