@@ -9,9 +9,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <sys/resource.h>
@@ -85,20 +87,21 @@ Measurement RunSync(weir::Session& session, const weir::Job& job, int actors, in
           Percentile(latency_us, 0.99)};
 }
 
+double ProcessCpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
+}
+
 // Percent of one core this process uses over `window` while idle, starting 100 ms after the last call.
 double IdleCpuPercent(std::chrono::milliseconds window) {
-  auto cpu_seconds = [] {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-           static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
-  };
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  const double cpu_before = cpu_seconds();
+  const double cpu_before = ProcessCpuSeconds();
   const auto start = Clock::now();
   std::this_thread::sleep_for(window);
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
-  return 100.0 * (cpu_seconds() - cpu_before) / wall;
+  return 100.0 * (ProcessCpuSeconds() - cpu_before) / wall;
 }
 
 Measurement RunAsync(weir::Session& session, const weir::Job& job, int actors, int calls) {
@@ -121,6 +124,24 @@ Measurement RunAsync(weir::Session& session, const weir::Job& job, int actors, i
 double Median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
+}
+
+// A CPU stand-in for a GPU: the chain's stream graph on a CPU device stream whose every act holds the
+// stream for `latency_us` without using a core (WEIR_CPU_STREAM_LATENCY_US). Returns the wall time and
+// the process's CPU time per sync call, in µs.
+std::pair<double, double> DeviceWait(const weir::Job& job, int latency_us, int calls) {
+  setenv("WEIR_CPU_STREAM_LATENCY_US", std::to_string(latency_us).c_str(), 1);
+  weir::SessionOptions options;
+  options.async_cpu_streams = true;
+  weir::Session session(options);
+  const weir::Tensor x = weir::Tensor::FromVector<float>({1}, {1.f});
+  for (int i = 0; i < calls / 10; ++i) session.Call(job, {x});  // warm up (the first call makes the stream)
+  unsetenv("WEIR_CPU_STREAM_LATENCY_US");
+  const double cpu_before = ProcessCpuSeconds();
+  const auto start = Clock::now();
+  for (int i = 0; i < calls; ++i) session.Call(job, {x});
+  const double wall = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+  return {wall / calls, (ProcessCpuSeconds() - cpu_before) * 1e6 / calls};
 }
 
 }  // namespace
@@ -194,6 +215,29 @@ int main(int argc, char** argv) {
                           json.size() > 1 ? ", " : "", prefix, Median(s[0]), prefix, Median(s[1]), prefix,
                           Median(s[2]), prefix, Median(s[3]));
     }
+  }
+  // What the host spends while its actors wait for a device: the process's CPU per call beyond the same
+  // call's with no device time, as a share of the device time (the core it keeps busy waiting).
+  const int latencies[] = {0, 100, 1000};
+  std::vector<std::vector<double>> wall_us(3), cpu_us(3);
+  for (int r = 0; r < repeats; ++r) {
+    for (int l = 0; l < 3; ++l) {
+      const auto [wall, cpu] = DeviceWait(jobs[0], latencies[l], latencies[l] == 0 ? calls : 1000);
+      wall_us[static_cast<std::size_t>(l)].push_back(wall);
+      cpu_us[static_cast<std::size_t>(l)].push_back(cpu);
+    }
+  }
+  fmt::print("device waits (chain20 as one stream graph on a CPU device stream whose acts take the device time "
+             "without a core; sync calls):\n");
+  fmt::print("{:>16} {:>16} {:>16} {:>22}\n", "device time us", "call wall us", "process CPU us", "waiting CPU % of core");
+  const double base_cpu = Median(cpu_us[0]);
+  for (int l = 0; l < 3; ++l) {
+    const double cpu = Median(cpu_us[static_cast<std::size_t>(l)]);
+    const double waiting = latencies[l] == 0 ? 0.0 : 100.0 * std::max(0.0, cpu - base_cpu) / latencies[l];
+    fmt::print("{:>16} {:>16.1f} {:>16.1f} {:>22.1f}\n", latencies[l], Median(wall_us[static_cast<std::size_t>(l)]), cpu, waiting);
+    json += fmt::format(", \"device_wait_{}us_call_us\": {:.1f}, \"device_wait_{}us_cpu_us\": {:.1f}", latencies[l],
+                        Median(wall_us[static_cast<std::size_t>(l)]), latencies[l], cpu);
+    if (latencies[l] > 0) json += fmt::format(", \"device_wait_{}us_waiting_cpu_percent\": {:.1f}", latencies[l], waiting);
   }
   auto list = [](const std::vector<double>& values) {
     std::string out;

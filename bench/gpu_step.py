@@ -10,9 +10,13 @@ torch.cuda.graphs for the graph variant, SGD lr 0.1 as both). Every step returns
 (a Weir sync call does; PyTorch calls loss.item()), so each side pays one device-to-host sync per step.
 Per side, over --repeats blocks of --steps steps (after a warm-up): the median step time, and the host
 cost per step: the process's CPU time (every thread, spin-waits included) over the block, per step.
-Weir runs twice: as it does by default (each job's kernels captured into a CUDA graph and replayed,
-`flow.config.stream_graphs`) and with the graphs off (an actor and a launch per kernel). Without a
-visible GPU (or without torch) the run says so and its JSON has "skipped". Last line: one JSON object.
+Weir runs three ways: as it does by default (each job's kernels, its small copies between host and GPU
+included, captured into a CUDA graph and replayed, `flow.config.stream_graphs`), with every copy on the
+copy streams (`flow.config.copy_stream_threshold_mb(0)`), and with the graphs off (an actor and a launch
+per kernel). PyTorch runs eager, with CUDA graphs on batches already on the GPU (its best case), and
+with CUDA graphs on batches copied in from pinned host memory each step, as Weir's calls bring theirs
+(like for like). `--kinds` picks rows. Without a visible GPU (or without torch) the run says so and
+its JSON has "skipped". Last line: one JSON object.
 
 `--weir-binary build/bench/train_step` takes Weir's rows from the C++ API's benchmark (bench/train_step.cpp
 with --gpu, sync train calls) instead of the Python bindings: for a GPU machine whose Python the bindings
@@ -31,6 +35,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 BATCH = 100
 POOL_BATCHES = 8
+KINDS = ("weir", "weir-copy-streams", "weir-no-graphs", "torch-eager", "torch-graph", "torch-graph-host-batch")
 
 
 def parse_args():
@@ -45,11 +50,15 @@ def parse_args():
                         help="let PyTorch's convolutions use TF32 (its default); off, both sides compute in FP32 as Weir does")
     parser.add_argument("--worker-timeout", type=float, default=300, help="seconds each side's process may run")
     parser.add_argument("--smoke-cpu", action="store_true", help="run on the CPU: checks the program, not the GPU")
-    parser.add_argument("--worker", choices=["weir", "weir-no-graphs", "torch-eager", "torch-graph"], help=argparse.SUPPRESS)
+    parser.add_argument("--kinds", default=",".join(KINDS), help="rows to run, of " + ",".join(KINDS))
+    parser.add_argument("--worker", choices=KINDS, help=argparse.SUPPRESS)
     parser.add_argument("--model", choices=["mlp", "lenet"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.steps < 1 or args.repeats < 1 or args.warmup < 0:
         parser.error("--steps and --repeats must be >= 1, --warmup >= 0")
+    unknown = set(args.kinds.split(",")) - set(KINDS)
+    if unknown:
+        parser.error(f"--kinds: expected some of {','.join(KINDS)}, got {','.join(sorted(unknown))}")
     return args
 
 
@@ -82,7 +91,9 @@ def weir_worker(args):
         return
     else:
         flow.config.gpu_device_num(1)
-    flow.config.stream_graphs(args.worker == "weir")
+    flow.config.stream_graphs(args.worker != "weir-no-graphs")
+    if args.worker == "weir-copy-streams":
+        flow.config.copy_stream_threshold_mb(0)
     train_job, _ = models.make_jobs(models.mlp if args.model == "mlp" else models.lenet)
     random = np.random.default_rng(1234)
     batches = [(random.random((BATCH, 1, 28, 28), dtype=np.float32), random.integers(0, 10, BATCH, dtype=np.int32))
@@ -94,7 +105,7 @@ def weir_worker(args):
     print(json.dumps({"step_ms": 1e3 * step_s, "host_us": 1e6 * host_s, "loss": loss}))
 
 
-def torch_worker(args, graphed):
+def torch_worker(args, graphed, host_batches=False):
     sys.path.insert(0, HERE)
     try:
         import torch
@@ -150,10 +161,14 @@ def torch_worker(args, graphed):
             static_loss.backward()
             optimizer.step()
 
+        if host_batches:
+            # The batches in pinned host memory, copied in on the graph's stream before each replay.
+            batches = [(images.cpu().pin_memory(), labels.cpu().pin_memory()) for images, labels in batches]
+
         def step(i):
             images, labels = batches[i % POOL_BATCHES]
-            static_images.copy_(images)
-            static_labels.copy_(labels)
+            static_images.copy_(images, non_blocking=True)
+            static_labels.copy_(labels, non_blocking=True)
             graph.replay()
             return static_loss.item()
 
@@ -184,6 +199,8 @@ def run_cpp_worker(kind, model, args):
         argv.append("--gpu")
     if kind == "weir-no-graphs":
         argv.append("--no-stream-graphs")
+    if kind == "weir-copy-streams":
+        argv.append("--copy-streams")
     row = last_json_line(argv, args)
     if "error" in row:
         return row
@@ -203,13 +220,14 @@ def run_worker(kind, model, args):
 
 def main():
     args = parse_args()
-    if args.worker in ("weir", "weir-no-graphs"):
+    if args.worker and args.worker.startswith("weir"):
         return weir_worker(args)
     if args.worker:
-        return torch_worker(args, graphed=args.worker == "torch-graph")
+        return torch_worker(args, graphed=args.worker.startswith("torch-graph"),
+                            host_batches=args.worker == "torch-graph-host-batch")
     summary = {"bench": "gpu_step", "smoke_cpu": args.smoke_cpu, "torch_tf32": args.torch_tf32, "batch": BATCH, "steps": args.steps, "repeats": args.repeats, "models": {}}
     for model in args.models.split(","):
-        rows = {kind: run_worker(kind, model, args) for kind in ("weir", "weir-no-graphs", "torch-eager", "torch-graph")}
+        rows = {kind: run_worker(kind, model, args) for kind in args.kinds.split(",")}
         summary["models"][model] = rows
         print(f"{model}, batch {BATCH}: median of {args.repeats} blocks of {args.steps} steps")
         print(f"  {'':<22} {'step ms':>10} {'host us/step':>14}")
@@ -218,7 +236,8 @@ def main():
                 print(f"  {kind:<22} {row['step_ms']:>10.3f} {row['host_us']:>14.1f}")
             else:
                 print(f"  {kind:<22} {row.get('skipped') or 'failed: ' + row.get('error', '')[-300:]}")
-        weir, eager, graph = rows["weir"], rows["torch-eager"], rows["torch-graph"]
+        weir, eager, graph = (rows.get(kind, {}) for kind in ("weir", "torch-eager", "torch-graph"))
+        host_graph = rows.get("torch-graph-host-batch", {})
         if args.smoke_cpu:
             continue  # CPU figures: no GPU targets to compare with
         if "step_ms" in weir and "step_ms" in eager:
@@ -227,7 +246,10 @@ def main():
         if "step_ms" in weir and "step_ms" in graph:
             summary["models"][model]["weir_over_graph"] = weir["step_ms"] / graph["step_ms"]
             print(f"  Weir / PyTorch CUDA graphs step time: {weir['step_ms'] / graph['step_ms']:.2f} (target <= 1)")
-    if all("skipped" in rows["weir"] for rows in summary["models"].values()):
+        if "step_ms" in weir and "step_ms" in host_graph:
+            summary["models"][model]["weir_over_graph_host_batch"] = weir["step_ms"] / host_graph["step_ms"]
+            print(f"  Weir / PyTorch CUDA graphs, batches from the host: {weir['step_ms'] / host_graph['step_ms']:.2f}")
+    if all("skipped" in rows.get("weir", {"skipped": ""}) for rows in summary["models"].values()):
         summary["skipped"] = "no GPU visible"
     print(json.dumps(summary))
 

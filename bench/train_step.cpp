@@ -5,9 +5,12 @@
 //
 // Usage: train_step [--model mlp|lenet] [--steps N] [--repeats R] [--warmup W]
 //                   [--scheduler-threads T] (0 = default) [--no-async] [--profile]
-//                   [--gpu] [--no-stream-graphs] [--nchw]
+//                   [--gpu] [--no-stream-graphs] [--copy-streams] [--nchw] [--no-infer]
 // --gpu: the jobs run on one GPU (SessionOptions::gpu_devices = 1; fails rather than fall back to the CPU);
 // --no-stream-graphs: an actor and a launch per kernel instead of one CUDA graph per stream.
+// --copy-streams: every copy between host and GPU on the copy streams (SessionOptions::copy_stream_bytes
+// = 0) instead of the small ones in the compute stream's graph.
+// --no-infer: train steps only (a profiler's view of the train step, bench/kernel_times.py).
 // --nchw: the convolutions run in NCHW as written (JobConfig::channels_last_convolutions off).
 // --profile: after the timed runs, one more sync train run and one inference run under the
 // session's profiler, whose tables (per-actor busy time, call latency) go to stderr.
@@ -48,7 +51,9 @@ struct Args {
   bool profile = false;
   bool gpu = false;
   bool stream_graphs = true;
+  bool copy_streams = false;
   bool channels_last = true;
+  bool infer = true;
 };
 
 Args Parse(int argc, char** argv) {
@@ -69,6 +74,14 @@ Args Parse(int argc, char** argv) {
     }
     if (flag == "--no-stream-graphs") {
       args.stream_graphs = false;
+      continue;
+    }
+    if (flag == "--no-infer") {
+      args.infer = false;
+      continue;
+    }
+    if (flag == "--copy-streams") {
+      args.copy_streams = true;
       continue;
     }
     if (flag == "--nchw") {
@@ -204,15 +217,16 @@ int main(int argc, char** argv) try {
   options.max_calls_in_flight = kMaxCallsInFlight;
   options.gpu_devices = args.gpu ? 1 : 0;
   options.stream_graphs = args.stream_graphs;
+  if (args.copy_streams) options.copy_stream_bytes = 0;
   if (args.gpu && weir::VisibleGpus() == 0) throw std::runtime_error("--gpu: no GPU visible to Weir");
   weir::Session session(options);
   session.Compile(train);
-  session.Compile(infer);
+  if (args.infer) session.Compile(infer);
   Runner runner(session, train, infer);
 
   runner.TrainSync(args.warmup);
   if (args.async) runner.TrainAsync(args.warmup);
-  runner.Infer(args.warmup);
+  if (args.infer) runner.Infer(args.warmup);
 
   // Seconds per repeat for sync train, async train, inference; the kinds alternate within a repeat.
   // host_sync: process CPU seconds over the sync train runs (the host's cost of a step).
@@ -222,19 +236,18 @@ int main(int argc, char** argv) try {
     train_sync.push_back(runner.TrainSync(args.steps));
     host_sync.push_back(ProcessCpuSeconds() - cpu_start);
     if (args.async) train_async.push_back(runner.TrainAsync(args.steps));
-    inference.push_back(runner.Infer(args.steps));
+    if (args.infer) inference.push_back(runner.Infer(args.steps));
   }
   if (args.profile) {
     session.StartProfiling();
     runner.TrainSync(args.steps);
-    runner.Infer(args.steps);
+    if (args.infer) runner.Infer(args.steps);
     std::fputs(session.StopProfiling().Format().c_str(), stderr);
   }
   if (!std::isfinite(runner.LastLoss())) throw std::runtime_error(fmt::format("loss is {}", runner.LastLoss()));
 
   const double steps = args.steps;
   const double sync_s = Median(train_sync);
-  const double infer_s = Median(inference);
   const std::string threads = args.scheduler_threads == 0 ? "default" : std::to_string(args.scheduler_threads);
   fmt::print("weir train_step {}: batch {}, {} steps per run, median of {} runs, scheduler threads {}\n", args.model,
              kBatch, args.steps, args.repeats, threads);
@@ -249,16 +262,21 @@ int main(int argc, char** argv) try {
     async_json = fmt::format("\"train_async_steps_per_s\": {:.2f}, \"train_async_ms_per_step\": {:.4f}, ",
                              steps / async_s, 1e3 * async_s / steps);
   }
-  fmt::print("{:<28} {:>10.1f} {:>10.3f}\n", "inference, sync", steps / infer_s, 1e3 * infer_s / steps);
+  std::string infer_json;
+  if (args.infer) {
+    const double infer_s = Median(inference);
+    fmt::print("{:<28} {:>10.1f} {:>10.3f}\n", "inference, sync", steps / infer_s, 1e3 * infer_s / steps);
+    infer_json = fmt::format("\"infer_calls_per_s\": {:.2f}, \"infer_ms_per_call\": {:.4f}, ", steps / infer_s,
+                             1e3 * infer_s / steps);
+  }
   fmt::print(
       "{{\"bench\": \"train_step\", \"impl\": \"weir_cpp\", \"model\": \"{}\", \"batch\": {}, \"steps\": {}, "
       "\"repeats\": {}, \"scheduler_threads\": {}, \"device\": \"{}\", \"stream_graphs\": {}, \"train_steps_per_s\": {:.2f}, "
       "\"train_ms_per_step\": {:.4f}, \"host_us_per_step\": {:.2f}, "
-      "{}\"infer_calls_per_s\": {:.2f}, \"infer_ms_per_call\": {:.4f}, \"final_loss\": {:.4f}, "
-      "\"peak_rss_mb\": {:.1f}}}\n",
+      "{}{}\"final_loss\": {:.4f}, \"peak_rss_mb\": {:.1f}}}\n",
       args.model, kBatch, args.steps, args.repeats, args.scheduler_threads, args.gpu ? "gpu" : "cpu",
       args.stream_graphs, steps / sync_s, 1e3 * sync_s / steps, 1e6 * host_s / steps,
-      async_json, steps / infer_s, 1e3 * infer_s / steps, runner.LastLoss(), PeakRssMb());
+      async_json, infer_json, runner.LastLoss(), PeakRssMb());
   return 0;
 } catch (const std::exception& error) {
   std::fprintf(stderr, "train_step: %s\n", error.what());

@@ -63,7 +63,17 @@ checks=(
 )
 if $prebuilt; then
   # PyTorch is the machine's python3; Weir's rows come from the C++ API.
-  checks+=("gpu-step-bench|python3 bench/gpu_step.py --weir-binary $build/bench/train_step --torch-python $(command -v python3) --worker-timeout 60")
+  step_bench="python3 bench/gpu_step.py --weir-binary $build/bench/train_step --torch-python $(command -v python3) --worker-timeout 60"
+  checks+=("gpu-step-bench|$step_bench")
+  # How long a poller queries an event before it sleeps (WEIR_CUDA_SPIN_US): at once, and never (a
+  # spinning core), against the default's row above.
+  checks+=("gpu-step-sleep-at-once|env WEIR_CUDA_SPIN_US=0 $step_bench --kinds weir")
+  checks+=("gpu-step-spin-only|env WEIR_CUDA_SPIN_US=100000000 $step_bench --kinds weir,weir-no-graphs")
+  # Calls in flight together (8): the steps per second a pipeline of calls reaches.
+  checks+=("train-step-async|$build/bench/train_step --gpu --model mlp --steps 200 --repeats 5")
+  checks+=("train-step-async-lenet|$build/bench/train_step --gpu --model lenet --steps 100 --repeats 3")
+  # Each actor's busy time and the call latency (the session's profiler), on stderr.
+  checks+=("train-step-profile|$build/bench/train_step --gpu --model mlp --steps 200 --repeats 1 --no-async --no-infer --profile")
 elif [[ -x .venv/bin/python ]]; then
   # The Python GPU tests and the GPU benchmark (bench/gpu_step.py: Weir against PyTorch eager and with
   # CUDA graphs), where `make venv` has built the bindings (from build/, which has CUDA by default).
@@ -99,6 +109,29 @@ for check in "${checks[@]}"; do
     done | tee -a "$logs/gpu-check-$name-cases.log" | grep -v '^case rc=0'
   fi
 done
+# Where the GPU time of a train step goes, where Nsight Compute is installed: each kernel's time per
+# step, Weir's (the C++ benchmark) and PyTorch's (its CUDA-graph worker: 3 side-stream warm-up steps,
+# then the replays), for the MLP and LeNet. Logs: kernel-times-*.txt.
+if command -v ncu >/dev/null && [[ -n $gpu ]]; then
+  torch_python=$($prebuilt && command -v python3 || echo /usr/bin/python3)
+  for model in mlp lenet; do
+    for side in weir torch; do
+      csv=/tmp/weir-ncu-$side-$model.csv
+      if [[ $side == weir ]]; then
+        program=("$build/bench/train_step" --gpu --model "$model" --steps 10 --repeats 1 --warmup 2 --no-async --no-infer)
+        steps=12
+      else
+        program=("$torch_python" bench/gpu_step.py --worker torch-graph --model "$model" --steps 10 --repeats 1 --warmup 2)
+        steps=15
+      fi
+      echo "== kernel times, $side $model: ${program[*]}"
+      timeout -k 10 "$bound" ncu --clock-control none --metrics gpu__time_duration.sum --csv --log-file "$csv" \
+        "${program[@]}" >/dev/null 2>&1
+      python3 bench/kernel_times.py "$csv" --per "$steps" --top 15 >"$logs/kernel-times-$side-$model.txt" 2>&1
+      head -8 "$logs/kernel-times-$side-$model.txt"
+    done
+  done
+fi
 joined=$(IFS=,; echo "${results[*]}")
 echo "{\"gpu\": \"${gpu:-none}\", \"gpu_tests_ran\": $([[ -n $gpu ]] && echo true || echo false), \"ok\": $([[ $status -eq 0 ]] && echo true || echo false), \"checks\": {${joined}}}"
 exit $status

@@ -143,6 +143,11 @@ struct SessionOptions {
   /// one actor, which on a GPU launches them as one CUDA graph (captured once per set of register
   /// addresses, replayed per call), instead of an actor per kernel.
   bool stream_graphs = true;
+  /// On a GPU, a call input or result of at most this many bytes moves on the GPU's compute stream, in
+  /// order with the kernels (in their CUDA graph); a larger one on copy streams of its own, so that the
+  /// copy for the next call overlaps this call's kernels. A hand-off between streams costs a host round
+  /// trip (tens of µs), more than overlapping a small copy saves. 0: every copy on the copy streams.
+  std::size_t copy_stream_bytes = std::size_t{1} << 20;
   /// Calls admitted but not yet completed; further calls block until one completes.
   int max_calls_in_flight = 128;
   /// How long shutdown waits for calls in flight before failing them.

@@ -37,6 +37,7 @@ class ResourceConfig:
         self.watchdog_timeout = 300.0  # seconds; flow.config.watchdog_timeout
         self.collective_timeout = 180.0  # seconds; flow.config.collective_timeout
         self.stream_graphs = True  # flow.config.stream_graphs
+        self.copy_stream_threshold_mb = 1.0  # flow.config.copy_stream_threshold_mb
         self.enable_fusion = True  # flow.config.collective_boxing.enable_fusion
         self.fusion_threshold_mb = 16.0  # flow.config.collective_boxing.nccl_fusion_threshold_mb
         self.options = {}  # every other documented knob, recorded as given
@@ -280,6 +281,7 @@ class Session:
                     watchdog_timeout_s=self.config.watchdog_timeout,
                     collective_timeout_s=self.config.collective_timeout,
                     stream_graphs=self.config.stream_graphs,
+                    copy_stream_mb=self.config.copy_stream_threshold_mb,
                     fusion_threshold_mb=self.config.fusion_threshold_mb if self.config.enable_fusion else 0.0,
                     **distributed_options(),
                 )

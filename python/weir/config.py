@@ -100,6 +100,17 @@ def stream_graphs(val=True):
         config.stream_graphs = val
 
 
+def copy_stream_threshold_mb(mb=1.0):
+    """Weir's own: on a GPU, a call input or result of at most this many MiB moves on the GPU's compute
+    stream, in the job's CUDA graph; a larger one on copy streams of its own, so that the next call's
+    copy overlaps this call's kernels. 0 puts every copy on the copy streams. Default 1."""
+    if isinstance(mb, bool) or not isinstance(mb, (int, float)) or not 0 <= mb <= 1 << 20:
+        raise ValueError(f"flow.config.copy_stream_threshold_mb: expected a number of MiB in [0, 1048576], got {mb!r}")
+    config = _config("copy_stream_threshold_mb")
+    if config is not None:
+        config.copy_stream_threshold_mb = float(mb)
+
+
 class _CollectiveBoxing:
     """``flow.config.collective_boxing``: how collectives between processes are batched. A mirrored
     job's gradients are averaged across the processes in buckets (OneFlow's fusion), one collective

@@ -398,9 +398,10 @@ struct Runtime::Impl {
     // a Python caller's per-call work: skip them. Then poll long enough (30,000 attempts, about
     // 0.5 ms) that back-to-back calls never find the worker asleep: with 300, one sync call in a
     // hundred paid a futex wake-up (p99 40 us against a p50 of 4.7 us; bench/actor_overhead). With
-    // one usable core the poll would take the core from the thread that makes the next call: poll
-    // briefly there.
-    config->set("work-stealing.aggressive-poll-attempts", static_cast<std::size_t>(UsableCores() > 1 ? 30000 : 300));
+    // one usable core the poll would take the core from the thread that makes the next call, and
+    // where actors wait for devices it would spin through every device step: poll briefly there.
+    const bool poll_briefly = options.waits_on_devices || UsableCores() <= 1;
+    config->set("work-stealing.aggressive-poll-attempts", static_cast<std::size_t>(poll_briefly ? 300 : 30000));
     config->set("work-stealing.moderate-poll-attempts", std::size_t{0});
     return config;
   }

@@ -31,6 +31,11 @@ struct RuntimeOptions {
   /// take (common/device_stream.hpp): each stream's kernels on a thread of the stream's own, their
   /// completions through a poller. Tests use it to check that path without a GPU.
   bool async_cpu_streams = false;
+  /// The actors mostly wait for devices (a GPU session, or CPU device streams standing in for one): an
+  /// idle actor thread polls for a few microseconds, then sleeps until work arrives. Without it a
+  /// thread polls for about 0.5 ms after each message, which keeps back-to-back CPU calls from ever
+  /// paying a wake-up but holds a core through every GPU step.
+  bool waits_on_devices = false;
 };
 
 class JobRuntime;

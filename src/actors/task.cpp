@@ -1,5 +1,6 @@
 #include "actors/task.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -50,6 +51,22 @@ void Task::SetAsyncCompletion(CompletionPoller* poller, AsyncCompletion complete
   poller_ = poller;
   completed_ = std::move(completed);
   stream_ordered_ = stream_ordered;
+  returned_at_submission_.clear();
+  if (!stream_ordered_) return;
+  for (int reg : desc_.consumed) {
+    const RegisterDesc& consumed = plan_->registers[static_cast<std::size_t>(reg)];
+    const TaskKind producer = plan_->tasks[static_cast<std::size_t>(consumed.producer)].kind;
+    const bool readers_on_stream = std::all_of(consumed.consumers.begin(), consumed.consumers.end(),
+                                               [&](int consumer) { return consumer == desc_.id || StreamOrdered(consumer); });
+    if (producer == TaskKind::kSourceTick || (producer == TaskKind::kVariable && readers_on_stream)) {
+      returned_at_submission_.push_back(reg);
+    }
+  }
+}
+
+bool Task::ReturnsAtSubmission(int register_id) const {
+  return std::find(returned_at_submission_.begin(), returned_at_submission_.end(), register_id) !=
+         returned_at_submission_.end();
 }
 
 bool Task::StreamOrdered(int task) const {
@@ -58,15 +75,16 @@ bool Task::StreamOrdered(int task) const {
 }
 
 namespace {
-// An act's messages: those to kernels its stream runs after it leave now, the others wait in `held`
-// until its work is done.
+// An act's messages: those to kernels its stream runs after it, and the slots it may return at
+// submission, leave now; the others wait in `held` until its work is done.
 struct HeldMessages final : MessageSink {
   const Task& task;
   MessageSink& now;
   std::vector<ActorMsg>& held;
   HeldMessages(const Task& t, MessageSink& n, std::vector<ActorMsg>& h) : task(t), now(n), held(h) {}
   void Send(const ActorMsg& msg) override {
-    if (task.StreamOrdered(msg.dst_task)) now.Send(msg);
+    const bool early_return = msg.kind == MsgKind::kReturned && task.ReturnsAtSubmission(msg.register_id);
+    if (early_return || task.StreamOrdered(msg.dst_task)) now.Send(msg);
     else held.push_back(msg);
   }
 };

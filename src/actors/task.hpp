@@ -68,6 +68,14 @@ class Task {
 
   /// Whether `task` runs its work on this task's device stream, after this act's.
   bool StreamOrdered(int task) const;
+  /// Whether a slot of consumed register `register_id` goes back to its producer when an act is
+  /// submitted rather than once its work is done (stream-ordered tasks only): a tick, which holds no
+  /// data, and a variable whose every reader runs on this stream. The producer's next act then
+  /// neither writes what this act's work still reads nor lets anything off the stream read the
+  /// variable before this act's work (a variable task writes nothing; the host reads variables only
+  /// once every call completed), and the next call's act queues behind this one instead of waiting
+  /// for its completion: calls overlap on the device.
+  bool ReturnsAtSubmission(int register_id) const;
   TaskProtocol& Protocol() { return protocol_; }
   const TaskDesc& Desc() const { return desc_; }
   /// Source tick only: one more call to emit, in call order.
@@ -104,6 +112,7 @@ class Task {
   AsyncCompletion completed_;
   int async_pending_ = 0;
   bool stream_ordered_ = false;
+  std::vector<int> returned_at_submission_;  // consumed register ids (ReturnsAtSubmission)
 };
 
 }  // namespace weir::internal

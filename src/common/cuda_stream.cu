@@ -1,7 +1,7 @@
 // CUDA streams and events behind the DeviceStream interface (common/device_stream.hpp): the
-// asynchronous device path that the runtime also runs, and tests, with CPU streams. Compiled by nvcc;
-// not yet run on a GPU.
+// asynchronous device path that the runtime also runs, and tests, with CPU streams. Compiled by nvcc.
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -34,7 +34,8 @@ class EventPool {
       }
     }
     cudaEvent_t event = nullptr;
-    WEIR_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    // Blocking sync: a thread that synchronizes on it sleeps until the GPU signals (CudaStreamEvent).
+    WEIR_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming | cudaEventBlockingSync));
     return event;
   }
   void Put(cudaEvent_t event) {
@@ -54,23 +55,33 @@ class CudaStreamEvent final : public StreamEvent {
   CudaStreamEvent(std::shared_ptr<EventPool> pool, cudaEvent_t event) : pool_(std::move(pool)), event_(event) {}
   ~CudaStreamEvent() override { pool_->Put(event_); }
 
-  bool WaitFor(std::chrono::milliseconds timeout) override {
-    // Poll: spin briefly (a kernel of a few microseconds), then sleep in short steps.
-    const auto start = std::chrono::steady_clock::now();
-    for (int polls = 0;; ++polls) {
-      const cudaError_t status = cudaEventQuery(event_);
-      if (status == cudaSuccess) return true;
-      if (status != cudaErrorNotReady) {
-        throw std::runtime_error("[cuda] device " + std::to_string(pool_->Device()) +
-                                 ": the work before an event failed: " + cudaGetErrorString(status));
-      }
-      const auto waited = std::chrono::steady_clock::now() - start;
-      if (waited >= timeout) return false;
-      if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(20));
+  bool WaitFor(std::chrono::milliseconds) override {
+    // Query for a short while (the work behind a small act completes within microseconds), then sleep
+    // until the GPU signals: waiting for a long step then costs no core. No timeout once asleep: work
+    // already queued on a stream completes (a collective stuck on a lost peer is aborted by its group's
+    // watchdog, which releases the stream).
+    const auto spin_until = std::chrono::steady_clock::now() + SpinBudget();
+    cudaError_t status = cudaEventQuery(event_);
+    while (status == cudaErrorNotReady && std::chrono::steady_clock::now() < spin_until) status = cudaEventQuery(event_);
+    if (status == cudaErrorNotReady) status = cudaEventSynchronize(event_);
+    if (status != cudaSuccess) {
+      throw std::runtime_error("[cuda] device " + std::to_string(pool_->Device()) +
+                               ": the work before an event failed: " + cudaGetErrorString(status));
     }
+    return true;
   }
 
  private:
+  // How long a poller queries before it sleeps: WEIR_CUDA_SPIN_US, else 20 µs. Spinning holds a core
+  // for as long; sleeping adds the wake-up (an interrupt, then the thread scheduled) to the hand-off.
+  static std::chrono::microseconds SpinBudget() {
+    static const std::chrono::microseconds budget = [] {
+      const char* text = std::getenv("WEIR_CUDA_SPIN_US");
+      return std::chrono::microseconds(text != nullptr && *text != '\0' ? std::strtol(text, nullptr, 10) : 20);
+    }();
+    return budget;
+  }
+
   std::shared_ptr<EventPool> pool_;
   cudaEvent_t event_;
 };

@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 
+#include <cstdlib>
+
 #include <variant>
 
 namespace weir::internal {
@@ -68,9 +70,18 @@ class CpuStreamEvent final : public StreamEvent {
   std::shared_ptr<CpuFlag> flag_;
 };
 
+// WEIR_CPU_STREAM_LATENCY_US: each piece of work on a CPU device stream is followed by this long a
+// sleep, the stream busy and no core used, as a GPU computing: a stand-in that shows what the host
+// spends while its actors wait for a device (bench/actor_overhead, "device waits").
+std::chrono::microseconds StandInLatency() {
+  const char* text = std::getenv("WEIR_CPU_STREAM_LATENCY_US");
+  return std::chrono::microseconds(text != nullptr && *text != '\0' ? std::strtol(text, nullptr, 10) : 0);
+}
+
 class CpuDeviceStream final : public DeviceStream {
  public:
-  explicit CpuDeviceStream(std::string name) : name_(std::move(name)), thread_([this] { Loop(); }) {}
+  explicit CpuDeviceStream(std::string name)
+      : name_(std::move(name)), latency_(StandInLatency()), thread_([this] { Loop(); }) {}
 
   ~CpuDeviceStream() override {
     {
@@ -113,6 +124,7 @@ class CpuDeviceStream final : public DeviceStream {
       lock.unlock();
       if (auto* work = std::get_if<std::function<void()>>(&item)) {
         (*work)();
+        if (latency_.count() > 0) std::this_thread::sleep_for(latency_);
       } else {
         const std::shared_ptr<CpuFlag>& flag = std::get<std::shared_ptr<CpuFlag>>(item);
         {
@@ -125,6 +137,7 @@ class CpuDeviceStream final : public DeviceStream {
   }
 
   std::string name_;
+  std::chrono::microseconds latency_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Item> queue_;

@@ -24,8 +24,10 @@ namespace weir::internal {
 class StreamEvent {
  public:
   virtual ~StreamEvent() = default;
-  /// Waits at most `timeout`; true once the event has completed. Throws std::runtime_error naming the
-  /// device for a failure of the device (a CUDA error in the work before the event).
+  /// Waits for the event; true once it has completed, false when `timeout` passed first where the
+  /// wait can be bounded (a CUDA event's cannot once it sleeps: the GPU's signal wakes it). Throws
+  /// std::runtime_error naming the device for a failure of the device (a CUDA error in the work before
+  /// the event).
   virtual bool WaitFor(std::chrono::milliseconds timeout) = 0;
 };
 

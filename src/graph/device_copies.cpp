@@ -34,16 +34,22 @@ int StreamOf(Plan& plan, Device device, StreamKind kind) {
 }
 
 // A copy actor from register `source` into a new register in `to`'s memory; returns the new register.
-int AddCopy(Plan& plan, int source, Device to) {
+int AddCopy(Plan& plan, int source, Device to, std::size_t copy_stream_bytes) {
   static const std::any kNoAttrs;
   const RegisterDesc from = plan.registers[static_cast<std::size_t>(source)];
   // A host-to-device copy runs on the destination device's stream, a device-to-host one on the source's,
   // and one from another GPU of the process on the destination's device-to-device stream (a peer copy
-  // where the GPUs can reach each other, staged through the host by CUDA otherwise).
+  // where the GPUs can reach each other, staged through the host by CUDA otherwise). A small copy
+  // between host and device runs on the device's compute stream instead, in order with its kernels:
+  // handing a register between two streams costs a host round trip (the event seen complete, then
+  // the consumer's launch), which is more than such a copy overlapping the kernels would save, and on
+  // the compute stream the copy joins the stream's CUDA graph.
   const bool to_device = to.kind == Device::Kind::kCuda;
   const bool from_device = from.device.kind == Device::Kind::kCuda;
   const Device device = to_device ? to : from.device;
-  const StreamKind kind = !to_device ? StreamKind::kDeviceToHost
+  const bool inline_copy = from_device != to_device && from.slot_bytes <= copy_stream_bytes;
+  const StreamKind kind = inline_copy  ? StreamKind::kCompute
+                          : !to_device ? StreamKind::kDeviceToHost
                           : from_device ? StreamKind::kDeviceToDevice
                                         : StreamKind::kHostToDevice;
   const int stream = StreamOf(plan, device, kind);
@@ -89,7 +95,7 @@ int AddCopy(Plan& plan, int source, Device to) {
 
 }  // namespace
 
-void AddDeviceCopies(Plan& plan) {
+void AddDeviceCopies(Plan& plan, std::size_t copy_stream_bytes) {
   for (RegisterDesc& reg : plan.registers) reg.device = MemoryOf(plan, reg.producer);
   std::map<std::pair<int, int>, int> copies;  // (register, device index or -1 for the host) -> its copy
   const std::size_t registers = plan.registers.size();  // the copies' own registers need none
@@ -101,7 +107,7 @@ void AddDeviceCopies(Plan& plan) {
       if (need == plan.registers[r].device) continue;
       const std::pair<int, int> key{static_cast<int>(r), need.kind == Device::Kind::kCuda ? need.index : -1};
       auto [it, inserted] = copies.try_emplace(key, -1);
-      if (inserted) it->second = AddCopy(plan, static_cast<int>(r), need);
+      if (inserted) it->second = AddCopy(plan, static_cast<int>(r), need, copy_stream_bytes);
       // The consumer reads the copy in the register's place (same consumed index: its kernel's input
       // slots stay right).
       TaskDesc& task = plan.tasks[static_cast<std::size_t>(consumer)];

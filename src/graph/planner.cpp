@@ -1075,7 +1075,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   // On CUDA devices: the registers in device memory, with copy actors where a register crosses between
   // the host and a device. A plan split over processes gets them once split, in each process's part
   // (the transfers between processes are then there, and device indexes are the process's own).
-  if (options.device_kind == Device::Kind::kCuda && split_processes == 1) AddDeviceCopies(*plan);
+  if (options.device_kind == Device::Kind::kCuda && split_processes == 1) AddDeviceCopies(*plan, options.copy_stream_bytes);
   // A register read on another device than its producer's is a pipeline-stage boundary: two slots,
   // so that the producer works on the next call while the consumer works on this one.
   for (RegisterDesc& reg : plan->registers) {
@@ -1093,7 +1093,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     ProcessSplit split{split_processes, options.rank, options.devices, std::vector<bool>(plan->tasks.size(), false)};
     for (int task : everywhere) split.everywhere[static_cast<std::size_t>(task)] = true;
     std::shared_ptr<Plan> part = SplitOverProcesses(std::move(*plan), split);
-    if (options.device_kind == Device::Kind::kCuda) AddDeviceCopies(*part);
+    if (options.device_kind == Device::Kind::kCuda) AddDeviceCopies(*part, options.copy_stream_bytes);
     part->CheckAcyclic();
     return part;
   }

@@ -12,6 +12,10 @@
 
 namespace weir::internal {
 
+/// 1 MiB moves in about 40 µs over PCIe 4, the cost of the host round trip that a hand-off between
+/// streams adds.
+inline constexpr std::size_t kDefaultCopyStreamBytes = std::size_t{1} << 20;
+
 struct PlanOptions {
   /// CPU compute streams; kernel actors are spread over them round-robin. The source, input and
   /// sink actors share stream 0: bench/actor_overhead measured a separate control stream at
@@ -37,6 +41,9 @@ struct PlanOptions {
   /// (graph/stream_graphs.hpp): CUDA devices' compute streams, and CPU compute streams when
   /// `async_cpu_streams` (the runtime runs them as device streams then).
   bool stream_graphs = false;
+  /// On CUDA devices: a register copied between host and device runs its copy on the device's compute
+  /// stream up to this size, on the copy streams above it (graph/device_copies.hpp).
+  std::size_t copy_stream_bytes = kDefaultCopyStreamBytes;
   /// Bucket bytes of a mirrored job's gradient averaging across processes (DistributedOptions::
   /// fusion_threshold_bytes); 0: an all-reduce actor per gradient.
   std::size_t fusion_threshold_bytes = 0;

@@ -70,61 +70,102 @@ int CountKernels(const Plan& plan, std::string_view op_type) {
 TEST_CASE("a job on a CUDA device: kernels on its streams, registers in its memory, copies where data crosses" *
           doctest::skip(!internal::CudaBuilt())) {
   for (const Model model : {Model::kMlp, Model::kConv}) {
+    // Every copy on the copy streams, and the default: these small ones on the compute stream.
+    for (const std::size_t copy_stream_bytes : {std::size_t{0}, internal::kDefaultCopyStreamBytes}) {
+      CAPTURE(static_cast<int>(model));
+      CAPTURE(copy_stream_bytes);
+      const bool copy_streams = copy_stream_bytes == 0;
+      const Job job = TrainJob("train", model, 8, LogicalView::kConsistent, Sgd(PiecewiseConstantScheduler({}, {0.1})));
+      const auto plan = internal::CompilePlan(
+          job.Graph(), {.device_kind = Device::Kind::kCuda, .copy_stream_bytes = copy_stream_bytes});
+      int to_device = 0;
+      int to_host = 0;
+      std::set<int> copied;  // registers a copy reads
+      for (const TaskDesc& task : plan->tasks) {
+        const internal::StreamId& stream = StreamOf(*plan, task);
+        CAPTURE(task.name);
+        if (task.kind != TaskKind::kKernel) continue;
+        // Every kernel on cuda:0, through its CUDA kernel.
+        CHECK(stream.device == Device::Cuda(0));
+        const DType dtype = task.input_metas.empty() ? task.output_metas[0].dtype : task.input_metas[0].dtype;
+        const bool cuda_kernel = task.kernel_factory == internal::FindKernel({task.op_type, Device::Kind::kCuda, dtype});
+        CHECK(cuda_kernel);
+        if (task.op_type == "device_copy") {
+          const bool up = plan->registers[static_cast<std::size_t>(task.produced[0])].device == Device::Cuda(0);
+          ++(up ? to_device : to_host);
+          CHECK(stream.kind == (!copy_streams ? StreamKind::kCompute
+                                : up          ? StreamKind::kHostToDevice
+                                              : StreamKind::kDeviceToHost));
+          CHECK(copied.insert(task.consumed[0]).second);  // one copy per register and memory
+          // Two slots on both sides of a copy (a variable keeps its one): the streams overlap calls.
+          const RegisterDesc& source = plan->registers[static_cast<std::size_t>(task.consumed[0])];
+          CHECK((source.register_num >= 2 || !source.variable.empty()));
+          CHECK(plan->registers[static_cast<std::size_t>(task.produced[0])].register_num >= 2);
+        } else {
+          CHECK(stream.kind == StreamKind::kCompute);
+        }
+      }
+      // The four momentum updates: one multi-tensor kernel (one launch).
+      CHECK(CountKernels(*plan, "multi_update") == 1);
+      CHECK(CountKernels(*plan, "momentum_update") == 0);
+      CHECK(to_device == 2);  // images and labels
+      CHECK(to_host == 1);    // the loss
+      for (const RegisterDesc& reg : plan->registers) {
+        CAPTURE(reg.name);
+        const TaskDesc& producer = Producer(*plan, reg);
+        const bool host_producer = producer.kind == TaskKind::kInput || producer.kind == TaskKind::kSourceTick ||
+                                   (producer.op_type == "device_copy" && reg.device == Device::Cpu());
+        CHECK(reg.device == (host_producer ? Device::Cpu() : Device::Cuda(0)));
+        if (!reg.variable.empty()) CHECK(reg.device == Device::Cuda(0));  // variables live on the device
+        // Data crossing memories goes through pinned host memory: call inputs bound for the device, results.
+        if (producer.kind == TaskKind::kInput) CHECK(reg.pinned);
+        if (reg.slot_bytes == 0) continue;
+        for (int consumer : reg.consumers) {
+          const TaskDesc& task = plan->tasks[static_cast<std::size_t>(consumer)];
+          const bool device_consumer = task.kind == TaskKind::kKernel && task.op_type != "device_copy";
+          if (device_consumer) CHECK(reg.device == Device::Cuda(0));
+          if (task.kind == TaskKind::kSink) CHECK((reg.device == Device::Cpu() && reg.pinned));
+        }
+      }
+      CHECK((plan->ToDot().find("cuda:0/h2d0") != std::string::npos) == copy_streams);
+    }
+  }
+}
+
+TEST_CASE("a GPU train step with small inputs is one CUDA graph: its copies in it, one hand-off to the host" *
+          doctest::skip(!internal::CudaBuilt())) {
+  for (const Model model : {Model::kMlp, Model::kConv}) {
     CAPTURE(static_cast<int>(model));
     const Job job = TrainJob("train", model, 8, LogicalView::kConsistent, Sgd(PiecewiseConstantScheduler({}, {0.1})));
-    const auto plan = internal::CompilePlan(job.Graph(), {.device_kind = Device::Kind::kCuda});
-    std::map<StreamKind, int> copies;
-    std::set<int> copied;  // registers a copy reads
+    const auto plan = internal::CompilePlan(job.Graph(), {.device_kind = Device::Kind::kCuda, .stream_graphs = true});
+    CHECK(CountKernels(*plan, "stream_graph") == 1);
+    CHECK(CountKernels(*plan, "device_copy") == 0);  // in the graph
     for (const TaskDesc& task : plan->tasks) {
-      const internal::StreamId& stream = StreamOf(*plan, task);
-      CAPTURE(task.name);
       if (task.kind != TaskKind::kKernel) continue;
-      // Every kernel on cuda:0, through its CUDA kernel.
-      CHECK(stream.device == Device::Cuda(0));
-      const DType dtype = task.input_metas.empty() ? task.output_metas[0].dtype : task.input_metas[0].dtype;
-      const bool cuda_kernel = task.kernel_factory == internal::FindKernel({task.op_type, Device::Kind::kCuda, dtype});
-      CHECK(cuda_kernel);
-      if (task.op_type == "device_copy") {
-        ++copies[stream.kind];
-        CHECK(copied.insert(task.consumed[0]).second);  // one copy per register and memory
-        // Two slots on both sides of a copy (a variable keeps its one): the streams overlap calls.
-        const RegisterDesc& source = plan->registers[static_cast<std::size_t>(task.consumed[0])];
-        CHECK((source.register_num >= 2 || !source.variable.empty()));
-        CHECK(plan->registers[static_cast<std::size_t>(task.produced[0])].register_num >= 2);
-      } else {
-        CHECK(stream.kind == StreamKind::kCompute);
+      // The graph reads the call inputs from pinned host memory and writes the loss into it.
+      for (int reg : task.consumed) {
+        const RegisterDesc& in = plan->registers[static_cast<std::size_t>(reg)];
+        if (in.slot_bytes > 0 && in.variable.empty()) CHECK((in.device == Device::Cpu() && in.pinned));
+      }
+      for (int reg : task.produced) {
+        const RegisterDesc& out = plan->registers[static_cast<std::size_t>(reg)];
+        for (int consumer : out.consumers) {
+          CHECK(plan->tasks[static_cast<std::size_t>(consumer)].kind == TaskKind::kSink);
+        }
       }
     }
-    // The four momentum updates: one multi-tensor kernel (one launch).
-    CHECK(CountKernels(*plan, "multi_update") == 1);
-    CHECK(CountKernels(*plan, "momentum_update") == 0);
-    CHECK(copies[StreamKind::kHostToDevice] == 2);  // images and labels
-    CHECK(copies[StreamKind::kDeviceToHost] == 1);  // the loss
-    for (const RegisterDesc& reg : plan->registers) {
-      CAPTURE(reg.name);
-      const TaskDesc& producer = Producer(*plan, reg);
-      const bool host_producer = producer.kind == TaskKind::kInput || producer.kind == TaskKind::kSourceTick ||
-                                 StreamOf(*plan, producer).kind == StreamKind::kDeviceToHost;
-      CHECK(reg.device == (host_producer ? Device::Cpu() : Device::Cuda(0)));
-      if (!reg.variable.empty()) CHECK(reg.device == Device::Cuda(0));  // variables live on the device
-      // Data crossing memories goes through pinned host memory: call inputs bound for the device, results.
-      if (producer.kind == TaskKind::kInput) CHECK(reg.pinned);
-      if (reg.slot_bytes == 0) continue;
-      for (int consumer : reg.consumers) {
-        const TaskDesc& task = plan->tasks[static_cast<std::size_t>(consumer)];
-        const bool device_consumer = task.kind == TaskKind::kKernel && StreamOf(*plan, task).kind == StreamKind::kCompute;
-        if (device_consumer) CHECK(reg.device == Device::Cuda(0));
-        if (task.kind == TaskKind::kSink) CHECK((reg.device == Device::Cpu() && reg.pinned));
-      }
-    }
-    CHECK(plan->ToDot().find("cuda:0/h2d0") != std::string::npos);
+    // Inputs above the bound take the copy streams again, outside the graph.
+    const auto split = internal::CompilePlan(
+        job.Graph(), {.device_kind = Device::Kind::kCuda, .stream_graphs = true, .copy_stream_bytes = 0});
+    CHECK(CountKernels(*split, "device_copy") == 3);
   }
 }
 
 namespace {
 
-// The memory a task reads its registers in: a kernel on a GPU's compute or collective stream its GPU's,
-// a copy anywhere (it moves between memories), everything else the host's.
+// The memory a task reads its registers in: a kernel on a GPU's compute or collective stream its GPU's
+// (a stream graph's also the pinned host memory its copies read), a copy anywhere (it moves between
+// memories), everything else the host's.
 std::optional<Device> MemoryRead(const Plan& plan, const TaskDesc& task) {
   const internal::StreamId& stream = StreamOf(plan, task);
   if (task.kind == TaskKind::kKernel && task.op_type == "device_copy") return std::nullopt;
@@ -207,7 +248,10 @@ TEST_CASE("several GPUs of one process: each kernel reads its own GPU's memory, 
         for (int reg : task.consumed) {
           const RegisterDesc& in = plan->registers[static_cast<std::size_t>(reg)];
           CAPTURE(in.name);
-          if (in.slot_bytes > 0) CHECK(in.device == *reads);
+          if (in.slot_bytes == 0) continue;
+          // A stream graph's small copies from the host are its members: it reads their pinned memory.
+          if (task.op_type == "stream_graph" && in.device == Device::Cpu()) CHECK(in.pinned);
+          else CHECK(in.device == *reads);
         }
       }
       CHECK(static_cast<int>(computing.size()) == c.devices);  // every GPU computes
@@ -402,6 +446,44 @@ TEST_CASE("MLP and conv-net training on the GPU matches the CPU's; variables rea
   }
 }
 
+TEST_CASE("on the GPU, calls in flight together train as sync calls do, whichever stream copies their data" *
+          doctest::skip(internal::CudaDeviceCount() == 0)) {
+  constexpr int kCalls = 12;
+  for (const std::size_t copy_stream_bytes : {internal::kDefaultCopyStreamBytes, std::size_t{0}}) {
+    for (const bool graphs : {true, false}) {
+      CAPTURE(copy_stream_bytes);
+      CAPTURE(graphs);
+      Session cpu;
+      Session gpu({.gpu_devices = 1, .stream_graphs = graphs, .copy_stream_bytes = copy_stream_bytes,
+                   .max_calls_in_flight = 8});
+      const Job job = TrainJob("train", Model::kMlp, 16, LogicalView::kConsistent, Sgd(PiecewiseConstantScheduler({}, {0.1})));
+      std::vector<std::vector<float>> expected, got(kCalls);
+      std::vector<std::vector<Tensor>> inputs;
+      for (int call = 0; call < kCalls; ++call) {
+        inputs.push_back({RandomImages(ImageShape(Model::kMlp, 16), 40 + static_cast<std::uint32_t>(call)),
+                          RandomLabels(16, 60 + static_cast<std::uint32_t>(call))});
+        expected.push_back(cpu.Call(job, inputs.back())["loss"].ToVector<float>());
+      }
+      // Each call's inputs in their own tensors, all admitted before the first completes.
+      for (int call = 0; call < kCalls; ++call) {
+        gpu.CallAsync(job, inputs[static_cast<std::size_t>(call)], [&got, call](CallResult result) {
+          result.ThrowIfError();
+          got[static_cast<std::size_t>(call)] = result.outputs["loss"].ToVector<float>();
+        });
+      }
+      gpu.Sync();
+      for (int call = 0; call < kCalls; ++call) {
+        CAPTURE(call);
+        REQUIRE(got[static_cast<std::size_t>(call)].size() == expected[static_cast<std::size_t>(call)].size());
+        for (std::size_t i = 0; i < got[static_cast<std::size_t>(call)].size(); ++i) {
+          CHECK(got[static_cast<std::size_t>(call)][i] == doctest::Approx(expected[static_cast<std::size_t>(call)][i]).epsilon(1e-4));
+        }
+      }
+      CheckSameVariables(cpu.GetVariables(), gpu.GetVariables());
+    }
+  }
+}
+
 TEST_CASE("training on two GPUs of one process matches two CPU devices: mirrored, consistent, a pipeline" *
           doctest::skip(internal::CudaDeviceCount() < 2)) {
   for (const LogicalView view : {LogicalView::kMirrored, LogicalView::kConsistent}) {
@@ -449,13 +531,14 @@ TEST_CASE("a bad label on the GPU fails that call only" * doctest::skip(internal
   CHECK(gpu.Call(job, {RandomImages(ImageShape(Model::kMlp, 4), 2), RandomLabels(4, 2)})["loss"].NumElements() == 4);
 }
 
-TEST_CASE("a CUDA device's compute kernels become one stream graph; the copies stay actors of their own" *
+TEST_CASE("a CUDA device's compute kernels become one stream graph; copies on the copy streams stay actors of their own" *
           doctest::skip(!internal::CudaBuilt())) {
   for (const Model model : {Model::kMlp, Model::kConv}) {
     CAPTURE(static_cast<int>(model));
     const Job job = TrainJob("train", model, 8, LogicalView::kConsistent, Sgd(PiecewiseConstantScheduler({}, {0.1})));
-    const auto separate = internal::CompilePlan(job.Graph(), {.device_kind = Device::Kind::kCuda});
-    const auto fused = internal::CompilePlan(job.Graph(), {.device_kind = Device::Kind::kCuda, .stream_graphs = true});
+    const auto separate = internal::CompilePlan(job.Graph(), {.device_kind = Device::Kind::kCuda, .copy_stream_bytes = 0});
+    const auto fused = internal::CompilePlan(
+        job.Graph(), {.device_kind = Device::Kind::kCuda, .stream_graphs = true, .copy_stream_bytes = 0});
     CheckPlanConsistent(*separate);
     CheckPlanConsistent(*fused);
     REQUIRE(CountKernels(*fused, "stream_graph") == 1);

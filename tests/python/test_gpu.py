@@ -105,3 +105,26 @@ def test_the_gpu_benchmark_runs(tmp_path):
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout.splitlines()[-1])
     assert summary["smoke_cpu"] and summary["models"]["mlp"]["weir"]["step_ms"] > 0
+
+
+def test_copy_stream_threshold_is_checked_and_taken():
+    with pytest.raises(ValueError, match="copy_stream_threshold_mb: expected a number of MiB in \\[0, 1048576\\], got -1"):
+        flow.config.copy_stream_threshold_mb(-1)
+    with pytest.raises(ValueError, match="got True"):
+        flow.config.copy_stream_threshold_mb(True)
+    # Either placement of the copies computes the same (on the GPU where one is visible, else the CPU).
+    results = []
+    for mb in (0, 1):
+        flow.clear_default_session()
+        flow.config.gpu_device_num(1)
+        flow.config.copy_stream_threshold_mb(mb)
+
+        @flow.global_function(type="predict")
+        def scaled(x: tp.Numpy.Placeholder((BATCH, FEATURES))) -> tp.Numpy:
+            with flow.scope.placement("gpu", "0:0"):
+                return flow.math.tanh(x) * 2
+
+        images = _data(0)[0]
+        results.append(scaled(images))
+        np.testing.assert_allclose(results[-1], np.tanh(images) * 2, rtol=1e-5)
+    flow.clear_default_session()

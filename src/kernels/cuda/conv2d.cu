@@ -54,6 +54,18 @@ template <typename PerfT> const PerfT* Choose(const PerfT* results, int count, b
   return nullptr;
 }
 
+// WEIR_CUDNN_TRACE: every candidate cuDNN timed (docs/cuda.md), to see why one was chosen.
+template <typename PerfT> void TraceCandidates(const PerfT* results, int count, cudnnTensorFormat_t format) {
+  if (std::getenv("WEIR_CUDNN_TRACE") == nullptr) return;
+  for (int i = 0; i < count; ++i) {
+    const PerfT& r = results[i];
+    std::fprintf(stderr, "[conv2d]   %s algorithm %d: status %d, %.4f ms, math %d, %s, workspace %zu bytes\n",
+                 format == CUDNN_TENSOR_NHWC ? "NHWC" : "NCHW", static_cast<int>(r.algo), static_cast<int>(r.status),
+                 r.time, static_cast<int>(r.mathType),
+                 r.determinism == CUDNN_DETERMINISTIC ? "deterministic" : "non-deterministic", r.memory);
+  }
+}
+
 // The algorithm a pass runs: its enum value, math type and measured time.
 struct Pick {
   int algorithm = 0;
@@ -198,12 +210,14 @@ Convolution::Convolution(const Conv2DGeometry& g, Conv2DPass pass, bool f64)
         cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
         WEIR_CUDA_CHECK(cudnnFindConvolutionForwardAlgorithm(handle, d_->x, d_->weight, d_->conv, d_->y,
                                                              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, results));
+        TraceCandidates(results, returned, format);
         return PickOf(Choose(results, returned, f64));
       }
       case Conv2DPass::kBackwardData: {
         cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
         WEIR_CUDA_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(handle, d_->weight, d_->y, d_->conv, d_->x,
                                                                   CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, results));
+        TraceCandidates(results, returned, format);
         return PickOf(Choose(results, returned, f64));
       }
       case Conv2DPass::kBackwardFilter: {
@@ -211,6 +225,7 @@ Convolution::Convolution(const Conv2DGeometry& g, Conv2DPass pass, bool f64)
         WEIR_CUDA_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(handle, d_->x, d_->y, d_->conv, d_->weight,
                                                                     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned,
                                                                     results));
+        TraceCandidates(results, returned, format);
         return PickOf(Choose(results, returned, f64));
       }
     }
