@@ -122,4 +122,67 @@ void Plan::CheckAcyclic() const {
                                      job_name, loop, tasks[static_cast<std::size_t>(path.back())].name));
 }
 
+std::vector<bool> Plan::TasksReachingSink() const {
+  std::vector<bool> reaches(tasks.size(), false);
+  if (sink_task < 0) return reaches;
+  std::vector<int> stack{sink_task};
+  reaches[static_cast<std::size_t>(sink_task)] = true;
+  while (!stack.empty()) {
+    const int task = stack.back();
+    stack.pop_back();
+    for (int reg : tasks[static_cast<std::size_t>(task)].consumed) {
+      const int producer = registers[static_cast<std::size_t>(reg)].producer;
+      if (producer >= 0 && !reaches[static_cast<std::size_t>(producer)]) {
+        reaches[static_cast<std::size_t>(producer)] = true;
+        stack.push_back(producer);
+      }
+    }
+  }
+  return reaches;
+}
+
+void Plan::CheckEveryTaskReachesSink() const {
+  if (sink_task < 0) return;
+  const std::vector<bool> reaches = TasksReachingSink();
+  for (const TaskDesc& task : tasks) {
+    if (reaches[static_cast<std::size_t>(task.id)]) continue;
+    throw std::logic_error(fmt::format("[compile] job '{}': actor '{}' ({}) does not lead to the sink, so it could act "
+                                       "for a call that already completed",
+                                       job_name, task.name, Name(task.kind)));
+  }
+}
+
+void Plan::RemoveTasks(const std::vector<bool>& dropped_tasks, const std::vector<bool>& dropped_registers) {
+  std::vector<int> task_id(tasks.size(), -1), register_id(registers.size(), -1);
+  int next = 0;
+  for (std::size_t t = 0; t < tasks.size(); ++t) {
+    if (!dropped_tasks[t]) task_id[t] = next++;
+  }
+  next = 0;
+  for (std::size_t r = 0; r < registers.size(); ++r) {
+    if (!dropped_registers[r]) register_id[r] = next++;
+  }
+  std::vector<TaskDesc> kept_tasks;
+  for (TaskDesc& task : tasks) {
+    if (dropped_tasks[static_cast<std::size_t>(task.id)]) continue;
+    task.id = task_id[static_cast<std::size_t>(task.id)];
+    for (int& reg : task.consumed) reg = register_id[static_cast<std::size_t>(reg)];
+    for (int& reg : task.produced) reg = register_id[static_cast<std::size_t>(reg)];
+    kept_tasks.push_back(std::move(task));
+  }
+  std::vector<RegisterDesc> kept_registers;
+  for (RegisterDesc& reg : registers) {
+    if (dropped_registers[static_cast<std::size_t>(reg.id)]) continue;
+    reg.id = register_id[static_cast<std::size_t>(reg.id)];
+    reg.producer = task_id[static_cast<std::size_t>(reg.producer)];
+    std::erase_if(reg.consumers, [&](int consumer) { return dropped_tasks[static_cast<std::size_t>(consumer)]; });
+    for (int& consumer : reg.consumers) consumer = task_id[static_cast<std::size_t>(consumer)];
+    kept_registers.push_back(std::move(reg));
+  }
+  tasks = std::move(kept_tasks);
+  registers = std::move(kept_registers);
+  source_task = source_task < 0 ? -1 : task_id[static_cast<std::size_t>(source_task)];
+  sink_task = sink_task < 0 ? -1 : task_id[static_cast<std::size_t>(sink_task)];
+}
+
 }  // namespace weir::internal

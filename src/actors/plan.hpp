@@ -115,6 +115,14 @@ struct Plan {
   /// Throws std::logic_error naming the tasks of a loop when some task waits, through registers, on
   /// itself: such a plan would never complete its first call.
   void CheckAcyclic() const;
+  /// For each task, whether a path of registers leads from it to the sink (the sink's own is true).
+  std::vector<bool> TasksReachingSink() const;
+  /// Throws std::logic_error naming a task from which no path of registers leads to the sink: such a
+  /// task could act for a call that already completed, whose inputs and record are gone.
+  void CheckEveryTaskReachesSink() const;
+  /// Removes the tasks and registers marked (a removed task's registers must be marked too), takes
+  /// removed tasks off the consumer lists, and renumbers the rest in order.
+  void RemoveTasks(const std::vector<bool>& dropped_tasks, const std::vector<bool>& dropped_registers);
 };
 
 }  // namespace weir::internal

@@ -312,6 +312,26 @@ struct Placer {
   }
 };
 
+// Removes the input actors whose pieces nobody reads: a placeholder read whole, or in other rows, on
+// other devices than its own pieces are on is read again there (read_input below), and the pieces
+// first made for it may be left unread. Such an actor would not lead to the sink, and could act for a
+// call that had already completed and freed its inputs.
+void DropUnreadInputs(Plan& plan) {
+  std::vector<bool> dropped_tasks(plan.tasks.size(), false), dropped_registers(plan.registers.size(), false);
+  bool any = false;
+  for (const TaskDesc& task : plan.tasks) {
+    if (task.kind != TaskKind::kInput) continue;
+    const bool unread = std::all_of(task.produced.begin(), task.produced.end(), [&](int reg) {
+      return plan.registers[static_cast<std::size_t>(reg)].consumers.empty();
+    });
+    if (!unread) continue;
+    any = true;
+    dropped_tasks[static_cast<std::size_t>(task.id)] = true;
+    for (int reg : task.produced) dropped_registers[static_cast<std::size_t>(reg)] = true;
+  }
+  if (any) plan.RemoveTasks(dropped_tasks, dropped_registers);
+}
+
 }  // namespace
 
 std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& graph_ptr, const PlanOptions& options) {
@@ -1094,10 +1114,14 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     for (int task : everywhere) split.everywhere[static_cast<std::size_t>(task)] = true;
     std::shared_ptr<Plan> part = SplitOverProcesses(std::move(*plan), split);
     if (options.device_kind == Device::Kind::kCuda) AddDeviceCopies(*part, options.copy_stream_bytes);
+    DropUnreadInputs(*part);
     part->CheckAcyclic();
+    part->CheckEveryTaskReachesSink();
     return part;
   }
+  DropUnreadInputs(*plan);
   plan->CheckAcyclic();
+  plan->CheckEveryTaskReachesSink();
   return plan;
 }
 

@@ -358,6 +358,18 @@ std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) 
       local->process_collectives = true;
     }
   }
+  // Every actor here leads to this process's sink: one whose results only other processes read (a
+  // transfer out, and what feeds only it) joins the sink by a control edge, so that a call completes
+  // here once its work here is done; an actor acting after its call completed would find the call's
+  // record freed. (An input whose pieces nobody reads is dropped instead, CompilePlan.)
+  const std::vector<bool> reaches = local->TasksReachingSink();
+  for (std::size_t t = 0; t < reaches.size(); ++t) {
+    const TaskDesc& task = local->tasks[t];
+    const bool leaf = std::all_of(task.produced.begin(), task.produced.end(), [&](int reg) {
+      return local->registers[static_cast<std::size_t>(reg)].consumers.empty();
+    });
+    if (!reaches[t] && leaf && task.kind != TaskKind::kInput) AddControlEdge(*local, static_cast<int>(t), local->sink_task);
+  }
   return local;
 }
 

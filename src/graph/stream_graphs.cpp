@@ -153,39 +153,6 @@ void FuseStream(Plan& plan, int stream, Dropped& dropped) {
   dropped.tasks.push_back(false);
 }
 
-// Removes the dropped tasks and registers, renumbering the rest.
-void Compact(Plan& plan, const Dropped& dropped) {
-  std::vector<int> task_id(plan.tasks.size(), -1), register_id(plan.registers.size(), -1);
-  int next = 0;
-  for (std::size_t t = 0; t < plan.tasks.size(); ++t) {
-    if (!dropped.tasks[t]) task_id[t] = next++;
-  }
-  next = 0;
-  for (std::size_t r = 0; r < plan.registers.size(); ++r) {
-    if (!dropped.registers[r]) register_id[r] = next++;
-  }
-  std::vector<TaskDesc> tasks;
-  for (TaskDesc& task : plan.tasks) {
-    if (dropped.tasks[static_cast<std::size_t>(task.id)]) continue;
-    task.id = task_id[static_cast<std::size_t>(task.id)];
-    for (int& reg : task.consumed) reg = register_id[static_cast<std::size_t>(reg)];
-    for (int& reg : task.produced) reg = register_id[static_cast<std::size_t>(reg)];
-    tasks.push_back(std::move(task));
-  }
-  std::vector<RegisterDesc> registers;
-  for (RegisterDesc& reg : plan.registers) {
-    if (dropped.registers[static_cast<std::size_t>(reg.id)]) continue;
-    reg.id = register_id[static_cast<std::size_t>(reg.id)];
-    reg.producer = task_id[static_cast<std::size_t>(reg.producer)];
-    for (int& consumer : reg.consumers) consumer = task_id[static_cast<std::size_t>(consumer)];
-    registers.push_back(std::move(reg));
-  }
-  plan.tasks = std::move(tasks);
-  plan.registers = std::move(registers);
-  plan.source_task = task_id[static_cast<std::size_t>(plan.source_task)];
-  plan.sink_task = task_id[static_cast<std::size_t>(plan.sink_task)];
-}
-
 }  // namespace
 
 void FuseStreamGraphs(Plan& plan, bool cpu_device_streams) {
@@ -197,7 +164,7 @@ void FuseStreamGraphs(Plan& plan, bool cpu_device_streams) {
     if (id.device.kind == Device::Kind::kCpu && !cpu_device_streams) continue;
     FuseStream(plan, s, dropped);
   }
-  Compact(plan, dropped);
+  plan.RemoveTasks(dropped.tasks, dropped.registers);
 }
 
 }  // namespace weir::internal

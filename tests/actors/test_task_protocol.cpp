@@ -210,3 +210,44 @@ TEST_CASE("a plan whose tasks wait on each other is refused, naming the loop") {
            message.find("'c' -> 'a' -> 'b' -> 'c'") != std::string::npos));
   }
 }
+
+TEST_CASE("a task that does not lead to the sink is refused, naming it; removing tasks renumbers the rest") {
+  weir::internal::Plan plan;
+  plan.job_name = "dangling";
+  for (const char* name : {"source", "input", "unread", "sink"}) {
+    weir::internal::TaskDesc task;
+    task.id = static_cast<int>(plan.tasks.size());
+    task.name = name;
+    task.kind = weir::internal::TaskKind::kInput;
+    plan.tasks.push_back(task);
+  }
+  plan.tasks[0].kind = weir::internal::TaskKind::kSourceTick;
+  plan.tasks[3].kind = weir::internal::TaskKind::kSink;
+  plan.source_task = 0;
+  plan.sink_task = 3;
+  auto edge = [&](int from, std::vector<int> to) {
+    weir::internal::RegisterDesc reg;
+    reg.id = static_cast<int>(plan.registers.size());
+    reg.producer = from;
+    reg.consumers = to;
+    plan.tasks[static_cast<std::size_t>(from)].produced.push_back(reg.id);
+    for (int consumer : to) plan.tasks[static_cast<std::size_t>(consumer)].consumed.push_back(reg.id);
+    plan.registers.push_back(reg);
+  };
+  edge(0, {1, 2});  // the tick, read by both inputs
+  edge(1, {3});     // the input the sink reads
+  edge(2, {});      // a piece nobody reads
+  CHECK_THROWS_WITH_AS(plan.CheckEveryTaskReachesSink(),
+                       "[compile] job 'dangling': actor 'unread' (input) does not lead to the sink, so it could act for "
+                       "a call that already completed",
+                       std::logic_error);
+  plan.RemoveTasks({false, false, true, false}, {false, false, true});
+  plan.CheckEveryTaskReachesSink();
+  REQUIRE(plan.tasks.size() == 3);
+  REQUIRE(plan.registers.size() == 2);
+  CHECK(plan.tasks[2].name == "sink");
+  CHECK(plan.sink_task == 2);
+  CHECK(plan.registers[0].consumers == std::vector<int>{1});  // the tick, no longer read by 'unread'
+  CHECK(plan.registers[1].consumers == std::vector<int>{2});
+  CHECK(plan.tasks[2].consumed == std::vector<int>{1});
+}
