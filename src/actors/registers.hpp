@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "actors/call.hpp"
-#include "actors/plan.hpp"
+#include "plan/plan.hpp"
 
 namespace weir::internal {
 

@@ -18,7 +18,6 @@
 #include "actors/registers.hpp"
 #include "actors/task.hpp"
 #include "common/cuda_runtime.hpp"
-#include "kernels/collectives/collective_attrs.hpp"
 
 namespace weir::internal {
 
@@ -604,7 +603,7 @@ JobTrace JobRuntime::Trace() const {
     traced.kind = std::string(Name(desc.kind));
     if (desc.kind == TaskKind::kKernel) traced.op_type = desc.op_type;
     traced.device = plan.DeviceName(desc);
-    traced.collective = desc.attrs != nullptr && desc.attrs->type() == typeid(CollectiveAttrs);
+    traced.collective = plan.IsCollective(desc);
     traced.stream = plan.streams[static_cast<std::size_t>(desc.stream)].ToString();
     for (const TensorMeta& meta : desc.output_metas) traced.bytes += static_cast<std::int64_t>(meta.NumBytes());
     traced.firings = task->Firings();

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "actors/dispatcher.hpp"
-#include "actors/plan.hpp"
+#include "plan/plan.hpp"
 #include "actors/registers.hpp"
 #include "actors/trace.hpp"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "actors/call.hpp"
-#include "actors/plan.hpp"
+#include "plan/plan.hpp"
 #include "actors/registers.hpp"
 #include "actors/task_protocol.hpp"
 #include "actors/trace.hpp"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/plan.hpp"
+#include "plan/plan.hpp"
 #include "kernels/collectives/process_group.hpp"
 #include "weir/session.hpp"
 

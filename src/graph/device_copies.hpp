@@ -14,7 +14,7 @@
 // boundary.
 #include <cstddef>
 
-#include "actors/plan.hpp"
+#include "plan/plan.hpp"
 
 namespace weir::internal {
 

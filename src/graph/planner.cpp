@@ -1,5 +1,6 @@
 #include "graph/planner.hpp"
 
+#include "common/split.hpp"
 #include "graph/device_copies.hpp"
 #include "graph/fusion.hpp"
 #include "graph/op_registry.hpp"

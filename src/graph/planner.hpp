@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "actors/plan.hpp"
+#include "plan/plan.hpp"
 #include "graph/job_graph.hpp"
 
 namespace weir::internal {

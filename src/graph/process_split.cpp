@@ -17,10 +17,6 @@ namespace {
 
 constexpr int kEverywhere = -1;
 
-bool OnCollectiveStream(const Plan& plan, const TaskDesc& task) {
-  return plan.streams[static_cast<std::size_t>(task.stream)].kind == StreamKind::kCollective;
-}
-
 // The registers `task` reads as kernel inputs (not control edges, not held variables).
 std::vector<int> DataInputs(const TaskDesc& task) {
   std::vector<int> registers;
@@ -97,7 +93,7 @@ std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) 
   std::vector<bool> spread(plan.tasks.size(), false);
   for (int t : TopologicalOrder(plan)) {
     const TaskDesc& task = plan.tasks[static_cast<std::size_t>(t)];
-    if (!OnCollectiveStream(plan, task)) continue;
+    if (!plan.IsCollective(task)) continue;
     std::set<int> holders;
     for (int reg : DataInputs(task)) holders.insert(process[static_cast<std::size_t>(plan.registers[static_cast<std::size_t>(reg)].producer)]);
     if (holders.count(kEverywhere) > 0 && task.produced.size() > 1) {  // a whole input to pieces
@@ -325,7 +321,7 @@ std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) 
   // This process's collectives and transfers, chained in the whole plan's order, call after call.
   std::vector<int> chain;
   for (int t : order) {
-    if (!kept(t) || !OnCollectiveStream(plan, plan.tasks[static_cast<std::size_t>(t)])) continue;
+    if (!kept(t) || !plan.IsCollective(plan.tasks[static_cast<std::size_t>(t)])) continue;
     const int mine = task_map[static_cast<std::size_t>(t)];
     if (!chain.empty()) AddControlEdge(*local, chain.back(), mine);
     chain.push_back(mine);

@@ -17,7 +17,7 @@
 #include <memory>
 #include <vector>
 
-#include "actors/plan.hpp"
+#include "plan/plan.hpp"
 
 namespace weir::internal {
 

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "kernels/collectives/communicator.hpp"
+#include "common/split.hpp"
 
 namespace weir::internal {
 

@@ -136,7 +136,8 @@ void FuseStream(Plan& plan, int stream, Dropped& dropped) {
   }
   for (int m : order) {
     const TaskDesc& task = plan.tasks[static_cast<std::size_t>(m)];
-    StreamGraphMember fused{task, {}, {}};
+    StreamGraphMember fused{task.op_type,      task.name,           task.attrs, task.input_metas,
+                            task.output_metas, task.kernel_factory, {},         {}};
     for (int slot : task.input_slots) fused.inputs.push_back(operand_of.at(task.consumed[static_cast<std::size_t>(slot)]));
     for (std::size_t j = 0; j < task.output_metas.size(); ++j) fused.outputs.push_back(operand_of.at(task.produced[j]));
     attrs.members.push_back(std::move(fused));

@@ -6,7 +6,7 @@
 // produced by the graph. A stream is left alone where fusing would make a cycle (its kernels feed an
 // actor elsewhere, a collective say, whose result comes back to them in the same call) or where it
 // has fewer than two kernels.
-#include "actors/plan.hpp"
+#include "plan/plan.hpp"
 
 namespace weir::internal {
 

@@ -34,14 +34,13 @@ class StreamGraphKernel final : public Kernel {
     buffers_ = Allocate(setup.device, total);
     bool capturable = true;
     for (const StreamGraphMember& member : attrs_.members) {
-      const TaskDesc& task = member.task;
-      const KernelSetup member_setup{task.op_type, task.name, task.attrs, task.input_metas, task.output_metas,
+      const KernelSetup member_setup{member.op_type, member.name, member.attrs, member.input_metas, member.output_metas,
                                      setup.device, setup.processes, setup.stream};
       Member made;
-      made.kernel = task.kernel_factory(member_setup);
+      made.kernel = member.kernel_factory(member_setup);
       capturable = capturable && made.kernel->Capturable();
-      for (const TensorMeta& meta : task.input_metas) made.inputs.push_back({nullptr, &meta});
-      for (const TensorMeta& meta : task.output_metas) made.outputs.push_back({nullptr, &meta});
+      for (const TensorMeta& meta : member.input_metas) made.inputs.push_back({nullptr, &meta});
+      for (const TensorMeta& meta : member.output_metas) made.outputs.push_back({nullptr, &meta});
       members_.push_back(std::move(made));
     }
     // CUDA graphs on a CUDA stream; elsewhere (CPU device streams) the members run one by one.

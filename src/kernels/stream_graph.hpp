@@ -3,12 +3,15 @@
 // in a fixed order within one act, their intermediate values in buffers the graph owns. On a CUDA
 // device the graph is captured into a CUDA graph once per set of register addresses and replayed,
 // so a call costs one launch instead of one per kernel (and the actor hops between them).
+#include <any>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
-#include "actors/plan.hpp"
+#include "common/tensor_meta.hpp"
+#include "kernels/kernel.hpp"
 
 namespace weir::internal {
 
@@ -20,8 +23,15 @@ struct GraphOperand {
   int index = 0;
 };
 
+/// One kernel of the graph: what makes it (its op, attrs, metas and factory, as the plan's task had
+/// them) and where its operands are.
 struct StreamGraphMember {
-  TaskDesc task;                        // the member's op, attrs, metas, kernel factory
+  std::string op_type;
+  std::string name;
+  const std::any* attrs = nullptr;      // owned by the job graph or the plan, which outlive the kernel
+  std::vector<TensorMeta> input_metas;
+  std::vector<TensorMeta> output_metas;
+  KernelFactory kernel_factory = nullptr;
   std::vector<GraphOperand> inputs;     // one per kernel input
   std::vector<GraphOperand> outputs;    // one per kernel output
 };

@@ -6,7 +6,7 @@
 #include <random>
 #include <stdexcept>
 
-#include "actors/plan.hpp"
+#include "plan/plan.hpp"
 #include "actors/task_protocol.hpp"
 
 using weir::internal::ActorMsg;

@@ -10,22 +10,12 @@
 #include <span>
 #include <string_view>
 
+#include "common/split.hpp"
 #include "common/tensor_meta.hpp"
 
 namespace weir::internal {
 
 enum class ReduceOp : std::uint8_t { kSum, kMean };
-
-/// Where piece `rank` of `extent` elements split `ranks` ways begins: as evenly as possible, the
-/// first `extent % ranks` pieces one element longer (OneFlow's balanced split).
-inline std::int64_t SplitBegin(std::int64_t extent, int ranks, int rank) {
-  const std::int64_t base = extent / ranks;
-  const std::int64_t longer = extent % ranks;
-  return base * rank + std::min<std::int64_t>(rank, longer);
-}
-
-/// The shape of piece `rank` of `logical` split `ranks` ways along `axis`.
-Shape SplitShape(const Shape& logical, int axis, int ranks, int rank);
 
 class Communicator {
  public:

@@ -13,13 +13,6 @@
 
 namespace weir::internal {
 
-Shape SplitShape(const Shape& logical, int axis, int ranks, int rank) {
-  std::vector<std::int64_t> dims = logical.Dims();
-  const std::int64_t extent = dims.at(static_cast<std::size_t>(axis));
-  dims[static_cast<std::size_t>(axis)] = SplitBegin(extent, ranks, rank + 1) - SplitBegin(extent, ranks, rank);
-  return Shape(dims);
-}
-
 namespace {
 
 // A box of a row-major tensor: where it starts in each dimension.

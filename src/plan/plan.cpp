@@ -1,4 +1,4 @@
-#include "actors/plan.hpp"
+#include "plan/plan.hpp"
 
 #include <fmt/format.h>
 
