@@ -603,7 +603,7 @@ JobTrace JobRuntime::Trace() const {
     traced.kind = std::string(Name(desc.kind));
     if (desc.kind == TaskKind::kKernel) traced.op_type = desc.op_type;
     traced.device = plan.DeviceName(desc);
-    traced.collective = plan.IsCollective(desc);
+    traced.collective = desc.collective;
     traced.stream = plan.streams[static_cast<std::size_t>(desc.stream)].ToString();
     for (const TensorMeta& meta : desc.output_metas) traced.bytes += static_cast<std::int64_t>(meta.NumBytes());
     traced.firings = task->Firings();

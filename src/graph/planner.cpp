@@ -467,6 +467,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     const std::any& attrs = plan->fused_attrs.emplace_back(collective);
     const int task = AddKernelTask(*plan, op_type, fmt::format("{}({})", op_type, value_name), &attrs,
                                    std::move(in_metas), out_metas, collective_stream);
+    plan->tasks[static_cast<std::size_t>(task)].collective = true;
     for (int reg : from) plan->tasks[static_cast<std::size_t>(task)].input_slots.push_back(Consume(*plan, task, reg));
     // Split over processes, each process chains its own collectives (process_split.cpp).
     if (!collectives.empty() && split_processes == 1) AddControlEdge(*plan, collectives.back(), task);
@@ -642,6 +643,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
                                        &attrs, std::vector<TensorMeta>(static_cast<std::size_t>(k), info.meta),
                                        {metas[static_cast<std::size_t>(r)]}, device_stream(device));
         plan->tasks[static_cast<std::size_t>(task)].intra_op_threads = options.threads_per_device;
+        plan->tasks[static_cast<std::size_t>(task)].collective = true;
         for (int reg : from.registers) plan->tasks[static_cast<std::size_t>(task)].input_slots.push_back(Consume(*plan, task, reg));
         pieces.registers.push_back(AddRegister(*plan, fmt::format("reduce_scatter({})", info.name), task, 1,
                                                metas[static_cast<std::size_t>(r)]));

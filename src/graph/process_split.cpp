@@ -17,6 +17,10 @@ namespace {
 
 constexpr int kEverywhere = -1;
 
+bool OnCollectiveStream(const Plan& plan, const TaskDesc& task) {
+  return plan.streams[static_cast<std::size_t>(task.stream)].kind == StreamKind::kCollective;
+}
+
 // The registers `task` reads as kernel inputs (not control edges, not held variables).
 std::vector<int> DataInputs(const TaskDesc& task) {
   std::vector<int> registers;
@@ -93,7 +97,7 @@ std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) 
   std::vector<bool> spread(plan.tasks.size(), false);
   for (int t : TopologicalOrder(plan)) {
     const TaskDesc& task = plan.tasks[static_cast<std::size_t>(t)];
-    if (!plan.IsCollective(task)) continue;
+    if (!OnCollectiveStream(plan, task)) continue;
     std::set<int> holders;
     for (int reg : DataInputs(task)) holders.insert(process[static_cast<std::size_t>(plan.registers[static_cast<std::size_t>(reg)].producer)]);
     if (holders.count(kEverywhere) > 0 && task.produced.size() > 1) {  // a whole input to pieces
@@ -167,6 +171,7 @@ std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) 
     transfer.stream = collective_stream;
     transfer.op_type = "transfer";
     transfer.attrs = &plan.fused_attrs.emplace_back(CollectiveAttrs{.root = maker, .readers = reader_processes});
+    transfer.collective = true;
     transfer.input_metas = {source.meta};
     transfer.output_metas = {source.meta};
     transfer.kernel_factory = FindKernel({"transfer", collective_device.kind, source.meta.dtype});
@@ -321,7 +326,7 @@ std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) 
   // This process's collectives and transfers, chained in the whole plan's order, call after call.
   std::vector<int> chain;
   for (int t : order) {
-    if (!kept(t) || !plan.IsCollective(plan.tasks[static_cast<std::size_t>(t)])) continue;
+    if (!kept(t) || !OnCollectiveStream(plan, plan.tasks[static_cast<std::size_t>(t)])) continue;
     const int mine = task_map[static_cast<std::size_t>(t)];
     if (!chain.empty()) AddControlEdge(*local, chain.back(), mine);
     chain.push_back(mine);

@@ -66,6 +66,8 @@ struct TaskDesc {
   std::size_t input_offset = 0;
   /// Threads the kernel may split its work over (its device's share of the cores); 0: every core.
   int intra_op_threads = 0;
+  /// A collective or transfer actor (its attrs are CollectiveAttrs): traces and profiles mark it.
+  bool collective = false;
 };
 
 struct Plan {
@@ -107,10 +109,6 @@ struct Plan {
   /// Where `task` runs: "cpu:1", or "cpu:0-1" for a collective actor spanning the devices; "host" for
   /// the source, input and sink actors of a CUDA device.
   std::string DeviceName(const TaskDesc& task) const;
-  /// Whether `task` is a collective or transfer actor (they, and only they, run on collective streams).
-  bool IsCollective(const TaskDesc& task) const {
-    return task.kind == TaskKind::kKernel && streams[static_cast<std::size_t>(task.stream)].kind == StreamKind::kCollective;
-  }
   /// Bytes of register memory the plan needs (every slot of every register).
   std::size_t RegisterBytes() const;
   /// Graphviz dot: one node per actor (grouped by stream, labelled with its device), one edge per
