@@ -10,6 +10,7 @@
 
 #include "weir/dtype.hpp"
 #include "weir/initializers.hpp"
+#include "weir/op_attrs.hpp"
 #include "weir/shape.hpp"
 #include "weir/tensor.hpp"
 
@@ -102,30 +103,6 @@ struct PlaceholderInfo {
   DType dtype;
 };
 
-/// L1 and L2 penalties on a variable, added to its gradient by the optimizer:
-/// g + l1·sign(p) + l2·p (OneFlow's flow.regularizers).
-struct Regularizer {
-  double l1 = 0.0;
-  double l2 = 0.0;
-  friend bool operator==(const Regularizer&, const Regularizer&) = default;
-};
-inline Regularizer L1(double l = 0.01) { return {l, 0.0}; }
-inline Regularizer L2(double l = 0.01) { return {0.0, l}; }
-inline Regularizer L1L2(double l1 = 0.01, double l2 = 0.01) { return {l1, l2}; }
-
-/// How a consistent blob or variable lies on the devices of its placement (OneFlow's
-/// flow.distribute): whole on every device, split along an axis, or left to the compiler.
-struct Distribute {
-  enum class Kind : std::uint8_t { kAuto, kBroadcast, kSplit };
-  Kind kind = Kind::kAuto;
-  int axis = 0;  // kSplit only
-
-  static Distribute Auto() { return {}; }
-  static Distribute Broadcast() { return {Kind::kBroadcast, 0}; }
-  static Distribute Split(int axis) { return {Kind::kSplit, axis}; }
-  friend bool operator==(const Distribute&, const Distribute&) = default;
-};
-
 /// A variable: state owned by the session, global by name (jobs naming the same variable share
 /// it), kept across calls, saved in checkpoints.
 struct VariableSpec {
@@ -141,8 +118,6 @@ struct VariableSpec {
   /// variable stays one logical tensor for GetVariable and checkpoints.
   Distribute distribute;
 };
-
-struct Optimizer;
 
 /// Calls `handler` with `blob`'s value on every call of the job (OneFlow's flow.watch). Handlers
 /// run in call order, off the actor threads: on the caller's thread before a sync call returns, on

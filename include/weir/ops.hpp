@@ -1,7 +1,8 @@
 #pragma once
 /// \file The ops a job is built from. Each takes Blobs of one job, checks shapes and dtypes at
 /// once (throwing std::invalid_argument that names the op and shows the shapes), and returns the
-/// output Blob. `name` is optional; ops are named "<type>_<n>" otherwise.
+/// output Blob. `name` is optional; ops are named "<type>_<n>" otherwise. Their attributes are plain
+/// values in weir/op_attrs.hpp, which the kernels read too.
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "weir/job.hpp"
+#include "weir/op_attrs.hpp"
 #include "weir/op_kinds.hpp"
 
 namespace weir {
@@ -16,31 +18,13 @@ namespace weir {
 /// Copies its input.
 Blob Identity(const Blob& x, std::string_view name = {});
 
-struct ReshapeAttrs {
-  /// Target shape; at most one dimension may be -1 (inferred).
-  std::vector<std::int64_t> shape;
-};
 Blob Reshape(const Blob& x, ReshapeAttrs attrs, std::string_view name = {});
 
-struct TransposeAttrs {
-  /// Output axis i is input axis perm[i]; a permutation of 0..rank-1.
-  std::vector<int> perm;
-};
 Blob Transpose(const Blob& x, TransposeAttrs attrs, std::string_view name = {});
 
-struct MatMulAttrs {
-  bool transpose_a = false;
-  bool transpose_b = false;
-  /// Scales the product: out = alpha * op(a) op(b).
-  double alpha = 1.0;
-};
 /// 2-D matrix product of op(a) (m,k) and op(b) (k,n).
 Blob MatMul(const Blob& a, const Blob& b, MatMulAttrs attrs = {}, std::string_view name = {});
 
-struct BiasAddAttrs {
-  /// The axis of x that bias (1-D) runs along; OneFlow's default is 1 (channels / features).
-  int axis = 1;
-};
 Blob BiasAdd(const Blob& x, const Blob& bias, BiasAddAttrs attrs = {}, std::string_view name = {});
 
 /// Elementwise with numpy broadcasting; both inputs have the same dtype.
@@ -49,10 +33,6 @@ Blob Sub(const Blob& a, const Blob& b, std::string_view name = {});
 Blob Mul(const Blob& a, const Blob& b, std::string_view name = {});
 Blob Div(const Blob& a, const Blob& b, std::string_view name = {});
 
-struct ScalarAttrs {
-  ScalarOpKind kind = ScalarOpKind::kAdd;
-  double value = 0.0;
-};
 /// x (op) scalar, elementwise; the output has x's dtype.
 Blob Scalar(const Blob& x, ScalarAttrs attrs, std::string_view name = {});
 Blob ScalarAdd(const Blob& x, double value, std::string_view name = {});
@@ -62,30 +42,14 @@ Blob Relu(const Blob& x, std::string_view name = {});
 Blob Sigmoid(const Blob& x, std::string_view name = {});
 Blob Tanh(const Blob& x, std::string_view name = {});
 
-struct SoftmaxAttrs {
-  int axis = -1;
-};
 Blob Softmax(const Blob& x, SoftmaxAttrs attrs = {}, std::string_view name = {});
 
-struct ReduceAttrs {
-  /// Axes to reduce; empty means all axes. Negative axes count from the end.
-  std::vector<int> axes;
-  bool keep_dims = false;
-};
 Blob ReduceSum(const Blob& x, ReduceAttrs attrs = {}, std::string_view name = {});
 Blob ReduceMean(const Blob& x, ReduceAttrs attrs = {}, std::string_view name = {});
 
-struct ArgMaxAttrs {
-  int axis = -1;
-  /// OneFlow's argmax returns int32.
-  DType output_dtype = DType::kI32;
-};
 /// Index of the largest element along `axis` (the first on ties); the axis is removed.
 Blob ArgMax(const Blob& x, ArgMaxAttrs attrs = {}, std::string_view name = {});
 
-struct CastAttrs {
-  DType dtype = DType::kF32;
-};
 Blob Cast(const Blob& x, CastAttrs attrs, std::string_view name = {});
 
 /// Per-example cross entropy of softmax(logits) against integer class labels:
@@ -95,16 +59,9 @@ Blob SparseSoftmaxCrossEntropy(const Blob& labels, const Blob& logits, std::stri
 
 // --- more math (concat, unary, losses, reductions, clipping, one_hot) ------------------------
 
-struct ConcatAttrs {
-  /// The axis the inputs are joined along; negative counts from the end.
-  int axis = 0;
-};
 /// Joins `inputs` (at least one, one dtype, equal shapes but along `axis`) along `axis`.
 Blob Concat(const std::vector<Blob>& inputs, ConcatAttrs attrs = {}, std::string_view name = {});
 
-struct UnaryAttrs {
-  UnaryOpKind kind = UnaryOpKind::kExp;
-};
 /// f(x) elementwise; f32 and f64 (integers too where the kind says so). The output has x's meta.
 Blob Unary(const Blob& x, UnaryAttrs attrs, std::string_view name = {});
 Blob Exp(const Blob& x, std::string_view name = {});
@@ -145,74 +102,20 @@ Blob ReduceMin(const Blob& x, ReduceAttrs attrs = {}, std::string_view name = {}
 Blob Maximum(const Blob& a, const Blob& b, std::string_view name = {});
 Blob Minimum(const Blob& a, const Blob& b, std::string_view name = {});
 
-struct ClipAttrs {
-  /// At least one bound; min <= max when both are given.
-  std::optional<double> min;
-  std::optional<double> max;
-};
 /// x clamped to [min, max] elementwise (f32, f64, i32, i64; for integers the bounds are rounded
 /// inward). NaN stays NaN. The gradient passes where min <= x <= max (inclusive, as in OneFlow), else 0.
 Blob ClipByValue(const Blob& x, ClipAttrs attrs, std::string_view name = {});
 
-struct OneHotAttrs {
-  /// Number of classes; >= 0.
-  std::int64_t depth = 0;
-  double on_value = 1.0;
-  double off_value = 0.0;
-  /// f32, f64, i32 or i64.
-  DType dtype = DType::kF32;
-};
 /// indices (...) i32/i64 -> (..., depth): on_value at each index, off_value elsewhere. An index
 /// outside [0, depth) fails the call (as OneFlow's kernel). No gradient.
 Blob OneHot(const Blob& indices, OneHotAttrs attrs, std::string_view name = {});
 
 // --- images (conv2d, pooling, batch normalization) -------------------------------------------
 
-/// Image layouts: channels first (OneFlow's default) or channels last.
-enum class DataFormat : std::uint8_t { kNCHW, kNHWC };
-
-/// How a spatial window is padded. kSame pads so that out = ceil(in / stride), the odd pixel at the
-/// end (TensorFlow's and OneFlow's "SAME"); kValid does not pad; kExplicit uses `pads`.
-enum class PaddingKind : std::uint8_t { kValid, kSame, kExplicit };
-struct Padding {
-  PaddingKind kind = PaddingKind::kValid;
-  /// kExplicit only: {top, bottom, left, right}, each >= 0.
-  std::array<std::int64_t, 4> pads{};
-  friend bool operator==(const Padding&, const Padding&) = default;
-};
-inline Padding ValidPadding() { return {}; }
-inline Padding SamePadding() { return {.kind = PaddingKind::kSame}; }
-inline Padding ExplicitPadding(std::int64_t top, std::int64_t bottom, std::int64_t left, std::int64_t right) {
-  return {.kind = PaddingKind::kExplicit, .pads = {top, bottom, left, right}};
-}
-
-struct Conv2DAttrs {
-  /// {height, width}.
-  std::array<std::int64_t, 2> strides{1, 1};
-  /// {height, width}; 1 is an ordinary (undilated) kernel.
-  std::array<std::int64_t, 2> dilations{1, 1};
-  Padding padding;  // VALID
-  DataFormat data_format = DataFormat::kNCHW;
-  /// Input and output channels split into `groups` independent convolutions (NCHW only, as in OneFlow).
-  std::int64_t groups = 1;
-};
 /// 2-D cross-correlation (no bias; OneFlow's flow.nn.conv2d). x (N,C,H,W) or (N,H,W,C); weight
 /// (out, C/groups, kh, kw) for NCHW, (out, kh, kw, C) for NHWC (groups must be 1 there, as in OneFlow).
 Blob Conv2D(const Blob& x, const Blob& weight, Conv2DAttrs attrs = {}, std::string_view name = {});
 
-struct Pool2DAttrs {
-  /// Window {height, width}.
-  std::array<std::int64_t, 2> ksize{2, 2};
-  /// {height, width}.
-  std::array<std::int64_t, 2> strides{2, 2};
-  /// VALID by default. Explicit pads must each be smaller than the window, so that every window
-  /// holds at least one pixel of x.
-  Padding padding;
-  DataFormat data_format = DataFormat::kNCHW;
-  /// Output size rounded up rather than down (PyTorch's rule: a last window that would start in the
-  /// bottom/right padding is dropped). No effect with SAME, whose output is already ceil(in / stride).
-  bool ceil_mode = false;
-};
 /// The largest element of each window; padded positions never win. Its gradient goes to a single
 /// element per window: on ties, the first largest in row-major window order (f64 reference kernel;
 /// the f32 oneDNN kernel also picks a single one, which is oneDNN's choice).
@@ -221,15 +124,6 @@ Blob MaxPool2D(const Blob& x, Pool2DAttrs attrs = {}, std::string_view name = {}
 /// in TensorFlow and OneFlow).
 Blob AvgPool2D(const Blob& x, Pool2DAttrs attrs = {}, std::string_view name = {});
 
-struct BatchNormAttrs {
-  /// The channel axis: statistics are per index of this axis, over every other axis.
-  int axis = 1;
-  double epsilon = 1e-3;
-  /// moving = momentum · moving + (1 − momentum) · batch statistic.
-  double momentum = 0.99;
-  /// Batch statistics (and an update of the moving ones) when true; the moving statistics otherwise.
-  bool training = true;
-};
 /// Batch normalization (OneFlow's "normalization" op): y = gamma · (x − mean) / sqrt(var + epsilon) +
 /// beta, per channel. gamma, beta, moving_mean and moving_variance are (C) with x's dtype. Training
 /// normalizes with the batch mean and biased variance and also updates moving_mean and
@@ -239,20 +133,9 @@ struct BatchNormAttrs {
 Blob BatchNorm(const Blob& x, const Blob& gamma, const Blob& beta, const Blob& moving_mean,
                const Blob& moving_variance, BatchNormAttrs attrs = {}, std::string_view name = {});
 
-struct FlattenAttrs {
-  /// Axes start_dim..end_dim (inclusive, negative from the end) become one.
-  int start_dim = 1;
-  int end_dim = -1;
-};
 /// OneFlow's flow.flatten: a reshape merging axes start_dim..end_dim; a 0-D x counts as (1).
 Blob Flatten(const Blob& x, FlattenAttrs attrs = {}, std::string_view name = {});
 
-struct ParallelCastAttrs {
-  /// How the result lies on the devices (Auto: as the input does).
-  Distribute value;
-  /// How the gradient flowing back through it lies (Auto: as the compiler chooses).
-  Distribute gradient;
-};
 /// x itself, laid out on the devices as `attrs` says (OneFlow's blob.with_distribute and
 /// with_gradient_distribute): a hint the consistent view's compiler follows, boxing as needed. No
 /// effect in the mirrored view or on one device.

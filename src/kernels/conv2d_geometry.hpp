@@ -8,7 +8,7 @@
 #include "kernels/attrs/conv2d_attrs.hpp"
 #include "kernels/functors/conv2d.hpp"
 #include "kernels/kernel.hpp"
-#include "weir/ops.hpp"
+#include "weir/op_attrs.hpp"
 
 namespace weir::internal {
 

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "kernels/functors/pool2d.hpp"
-#include "weir/ops.hpp"
+#include "weir/op_attrs.hpp"
 #include "weir/shape.hpp"
 
 namespace weir::internal {

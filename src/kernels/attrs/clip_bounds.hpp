@@ -5,7 +5,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "weir/ops.hpp"
+#include "weir/op_attrs.hpp"
 
 namespace weir::internal {
 

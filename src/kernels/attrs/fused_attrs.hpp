@@ -4,7 +4,7 @@
 // kernels exist only in plans: jobs never contain them.
 #include <cstdint>
 
-#include "weir/ops.hpp"
+#include "weir/op_attrs.hpp"
 
 namespace weir::internal {
 

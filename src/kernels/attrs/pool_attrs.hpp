@@ -1,6 +1,6 @@
 #pragma once
 // Typed attributes of the pooling backward ops, shared by their definitions (graph/ops) and kernels.
-#include "weir/ops.hpp"
+#include "weir/op_attrs.hpp"
 #include "weir/shape.hpp"
 
 namespace weir::internal {

@@ -3,9 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "weir/job.hpp"
+#include "weir/op_attrs.hpp"
 #include "weir/lr_schedule.hpp"
-#include "weir/optimizers.hpp"
 
 namespace weir::internal {
 

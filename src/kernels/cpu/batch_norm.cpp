@@ -17,7 +17,7 @@
 #include "kernels/cpu/dnnl_engine.hpp"
 #include "kernels/functors/batch_norm.hpp"
 #include "kernels/kernel.hpp"
-#include "weir/ops.hpp"
+#include "weir/op_attrs.hpp"
 
 namespace weir::internal {
 namespace {

@@ -1,7 +1,7 @@
 // bias_add on the CPU: x viewed as (outer, channels, inner), with bias[c] added to every
 // inner element of channel c.
 #include "kernels/kernel.hpp"
-#include "weir/ops.hpp"
+#include "weir/op_attrs.hpp"
 
 namespace weir::internal {
 namespace {

@@ -9,7 +9,7 @@
 #include "kernels/attrs/clip_bounds.hpp"
 #include "kernels/functors/clip.hpp"
 #include "kernels/kernel.hpp"
-#include "weir/ops.hpp"
+#include "weir/op_attrs.hpp"
 
 namespace weir::internal {
 namespace {

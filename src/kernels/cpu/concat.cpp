@@ -7,7 +7,7 @@
 
 #include "kernels/attrs/concat_attrs.hpp"
 #include "kernels/kernel.hpp"
-#include "weir/ops.hpp"
+#include "weir/op_attrs.hpp"
 
 namespace weir::internal {
 namespace {

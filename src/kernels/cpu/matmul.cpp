@@ -20,7 +20,7 @@
 #include "kernels/cpu/dnnl_engine.hpp"
 #include "kernels/attrs/fused_attrs.hpp"
 #include "kernels/kernel.hpp"
-#include "weir/ops.hpp"
+#include "weir/op_attrs.hpp"
 
 namespace weir::internal {
 namespace {

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "kernels/kernel.hpp"
-#include "weir/ops.hpp"
+#include "weir/op_attrs.hpp"
 
 namespace weir::internal {
 namespace {

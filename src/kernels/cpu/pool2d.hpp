@@ -11,7 +11,7 @@
 #include <dnnl.hpp>
 
 #include "kernels/pool2d_geometry.hpp"
-#include "weir/ops.hpp"
+#include "weir/op_attrs.hpp"
 #include "weir/shape.hpp"
 
 namespace weir::internal {

@@ -12,7 +12,7 @@
 #include "common/tensor_meta.hpp"
 #include "kernels/cpu/elementwise.hpp"
 #include "kernels/functors/reduce.hpp"
-#include "weir/ops.hpp"
+#include "weir/op_attrs.hpp"
 
 namespace weir::internal {
 

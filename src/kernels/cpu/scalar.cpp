@@ -5,7 +5,7 @@
 
 #include "kernels/cpu/arithmetic.hpp"
 #include "kernels/kernel.hpp"
-#include "weir/ops.hpp"
+#include "weir/op_attrs.hpp"
 
 namespace weir::internal {
 namespace {

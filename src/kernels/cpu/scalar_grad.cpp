@@ -4,7 +4,7 @@
 
 #include "kernels/functors/scalar.hpp"
 #include "kernels/kernel.hpp"
-#include "weir/ops.hpp"
+#include "weir/op_attrs.hpp"
 
 namespace weir::internal {
 namespace {

@@ -7,7 +7,7 @@
 #include "kernels/cpu/byte_copy.hpp"
 #include "kernels/functors/softmax.hpp"
 #include "kernels/kernel.hpp"
-#include "weir/ops.hpp"
+#include "weir/op_attrs.hpp"
 
 namespace weir::internal {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "kernels/cpu/strided_copy.hpp"
 #include "kernels/kernel.hpp"
-#include "weir/ops.hpp"
+#include "weir/op_attrs.hpp"
 
 namespace weir::internal {
 namespace {
