@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -60,32 +61,21 @@ Args Parse(int argc, char** argv) {
   Args args;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    if (flag == "--no-async") {
-      args.async = false;
-      continue;
-    }
-    if (flag == "--profile") {
-      args.profile = true;
-      continue;
-    }
-    if (flag == "--gpu") {
-      args.gpu = true;
-      continue;
-    }
-    if (flag == "--no-stream-graphs") {
-      args.stream_graphs = false;
-      continue;
-    }
-    if (flag == "--no-infer") {
-      args.infer = false;
-      continue;
-    }
-    if (flag == "--copy-streams") {
-      args.copy_streams = true;
-      continue;
-    }
-    if (flag == "--nchw") {
-      args.channels_last = false;
+    // Switches: each sets one field of Args.
+    struct Switch {
+      const char* name;
+      bool Args::*field;
+      bool value;
+    };
+    static constexpr Switch kSwitches[] = {
+        {"--no-async", &Args::async, false},         {"--profile", &Args::profile, true},
+        {"--gpu", &Args::gpu, true},                 {"--no-stream-graphs", &Args::stream_graphs, false},
+        {"--no-infer", &Args::infer, false},         {"--copy-streams", &Args::copy_streams, true},
+        {"--nchw", &Args::channels_last, false},
+    };
+    const auto it = std::find_if(std::begin(kSwitches), std::end(kSwitches), [&](const Switch& s) { return flag == s.name; });
+    if (it != std::end(kSwitches)) {
+      args.*(it->field) = it->value;
       continue;
     }
     if (i + 1 >= argc) throw std::invalid_argument(fmt::format("flag {} needs a value", flag));

@@ -5,6 +5,8 @@
 #include <deque>
 #include <random>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "plan/plan.hpp"
 #include "actors/task_protocol.hpp"
@@ -174,6 +176,21 @@ TEST_CASE("end of stream waits for queued pieces and for outstanding slots") {
   CHECK(chain[0].DescribeWaiting().find("ended") != std::string::npos);
 }
 
+namespace {
+
+// A register from task `from` to each of `to`.
+void AddEdge(weir::internal::Plan& plan, int from, std::vector<int> to) {
+  weir::internal::RegisterDesc reg;
+  reg.id = static_cast<int>(plan.registers.size());
+  reg.producer = from;
+  reg.consumers = std::move(to);
+  plan.tasks[static_cast<std::size_t>(from)].produced.push_back(reg.id);
+  for (int consumer : reg.consumers) plan.tasks[static_cast<std::size_t>(consumer)].consumed.push_back(reg.id);
+  plan.registers.push_back(std::move(reg));
+}
+
+}  // namespace
+
 TEST_CASE("a plan whose tasks wait on each other is refused, naming the loop") {
   weir::internal::Plan plan;
   plan.job_name = "loop";
@@ -184,15 +201,7 @@ TEST_CASE("a plan whose tasks wait on each other is refused, naming the loop") {
     plan.tasks.push_back(task);
   }
   // source -> a -> b -> c, then c -> a: a register from each producer to its consumer.
-  auto edge = [&](int from, int to) {
-    weir::internal::RegisterDesc reg;
-    reg.id = static_cast<int>(plan.registers.size());
-    reg.producer = from;
-    reg.consumers = {to};
-    plan.tasks[static_cast<std::size_t>(from)].produced.push_back(reg.id);
-    plan.tasks[static_cast<std::size_t>(to)].consumed.push_back(reg.id);
-    plan.registers.push_back(reg);
-  };
+  auto edge = [&](int from, int to) { AddEdge(plan, from, {to}); };
   edge(0, 1);
   edge(1, 2);
   edge(2, 3);
@@ -225,15 +234,7 @@ TEST_CASE("a task that does not lead to the sink is refused, naming it; removing
   plan.tasks[3].kind = weir::internal::TaskKind::kSink;
   plan.source_task = 0;
   plan.sink_task = 3;
-  auto edge = [&](int from, std::vector<int> to) {
-    weir::internal::RegisterDesc reg;
-    reg.id = static_cast<int>(plan.registers.size());
-    reg.producer = from;
-    reg.consumers = to;
-    plan.tasks[static_cast<std::size_t>(from)].produced.push_back(reg.id);
-    for (int consumer : to) plan.tasks[static_cast<std::size_t>(consumer)].consumed.push_back(reg.id);
-    plan.registers.push_back(reg);
-  };
+  auto edge = [&](int from, std::vector<int> to) { AddEdge(plan, from, std::move(to)); };
   edge(0, {1, 2});  // the tick, read by both inputs
   edge(1, {3});     // the input the sink reads
   edge(2, {});      // a piece nobody reads

@@ -199,7 +199,7 @@ void BindSession(py::module_& m) {
            py::arg("world_size") = 1, py::arg("master_addr") = "127.0.0.1", py::arg("master_port") = 29500,
            py::arg("rendezvous_timeout_s") = 300.0, py::arg("collective_timeout_s") = 180.0,
            py::arg("collectives") = "auto", py::arg("stream_graphs") = true, py::arg("local_rank") = 0,
-           py::arg("fusion_threshold_mb") = 16.0, py::arg("job_token") = "", py::arg("copy_stream_mb") = 1.0)
+           py::arg("fusion_threshold_mb") = 16.0, py::arg("job_token") = "", py::arg("copy_stream_mb") = static_cast<double>(SessionOptions{}.copy_stream_bytes) / (1 << 20))
       .def("resource",
            [](PySession& self) {
              const Resource r = self.Get().GetResource();
