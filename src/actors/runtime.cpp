@@ -447,7 +447,7 @@ std::unique_ptr<JobRuntime> Runtime::Instantiate(std::shared_ptr<const Plan> pla
     }
     job->pollers[s] = std::make_unique<CompletionPoller>(job->device_streams[s]->Name());
   }
-  // The GPUs of one job copy between each other (graph/device_copies.hpp): directly where they can.
+  // The GPUs of one job copy between each other (graph/planner/device_copies.hpp): directly where they can.
   std::vector<int> gpus;
   for (const StreamId& stream : p.streams) {
     if (stream.device.kind == Device::Kind::kCuda && std::find(gpus.begin(), gpus.end(), stream.device.index) == gpus.end()) {

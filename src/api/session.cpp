@@ -583,7 +583,7 @@ class SessionImpl {
       if (other->launching > 0 || other->runtime->CallsInFlight() > 0) return true;
     }
     // Collectives across processes: one job's calls overlap (its plan issues each call's collectives
-    // after the previous call's, graph/process_split.hpp: GateCollectiveCalls), but two jobs' calls do
+    // after the previous call's, graph/planner/process_split.hpp: GateCollectiveCalls), but two jobs' calls do
     // not, so that every process issues them in the same order, which is what keeps blocking collectives
     // from waiting on each other across processes.
     if (entry.across_processes) {

@@ -30,19 +30,19 @@ struct PlanOptions {
   /// Processes of a distributed session, each with `devices` devices. A mirrored job is data parallel
   /// across them: each compiles the same plan for its own devices, and the gradients (and whatever else
   /// the devices average) are averaged over every device of every process. A consistent job is planned
-  /// for every process's devices, and each process runs its part (graph/process_split.hpp).
+  /// for every process's devices, and each process runs its part (graph/planner/process_split.hpp).
   int processes = 1;
   /// This process's rank among `processes`.
   int rank = 0;
   /// The kind of the devices: kCuda places every kernel on CUDA devices, with copies between host and
-  /// device memory and between the GPUs (graph/device_copies.hpp).
+  /// device memory and between the GPUs (graph/planner/device_copies.hpp).
   Device::Kind device_kind = Device::Kind::kCpu;
   /// The kernels of each device stream as one actor, on a CUDA device one CUDA graph
-  /// (graph/stream_graphs.hpp): CUDA devices' compute streams, and CPU compute streams when
+  /// (graph/planner/stream_graphs.hpp): CUDA devices' compute streams, and CPU compute streams when
   /// `async_cpu_streams` (the runtime runs them as device streams then).
   bool stream_graphs = false;
   /// On CUDA devices: a register copied between host and device runs its copy on the device's compute
-  /// stream up to this size, on the copy streams above it (graph/device_copies.hpp).
+  /// stream up to this size, on the copy streams above it (graph/planner/device_copies.hpp).
   std::size_t copy_stream_bytes = kDefaultCopyStreamBytes;
   /// Bucket bytes of a mirrored job's gradient averaging across processes (DistributedOptions::
   /// fusion_threshold_bytes); 0: an all-reduce actor per gradient.

@@ -1,5 +1,5 @@
 #pragma once
-// A device stream's kernels as one kernel (graph/stream_graphs.hpp makes it): the member kernels run
+// A device stream's kernels as one kernel (graph/planner/stream_graphs.hpp makes it): the member kernels run
 // in a fixed order within one act, their intermediate values in buffers the graph owns. On a CUDA
 // device the graph is captured into a CUDA graph once per set of register addresses and replayed,
 // so a call costs one launch instead of one per kernel (and the actor hops between them).

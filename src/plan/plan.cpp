@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace weir::internal {
@@ -16,6 +17,45 @@ std::string_view Name(TaskKind kind) {
     case TaskKind::kBarrier: return "barrier";
   }
   return "?";
+}
+
+int Plan::AddTask(TaskKind kind, std::string name, int stream) {
+  TaskDesc task;
+  task.id = static_cast<int>(tasks.size());
+  task.kind = kind;
+  task.name = std::move(name);
+  task.stream = stream;
+  tasks.push_back(std::move(task));
+  return tasks.back().id;
+}
+
+int Plan::AddRegister(std::string name, int producer, int register_num, TensorMeta meta) {
+  RegisterDesc reg;
+  reg.id = static_cast<int>(registers.size());
+  reg.name = std::move(name);
+  reg.producer = producer;
+  reg.register_num = register_num;
+  reg.slot_bytes = meta.NumBytes();
+  reg.meta = std::move(meta);
+  registers.push_back(std::move(reg));
+  tasks[static_cast<std::size_t>(producer)].produced.push_back(registers.back().id);
+  return registers.back().id;
+}
+
+int Plan::Consume(int task, int reg) {
+  TaskDesc& desc = tasks[static_cast<std::size_t>(task)];
+  const auto it = std::find(desc.consumed.begin(), desc.consumed.end(), reg);
+  if (it != desc.consumed.end()) return static_cast<int>(it - desc.consumed.begin());
+  desc.consumed.push_back(reg);
+  registers[static_cast<std::size_t>(reg)].consumers.push_back(task);
+  return static_cast<int>(desc.consumed.size()) - 1;
+}
+
+void Plan::AddControlEdge(int from, int to) {
+  const int reg = AddRegister(fmt::format("ctrl:{}->{}", tasks[static_cast<std::size_t>(from)].name,
+                                          tasks[static_cast<std::size_t>(to)].name),
+                              from, 1, {Shape{0}, DType::kU8});
+  Consume(to, reg);
 }
 
 std::string Plan::DeviceName(const TaskDesc& task) const {

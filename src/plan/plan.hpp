@@ -92,7 +92,7 @@ struct Plan {
   /// Some collective actor also reduces across the processes (CollectiveAttrs::across_processes):
   /// the job needs a process group, and the session runs one such call at a time.
   bool process_collectives = false;
-  /// A consistent job split over processes (graph/process_split.hpp): this process's part of a plan of
+  /// A consistent job split over processes (graph/planner/process_split.hpp): this process's part of a plan of
   /// every process's devices, whose ToDot this is: what the processes compare to find jobs that differ.
   std::string whole_plan_dot;
   /// Things the user should know about how the job was placed; the session prints them once.
@@ -105,6 +105,15 @@ struct Plan {
   std::shared_ptr<const void> keep_alive;
   /// Attrs of the kernels the planner fused (graph/fusion.hpp); a deque, so tasks' pointers stay put.
   std::deque<std::any> fused_attrs;
+
+  /// Appends a task (no registers yet) and returns its id.
+  int AddTask(TaskKind kind, std::string name, int stream);
+  /// Appends a register of `register_num` slots of `meta` that `producer` writes, and returns its id.
+  int AddRegister(std::string name, int producer, int register_num, TensorMeta meta);
+  /// Makes `task` consume `reg` (once, however often it reads it); returns the index in its consumed list.
+  int Consume(int task, int reg);
+  /// A zero-byte register from `from` to `to`: `to` acts on a call only after `from` has.
+  void AddControlEdge(int from, int to);
 
   /// Where `task` runs: "cpu:1", or "cpu:0-1" for a collective actor spanning the devices; "host" for
   /// the source, input and sink actors of a CUDA device.

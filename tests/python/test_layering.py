@@ -36,3 +36,53 @@ def test_common_and_plan_include_nothing_above_them():
 
 def test_the_checks_see_the_tree():
     assert len(_includes("kernels")) > 100  # the walk found the kernels' sources
+
+
+# A function's body opens with "{" after a head with a parameter list; namespaces, classes and brace
+# initializers are not functions (members inside a class are).
+_SCOPE_HEAD = re.compile(r'\b(namespace|class|struct|union|enum)\b|extern\s+"C"')
+_CODE_NOISE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
+
+
+def _function_lengths(path):
+    """(first line, lines) of every function body in a C++ file, signature to closing brace."""
+    with open(path, encoding="utf-8") as f:
+        text = _CODE_NOISE.sub(lambda m: re.sub(r'[^\n]', ' ', m.group(0)), f.read())
+    lengths = []
+    stack = []  # per open brace: "scope", or ("function", first line), or "inner"
+    head_start = 0
+    for i, char in enumerate(text):
+        if char in ";}":
+            head_start = i + 1
+        if char == "{":
+            head = text[head_start:i]
+            inside_function = any(entry != "scope" for entry in stack)
+            if inside_function:
+                stack.append("inner")
+            elif _SCOPE_HEAD.search(head) or "(" not in head or head.rstrip().endswith("="):
+                stack.append("scope")
+            else:
+                first = text.count("\n", 0, head_start + len(head) - len(head.lstrip())) + 1
+                stack.append(("function", first))
+            head_start = i + 1
+        elif char == "}" and stack:
+            entry = stack.pop()
+            if isinstance(entry, tuple):
+                lengths.append((entry[1], text.count("\n", 0, i) + 2 - entry[1]))
+    return lengths
+
+
+def test_no_function_of_the_graph_layer_is_over_200_lines():
+    """The planner is a list of passes (src/graph/planner.cpp), each short enough to read alone."""
+    long_ones = []
+    for directory, _, names in os.walk(os.path.join(ROOT, "src", "graph")):
+        for name in names:
+            if name.endswith(".cpp"):
+                path = os.path.join(directory, name)
+                long_ones += [(os.path.relpath(path, ROOT), line, n) for line, n in _function_lengths(path) if n > 200]
+    assert long_ones == []
+
+
+def test_the_function_lengths_are_measured():
+    lengths = _function_lengths(os.path.join(ROOT, "src", "graph", "planner.cpp"))
+    assert len(lengths) >= 4 and max(n for _, n in lengths) > 40  # CompilePlan itself is found

@@ -24,7 +24,7 @@ struct CollectiveAttrs {
   /// result is all-reduced (op) over the processes (KernelSetup::processes). The mirrored view's
   /// gradient averaging: the mean of the processes' means is the mean over every device.
   bool across_processes = false;
-  /// A consistent job's collective whose pieces are spread over the processes (graph/process_split.hpp):
+  /// A consistent job's collective whose pieces are spread over the processes (graph/planner/process_split.hpp):
   /// process q holds pieces [process_pieces[q], process_pieces[q + 1]) of `devices`, and this process's
   /// actor gets only its own. Empty otherwise.
   std::vector<int> process_pieces;

@@ -5,7 +5,7 @@
 // NCCL between processes with one GPU each (distributed/nccl_process_group.hpp).
 //
 // Every process calls the same collectives in the same order (the planner chains a job's collective
-// actors, call after call: graph/process_split.hpp, GateCollectiveCalls; and a session does not overlap
+// actors, call after call: graph/planner/process_split.hpp, GateCollectiveCalls; and a session does not overlap
 // the calls of two jobs with cross-process collectives). `what` names the
 // collective (the actor's name) in errors. Every call is bounded by the group's timeout; a failure
 // (a lost peer, a timeout) throws std::runtime_error naming the collective and the peer when known.

@@ -3,7 +3,7 @@
 // (distributed/nccl_process_group.hpp): an all-reduce is NCCL's, a gather is one broadcast from every
 // process at once (pieces of any size), a reduce-scatter an all-reduce then a cut, and a scatter moves
 // no bytes. Between several GPUs of one process the planner has copied every piece onto the
-// collective's GPU (graph/device_copies.hpp), so combining them is a reduction in piece order
+// collective's GPU (graph/planner/device_copies.hpp), so combining them is a reduction in piece order
 // (kernels/functors/pieces.hpp, the CPU's shared-memory math) or 2-D copies; the results go back to
 // each GPU through copies again. Pieces are cut out and put back with 2-D copies whose geometry
 // (PieceRowsOf) the host tests check against the CPU's copies. Compiled, not yet run on a GPU.

@@ -11,7 +11,7 @@ namespace weir::internal {
 namespace {
 
 // identity, reshape and parallel_cast (a layout hint): the input's bytes unchanged. device_copy (the
-// planner's copy between memories, graph/device_copies.hpp): the same, from or to pinned host memory
+// planner's copy between memories, graph/planner/device_copies.hpp): the same, from or to pinned host memory
 // or another device, on its device's host-to-device or device-to-host stream.
 class ByteCopyCuda final : public Kernel {
  public:

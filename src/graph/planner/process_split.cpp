@@ -1,4 +1,4 @@
-#include "graph/process_split.hpp"
+#include "graph/planner/process_split.hpp"
 
 #include <algorithm>
 #include <map>
@@ -64,28 +64,24 @@ int PieceOwner(const Plan& plan, const std::vector<int>& process, int reg) {
   return process[static_cast<std::size_t>(readers.front())];
 }
 
-// A zero-byte register from `from` to `to` in `plan`: `to` acts on a call only after `from` has.
-void AddControlEdge(Plan& plan, int from, int to) {
-  RegisterDesc reg;
-  reg.id = static_cast<int>(plan.registers.size());
-  reg.name = fmt::format("ctrl:{}->{}", plan.tasks[static_cast<std::size_t>(from)].name, plan.tasks[static_cast<std::size_t>(to)].name);
-  reg.producer = from;
-  reg.consumers = {to};
-  reg.meta = {Shape{0}, DType::kU8};
-  plan.tasks[static_cast<std::size_t>(from)].produced.push_back(reg.id);
-  plan.tasks[static_cast<std::size_t>(to)].consumed.push_back(reg.id);
-  plan.registers.push_back(std::move(reg));
-}
+// Where each task of the whole plan runs: its device's process, every process (kEverywhere), or, for a
+// collective spread over the processes, every process on its own pieces.
+struct Assignment {
+  std::vector<int> process;
+  std::vector<bool> spread;
 
-}  // namespace
+  bool Kept(int task, int rank) const {
+    const int where = process[static_cast<std::size_t>(task)];
+    return where == kEverywhere || where == rank;
+  }
+};
 
-std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) {
-  Plan& plan = whole;
+Assignment AssignProcesses(const Plan& plan, const ProcessSplit& split) {
   const int processes = split.processes;
-  const std::string whole_dot = plan.ToDot();
-
+  Assignment assignment{std::vector<int>(plan.tasks.size(), kEverywhere), std::vector<bool>(plan.tasks.size(), false)};
+  std::vector<int>& process = assignment.process;
+  std::vector<bool>& spread = assignment.spread;
   // Where each task runs: its device's process, or every process.
-  std::vector<int> process(plan.tasks.size(), kEverywhere);
   for (const TaskDesc& task : plan.tasks) {
     const StreamId& stream = plan.streams[static_cast<std::size_t>(task.stream)];
     if (stream.kind == StreamKind::kCompute && !split.everywhere[static_cast<std::size_t>(task.id)]) {
@@ -94,7 +90,6 @@ std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) 
   }
   // A collective runs where its pieces are: in one process, or in every process on its own pieces (the
   // side of several pieces: the inputs, or a scatter's outputs).
-  std::vector<bool> spread(plan.tasks.size(), false);
   for (int t : TopologicalOrder(plan)) {
     const TaskDesc& task = plan.tasks[static_cast<std::size_t>(t)];
     if (!OnCollectiveStream(plan, task)) continue;
@@ -116,10 +111,15 @@ std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) 
           processes));
     }
   }
+  return assignment;
+}
 
-  // A register read in a process that did not make it: a transfer actor, in every process (so that
-  // every process chains the same collectives), sends its bytes from the maker's to the processes that
-  // read it. Collectives spread over the processes read their own pieces.
+// A register read in a process that did not make it: a transfer actor, in every process (so that every
+// process chains the same collectives), sends its bytes from the maker's to the processes that read it.
+// Collectives spread over the processes read their own pieces.
+void AddTransfers(Plan& plan, int processes, Assignment& assignment) {
+  std::vector<int>& process = assignment.process;
+  std::vector<bool>& spread = assignment.spread;
   int collective_stream = -1;
   for (std::size_t s = 0; s < plan.streams.size(); ++s) {
     if (plan.streams[s].kind == StreamKind::kCollective) collective_stream = static_cast<int>(s);
@@ -200,14 +200,21 @@ std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) 
     process.push_back(kEverywhere);
     spread.push_back(false);
   }
-  const std::vector<int> order = TopologicalOrder(plan);
+}
 
-  // This process's part.
+// This process's part of the whole plan: its streams (its devices' and the shared ones), its tasks and
+// the registers it makes (of a spread collective, its own pieces), renumbered; tasks' reads come after.
+struct LocalPart {
+  std::shared_ptr<Plan> plan;
+  std::vector<int> task_map;      // whole plan's task -> this part's, or -1
+  std::vector<int> register_map;  // whole plan's register -> this part's, or -1
+};
+
+LocalPart CopyLocalPart(Plan& plan, const ProcessSplit& split, const Assignment& assignment) {
   const int rank = split.rank;
-  auto kept = [&](int task) {
-    const int where = process[static_cast<std::size_t>(task)];
-    return where == kEverywhere || where == rank;
-  };
+  const std::vector<int>& process = assignment.process;
+  const std::vector<bool>& spread = assignment.spread;
+  auto kept = [&](int task) { return assignment.Kept(task, rank); };
   auto local = std::make_shared<Plan>();
   local->job_name = plan.job_name;
   // This process's streams: its devices' and the shared ones (control, collective); a task every
@@ -264,8 +271,21 @@ std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) 
     local->registers.push_back(std::move(mine));
   }
   local->fused_attrs = std::move(plan.fused_attrs);  // a deque: the tasks' pointers into it stay put
+  return {local, std::move(task_map), std::move(register_map)};
+}
+
+// What each task of this part reads here (a spread collective: its own pieces), and a spread
+// collective's attributes: which process holds which of its pieces, and the logical shape.
+void ReadLocalRegisters(const Plan& plan, const ProcessSplit& split, const Assignment& assignment, LocalPart& part) {
+  const int rank = split.rank;
+  const int processes = split.processes;
+  const std::vector<int>& process = assignment.process;
+  const std::vector<bool>& spread = assignment.spread;
+  Plan* local = part.plan.get();
+  const std::vector<int>& task_map = part.task_map;
+  const std::vector<int>& register_map = part.register_map;
   for (const TaskDesc& task : plan.tasks) {
-    if (!kept(task.id)) continue;
+    if (!assignment.Kept(task.id, rank)) continue;
     TaskDesc& mine = local->tasks[static_cast<std::size_t>(task_map[static_cast<std::size_t>(task.id)])];
     // What it reads here: registers of this process (a spread collective: its own pieces).
     std::vector<int> slot_map(task.consumed.size(), -1);
@@ -322,13 +342,30 @@ std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) 
       }
     }
   }
+}
+
+}  // namespace
+
+std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) {
+  Plan& plan = whole;
+  const std::string whole_dot = plan.ToDot();
+  Assignment assignment = AssignProcesses(plan, split);
+  AddTransfers(plan, split.processes, assignment);
+  const std::vector<int> order = TopologicalOrder(plan);
+  LocalPart part = CopyLocalPart(plan, split, assignment);
+  ReadLocalRegisters(plan, split, assignment, part);
+  const int rank = split.rank;
+  const std::vector<bool>& spread = assignment.spread;
+  const std::vector<int>& task_map = part.task_map;
+  Plan* local = part.plan.get();
+  auto kept = [&](int task) { return assignment.Kept(task, rank); };
 
   // This process's collectives and transfers, chained in the whole plan's order, call after call.
   std::vector<int> chain;
   for (int t : order) {
     if (!kept(t) || !OnCollectiveStream(plan, plan.tasks[static_cast<std::size_t>(t)])) continue;
     const int mine = task_map[static_cast<std::size_t>(t)];
-    if (!chain.empty()) AddControlEdge(*local, chain.back(), mine);
+    if (!chain.empty()) local->AddControlEdge(chain.back(), mine);
     chain.push_back(mine);
   }
   // A task nothing of this process triggers (a transfer received here) acts once per call, on the tick.
@@ -369,9 +406,9 @@ std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) 
     const bool leaf = std::all_of(task.produced.begin(), task.produced.end(), [&](int reg) {
       return local->registers[static_cast<std::size_t>(reg)].consumers.empty();
     });
-    if (!reaches[t] && leaf && task.kind != TaskKind::kInput) AddControlEdge(*local, static_cast<int>(t), local->sink_task);
+    if (!reaches[t] && leaf && task.kind != TaskKind::kInput) local->AddControlEdge(static_cast<int>(t), local->sink_task);
   }
-  return local;
+  return part.plan;
 }
 
 void GateCollectiveCalls(Plan& plan, const std::vector<int>& chain) {

@@ -1,4 +1,4 @@
-#include "graph/device_copies.hpp"
+#include "graph/planner/device_copies.hpp"
 
 #include <algorithm>
 #include <any>

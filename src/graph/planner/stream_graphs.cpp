@@ -1,4 +1,4 @@
-#include "graph/stream_graphs.hpp"
+#include "graph/planner/stream_graphs.hpp"
 
 #include <algorithm>
 #include <map>
