@@ -85,8 +85,8 @@ class Blob(BlobDef):
     def with_distribute(self, distribute):
         from weir import distribute as _distribute
 
-        hint = _distribute.to_c(distribute, "with_distribute")
-        return type(self)(_C.parallel_cast(self._c, hint, _C.Distribute("auto")), self._job, self.batch_axis)
+        hint = {"distribute": _distribute.to_attr(distribute, "with_distribute"), "gradient_distribute": "auto"}
+        return type(self)(_C.add_op("parallel_cast", [self._c], hint, "")[0], self._job, self.batch_axis)
 
     def with_split_distribute(self, axis):
         from weir import distribute as _distribute
@@ -101,8 +101,8 @@ class Blob(BlobDef):
     def with_gradient_distribute(self, distribute):
         from weir import distribute as _distribute
 
-        hint = _distribute.to_c(distribute, "with_gradient_distribute")
-        return type(self)(_C.parallel_cast(self._c, _C.Distribute("auto"), hint), self._job, self.batch_axis)
+        hint = {"distribute": "auto", "gradient_distribute": _distribute.to_attr(distribute, "with_gradient_distribute")}
+        return type(self)(_C.add_op("parallel_cast", [self._c], hint, "")[0], self._job, self.batch_axis)
 
     def __repr__(self) -> str:
         return f"Blob(name={self.logical_blob_name!r}, shape={self.shape}, dtype={self.dtype!r})"

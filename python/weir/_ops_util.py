@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from weir import _context
+from weir import _C, _context
 from weir._blob import Blob, is_blob
 
-__all__ = ["wrap", "check_blob", "op_name", "axes_list", "constant_like"]
+__all__ = ["add_op", "wrap", "check_blob", "op_name", "axes_list", "constant_like"]
 
 
 def wrap(c_blob, like: Blob) -> Blob:
     return Blob(c_blob, like._job)
+
+
+def add_op(op_type: str, inputs, name: str = "", **attrs) -> Blob:
+    """Op `op_type` of the registry (weir._C.add_op) on `inputs`, blobs of one job, with its attributes
+    by name (the op's file in src/graph/ops reads them); its first output."""
+    return wrap(_C.add_op(op_type, [blob._c for blob in inputs], attrs, name)[0], inputs[0])
 
 
 def check_blob(value, op: str, argument: str) -> Blob:

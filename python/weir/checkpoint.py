@@ -62,12 +62,21 @@ def save(path, var_dict=None):
     """Writes every variable of the session (or those in `var_dict`) to `path`, which must not
     exist or be empty."""
     path = os.fspath(path)
+    if var_dict is not None:
+        _refuse_non_empty(path)
+        _C.save_checkpoint(path, {name: _as_array(v, name) for name, v in var_dict.items()})
+        return
+    c_session = _started_session()
+    # In a session of several processes rank 0 alone writes, and checks the folder, while the others wait
+    # for its outcome: another rank may reach this point after rank 0 has written the folder.
+    if not _session.distributed_options():
+        _refuse_non_empty(path)
+    c_session.save_checkpoint(path)
+
+
+def _refuse_non_empty(path):
     if os.path.isdir(path) and os.listdir(path):
         raise FileExistsError(f"flow.checkpoint.save: {path!r} is a non-empty folder; remove it or save to another path")
-    if var_dict is None:
-        _started_session().save_checkpoint(path)
-    else:
-        _C.save_checkpoint(path, {name: _as_array(v, name) for name, v in var_dict.items()})
 
 
 def _read_one(path):

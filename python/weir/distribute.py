@@ -38,6 +38,15 @@ def split(axis: int) -> Distribute:
     return _SPLITS[axis]
 
 
+def to_attr(distribute, what: str) -> str:
+    """The op attribute of a flow.distribute object (None: auto): "auto", "broadcast" or "split(axis)"."""
+    if distribute is None:
+        return "auto"
+    if not isinstance(distribute, Distribute):
+        raise TypeError(f"{what}: expected flow.distribute.split/broadcast/auto, got {distribute!r}")
+    return f"split({distribute.axis})" if distribute.kind == "split" else distribute.kind
+
+
 def to_c(distribute, what: str):
     """The C++ Distribute of a flow.distribute object (None: auto)."""
     from weir import _C

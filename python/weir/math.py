@@ -6,7 +6,7 @@ import numpy as np
 
 from weir import _C
 from weir._blob import is_blob, is_scalar
-from weir._ops_util import axes_list, check_blob, constant_like, op_name, wrap
+from weir._ops_util import add_op, axes_list, check_blob, constant_like, op_name
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "pow", "add_n", "negative", "maximum", "minimum",
@@ -16,40 +16,40 @@ __all__ = [
 ]
 
 
-def _binary(c_op, scalar_kind, reversed_kind, op: str, x, y, name):
+def _binary(op_type, scalar_kind, reversed_kind, op: str, x, y, name):
     name = op_name(name)
     if is_blob(x) and is_blob(y):
-        return wrap(c_op(x._c, y._c, name), x)
+        return add_op(op_type, [x, y], name)
     if is_blob(x) and is_scalar(y):
         if scalar_kind is None:
-            return wrap(c_op(x._c, constant_like(y, x)._c, name), x)
-        return wrap(_C.scalar(x._c, scalar_kind, float(y), name), x)
+            return add_op(op_type, [x, constant_like(y, x)], name)
+        return add_op("scalar", [x], name, kind=scalar_kind, value=float(y))
     if is_scalar(x) and is_blob(y):
         if reversed_kind is None:
-            return wrap(c_op(constant_like(x, y)._c, y._c, name), y)
-        return wrap(_C.scalar(y._c, reversed_kind, float(x), name), y)
+            return add_op(op_type, [constant_like(x, y), y], name)
+        return add_op("scalar", [y], name, kind=reversed_kind, value=float(x))
     if is_blob(x) and isinstance(y, np.ndarray):
-        return wrap(c_op(x._c, constant_like(y, x)._c, name), x)
+        return add_op(op_type, [x, constant_like(y, x)], name)
     if isinstance(x, np.ndarray) and is_blob(y):
-        return wrap(c_op(constant_like(x, y)._c, y._c, name), y)
+        return add_op(op_type, [constant_like(x, y), y], name)
     raise TypeError(f"{op}: expected blobs or a blob and a number, got {type(x).__name__} and {type(y).__name__}")
 
 
 def add(x, y, name=None):
     """x + y: elementwise with numpy broadcasting, or with a scalar."""
-    return _binary(_C.add, "add", "add", "flow.math.add", x, y, name)
+    return _binary("add", "add", "add", "flow.math.add", x, y, name)
 
 
 def subtract(x, y, name=None):
-    return _binary(_C.sub, "sub", "rsub", "flow.math.subtract", x, y, name)
+    return _binary("sub", "sub", "rsub", "flow.math.subtract", x, y, name)
 
 
 def multiply(x, y, name=None):
-    return _binary(_C.mul, "mul", "mul", "flow.math.multiply", x, y, name)
+    return _binary("mul", "mul", "mul", "flow.math.multiply", x, y, name)
 
 
 def divide(x, y, name=None):
-    return _binary(_C.div, "div", "rdiv", "flow.math.divide", x, y, name)
+    return _binary("div", "div", "rdiv", "flow.math.divide", x, y, name)
 
 
 def pow(x, y, name=None):  # noqa: A001 - OneFlow's name
@@ -57,13 +57,13 @@ def pow(x, y, name=None):  # noqa: A001 - OneFlow's name
     check_blob(x, "flow.math.pow", "x")
     if not is_scalar(y):
         raise TypeError(f"flow.math.pow: the exponent must be a number, got {type(y).__name__}")
-    return wrap(_C.scalar(x._c, "pow", float(y), op_name(name)), x)
+    return add_op("scalar", [x], op_name(name), kind="pow", value=float(y))
 
 
 def _unary(kind):
     def op(x, name=None):
         x = check_blob(x, f"flow.math.{kind}", "x")
-        return wrap(_C.unary(x._c, kind, op_name(name)), x)
+        return add_op("unary", [x], op_name(name), kind=kind)
 
     op.__name__ = op.__qualname__ = kind
     op.__doc__ = f"{kind}(x), elementwise."
@@ -92,11 +92,11 @@ cos = _unary("cos")
 
 def maximum(x, y, name=None):
     """Elementwise max with numpy broadcasting."""
-    return _binary(_C.maximum, None, None, "flow.math.maximum", x, y, name)
+    return _binary("maximum", None, None, "flow.math.maximum", x, y, name)
 
 
 def minimum(x, y, name=None):
-    return _binary(_C.minimum, None, None, "flow.math.minimum", x, y, name)
+    return _binary("minimum", None, None, "flow.math.minimum", x, y, name)
 
 
 def clip_by_value(values, min_value=None, max_value=None, name=None):
@@ -104,8 +104,8 @@ def clip_by_value(values, min_value=None, max_value=None, name=None):
     x = check_blob(values, "flow.math.clip_by_value", "values")
     if min_value is None and max_value is None:
         raise ValueError("flow.math.clip_by_value: give min_value, max_value or both")
-    return wrap(_C.clip_by_value(x._c, None if min_value is None else float(min_value),
-                                 None if max_value is None else float(max_value), op_name(name)), x)
+    return add_op("clip_by_value", [x], op_name(name), min=None if min_value is None else float(min_value),
+                  max=None if max_value is None else float(max_value))
 
 
 def top_k(input, k=1, sorted=True, name=None):  # noqa: A002 - OneFlow's names
@@ -127,43 +127,43 @@ def add_n(inputs, name=None):
         check_blob(blob, "flow.math.add_n", f"inputs[{index}]")
         if blob.shape != total.shape:
             raise ValueError(f"flow.math.add_n: inputs[{index}] has shape {blob.shape}, inputs[0] has {total.shape}")
-        total = wrap(_C.add(total._c, blob._c, op_name(name) if index == len(inputs) - 1 else ""), total)
+        total = add_op("add", [total, blob], op_name(name) if index == len(inputs) - 1 else "")
     return total
 
 
 def relu(x, name=None):
-    return wrap(_C.relu(check_blob(x, "flow.math.relu", "x")._c, op_name(name)), x)
+    return add_op("relu", [check_blob(x, "flow.math.relu", "x")], op_name(name))
 
 
 def sigmoid(x, name=None):
-    return wrap(_C.sigmoid(check_blob(x, "flow.math.sigmoid", "x")._c, op_name(name)), x)
+    return add_op("sigmoid", [check_blob(x, "flow.math.sigmoid", "x")], op_name(name))
 
 
 def tanh(x, name=None):
-    return wrap(_C.tanh(check_blob(x, "flow.math.tanh", "x")._c, op_name(name)), x)
+    return add_op("tanh", [check_blob(x, "flow.math.tanh", "x")], op_name(name))
 
 
 def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
     x = check_blob(input_tensor, "flow.math.reduce_sum", "input_tensor")
-    return wrap(_C.reduce_sum(x._c, axes_list(axis, "flow.math.reduce_sum"), bool(keepdims), op_name(name)), x)
+    return add_op("reduce_sum", [x], op_name(name), axes=axes_list(axis, "flow.math.reduce_sum"), keep_dims=bool(keepdims))
 
 
 def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
     x = check_blob(input_tensor, "flow.math.reduce_mean", "input_tensor")
-    return wrap(_C.reduce_mean(x._c, axes_list(axis, "flow.math.reduce_mean"), bool(keepdims), op_name(name)), x)
+    return add_op("reduce_mean", [x], op_name(name), axes=axes_list(axis, "flow.math.reduce_mean"), keep_dims=bool(keepdims))
 
 
 def argmax(input, axis=-1, name=None):  # noqa: A002 - OneFlow's name
     """The index of the largest element along `axis` (int32), the axis removed."""
     x = check_blob(input, "flow.math.argmax", "input")
-    return wrap(_C.argmax(x._c, int(axis), _C.DType.int32, op_name(name)), x)
+    return add_op("argmax", [x], op_name(name), axis=int(axis), output_dtype=_C.DType.int32)
 
 
 def reduce_max(input_tensor, axis=None, keepdims=False, name=None):
     x = check_blob(input_tensor, "flow.math.reduce_max", "input_tensor")
-    return wrap(_C.reduce_max(x._c, axes_list(axis, "flow.math.reduce_max"), bool(keepdims), op_name(name)), x)
+    return add_op("reduce_max", [x], op_name(name), axes=axes_list(axis, "flow.math.reduce_max"), keep_dims=bool(keepdims))
 
 
 def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
     x = check_blob(input_tensor, "flow.math.reduce_min", "input_tensor")
-    return wrap(_C.reduce_min(x._c, axes_list(axis, "flow.math.reduce_min"), bool(keepdims), op_name(name)), x)
+    return add_op("reduce_min", [x], op_name(name), axes=axes_list(axis, "flow.math.reduce_min"), keep_dims=bool(keepdims))

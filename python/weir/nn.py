@@ -6,7 +6,7 @@ import random as _random
 
 from weir import _C
 from weir._image import check_format, pair, padding_spec
-from weir._ops_util import check_blob, op_name, wrap
+from weir._ops_util import add_op, check_blob, op_name, wrap
 from weir.math import relu, sigmoid, tanh
 
 __all__ = [
@@ -18,7 +18,7 @@ __all__ = [
 
 def softmax(logits, axis=None, name=None):
     x = check_blob(logits, "flow.nn.softmax", "logits")
-    return wrap(_C.softmax(x._c, -1 if axis is None else int(axis), op_name(name)), x)
+    return add_op("softmax", [x], op_name(name), axis=-1 if axis is None else int(axis))
 
 
 def dropout(x, rate, noise_shape=None, seed=None, name=None):
@@ -44,7 +44,7 @@ def bias_add(value, bias, data_format=None, name=None):
         axis = len(x.shape) - 1
     else:
         raise ValueError(f"flow.nn.bias_add: data_format must be like NCHW or NHWC, got {data_format!r}")
-    return wrap(_C.bias_add(x._c, b._c, axis, op_name(name)), x)
+    return add_op("bias_add", [x, b], op_name(name), axis=axis)
 
 
 def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):
@@ -52,8 +52,8 @@ def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):
     labels = check_blob(labels, "flow.nn.sparse_softmax_cross_entropy_with_logits", "labels")
     logits = check_blob(logits, "flow.nn.sparse_softmax_cross_entropy_with_logits", "logits")
     if len(labels.shape) == 2 and labels.shape[1] == 1:
-        labels = wrap(_C.reshape(labels._c, [labels.shape[0]], ""), labels)
-    return wrap(_C.sparse_softmax_cross_entropy(labels._c, logits._c, op_name(name)), logits)
+        labels = add_op("reshape", [labels], shape=[labels.shape[0]])
+    return add_op("sparse_softmax_cross_entropy", [labels, logits], op_name(name))
 
 
 
@@ -62,14 +62,14 @@ def softmax_cross_entropy_with_logits(labels, logits, name=None):
     """Cross entropy of softmax(logits) against dense label distributions along the last axis."""
     labels = check_blob(labels, "flow.nn.softmax_cross_entropy_with_logits", "labels")
     logits = check_blob(logits, "flow.nn.softmax_cross_entropy_with_logits", "logits")
-    return wrap(_C.softmax_cross_entropy(labels._c, logits._c, op_name(name)), logits)
+    return add_op("softmax_cross_entropy", [labels, logits], op_name(name))
 
 
 def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
     """Elementwise logistic loss of logits against labels in [0, 1]."""
     labels = check_blob(labels, "flow.nn.sigmoid_cross_entropy_with_logits", "labels")
     logits = check_blob(logits, "flow.nn.sigmoid_cross_entropy_with_logits", "logits")
-    return wrap(_C.sigmoid_cross_entropy(labels._c, logits._c, op_name(name)), logits)
+    return add_op("sigmoid_cross_entropy", [labels, logits], op_name(name))
 
 
 def conv2d(input, filters, strides, padding, data_format="NCHW", dilations=None, groups=1, name=None):  # noqa: A002
@@ -79,28 +79,33 @@ def conv2d(input, filters, strides, padding, data_format="NCHW", dilations=None,
     x = check_blob(input, op, "input")
     w = check_blob(filters, op, "filters")
     data_format = check_format(data_format, op)
+    return add_op("conv2d", [x, w], op_name(name), strides=pair(strides, "strides", op, data_format),
+                  dilations=pair(1 if dilations is None else dilations, "dilations", op, data_format),
+                  padding=_padding(padding, op, data_format), data_format=data_format, groups=int(groups))
+
+
+def _padding(padding, op, data_format):
+    """The padding attribute: "VALID", "SAME", or explicit [top, bottom, left, right]."""
     kind, pads = padding_spec(padding, op, data_format)
-    return wrap(_C.conv2d(x._c, w._c, pair(strides, "strides", op, data_format),
-                          pair(1 if dilations is None else dilations, "dilations", op, data_format),
-                          kind, pads, data_format, int(groups), op_name(name)), x)
+    return list(pads) if kind == "EXPLICIT" else kind
 
 
-def _pool(c_op, op, input, ksize, strides, padding, data_format, ceil_mode, name):  # noqa: A002
+def _pool(op_type, op, input, ksize, strides, padding, data_format, ceil_mode, name):  # noqa: A002
     x = check_blob(input, op, "input")
     data_format = check_format(data_format, op)
-    kind, pads = padding_spec(padding, op, data_format)
-    return wrap(c_op(x._c, pair(ksize, "ksize", op, data_format), pair(strides, "strides", op, data_format),
-                     kind, pads, data_format, bool(ceil_mode), op_name(name)), x)
+    return add_op(op_type, [x], op_name(name), ksize=pair(ksize, "ksize", op, data_format),
+                  strides=pair(strides, "strides", op, data_format), padding=_padding(padding, op, data_format),
+                  data_format=data_format, ceil_mode=bool(ceil_mode))
 
 
 def max_pool2d(input, ksize, strides, padding, data_format="NCHW", ceil_mode=False, name=None):  # noqa: A002
     """The largest element of each window; padded positions never win."""
-    return _pool(_C.max_pool2d, "flow.nn.max_pool2d", input, ksize, strides, padding, data_format, ceil_mode, name)
+    return _pool("max_pool2d", "flow.nn.max_pool2d", input, ksize, strides, padding, data_format, ceil_mode, name)
 
 
 def avg_pool2d(input, ksize, strides, padding, data_format="NCHW", ceil_mode=False, name=None):  # noqa: A002
     """The mean of each window over the input pixels it covers (padding is not counted)."""
-    return _pool(_C.avg_pool2d, "flow.nn.avg_pool2d", input, ksize, strides, padding, data_format, ceil_mode, name)
+    return _pool("avg_pool2d", "flow.nn.avg_pool2d", input, ksize, strides, padding, data_format, ceil_mode, name)
 
 
 def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, axis=-1, name=None):
@@ -118,5 +123,5 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, axis
     for what, blob in (("variance", variance), ("offset", offset), ("scale", scale)):
         if blob.shape != channels:
             raise ValueError(f"{op}: {what} has shape {blob.shape}, mean has {channels}")
-    return wrap(_C.batch_norm(x._c, scale._c, offset._c, mean._c, variance._c, int(axis), float(variance_epsilon),
-                              0.0, False, op_name(name)), x)
+    return add_op("batch_norm", [x, scale, offset, mean, variance], op_name(name), axis=int(axis),
+                  epsilon=float(variance_epsilon), momentum=0.0, training=False)

@@ -7,7 +7,7 @@ import numpy as np
 
 from weir import _C, _context, dtypes
 from weir._blob import Blob, is_blob, to_c_dtype
-from weir._ops_util import check_blob, op_name, wrap
+from weir._ops_util import add_op, check_blob, op_name, wrap
 from weir._signature import watch_value_converter
 
 __all__ = [
@@ -23,7 +23,7 @@ def reshape(x, shape, name=None):
         dims = [int(d) for d in shape]
     except TypeError:
         raise TypeError(f"flow.reshape: shape must be a sequence of ints, got {shape!r}") from None
-    return wrap(_C.reshape(x._c, dims, op_name(name)), x)
+    return add_op("reshape", [x], op_name(name), shape=dims)
 
 
 def transpose(a, perm=None, conjugate=False, batch_axis_non_change=False, name=None):
@@ -33,24 +33,25 @@ def transpose(a, perm=None, conjugate=False, batch_axis_non_change=False, name=N
         raise ValueError("flow.transpose: conjugate=True needs complex dtypes, which Weir does not have")
     if perm is None:
         perm = list(reversed(range(len(a.shape))))
-    return wrap(_C.transpose(a._c, [int(p) for p in perm], op_name(name)), a)
+    return add_op("transpose", [a], op_name(name), perm=[int(p) for p in perm])
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False, alpha=1.0, name=None):
     """The 2-D product op(a)·op(b), scaled by alpha."""
     a = check_blob(a, "flow.matmul", "a")
     b = check_blob(b, "flow.matmul", "b")
-    return wrap(_C.matmul(a._c, b._c, bool(transpose_a), bool(transpose_b), float(alpha), op_name(name)), a)
+    return add_op("matmul", [a, b], op_name(name), transpose_a=bool(transpose_a), transpose_b=bool(transpose_b),
+                  alpha=float(alpha))
 
 
 def cast(x, dtype, name=None):
     x = check_blob(x, "flow.cast", "x")
-    return wrap(_C.cast(x._c, to_c_dtype(dtype, "flow.cast: dtype"), op_name(name)), x)
+    return add_op("cast", [x], op_name(name), dtype=to_c_dtype(dtype, "flow.cast: dtype"))
 
 
 def identity(x, name=None):
     x = check_blob(x, "flow.identity", "x")
-    return wrap(_C.identity(x._c, op_name(name)), x)
+    return add_op("identity", [x], op_name(name))
 
 
 def constant(value, dtype=None, shape=None, name=None):
@@ -112,7 +113,7 @@ def concat(inputs, axis=0, max_dim_size=None, name=None):
         raise ValueError("flow.concat: expected at least one blob")
     for index, blob in enumerate(inputs):
         check_blob(blob, "flow.concat", f"inputs[{index}]")
-    return wrap(_C.concat([b._c for b in inputs], int(axis), op_name(name)), inputs[0])
+    return add_op("concat", inputs, op_name(name), axis=int(axis))
 
 
 def one_hot(indices, depth, on_value=1, off_value=0, axis=-1, dtype=None, name=None):
@@ -121,7 +122,8 @@ def one_hot(indices, depth, on_value=1, off_value=0, axis=-1, dtype=None, name=N
     if axis != -1:
         raise ValueError(f"flow.one_hot: only axis=-1 is supported, got {axis}")
     c_dtype = to_c_dtype(dtype if dtype is not None else dtypes.float32, "flow.one_hot: dtype")
-    return wrap(_C.one_hot(x._c, int(depth), float(on_value), float(off_value), c_dtype, op_name(name)), x)
+    return add_op("one_hot", [x], op_name(name), depth=int(depth), on_value=float(on_value), off_value=float(off_value),
+                  dtype=c_dtype)
 
 
 def clip_by_value(values, min_value=None, max_value=None, name=None):

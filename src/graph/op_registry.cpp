@@ -41,6 +41,18 @@ const OpDef& FindOp(std::string_view type) {
   throw std::invalid_argument(fmt::format("[{}] unknown op type", type));
 }
 
+std::vector<Blob> AddOpByName(std::string_view type, const std::vector<Blob>& inputs, const AttrMap& attrs,
+                              std::string_view name) {
+  const OpDef& def = FindOp(type);
+  std::any value;
+  if (def.read_attrs) {
+    value = def.read_attrs(def.type, attrs);
+  } else {
+    CheckAttrNames(def.type, attrs, {});
+  }
+  return def.build ? def.build(inputs, value, name) : AddOp(def.type, inputs, std::move(value), name);
+}
+
 std::vector<bool> WrittenValues(const JobGraph& graph, const std::vector<bool>& live) {
   std::vector<bool> written(graph.values.size(), false);
   for (std::size_t n = 0; n < graph.nodes.size(); ++n) {

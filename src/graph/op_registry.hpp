@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "common/tensor_meta.hpp"
+#include "graph/attrs_by_name.hpp"
 #include "graph/sbp.hpp"
 #include "weir/job.hpp"
 
@@ -58,6 +59,12 @@ struct OpDef {
   /// How the op can run on several devices in the consistent view (graph/sbp.hpp); empty: only with
   /// every input and output broadcast, once on the whole tensors.
   SbpFn sbp;
+  /// Reads the op's attributes by name (graph/attrs_by_name.hpp: ReadAttrs), for generic callers such
+  /// as the Python binding's add_op; empty for an op that takes none.
+  AttrsReader read_attrs;
+  /// Adds the op for generic callers where that takes more than its own node (batch_norm's moving
+  /// update); empty: AddOp.
+  std::function<std::vector<Blob>(const std::vector<Blob>& inputs, const std::any& attrs, std::string_view name)> build;
 };
 
 void RegisterOp(OpDef def);
@@ -67,6 +74,11 @@ std::vector<std::string_view> RegisteredOpTypes();
 const OpDef* TryFindOp(std::string_view type);
 /// The OpDef of `type`; throws std::invalid_argument for an unknown type.
 const OpDef& FindOp(std::string_view type);
+/// Adds op `type` to the job of `inputs` with attributes by name (OpDef::read_attrs and build): the
+/// generic builder behind the Python binding. Throws std::invalid_argument naming the op for an
+/// unknown type or attribute.
+std::vector<Blob> AddOpByName(std::string_view type, const std::vector<Blob>& inputs, const AttrMap& attrs,
+                              std::string_view name);
 
 struct JobGraph;
 /// By value id: whether some live op of `graph` writes the value in place (OpDef::mutates_inputs).

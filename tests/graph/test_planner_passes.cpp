@@ -216,3 +216,16 @@ TEST_CASE("unread inputs: an input actor nobody reads is removed, the rest renum
   CHECK(plan.registers[static_cast<std::size_t>(plan.tasks[1].produced.front())].consumers == std::vector<int>{2});
   CHECK_NOTHROW(plan.CheckEveryTaskReachesSink());
 }
+
+TEST_CASE("outputs: the sink reads a reshape's register (its input's) in the reshape's shape") {
+  JobBuilder builder("reshaped");
+  Blob x = builder.Placeholder("x", Shape{2, 3});
+  builder.Output("y", Reshape(x, {.shape = {3, -1}}));
+  const Job job = builder.Build();
+  const auto plan = internal::CompilePlan(job.Graph(), {});
+  const internal::TaskDesc& sink = plan->tasks[static_cast<std::size_t>(plan->sink_task)];
+  REQUIRE(sink.input_metas.size() == 1);
+  CHECK(sink.input_metas[0].shape == Shape{3, 2});
+  CHECK(plan->registers[static_cast<std::size_t>(sink.consumed[static_cast<std::size_t>(sink.input_slots[0])])].meta.shape ==
+        Shape{2, 3});  // no copy: the placeholder's register
+}

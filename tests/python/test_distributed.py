@@ -77,6 +77,8 @@ print("collectives", resource["collectives"], flush=True)
 mine = flow.checkpoint.get_all_variables()
 np.savez(f"{out}_{rank}.npz", **{k: v.numpy() for k, v in mine.items()})
 if mode == "train":  # rank 0 writes the checkpoint once; every rank returns after it is written
+    if rank > 0 and os.environ.get("TEST_LATE_SAVE") == "1":  # rank 0 has written it by now
+        time.sleep(1.0)
     flow.checkpoint.save(out + "_checkpoint")
     loaded = flow.checkpoint.get(out + "_checkpoint")
     assert sorted(loaded) == sorted(mine)
@@ -170,6 +172,13 @@ def test_mirrored_training_across_processes_matches_one_process(program, tmp_pat
     assert done.stdout.count("checkpoint ok") == processes
     for rank in range(processes):
         _assert_same(one_process, _variables(tmp_path / f"run_{rank}.npz"))
+
+
+def test_a_rank_that_saves_after_rank_0_has_written_the_checkpoint_is_not_refused(program, tmp_path):
+    # Rank 0 alone writes; a rank reaching save() later finds the folder written, which is no error.
+    done = _launch(program, 2, str(tmp_path / "run"), "mirrored", "1", "train", collectives="shm", TEST_LATE_SAVE=1)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("checkpoint ok") == 2
 
 
 def test_collective_boxing_knobs_are_checked_and_oneflows_others_recorded():

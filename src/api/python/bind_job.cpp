@@ -36,17 +36,6 @@ Activation ParseActivation(const std::string& name) {
   throw std::invalid_argument("[dense] activation: expected one of none, relu, sigmoid, tanh, got '" + name + "'");
 }
 
-ScalarOpKind ParseScalarKind(const std::string& kind) {
-  static const std::pair<const char*, ScalarOpKind> kKinds[] = {
-      {"add", ScalarOpKind::kAdd}, {"sub", ScalarOpKind::kSub}, {"rsub", ScalarOpKind::kRSub},
-      {"mul", ScalarOpKind::kMul}, {"div", ScalarOpKind::kDiv}, {"rdiv", ScalarOpKind::kRDiv},
-      {"pow", ScalarOpKind::kPow}};
-  for (const auto& [name, value] : kKinds) {
-    if (kind == name) return value;
-  }
-  throw std::invalid_argument("[scalar] kind: expected add, sub, rsub, mul, div, rdiv or pow, got '" + kind + "'");
-}
-
 }  // namespace
 
 void BindJob(py::module_& m) {
@@ -130,57 +119,7 @@ void BindJob(py::module_& m) {
   m.def("watch_diff", [](const Blob& blob, py::object handler) { WatchDiff(blob, WatchHandler(std::move(handler))); },
         py::arg("blob"), py::arg("handler"));
 
-  // --- ops (include/weir/ops.hpp); `name` empty means "<type>_<n>".
-  m.def("identity", [](const Blob& x, std::string_view name) { return Identity(x, name); }, py::arg("x"),
-        py::arg("name") = "");
-  m.def("reshape",
-        [](const Blob& x, std::vector<std::int64_t> shape, std::string_view name) {
-          return Reshape(x, {std::move(shape)}, name);
-        },
-        py::arg("x"), py::arg("shape"), py::arg("name") = "");
-  m.def("transpose",
-        [](const Blob& x, std::vector<int> perm, std::string_view name) { return Transpose(x, {std::move(perm)}, name); },
-        py::arg("x"), py::arg("perm"), py::arg("name") = "");
-  m.def("matmul",
-        [](const Blob& a, const Blob& b, bool transpose_a, bool transpose_b, double alpha, std::string_view name) {
-          return MatMul(a, b, {transpose_a, transpose_b, alpha}, name);
-        },
-        py::arg("a"), py::arg("b"), py::arg("transpose_a") = false, py::arg("transpose_b") = false,
-        py::arg("alpha") = 1.0, py::arg("name") = "");
-  m.def("bias_add",
-        [](const Blob& x, const Blob& bias, int axis, std::string_view name) { return BiasAdd(x, bias, {axis}, name); },
-        py::arg("x"), py::arg("bias"), py::arg("axis") = 1, py::arg("name") = "");
-  m.def("add", [](const Blob& a, const Blob& b, std::string_view name) { return Add(a, b, name); }, py::arg("a"),
-        py::arg("b"), py::arg("name") = "");
-  m.def("sub", [](const Blob& a, const Blob& b, std::string_view name) { return Sub(a, b, name); }, py::arg("a"),
-        py::arg("b"), py::arg("name") = "");
-  m.def("mul", [](const Blob& a, const Blob& b, std::string_view name) { return Mul(a, b, name); }, py::arg("a"),
-        py::arg("b"), py::arg("name") = "");
-  m.def("div", [](const Blob& a, const Blob& b, std::string_view name) { return Div(a, b, name); }, py::arg("a"),
-        py::arg("b"), py::arg("name") = "");
-  m.def("scalar",
-        [](const Blob& x, const std::string& kind, double value, std::string_view name) {
-          return Scalar(x, {ParseScalarKind(kind), value}, name);
-        },
-        py::arg("x"), py::arg("kind"), py::arg("value"), py::arg("name") = "");
-  m.def("relu", [](const Blob& x, std::string_view name) { return Relu(x, name); }, py::arg("x"), py::arg("name") = "");
-  m.def("sigmoid", [](const Blob& x, std::string_view name) { return Sigmoid(x, name); }, py::arg("x"),
-        py::arg("name") = "");
-  m.def("tanh", [](const Blob& x, std::string_view name) { return Tanh(x, name); }, py::arg("x"), py::arg("name") = "");
-  m.def("softmax", [](const Blob& x, int axis, std::string_view name) { return Softmax(x, {axis}, name); }, py::arg("x"),
-        py::arg("axis") = -1, py::arg("name") = "");
-  DefReduction(m, "reduce_sum", &ReduceSum);
-  DefReduction(m, "reduce_mean", &ReduceMean);
-  m.def("argmax",
-        [](const Blob& x, int axis, DType dtype, std::string_view name) { return ArgMax(x, {axis, dtype}, name); },
-        py::arg("x"), py::arg("axis") = -1, py::arg("dtype") = DType::kI32, py::arg("name") = "");
-  m.def("cast", [](const Blob& x, DType dtype, std::string_view name) { return Cast(x, {dtype}, name); }, py::arg("x"),
-        py::arg("dtype"), py::arg("name") = "");
-  m.def("sparse_softmax_cross_entropy",
-        [](const Blob& labels, const Blob& logits, std::string_view name) {
-          return SparseSoftmaxCrossEntropy(labels, logits, name);
-        },
-        py::arg("labels"), py::arg("logits"), py::arg("name") = "");
+  // Ops: weir._C.add_op (bind_ops.cpp).
   m.def("gradients", &Gradients, py::arg("y"), py::arg("xs"));
 
   // --- layers (include/weir/layers.hpp)
@@ -203,11 +142,6 @@ void BindJob(py::module_& m) {
         py::arg("x"), py::arg("units"), py::arg("activation"), py::arg("use_bias"), py::arg("kernel_initializer"),
         py::arg("bias_initializer"), py::arg("kernel_regularizer"), py::arg("bias_regularizer"), py::arg("trainable"),
         py::arg("name"), py::arg("model_distribute") = Distribute::Auto());
-  m.def("parallel_cast",
-        [](const Blob& x, const Distribute& value, const Distribute& gradient) {
-          return ParallelCast(x, {.value = value, .gradient = gradient});
-        },
-        py::arg("x"), py::arg("value"), py::arg("gradient"));
   m.def("dropout",
         [](const Blob& x, double rate, std::uint64_t seed, std::string name) {
           return Dropout(x, {.rate = rate, .seed = seed, .name = std::move(name)});

@@ -19,4 +19,5 @@ PYBIND11_MODULE(_C, m) {
   weir::python::BindTraining(m);
   weir::python::BindSession(m);
   weir::python::BindNn(m);
+  weir::python::BindOps(m);
 }

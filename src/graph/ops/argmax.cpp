@@ -24,7 +24,8 @@ std::vector<TensorMeta> InferArgMax(const InferContext& ctx) {
   return {{Shape(std::move(dims)), attrs.output_dtype}};
 }
 
-WEIR_REGISTER_OP({.type = "argmax", .num_inputs = 1, .input_names = {"x"}, .infer = InferArgMax});
+WEIR_REGISTER_OP({.type = "argmax", .num_inputs = 1, .input_names = {"x"}, .infer = InferArgMax,
+                  .read_attrs = ReadAttrs<ArgMaxAttrs>(Attr("axis", &ArgMaxAttrs::axis), Attr("output_dtype", &ArgMaxAttrs::output_dtype))});
 
 }  // namespace
 }  // namespace internal

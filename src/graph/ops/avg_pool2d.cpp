@@ -23,7 +23,8 @@ WEIR_REGISTER_OP({.type = "avg_pool2d",
                   .input_names = {"x"},
                   .infer = InferAvgPool2D,
                   .gradient = AvgPool2DGradient,
-                  .sbp = BatchSplitSbp});
+                  .sbp = BatchSplitSbp,
+                  .read_attrs = ReadPool2DAttrs()});
 
 }  // namespace
 }  // namespace internal

@@ -54,11 +54,21 @@ std::vector<Blob> BatchNormGradient(const GradContext& ctx) {
           ctx.needs_grad[2] ? grads[2] : Blob(), Blob(), Blob()};
 }
 
+// Generic callers (the Python binding) get what BatchNorm adds: the moving update too when training.
+std::vector<Blob> BuildBatchNorm(const std::vector<Blob>& inputs, const std::any& attrs, std::string_view name) {
+  if (inputs.size() != 5) throw OpError("batch_norm", "expects 5 inputs, got {}", inputs.size());
+  return {BatchNorm(inputs[0], inputs[1], inputs[2], inputs[3], inputs[4], std::any_cast<const BatchNormAttrs&>(attrs), name)};
+}
+
 WEIR_REGISTER_OP({.type = "batch_norm",
                   .num_inputs = 5,
                   .input_names = {"x", "gamma", "beta", "moving_mean", "moving_variance"},
                   .infer = InferBatchNorm,
-                  .gradient = BatchNormGradient});
+                  .gradient = BatchNormGradient,
+                  .read_attrs = ReadAttrs<BatchNormAttrs>(Attr("axis", &BatchNormAttrs::axis), Attr("epsilon", &BatchNormAttrs::epsilon),
+                                                         Attr("momentum", &BatchNormAttrs::momentum),
+                                                         Attr("training", &BatchNormAttrs::training)),
+                  .build = BuildBatchNorm});
 
 // The moving statistics are updated in place by a separate op, so that only training mutates them
 // and the planner orders every reader of them first.

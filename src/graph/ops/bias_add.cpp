@@ -55,7 +55,8 @@ WEIR_REGISTER_OP({.type = "bias_add",
                   .input_names = {"x", "bias"},
                   .infer = InferBiasAdd,
                   .gradient = BiasAddGradient,
-                  .sbp = BiasAddSbp});
+                  .sbp = BiasAddSbp,
+                  .read_attrs = ReadAttrs<BiasAddAttrs>(Attr("axis", &BiasAddAttrs::axis))});
 
 }  // namespace
 }  // namespace internal

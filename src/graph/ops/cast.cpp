@@ -68,7 +68,8 @@ WEIR_REGISTER_OP({.type = "cast",
                   .input_names = {"x"},
                   .infer = InferCast,
                   .gradient = CastGradient,
-                  .sbp = ElementwiseRule()});
+                  .sbp = ElementwiseRule(),
+                  .read_attrs = ReadAttrs<CastAttrs>(Attr("dtype", &CastAttrs::dtype))});
 
 }  // namespace
 }  // namespace internal

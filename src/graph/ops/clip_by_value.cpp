@@ -38,7 +38,8 @@ WEIR_REGISTER_OP({.type = "clip_by_value",
                   .input_names = {"x"},
                   .infer = InferClipByValue,
                   .gradient = ClipByValueGradient,
-                  .sbp = ElementwiseRule()});
+                  .sbp = ElementwiseRule(),
+                  .read_attrs = ReadAttrs<ClipAttrs>(Attr("min", &ClipAttrs::min), Attr("max", &ClipAttrs::max))});
 
 }  // namespace
 }  // namespace internal

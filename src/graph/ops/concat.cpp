@@ -50,7 +50,8 @@ WEIR_REGISTER_OP({.type = "concat",
                   .num_inputs = -1,
                   .input_names = {},
                   .infer = InferConcat,
-                  .gradient = ConcatGradient});
+                  .gradient = ConcatGradient,
+                  .read_attrs = ReadAttrs<ConcatAttrs>(Attr("axis", &ConcatAttrs::axis))});
 
 }  // namespace
 }  // namespace internal

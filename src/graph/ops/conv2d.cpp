@@ -43,7 +43,11 @@ WEIR_REGISTER_OP({.type = "conv2d",
                   .input_names = {"x", "weight"},
                   .infer = InferConv2D,
                   .gradient = Conv2DGradient,
-                  .sbp = ConvSbp});
+                  .sbp = ConvSbp,
+                  .read_attrs = ReadAttrs<Conv2DAttrs>(Attr("strides", &Conv2DAttrs::strides), Attr("dilations", &Conv2DAttrs::dilations),
+                                                      Attr("padding", &Conv2DAttrs::padding),
+                                                      Attr("data_format", &Conv2DAttrs::data_format),
+                                                      Attr("groups", &Conv2DAttrs::groups))});
 
 }  // namespace
 }  // namespace internal

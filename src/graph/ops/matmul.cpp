@@ -68,7 +68,10 @@ WEIR_REGISTER_OP({.type = "matmul",
                   .input_names = {"a", "b"},
                   .infer = InferMatMul,
                   .gradient = MatMulGradient,
-                  .sbp = MatMulSbp});
+                  .sbp = MatMulSbp,
+                  .read_attrs = ReadAttrs<MatMulAttrs>(Attr("transpose_a", &MatMulAttrs::transpose_a),
+                                                      Attr("transpose_b", &MatMulAttrs::transpose_b),
+                                                      Attr("alpha", &MatMulAttrs::alpha))});
 
 }  // namespace
 }  // namespace internal

@@ -22,7 +22,8 @@ WEIR_REGISTER_OP({.type = "max_pool2d",
                   .input_names = {"x"},
                   .infer = InferMaxPool2D,
                   .gradient = MaxPool2DGradient,
-                  .sbp = BatchSplitSbp});
+                  .sbp = BatchSplitSbp,
+                  .read_attrs = ReadPool2DAttrs()});
 
 }  // namespace
 }  // namespace internal

@@ -37,7 +37,10 @@ std::vector<TensorMeta> InferOneHot(const InferContext& ctx) {
 }
 
 WEIR_REGISTER_OP({.type = "one_hot", .num_inputs = 1, .input_names = {"indices"}, .infer = InferOneHot,
-                  .sbp = BatchSplitSbp});
+                  .sbp = BatchSplitSbp,
+                  .read_attrs = ReadAttrs<OneHotAttrs>(Attr("depth", &OneHotAttrs::depth), Attr("on_value", &OneHotAttrs::on_value),
+                                                      Attr("off_value", &OneHotAttrs::off_value),
+                                                      Attr("dtype", &OneHotAttrs::dtype))});
 
 }  // namespace
 }  // namespace internal

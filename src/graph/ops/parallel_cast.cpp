@@ -30,7 +30,9 @@ WEIR_REGISTER_OP({.type = "parallel_cast",
                   .num_inputs = 1,
                   .input_names = {"x"},
                   .infer = InferParallelCast,
-                  .gradient = ParallelCastGradient});
+                  .gradient = ParallelCastGradient,
+                  .read_attrs = ReadAttrs<ParallelCastAttrs>(Attr("distribute", &ParallelCastAttrs::value),
+                                                           Attr("gradient_distribute", &ParallelCastAttrs::gradient))});
 
 }  // namespace
 }  // namespace internal

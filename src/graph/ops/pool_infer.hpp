@@ -11,6 +11,13 @@
 
 namespace weir::internal {
 
+/// The attributes of both poolings by name.
+inline AttrsReader ReadPool2DAttrs() {
+  return ReadAttrs<Pool2DAttrs>(Attr("ksize", &Pool2DAttrs::ksize), Attr("strides", &Pool2DAttrs::strides),
+                                Attr("padding", &Pool2DAttrs::padding), Attr("data_format", &Pool2DAttrs::data_format),
+                                Attr("ceil_mode", &Pool2DAttrs::ceil_mode));
+}
+
 /// One spatial axis of a pooling window, ceil_mode applied: the output grows by one where the
 /// last, partial window still starts inside x or its leading padding (PyTorch's rule).
 inline WindowAxis ComputePoolAxis(std::string_view op_type, int axis, std::int64_t in, const Pool2DAttrs& attrs) {

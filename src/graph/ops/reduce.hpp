@@ -9,6 +9,11 @@
 
 namespace weir::internal {
 
+/// The attributes of every reduction by name: axes (empty: all) and keep_dims.
+inline AttrsReader ReadReduceAttrs() {
+  return ReadAttrs<ReduceAttrs>(Attr("axes", &ReduceAttrs::axes), Attr("keep_dims", &ReduceAttrs::keep_dims));
+}
+
 /// The output meta of reducing x over attrs.axes (all axes when empty), checking that the axes
 /// are in range and distinct.
 inline TensorMeta InferReduce(const InferContext& ctx, const ReduceAttrs& attrs, const TensorMeta& x) {

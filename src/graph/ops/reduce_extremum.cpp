@@ -29,12 +29,14 @@ WEIR_REGISTER_OP({.type = "reduce_max",
                   .num_inputs = 1,
                   .input_names = {"x"},
                   .infer = InferReduceExtremum,
-                  .gradient = ReduceExtremumGradient});
+                  .gradient = ReduceExtremumGradient,
+                  .read_attrs = ReadReduceAttrs()});
 WEIR_REGISTER_OP({.type = "reduce_min",
                   .num_inputs = 1,
                   .input_names = {"x"},
                   .infer = InferReduceExtremum,
-                  .gradient = ReduceExtremumGradient});
+                  .gradient = ReduceExtremumGradient,
+                  .read_attrs = ReadReduceAttrs()});
 
 }  // namespace
 }  // namespace internal

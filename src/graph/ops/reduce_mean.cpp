@@ -36,7 +36,8 @@ WEIR_REGISTER_OP({.type = "reduce_mean",
                   .input_names = {"x"},
                   .infer = InferReduceMean,
                   .gradient = ReduceMeanGradient,
-                  .sbp = ReduceMeanSbp});
+                  .sbp = ReduceMeanSbp,
+                  .read_attrs = ReadReduceAttrs()});
 
 }  // namespace
 }  // namespace internal

@@ -32,7 +32,8 @@ WEIR_REGISTER_OP({.type = "reduce_sum",
                   .input_names = {"x"},
                   .infer = InferReduceSum,
                   .gradient = ReduceSumGradient,
-                  .sbp = ReduceSumSbp});
+                  .sbp = ReduceSumSbp,
+                  .read_attrs = ReadReduceAttrs()});
 
 }  // namespace
 }  // namespace internal

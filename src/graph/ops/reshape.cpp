@@ -59,7 +59,8 @@ WEIR_REGISTER_OP({.type = "reshape",
                   .input_names = {"x"},
                   .infer = InferReshape,
                   .gradient = ReshapeGradient,
-                  .sbp = ReshapeSbp});
+                  .sbp = ReshapeSbp,
+                  .read_attrs = ReadAttrs<ReshapeAttrs>(Attr("shape", &ReshapeAttrs::shape))});
 
 }  // namespace
 }  // namespace internal

@@ -70,7 +70,8 @@ WEIR_REGISTER_OP({.type = "scalar",
                   .input_names = {"x"},
                   .infer = InferScalar,
                   .gradient = ScalarGradient,
-                  .sbp = ScalarSbp});
+                  .sbp = ScalarSbp,
+                  .read_attrs = ReadAttrs<ScalarAttrs>(Attr("kind", &ScalarAttrs::kind), Attr("value", &ScalarAttrs::value))});
 
 }  // namespace
 }  // namespace internal

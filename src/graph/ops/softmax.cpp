@@ -31,7 +31,8 @@ WEIR_REGISTER_OP({.type = "softmax",
                   .input_names = {"x"},
                   .infer = InferSoftmax,
                   .gradient = SoftmaxGradient,
-                  .sbp = SoftmaxSbp});
+                  .sbp = SoftmaxSbp,
+                  .read_attrs = ReadAttrs<SoftmaxAttrs>(Attr("axis", &SoftmaxAttrs::axis))});
 
 }  // namespace
 }  // namespace internal

@@ -49,7 +49,8 @@ WEIR_REGISTER_OP({.type = "transpose",
                   .input_names = {"x"},
                   .infer = InferTranspose,
                   .gradient = TransposeGradient,
-                  .sbp = TransposeSbp});
+                  .sbp = TransposeSbp,
+                  .read_attrs = ReadAttrs<TransposeAttrs>(Attr("perm", &TransposeAttrs::perm))});
 
 }  // namespace
 }  // namespace internal

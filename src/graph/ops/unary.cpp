@@ -29,7 +29,8 @@ std::vector<Blob> UnaryGradient(const GradContext& ctx) {
 }
 
 WEIR_REGISTER_OP({.type = "unary", .num_inputs = 1, .input_names = {"x"}, .infer = InferUnary, .gradient = UnaryGradient,
-                  .sbp = ElementwiseRule()});
+                  .sbp = ElementwiseRule(),
+                  .read_attrs = ReadAttrs<UnaryAttrs>(Attr("kind", &UnaryAttrs::kind))});
 
 }  // namespace
 }  // namespace internal

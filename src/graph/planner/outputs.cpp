@@ -2,6 +2,7 @@
 
 #include <any>
 #include <map>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -51,11 +52,23 @@ std::vector<std::vector<int>> OutputRegisters(Lowering& lowering, const std::vec
 void ConnectSink(Plan& plan, const JobGraph& graph, const std::vector<std::vector<int>>& registers) {
   for (std::size_t i = 0; i < graph.outputs.size(); ++i) {
     const auto& [name, value] = graph.outputs[i];
-    for (int reg : registers[i]) {
+    const TensorMeta& meta = graph.values[static_cast<std::size_t>(value)].meta;
+    const int pieces = static_cast<int>(registers[i].size());
+    for (int r = 0; r < pieces; ++r) {
+      const int reg = registers[i][static_cast<std::size_t>(r)];
       const int slot = plan.Consume(plan.sink_task, reg);
       TaskDesc& sink = plan.tasks[static_cast<std::size_t>(plan.sink_task)];
       sink.input_slots.push_back(slot);
-      sink.input_metas.push_back(plan.registers[static_cast<std::size_t>(reg)].meta);  // a piece's
+      // The output's piece, in the output's shape: a reshape's register is its input's (an alias),
+      // with the same bytes in another shape. A mirrored job's pieces are the per-device values.
+      const TensorMeta piece{pieces == 1 || plan.mirrored ? meta.shape : PieceShape(meta.shape, Sbp::S(0), pieces, r),
+                             meta.dtype};
+      const RegisterDesc& held = plan.registers[static_cast<std::size_t>(reg)];
+      if (piece.NumBytes() != held.meta.NumBytes()) {
+        throw std::logic_error(fmt::format("[compile] job '{}': output '{}' piece {} is {} but its register '{}' holds {}",
+                                           plan.job_name, name, r, piece.ToString(), held.name, held.meta.ToString()));
+      }
+      sink.input_metas.push_back(piece);
     }
     plan.output_names.push_back(name);
     plan.output_metas.push_back(graph.values[static_cast<std::size_t>(value)].meta);

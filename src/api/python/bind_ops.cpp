@@ -1,0 +1,78 @@
+// weir._C.add_op: every op of the registry from Python, with its attributes by name (each op's file
+// reads them: OpDef::read_attrs). The Python wrappers (python/weir) call it; no op has a binding of
+// its own.
+#include <Python.h>
+
+#include <pybind11/stl.h>
+
+#include "api/python/bind.hpp"
+#include "api/python/convert.hpp"
+#include "graph/op_registry.hpp"
+
+namespace weir::python {
+
+namespace {
+
+using internal::AttrMap;
+using internal::AttrValue;
+
+[[noreturn]] void Unconvertible(std::string_view op_type, std::string_view name, const py::handle& value) {
+  throw std::invalid_argument(fmt::format(
+      "[{}] attribute '{}': expected None, a bool, an int, a float, a str, a dtype or a list of numbers, got {}",
+      op_type, name, py::str(py::type::of(value).attr("__name__")).cast<std::string>()));
+}
+
+AttrValue ToAttrValue(std::string_view op_type, std::string_view name, const py::handle& value) {
+  PyObject* object = value.ptr();
+  if (value.is_none()) return std::monostate{};
+  if (PyBool_Check(object)) return value.cast<bool>();
+  if (py::isinstance<DType>(value)) return value.cast<DType>();  // before ints: the enum has __index__
+  if (PyLong_Check(object) || (PyIndex_Check(object) && !PyFloat_Check(object))) return py::int_(py::reinterpret_borrow<py::object>(value)).cast<std::int64_t>();
+  if (PyFloat_Check(object)) return value.cast<double>();
+  if (PyUnicode_Check(object)) return value.cast<std::string>();
+  if (PyList_Check(object) || PyTuple_Check(object)) {
+    std::vector<std::int64_t> ints;
+    std::vector<double> floats;
+    bool all_ints = true;
+    for (const py::handle item : value) {
+      PyObject* element = item.ptr();
+      if (PyBool_Check(element)) Unconvertible(op_type, name, item);
+      if (PyLong_Check(element) || (PyIndex_Check(element) && !PyFloat_Check(element))) {
+        ints.push_back(py::int_(py::reinterpret_borrow<py::object>(item)).cast<std::int64_t>());
+        floats.push_back(static_cast<double>(ints.back()));
+      } else if (PyFloat_Check(element)) {
+        all_ints = false;
+        floats.push_back(item.cast<double>());
+      } else {
+        Unconvertible(op_type, name, item);
+      }
+    }
+    if (all_ints) return ints;
+    return floats;
+  }
+  Unconvertible(op_type, name, value);
+}
+
+}  // namespace
+
+void BindOps(py::module_& m) {
+  m.def(
+      "add_op",
+      [](const std::string& type, const std::vector<Blob>& inputs, const py::dict& attrs, std::string_view name) {
+        AttrMap map;
+        for (const auto& [key, value] : attrs) {
+          const std::string attr = py::str(key);
+          map.emplace(attr, ToAttrValue(type, attr, value));
+        }
+        return internal::AddOpByName(type, inputs, map, name);
+      },
+      py::arg("type"), py::arg("inputs"), py::arg("attrs") = py::dict(), py::arg("name") = "",
+      "Adds op `type` to the job of `inputs`; returns its outputs.");
+  m.def("registered_ops", [] {
+    std::vector<std::string> types;
+    for (std::string_view type : internal::RegisteredOpTypes()) types.emplace_back(type);
+    return types;
+  });
+}
+
+}  // namespace weir::python
