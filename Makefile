@@ -30,6 +30,7 @@ $(BUILD)/build.ninja: | $(VENV)/bin/python
 configure: setup $(BUILD)/build.ninja
 
 build: configure
+	scripts/reconfigure-on-new-sources.sh $(BUILD)
 	ninja -C $(BUILD) -j $(JOBS)
 
 # `.venv/bin/python -c "import weir"` works: pip installs the package built in $(BUILD). No network.
@@ -67,6 +68,7 @@ $(BUILD_SAN)/build.ninja:
 	  -Dcuda=disabled -Dtests=true -Dpython=disabled $(MESON_FLAGS)
 
 test-sanitize: setup $(BUILD_SAN)/build.ninja
+	scripts/reconfigure-on-new-sources.sh $(BUILD_SAN)
 	ninja -C $(BUILD_SAN) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  meson test -C $(BUILD_SAN) --print-errorlogs --num-processes 1 --timeout-multiplier 4

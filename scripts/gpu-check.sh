@@ -51,6 +51,7 @@ else
   if [[ ! -f $build/build.ninja ]]; then
     meson setup "$build" -Dcuda=enabled -Dtests=true -Dbenchmarks=true -Dpython=disabled || exit 1
   fi
+  scripts/reconfigure-on-new-sources.sh "$build" || exit 1
   ninja -C "$build" || exit 1
 fi
 

@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build-tsan}
 [[ -f $build/build.ninja ]] || meson setup "$build" -Dcuda=disabled -Dbuildtype=debugoptimized -Db_sanitize=thread \
   -Dtests=true -Dpython=disabled >/dev/null
+scripts/reconfigure-on-new-sources.sh "$build"
 ninja -C "$build" tests/test_common tests/test_actors tests/test_session tests/test_training tests/test_devices \
   tests/test_distributed
 for suite in common actors session training devices distributed; do

@@ -65,25 +65,7 @@ from weir.initializers import (
     zeros_initializer,
 )
 from weir.input_blob_def import FixedTensorDef, MirroredTensorDef, MirroredTensorListDef
-from weir.ops import (
-    cast,
-    clip_by_value,
-    concat,
-    constant,
-    expand_dims,
-    flatten,
-    get_variable,
-    identity,
-    matmul,
-    one_hot,
-    ones_like,
-    reshape,
-    squeeze,
-    transpose,
-    watch,
-    watch_diff,
-    zeros_like,
-)
+from weir.ops import *  # noqa: F401,F403 - flow.reshape, flow.matmul, ...: every name of ops.__all__
 
 __version__ = "0.1.0"
 

@@ -31,6 +31,14 @@ def test_every_op_is_reached_from_python_or_added_by_the_core():
     assert sorted(op for op in ops if op not in named and not CORE_ONLY.match(op)) == []
 
 
+def test_every_op_has_a_cpu_kernel_and_a_cuda_kernel_where_cuda_is_built():
+    ops = set(_C.registered_ops())
+    assert sorted(ops - set(_C.supported_ops("cpu"))) == []
+    cuda = set(_C.supported_ops("gpu"))
+    if cuda:  # a build with the CUDA backend (a GPU need not be present)
+        assert sorted(ops - cuda) == []
+
+
 def test_add_op_converts_python_values():
     builder, x = _builder()
     (y,) = _C.add_op("reduce_sum", [x], {"axes": (np.int64(1),), "keep_dims": True}, "total")
