@@ -44,6 +44,14 @@ struct ReshapeAttrs {
   std::vector<std::int64_t> shape;
 };
 
+/// A strided slice per axis, with Python's rules: negative start and stop count from the end and are
+/// clamped to the axis; step may be negative (not 0). One entry per axis of x.
+struct SliceAttrs {
+  std::vector<std::int64_t> start;
+  std::vector<std::int64_t> stop;
+  std::vector<std::int64_t> step;
+};
+
 struct TransposeAttrs {
   /// Output axis i is input axis perm[i]; a permutation of 0..rank-1.
   std::vector<int> perm;

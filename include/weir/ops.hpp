@@ -21,6 +21,8 @@ Blob Identity(const Blob& x, std::string_view name = {});
 Blob Reshape(const Blob& x, ReshapeAttrs attrs, std::string_view name = {});
 
 Blob Transpose(const Blob& x, TransposeAttrs attrs, std::string_view name = {});
+/// x[start:stop:step] along every axis (Python's slicing; OneFlow's slice_v2).
+Blob Slice(const Blob& x, SliceAttrs attrs, std::string_view name = {});
 
 /// 2-D matrix product of op(a) (m,k) and op(b) (k,n).
 Blob MatMul(const Blob& a, const Blob& b, MatMulAttrs attrs = {}, std::string_view name = {});

@@ -13,7 +13,11 @@ from weir._signature import watch_value_converter
 __all__ = [
     "reshape", "transpose", "matmul", "cast", "identity", "constant", "zeros_like", "ones_like",
     "squeeze", "expand_dims", "flatten", "concat", "one_hot", "clip_by_value", "get_variable", "watch", "watch_diff",
+    "slice", "slice_v2",
 ]
+
+# Past either end of any axis: what an open end of a slice becomes (the op clamps it to the axis).
+_OPEN_END = 1 << 62
 
 
 def reshape(x, shape, name=None):
@@ -24,6 +28,51 @@ def reshape(x, shape, name=None):
     except TypeError:
         raise TypeError(f"flow.reshape: shape must be a sequence of ints, got {shape!r}") from None
     return add_op("reshape", [x], op_name(name), shape=dims)
+
+
+def slice_v2(x, slice_tup_list, name=None):
+    """x[start:stop:step] along each axis, one (start, stop, step) tuple per axis from the first
+    (None in a tuple: Python's default; axes after the list are taken whole). Negative indices count
+    from the end and a negative step walks backwards, as in Python."""
+    op = "flow.slice_v2"
+    x = check_blob(x, op, "x")
+    rank = len(x.shape)
+    specs = list(slice_tup_list)
+    if len(specs) > rank:
+        raise ValueError(f"{op}: slice_tup_list has {len(specs)} tuples for x of {rank} axes")
+    start, stop, step = [], [], []
+    for axis in range(rank):
+        spec = tuple(specs[axis]) if axis < len(specs) else (None, None, None)
+        if len(spec) != 3:
+            raise ValueError(f"{op}: slice_tup_list[{axis}] must be (start, stop, step), got {specs[axis]!r}")
+        begin, end, stride = spec
+        stride = 1 if stride is None else int(stride)
+        if stride == 0:
+            raise ValueError(f"{op}: slice_tup_list[{axis}] has step 0")
+        start.append((0 if stride > 0 else _OPEN_END) if begin is None else int(begin))
+        stop.append((_OPEN_END if stride > 0 else -_OPEN_END) if end is None else int(end))
+        step.append(stride)
+    return add_op("slice", [x], op_name(name), start=start, stop=stop, step=step)
+
+
+def slice(x, begin, size, name=None):  # noqa: A001 - OneFlow's name
+    """`size[i]` elements of axis i from `begin[i]` (None: 0; a negative begin counts from the end);
+    a size of -1 or None takes the rest of the axis."""
+    op = "flow.slice"
+    x = check_blob(x, op, "x")
+    if len(begin) != len(x.shape) or len(size) != len(x.shape):
+        raise ValueError(f"{op}: begin and size need one entry per axis of x {tuple(x.shape)}, got {list(begin)} "
+                         f"and {list(size)}")
+    specs = []
+    for axis, (first, count) in enumerate(zip(begin, size)):
+        first = 0 if first is None else int(first)
+        if first < 0:
+            first += x.shape[axis]
+        if count is not None and int(count) < -1:
+            raise ValueError(f"{op}: size[{axis}] must be -1 (the rest) or >= 0, got {count}")
+        end = None if count is None or int(count) == -1 else first + int(count)
+        specs.append((first, end, 1))
+    return slice_v2(x, specs, name=name)
 
 
 def transpose(a, perm=None, conjugate=False, batch_axis_non_change=False, name=None):

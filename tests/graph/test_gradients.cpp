@@ -52,6 +52,16 @@ TEST_CASE("identity reshape and transpose move gradients back unchanged in value
                  }));
 }
 
+TEST_CASE("slice puts the gradient back where it took its elements, zeros elsewhere") {
+  Session session;
+  CheckGradients(session, "slice_steps", {Random({4, 5})}, Unary([](const Blob& x) {
+                   return Slice(x, {.start = {1, -1}, .stop = {4, -6}, .step = {2, -2}});
+                 }));
+  CheckGradients(session, "slice_3d", {Random({2, 3, 4})}, Unary([](const Blob& x) {
+                   return Slice(x, {.start = {0, 1, 1}, .stop = {2, 3, 3}, .step = {1, 1, 1}});
+                 }));
+}
+
 TEST_CASE("matmul: every pair of transpose flags with alpha") {
   Session session;
   for (const bool transpose_a : {false, true}) {

@@ -96,3 +96,16 @@ TEST_CASE("compiling refuses jobs that cannot run") {
   f64.Output("y", MatMul(a, a));
   CHECK_NOTHROW(internal::CompilePlan(f64.Build().Graph(), {}));
 }
+
+TEST_CASE("slice infers Python's slice lengths and refuses a step of 0 or lists of another length") {
+  JobBuilder builder("slices");
+  Blob x = builder.Placeholder("x", Shape{4, 5});
+  CHECK(Slice(x, {.start = {-1, 10}, .stop = {-5, -10}, .step = {-1, -2}}).GetShape() == Shape{4, 3});
+  CHECK(Slice(x, {.start = {2, 0}, .stop = {1, 5}, .step = {1, 1}}).GetShape() == Shape{0, 5});
+  CHECK_THROWS_WITH_AS(Slice(x, {.start = {0, 0}, .stop = {4, 5}, .step = {1, 0}}),
+                       "[slice] step must not be 0: x is (4,5), got start [0,0], stop [4,5], step [1,0]",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(Slice(x, {.start = {0}, .stop = {4}, .step = {1}}),
+                       "[slice] start, stop and step need one entry per axis of x: x is (4,5), got start [0], stop [4], step [1]",
+                       std::invalid_argument);
+}

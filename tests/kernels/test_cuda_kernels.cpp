@@ -27,6 +27,7 @@
 #include "kernels/collectives/collective_attrs.hpp"
 #include "kernels/attrs/concat_attrs.hpp"
 #include "kernels/attrs/conv2d_attrs.hpp"
+#include "kernels/attrs/slice_attrs.hpp"
 #include "kernels/attrs/dropout_attrs.hpp"
 #include "kernels/attrs/fused_attrs.hpp"
 #include "kernels/attrs/gradient_attrs.hpp"
@@ -267,6 +268,18 @@ std::vector<Sample> Samples() {
       std::vector<std::int64_t> out;
       for (int axis : perm) out.push_back(in[axis]);
       samples.push_back({"transpose", TransposeAttrs{perm}, {{in, dtype}}, {{Shape(out), dtype}}});
+    }
+    // Steps up and down, negative and open ends, an empty slice, one element.
+    for (const auto& [in, slice] :
+         {std::pair{Shape{7, 13}, SliceAttrs{{1, -1}, {6, -14}, {2, -3}}}, std::pair{Shape{2, 3, 4, 5}, SliceAttrs{{0, 1, 0, 4}, {2, 3, 4, -6}, {1, 1, 2, -1}}},
+          std::pair{Shape{5, 3}, SliceAttrs{{3, 0}, {1, 3}, {1, 1}}}, std::pair{Shape{1000, 3}, SliceAttrs{{999, 2}, {-1001, 3}, {-7, 1}}}}) {
+      std::string why;
+      std::vector<std::int64_t> out;
+      for (const SliceAxis& axis : *ResolveSlice(in, slice, why)) out.push_back(axis.length);
+      samples.push_back({"slice", slice, {{in, dtype}}, {{Shape(out), dtype}}});
+      if (dtype != DType::kU8 && dtype != DType::kBool) {
+        samples.push_back({"slice_grad", SliceGradAttrs{slice, in}, {{Shape(out), dtype}}, {{in, dtype}}});
+      }
     }
     std::mt19937 values(11);
     const Sample shape_only{"constant", std::any(), {{Shape{5, 3}, dtype}}, {}};

@@ -62,3 +62,11 @@ def test_add_op_errors_name_the_op_the_attribute_and_what_it_got():
         _C.add_op("transpose", [x], {"perm": [1, "0"]})
     with pytest.raises(ValueError, match=r"^\[no_such_op\] unknown op type$"):
         _C.add_op("no_such_op", [x], {})
+
+
+def test_the_files_docs_contributing_names_exist():
+    with open(os.path.join(ROOT, "docs", "contributing.md"), encoding="utf-8") as f:
+        text = f.read()
+    paths = set(re.findall(r"`((?:src|include|python|tests|scripts)/[a-z0-9_/.]+)`", text))
+    assert len(paths) >= 12
+    assert sorted(p for p in paths if not os.path.exists(os.path.join(ROOT, p))) == []

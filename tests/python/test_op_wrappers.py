@@ -153,3 +153,28 @@ def test_a_wrapper_given_a_bad_attribute_names_it():
             return flow.nn.conv2d(x, w, strides=1, padding="FULL")
 
         job(_x((1, 2, 5, 5)), _x((3, 2, 3, 3)))
+
+
+def test_slices_as_python_slices():
+    @flow.global_function()
+    def job(x: tp.Numpy.Placeholder((4, 5, 3))) -> Tuple[(tp.Numpy,) * 5]:
+        return (flow.slice_v2(x, [(1, None, 2), (None, None, -1)]),
+                flow.slice_v2(x, [(-3, -1, None), (4, 0, -2), (0, 10, 1)]),
+                flow.slice(x, [1, None, -2], [2, -1, 1]), flow.slice_v2(x, [(3, 1, 1)]),
+                flow.slice_v2(flow.cast(x, flow.int64), [(None, None, -3)]))
+
+    x = np.arange(60, dtype=np.float32).reshape(4, 5, 3)
+    got = job(x)
+    want = (x[1::2, ::-1], x[-3:-1, 4:0:-2, 0:10], x[1:3, :, -2:-1], x[3:1], x[::-3].astype(np.int64))
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+
+
+def test_a_bad_slice_names_the_argument():
+    with pytest.raises(ValueError, match=r"flow.slice_v2: slice_tup_list\[1\] has step 0"):
+        @flow.global_function()
+        def job(x: tp.Numpy.Placeholder((4, 5))) -> tp.Numpy:
+            return flow.slice_v2(x, [(None, None, None), (0, 2, 0)])
+
+        job(np.zeros((4, 5), np.float32))
