@@ -5,35 +5,49 @@
 
 namespace weir {
 
-enum class ScalarOpKind : std::uint8_t {
-  kAdd,      // x + s
-  kSub,      // x - s
-  kRSub,     // s - x
-  kMul,      // x * s
-  kDiv,      // x / s
-  kRDiv,     // s / x
-  kPow,      // x ^ s
-};
+/// Each list below is the one list of its kinds: the enum, the names the ops take by name (OneFlow's:
+/// "exp", "rsqrt", ...) and Python's functions come from it, and the kernels' switches over it are
+/// checked against it by the compiler (-Werror=switch).
+#define WEIR_SCALAR_OP_KINDS(X) \
+  X(kAdd, "add")   /* x + s */  \
+  X(kSub, "sub")   /* x - s */  \
+  X(kRSub, "rsub") /* s - x */  \
+  X(kMul, "mul")   /* x * s */  \
+  X(kDiv, "div")   /* x / s */  \
+  X(kRDiv, "rdiv") /* s / x */  \
+  X(kPow, "pow")   /* x ^ s */
+
 /// Elementwise functions of one argument. Outside a function's domain the result is what the C
 /// library returns (NaN or ±inf). kRound rounds half to even (OneFlow's rint). kSign, kFloor,
 /// kCeil and kRound have a zero gradient, as in OneFlow; kAbs has gradient sign(x) (0 at 0).
-enum class UnaryOpKind : std::uint8_t {
-  kExp,         // e^x
-  kLog,         // ln x
-  kSqrt,        // √x
-  kRsqrt,       // 1/√x
-  kSquare,      // x²       (also i32, i64)
-  kAbs,         // |x|      (also i32, i64)
-  kNegative,    // -x       (also i32, i64)
-  kReciprocal,  // 1/x
-  kLog1p,       // ln(1 + x)
-  kExpm1,       // e^x - 1
-  kSoftplus,    // ln(1 + e^x)
-  kSign,        // -1, 0 or 1 (also i32, i64)
-  kFloor,
-  kCeil,
-  kRound,       // half to even
-  kSin,
-  kCos,
-};
+/// kSquare, kAbs, kNegative and kSign also take i32 and i64.
+#define WEIR_UNARY_OP_KINDS(X)                      \
+  X(kExp, "exp")               /* e^x */            \
+  X(kLog, "log")               /* ln x */           \
+  X(kSqrt, "sqrt")             /* √x */             \
+  X(kRsqrt, "rsqrt")           /* 1/√x */           \
+  X(kSquare, "square")         /* x² */             \
+  X(kAbs, "abs")               /* |x| */            \
+  X(kNegative, "negative")     /* -x */             \
+  X(kReciprocal, "reciprocal") /* 1/x */            \
+  X(kLog1p, "log1p")           /* ln(1 + x) */      \
+  X(kExpm1, "expm1")           /* e^x - 1 */        \
+  X(kSoftplus, "softplus")     /* ln(1 + e^x) */    \
+  X(kSign, "sign")             /* -1, 0 or 1 */     \
+  X(kFloor, "floor")                                \
+  X(kCeil, "ceil")                                  \
+  X(kRound, "round")           /* half to even */   \
+  X(kSin, "sin")                                    \
+  X(kCos, "cos")
+
+#define WEIR_OP_KIND_ENUMERATOR(kind, name) kind,
+#define WEIR_OP_KIND_NAME(kind, name) name,
+enum class ScalarOpKind : std::uint8_t { WEIR_SCALAR_OP_KINDS(WEIR_OP_KIND_ENUMERATOR) };
+enum class UnaryOpKind : std::uint8_t { WEIR_UNARY_OP_KINDS(WEIR_OP_KIND_ENUMERATOR) };
+/// The kinds' names, in enum order.
+inline constexpr const char* kScalarOpKindNames[] = {WEIR_SCALAR_OP_KINDS(WEIR_OP_KIND_NAME)};
+inline constexpr const char* kUnaryOpKindNames[] = {WEIR_UNARY_OP_KINDS(WEIR_OP_KIND_NAME)};
+#undef WEIR_OP_KIND_ENUMERATOR
+#undef WEIR_OP_KIND_NAME
+
 }  // namespace weir

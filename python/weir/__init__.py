@@ -102,8 +102,6 @@ def plan_dot(job_function) -> str:
     """The compiled plan of ``job_function`` (compiled in the default session if it is not yet)
     as Graphviz dot: every actor labelled with its device (``cpu:0``, ``cpu:1``), collective
     actors named by their collective (``all_reduce(...)``)."""
-    from weir import _session
-
     compiled = job_function._compiled()
     if compiled.job is None:
         raise ValueError(f"plan_dot: {job_function.__name__} computes nothing (no outputs, no optimizer)")

@@ -8,6 +8,7 @@ import numbers
 import numpy as np
 
 from weir import _C, _context, dtypes
+from weir import distribute as _distribute
 
 __all__ = ["BlobDef", "Blob", "is_blob", "to_c_dtype", "from_c_dtype"]
 
@@ -76,31 +77,21 @@ class Blob(BlobDef):
 
     @property
     def distribute(self):
-        from weir import distribute
-
-        return distribute.auto()
+        return _distribute.auto()
 
     # Layout hints for the consistent view on several devices (flow.distribute): the same values,
     # laid out as asked; the compiler boxes around them.
     def with_distribute(self, distribute):
-        from weir import distribute as _distribute
-
         hint = {"distribute": _distribute.to_attr(distribute, "with_distribute"), "gradient_distribute": "auto"}
         return type(self)(_C.add_op("parallel_cast", [self._c], hint, "")[0], self._job, self.batch_axis)
 
     def with_split_distribute(self, axis):
-        from weir import distribute as _distribute
-
         return self.with_distribute(_distribute.split(axis))
 
     def with_broadcast_distribute(self):
-        from weir import distribute as _distribute
-
         return self.with_distribute(_distribute.broadcast())
 
     def with_gradient_distribute(self, distribute):
-        from weir import distribute as _distribute
-
         hint = {"distribute": "auto", "gradient_distribute": _distribute.to_attr(distribute, "with_gradient_distribute")}
         return type(self)(_C.add_op("parallel_cast", [self._c], hint, "")[0], self._job, self.batch_axis)
 
@@ -118,66 +109,55 @@ class Blob(BlobDef):
             "a job function's Python control flow cannot depend on data"
         )
 
-    # --- operators (OneFlow: + - * / build math.add/subtract/multiply/divide)
+    # --- operators (OneFlow: + - * / ** @ build math.add/subtract/multiply/divide/pow and matmul). The
+    # op modules import this one, so they install the functions (install_operators) instead of being
+    # imported here.
     def __add__(self, other):
-        from weir import math
-
-        return math.add(self, other)
+        return _OPERATORS["add"](self, other)
 
     def __radd__(self, other):
-        from weir import math
-
-        return math.add(other, self)
+        return _OPERATORS["add"](other, self)
 
     def __sub__(self, other):
-        from weir import math
-
-        return math.subtract(self, other)
+        return _OPERATORS["subtract"](self, other)
 
     def __rsub__(self, other):
-        from weir import math
-
-        return math.subtract(other, self)
+        return _OPERATORS["subtract"](other, self)
 
     def __mul__(self, other):
-        from weir import math
-
-        return math.multiply(self, other)
+        return _OPERATORS["multiply"](self, other)
 
     def __rmul__(self, other):
-        from weir import math
-
-        return math.multiply(other, self)
+        return _OPERATORS["multiply"](other, self)
 
     def __truediv__(self, other):
-        from weir import math
-
-        return math.divide(self, other)
+        return _OPERATORS["divide"](self, other)
 
     def __rtruediv__(self, other):
-        from weir import math
-
-        return math.divide(other, self)
+        return _OPERATORS["divide"](other, self)
 
     def __neg__(self):
-        from weir import math
-
-        return math.multiply(self, -1)
+        return _OPERATORS["multiply"](self, -1)
 
     def __pos__(self):
         return self
 
     def __pow__(self, exponent):
-        from weir import math
-
-        return math.pow(self, exponent)
+        return _OPERATORS["pow"](self, exponent)
 
     def __matmul__(self, other):
-        from weir import ops
-
-        return ops.matmul(self, other)
+        return _OPERATORS["matmul"](self, other)
 
     __hash__ = object.__hash__
+
+
+# The functions Blob's operators call, by operator name; math.py and ops.py install them.
+_OPERATORS = {}
+
+
+def install_operators(**functions):
+    """Makes Blob's operators call `functions` (add, subtract, multiply, divide, pow, matmul)."""
+    _OPERATORS.update(functions)
 
 
 def is_blob(value) -> bool:

@@ -16,7 +16,7 @@ import threading
 import traceback
 import warnings
 
-from weir import _C, _context, _session, dtypes
+from weir import _C, _context, _session, dtypes, optimizer, scope
 from weir._blob import Blob, is_blob, to_c_dtype
 from weir._signature import LegacyFuture, parse_signature
 
@@ -76,8 +76,6 @@ class FunctionConfig:
         return self
 
     def default_logical_view(self, view):
-        from weir import scope
-
         if not isinstance(view, scope.LogicalView):
             raise TypeError(
                 f"default_logical_view: expected flow.scope.mirrored_view() or flow.scope.consistent_view(), got {view!r}"
@@ -92,8 +90,6 @@ class FunctionConfig:
         return self.default_logical_view(view)
 
     def default_placement_scope(self, placement):
-        from weir import scope
-
         if not isinstance(placement, scope.PlacementScope):
             raise TypeError(f"default_placement_scope: expected flow.scope.placement(...), got {placement!r}")
         self.default_placement_scope_value = placement
@@ -259,8 +255,6 @@ class JobFunction:
     def _trace(self, session) -> _Compiled:
         name = self.__name__
         job_type = _C.JobType.train if self.job_type == "train" else _C.JobType.predict
-        from weir import scope
-
         builder = _C.JobBuilder(
             name,
             job_type,
@@ -363,8 +357,6 @@ def _raise_or(error, deliver, outputs):
 def _legacy_optimizer(config, name):
     """The optimizer that `func_config.train.primary_lr` and `train.model_update_conf` describe
     (OneFlow before flow.optimizer): naive_conf is plain SGD, momentum_conf and adam_conf too."""
-    from weir import optimizer
-
     lr = config.flags.get("train.primary_lr")
     if lr is None:
         raise RuntimeError(

@@ -19,6 +19,7 @@ import traceback
 import weakref
 
 from weir import _C
+from weir import _machines
 
 __all__ = ["default_session", "sync_default_session", "clear_default_session"]
 
@@ -182,8 +183,6 @@ def distributed_options() -> dict:
     OneFlow's ``flow.env.machine([...])`` with ``flow.env.ctrl_port(p)``: one process per machine,
     machine 0 the master, this one's rank WEIR_NODE_RANK or the position of its own address in the
     list. An empty dict: one process."""
-    from weir import env as flow_env
-
     def common():  # read only for a session of several processes
         return {"rendezvous_timeout_s": float(_env_int("WEIR_RDZV_TIMEOUT", 300, 1, 1 << 30)),
                 "collectives": os.environ.get("WEIR_COLLECTIVES") or "auto",
@@ -201,14 +200,14 @@ def distributed_options() -> dict:
             "master_port": _env_int("MASTER_PORT", 29500, 1, 65535),
             **common(),
         }
-    machines = flow_env.machines()
+    machines = _machines.machines()
     if len(machines) <= 1:
         return {}
     return {
         "world_size": len(machines),
-        "rank": flow_env.node_rank(),
+        "rank": _machines.node_rank(),
         "master_addr": machines[0],
-        "master_port": flow_env.control_port(),
+        "master_port": _machines.control_port(),
         **common(),
     }
 
@@ -216,12 +215,10 @@ def distributed_options() -> dict:
 def machines_spanned() -> int:
     """The machines of this session: weir-launch's WORLD_SIZE / LOCAL_WORLD_SIZE (its --nnodes), or
     flow.env.machine's list."""
-    from weir import env as flow_env
-
     if os.environ.get("WORLD_SIZE", "") != "":
         world = _env_int("WORLD_SIZE", 1, 1, 1 << 20)
         return max(1, world // _env_int("LOCAL_WORLD_SIZE", world, 1, world))
-    return max(1, len(flow_env.machines()))
+    return max(1, len(_machines.machines()))
 
 
 class _CSession(_C.Session):
@@ -363,3 +360,11 @@ def _close_at_exit() -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(1)
+
+
+def current_resource():
+    """What the default session has (or will have when it starts): machines, devices and threads."""
+    session = default_session()
+    if session.started:
+        return session.c_session().resource()
+    return {"machine_num": machines_spanned(), "cpu_device_num": session.devices(), "gpu_device_num": 0}

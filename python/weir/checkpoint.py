@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 
-from weir import _C, _session
+from weir import _C, _session, dtypes
 
 __all__ = ["save", "get", "load_variables", "get_all_variables", "Variable"]
 
@@ -33,8 +33,6 @@ class Variable:
 
     @property
     def dtype(self):
-        from weir import dtypes
-
         return dtypes.from_numpy(self._array.dtype)
 
     def __repr__(self) -> str:

@@ -5,6 +5,8 @@ out as asked. They change no value, and nothing on one device or in the mirrored
 
 from __future__ import annotations
 
+from weir import _C, scope
+
 __all__ = ["split", "broadcast", "auto", "assert_is_valid_distribute", "mirrored_strategy", "consistent_strategy",
            "mirrored_strategy_enabled", "consistent_strategy_enabled"]
 
@@ -49,8 +51,6 @@ def to_attr(distribute, what: str) -> str:
 
 def to_c(distribute, what: str):
     """The C++ Distribute of a flow.distribute object (None: auto)."""
-    from weir import _C
-
     if distribute is None:
         return _C.Distribute("auto")
     if not isinstance(distribute, Distribute):
@@ -64,24 +64,16 @@ def assert_is_valid_distribute(distribute) -> None:
 
 
 def mirrored_strategy():
-    from weir import scope
-
     return scope.mirrored_view()
 
 
 def consistent_strategy():
-    from weir import scope
-
     return scope.consistent_view()
 
 
 def mirrored_strategy_enabled() -> bool:
-    from weir import scope
-
     return scope.mirrored_view_enabled()
 
 
 def consistent_strategy_enabled() -> bool:
-    from weir import scope
-
     return scope.consistent_view_enabled()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from weir import _C
-from weir._blob import is_blob, is_scalar
+from weir._blob import install_operators, is_blob, is_scalar
 from weir._ops_util import add_op, axes_list, check_blob, constant_like, op_name
 
 __all__ = [
@@ -112,9 +112,8 @@ def top_k(input, k=1, sorted=True, name=None):  # noqa: A002 - OneFlow's names
     """Indices of the k largest entries of the last axis; only k = 1 (argmax) is supported."""
     if k != 1:
         raise ValueError(f"flow.math.top_k: Weir supports k=1 (argmax), got k={k}")
-    from weir import ops
-
-    return ops.expand_dims(argmax(input, -1), -1, name)
+    indices = argmax(input, -1)
+    return add_op("reshape", [indices], op_name(name), shape=list(indices.shape) + [1])
 
 
 def add_n(inputs, name=None):
@@ -167,3 +166,7 @@ def reduce_max(input_tensor, axis=None, keepdims=False, name=None):
 def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
     x = check_blob(input_tensor, "flow.math.reduce_min", "input_tensor")
     return add_op("reduce_min", [x], op_name(name), axes=axes_list(axis, "flow.math.reduce_min"), keep_dims=bool(keepdims))
+
+
+# Blob's + - * / ** build these ops.
+install_operators(add=add, subtract=subtract, multiply=multiply, divide=divide, pow=pow)

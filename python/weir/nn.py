@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random as _random
 
-from weir import _C
+from weir import _C, ops
 from weir._image import check_format, pair, padding_spec
 from weir._ops_util import add_op, check_blob, op_name, wrap
 from weir.math import relu, sigmoid, tanh
@@ -111,8 +111,6 @@ def avg_pool2d(input, ksize, strides, padding, data_format="NCHW", ceil_mode=Fal
 def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, axis=-1, name=None):
     """y = scale · (x − mean) / sqrt(variance + epsilon) + offset with given (C) statistics
     (OneFlow's nn.batch_normalization in inference form; offset/scale may be None)."""
-    from weir import ops
-
     op = "flow.nn.batch_normalization"
     x = check_blob(x, op, "x")
     mean = check_blob(mean, op, "mean")

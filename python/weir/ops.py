@@ -6,9 +6,12 @@ from __future__ import annotations
 import numpy as np
 
 from weir import _C, _context, dtypes
-from weir._blob import Blob, is_blob, to_c_dtype
+from weir import distribute as _distribute
+from weir import initializers as _init
+from weir._blob import Blob, install_operators, is_blob, to_c_dtype
 from weir._ops_util import add_op, check_blob, op_name, wrap
 from weir._signature import watch_value_converter
+from weir.math import clip_by_value
 
 __all__ = [
     "reshape", "transpose", "matmul", "cast", "identity", "constant", "zeros_like", "ones_like",
@@ -175,19 +178,11 @@ def one_hot(indices, depth, on_value=1, off_value=0, axis=-1, dtype=None, name=N
                   dtype=c_dtype)
 
 
-def clip_by_value(values, min_value=None, max_value=None, name=None):
-    from weir import math
-
-    return math.clip_by_value(values, min_value, max_value, name)
-
-
 def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None, trainable=None,
                  model_name=None, random_seed=None, distribute=None, reuse=True):
     """The variable `name` (prefixed by the active flow.scope.namespace()s): created on first
     use in the session, shared by name with every job that asks for it, kept across calls and
     saved in checkpoints. The default initializer is constant 0."""
-    from weir import initializers as _init
-
     context = _context.current("flow.get_variable")
     if not isinstance(name, str) or not name:
         raise TypeError(f"flow.get_variable: name must be a non-empty str, got {name!r}")
@@ -210,8 +205,6 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     reg = regularizer if regularizer is not None else _C.Regularizer()
     if not isinstance(reg, _C.Regularizer):
         raise TypeError(f"flow.get_variable: regularizer must come from flow.regularizers, got {regularizer!r}")
-    from weir import distribute as _distribute
-
     blob = context.builder.variable(
         full_name, [int(d) for d in shape], c_dtype, init, reg, True if trainable is None else bool(trainable),
         _distribute.to_c(distribute, f"flow.get_variable({full_name!r}): distribute"),
@@ -247,3 +240,7 @@ def watch_diff(blob_watched, handler_or_prompt=None):
     blob = check_blob(blob_watched, "flow.watch_diff", "blob_watched")
     _context.current("flow.watch_diff").watches += 1
     _C.watch_diff(blob._c, _handler(blob, handler_or_prompt, "flow.watch_diff"))
+
+
+# Blob's @ builds a matmul.
+install_operators(matmul=matmul)

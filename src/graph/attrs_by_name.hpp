@@ -117,15 +117,13 @@ AttrsReader ReadAttrs(AttrField<Attrs, Ts>... fields) {
 }
 
 template <> struct EnumNames<UnaryOpKind> {
-  static constexpr std::string_view kNames[] = {"exp",        "log",   "sqrt",     "rsqrt", "square", "abs",
-                                                "negative",   "reciprocal", "log1p", "expm1", "softplus", "sign",
-                                                "floor",      "ceil",  "round",    "sin",   "cos"};
+  static constexpr const auto& kNames = kUnaryOpKindNames;
 };
 template <> struct EnumNames<ScalarOpKind> {
-  static constexpr std::string_view kNames[] = {"add", "sub", "rsub", "mul", "div", "rdiv", "pow"};
+  static constexpr const auto& kNames = kScalarOpKindNames;
 };
 template <> struct EnumNames<DataFormat> {
-  static constexpr std::string_view kNames[] = {"NCHW", "NHWC"};
+  static constexpr const char* kNames[] = {"NCHW", "NHWC"};
 };
 
 }  // namespace weir::internal

@@ -86,3 +86,61 @@ def test_no_function_of_the_graph_layer_is_over_200_lines():
 def test_the_function_lengths_are_measured():
     lengths = _function_lengths(os.path.join(ROOT, "src", "graph", "planner.cpp"))
     assert len(lengths) >= 4 and max(n for _, n in lengths) > 40  # CompilePlan itself is found
+
+
+def _python_modules():
+    """weir's modules (dotted name -> path), the package itself left out."""
+    package = os.path.join(ROOT, "python", "weir")
+    modules = {}
+    for directory, _, names in os.walk(package):
+        for name in names:
+            if name.endswith(".py"):
+                path = os.path.join(directory, name)
+                dotted = "weir." + os.path.relpath(path, package)[:-3].replace(os.sep, ".")
+                modules[dotted.removesuffix(".__init__")] = path
+    modules.pop("weir")
+    return modules
+
+
+def _weir_imports(node, modules):
+    """The weir modules an import statement names."""
+    import ast
+
+    found = []
+    if isinstance(node, ast.Import):
+        found = [alias.name for alias in node.names]
+    elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.startswith("weir"):
+        found = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+    return [name for name in found if name in modules]
+
+
+def test_python_modules_import_one_way():
+    """No import circle among weir's modules, and no import inside a function (the way circles hide)."""
+    import ast
+
+    modules = _python_modules()
+    edges, inside_functions = {}, []
+    for dotted, path in modules.items():
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        # A package importing its own submodules names itself too: not an edge.
+        edges[dotted] = {name for node in tree.body for name in _weir_imports(node, modules)} - {dotted}
+        for function in ast.walk(tree):
+            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                inside_functions += [(dotted, function.name, name) for node in ast.walk(function)
+                                     for name in _weir_imports(node, modules)]
+    assert inside_functions == []
+    state = {}  # dotted -> "visiting" | "done"
+
+    def visit(module, trail):
+        if state.get(module) == "done":
+            return
+        assert state.get(module) != "visiting", " -> ".join(trail + [module])
+        state[module] = "visiting"
+        for imported in sorted(edges[module]):
+            visit(imported, trail + [module])
+        state[module] = "done"
+
+    for module in sorted(modules):
+        visit(module, [])
+    assert len(modules) > 20 and sum(len(e) for e in edges.values()) > 30  # the walk saw the package

@@ -39,6 +39,14 @@ def test_every_op_has_a_cpu_kernel_and_a_cuda_kernel_where_cuda_is_built():
         assert sorted(ops - cuda) == []
 
 
+def test_every_unary_kind_is_a_flow_math_function():
+    import weir as flow
+
+    assert len(_C.unary_kinds) >= 17 and "expm1" in _C.unary_kinds
+    assert [kind for kind in _C.unary_kinds if not callable(getattr(flow.math, kind, None))] == []
+    assert _C.scalar_kinds == ["add", "sub", "rsub", "mul", "div", "rdiv", "pow"]
+
+
 def test_add_op_converts_python_values():
     builder, x = _builder()
     (y,) = _C.add_op("reduce_sum", [x], {"axes": (np.int64(1),), "keep_dims": True}, "total")

@@ -68,6 +68,9 @@ void BindOps(py::module_& m) {
       },
       py::arg("type"), py::arg("inputs"), py::arg("attrs") = py::dict(), py::arg("name") = "",
       "Adds op `type` to the job of `inputs`; returns its outputs.");
+  // The kinds of the unary and scalar ops, in enum order (weir/op_kinds.hpp).
+  m.attr("unary_kinds") = std::vector<std::string>(std::begin(kUnaryOpKindNames), std::end(kUnaryOpKindNames));
+  m.attr("scalar_kinds") = std::vector<std::string>(std::begin(kScalarOpKindNames), std::end(kScalarOpKindNames));
   m.def("registered_ops", [] {
     std::vector<std::string> types;
     for (std::string_view type : internal::RegisteredOpTypes()) types.emplace_back(type);

@@ -1,5 +1,6 @@
 #pragma once
 // Facts about each UnaryOpKind shared by unary and unary_grad.
+#include <iterator>
 #include <string_view>
 
 #include "weir/ops.hpp"
@@ -8,26 +9,8 @@ namespace weir::internal {
 
 /// OneFlow's op name for the kind ("exp", "rsqrt", ...), "?" for a value outside the enum.
 inline std::string_view UnaryKindName(UnaryOpKind kind) {
-  switch (kind) {
-    case UnaryOpKind::kExp: return "exp";
-    case UnaryOpKind::kLog: return "log";
-    case UnaryOpKind::kSqrt: return "sqrt";
-    case UnaryOpKind::kRsqrt: return "rsqrt";
-    case UnaryOpKind::kSquare: return "square";
-    case UnaryOpKind::kAbs: return "abs";
-    case UnaryOpKind::kNegative: return "negative";
-    case UnaryOpKind::kReciprocal: return "reciprocal";
-    case UnaryOpKind::kLog1p: return "log1p";
-    case UnaryOpKind::kExpm1: return "expm1";
-    case UnaryOpKind::kSoftplus: return "softplus";
-    case UnaryOpKind::kSign: return "sign";
-    case UnaryOpKind::kFloor: return "floor";
-    case UnaryOpKind::kCeil: return "ceil";
-    case UnaryOpKind::kRound: return "round";
-    case UnaryOpKind::kSin: return "sin";
-    case UnaryOpKind::kCos: return "cos";
-  }
-  return "?";
+  const auto index = static_cast<std::size_t>(kind);
+  return index < std::size(kUnaryOpKindNames) ? kUnaryOpKindNames[index] : "?";
 }
 
 /// Kinds that are exact on integers too.
