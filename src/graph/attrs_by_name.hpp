@@ -1,10 +1,10 @@
 #pragma once
 // Op attributes by name: what a generic caller (the Python binding's add_op) passes, and how an op's
-// own file reads it into the op's attribute struct (OpDef::attrs):
+// own file reads it into the op's attribute struct (OpDef::read_attrs):
 //
 //   WEIR_REGISTER_OP({.type = "one_hot", ...,
-//                     .attrs = ReadAttrs<OneHotAttrs>(Attr("depth", &OneHotAttrs::depth),
-//                                                     Attr("dtype", &OneHotAttrs::dtype))});
+//                     .read_attrs = ReadAttrs<OneHotAttrs>(Attr("depth", &OneHotAttrs::depth),
+//                                                          Attr("dtype", &OneHotAttrs::dtype))});
 //
 // A name the op does not have, or a value of the wrong type, is an error naming the op, the
 // attribute, what it expects and what it got. Attributes left out keep the struct's defaults.
@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
