@@ -109,7 +109,7 @@ class Blob(BlobDef):
             "a job function's Python control flow cannot depend on data"
         )
 
-    # --- operators (OneFlow: + - * / ** @ build math.add/subtract/multiply/divide/pow and matmul). The
+    # --- operators (OneFlow: + - * / % ** @ build math.add/subtract/multiply/divide/mod/pow and matmul). The
     # op modules import this one, so they install the functions (install_operators) instead of being
     # imported here.
     def __add__(self, other):
@@ -136,6 +136,12 @@ class Blob(BlobDef):
     def __rtruediv__(self, other):
         return _OPERATORS["divide"](other, self)
 
+    def __mod__(self, other):
+        return _OPERATORS["mod"](self, other)
+
+    def __rmod__(self, other):
+        return _OPERATORS["mod"](other, self)
+
     def __neg__(self):
         return _OPERATORS["multiply"](self, -1)
 
@@ -156,7 +162,7 @@ _OPERATORS = {}
 
 
 def install_operators(**functions):
-    """Makes Blob's operators call `functions` (add, subtract, multiply, divide, pow, matmul)."""
+    """Makes Blob's operators call `functions` (add, subtract, multiply, divide, mod, pow, matmul)."""
     _OPERATORS.update(functions)
 
 

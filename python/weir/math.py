@@ -9,7 +9,7 @@ from weir._blob import install_operators, is_blob, is_scalar
 from weir._ops_util import add_op, axes_list, check_blob, constant_like, op_name
 
 __all__ = [
-    "add", "subtract", "multiply", "divide", "pow", "add_n", "negative", "maximum", "minimum",
+    "add", "subtract", "multiply", "divide", "mod", "pow", "add_n", "negative", "maximum", "minimum",
     "relu", "sigmoid", "tanh", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "argmax",
     "exp", "log", "sqrt", "rsqrt", "square", "abs", "reciprocal", "log1p", "expm1", "softplus",
     "sign", "floor", "ceil", "round", "rint", "sin", "cos", "clip_by_value", "top_k",
@@ -50,6 +50,12 @@ def multiply(x, y, name=None):
 
 def divide(x, y, name=None):
     return _binary("div", "div", "rdiv", "flow.math.divide", x, y, name)
+
+
+def mod(x, y, name=None):
+    """x mod y with the divisor's sign (floor modulo, Python's %); elementwise with numpy broadcasting, or
+    with a number. An integer divisor of 0 fails the call."""
+    return _binary("mod", None, None, "flow.math.mod", x, y, name)
 
 
 def pow(x, y, name=None):  # noqa: A001 - OneFlow's name
@@ -168,5 +174,5 @@ def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
     return add_op("reduce_min", [x], op_name(name), axes=axes_list(axis, "flow.math.reduce_min"), keep_dims=bool(keepdims))
 
 
-# Blob's + - * / ** build these ops.
-install_operators(add=add, subtract=subtract, multiply=multiply, divide=divide, pow=pow)
+# Blob's + - * / % ** build these ops.
+install_operators(add=add, subtract=subtract, multiply=multiply, divide=divide, mod=mod, pow=pow)

@@ -183,9 +183,10 @@ std::vector<Sample> Samples() {
       {Shape{7, 13}, Shape{13}, Shape{7, 13}},    {Shape{7, 1}, Shape{7, 13}, Shape{7, 13}},
       {Shape{3, 1, 5}, Shape{1, 4, 5}, Shape{3, 4, 5}}, {Shape{2, 1, 3, 1}, Shape{5, 1, 4}, Shape{2, 5, 3, 4}},
       {Shape{0, 3}, Shape{3}, Shape{0, 3}},       {Shape{}, Shape{1}, Shape{1}}};
-  for (const char* op : {"add", "sub", "mul", "div", "maximum", "minimum"}) {
+  for (const char* op : {"add", "sub", "mul", "div", "mod", "maximum", "minimum"}) {
     for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
-      if (std::string(op) == "div" && (dtype == DType::kI32 || dtype == DType::kI64)) continue;  // the CPU's
+      const bool integer_division = std::string(op) == "div" || std::string(op) == "mod";
+      if (integer_division && (dtype == DType::kI32 || dtype == DType::kI64)) continue;  // the CPU's
       for (const auto& [a, b, out] : layouts) samples.push_back({op, std::any(), {{a, dtype}, {b, dtype}}, {{out, dtype}}});
     }
   }

@@ -178,3 +178,29 @@ def test_a_bad_slice_names_the_argument():
             return flow.slice_v2(x, [(None, None, None), (0, 2, 0)])
 
         job(np.zeros((4, 5), np.float32))
+
+
+def test_mod_is_floor_modulo_for_floats_and_integers():
+    @flow.global_function()
+    def job(x: tp.Numpy.Placeholder((2, 3)), y: tp.Numpy.Placeholder((3,)),
+            i: tp.Numpy.Placeholder((4,), dtype=flow.int32)) -> Tuple[(tp.Numpy,) * 5]:
+        return x % y, flow.math.mod(x, 0.75), 5.0 % y, i % 3, flow.math.mod(i, -3)
+
+    x = np.array([[2.5, -2.5, 7.0], [-0.5, 4.25, -6.0]], np.float32)
+    y = np.array([2.0, 1.5, -4.0], np.float32)
+    i = np.array([7, -7, 0, 5], np.int32)
+    got = job(x, y, i)
+    want = (np.mod(x, y), np.mod(x, np.float32(0.75)), np.mod(np.float32(5.0), y), np.mod(i, 3), np.mod(i, -3))
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_integer_mod_by_zero_fails_the_call():
+    @flow.global_function()
+    def job(i: tp.Numpy.Placeholder((2,), dtype=flow.int32), j: tp.Numpy.Placeholder((2,), dtype=flow.int32)) -> tp.Numpy:
+        return i % j
+
+    with pytest.raises(Exception, match=r"\[mod\] integer modulo by zero"):
+        job(np.array([1, 2], np.int32), np.array([1, 0], np.int32))
+    np.testing.assert_array_equal(job(np.array([5, -5], np.int32), np.array([3, 3], np.int32)), [2, 1])

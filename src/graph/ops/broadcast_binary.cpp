@@ -1,4 +1,4 @@
-// add, sub, mul, div, maximum, minimum: elementwise with numpy broadcasting; both inputs share
+// add, sub, mul, div, mod, maximum, minimum: elementwise with numpy broadcasting; both inputs share
 // one numeric dtype.
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
@@ -57,6 +57,17 @@ std::vector<Blob> DivGradient(const GradContext& ctx) {
           ctx.needs_grad[1] ? ScalarMul(ReduceSumTo(Div(Mul(dy, ctx.outputs[0]), b), b_shape), -1.0) : Blob()};
 }
 
+// a mod b = a - floor(a / b) * b: da = dy, db = -dy * floor(a / b) (the floor's own derivative is 0
+// wherever it is defined).
+std::vector<Blob> ModGradient(const GradContext& ctx) {
+  const Shape a_shape = ctx.inputs[0].GetShape();
+  const Shape b_shape = ctx.inputs[1].GetShape();
+  const Blob& dy = ctx.output_grads[0];
+  return {ctx.needs_grad[0] ? ReduceSumTo(dy, a_shape) : Blob(),
+          ctx.needs_grad[1] ? ScalarMul(ReduceSumTo(Mul(dy, Floor(Div(ctx.inputs[0], ctx.inputs[1]))), b_shape), -1.0)
+                            : Blob()};
+}
+
 // maximum / minimum: dy goes to whichever operand was picked, a on ties (OneFlow's rule), via
 // maximum_grad / minimum_grad on operands broadcast to the output's shape, then summed back.
 std::vector<Blob> ExtremumGradient(const GradContext& ctx) {
@@ -95,6 +106,12 @@ WEIR_REGISTER_OP({.type = "div",
                   .infer = InferBroadcastBinary,
                   .gradient = DivGradient,
                   .sbp = ElementwiseRule()});
+WEIR_REGISTER_OP({.type = "mod",
+                  .num_inputs = 2,
+                  .input_names = {"a", "b"},
+                  .infer = InferBroadcastBinary,
+                  .gradient = ModGradient,
+                  .sbp = ElementwiseRule()});
 WEIR_REGISTER_OP({.type = "maximum",
                   .num_inputs = 2,
                   .input_names = {"a", "b"},
@@ -115,6 +132,7 @@ Blob Add(const Blob& a, const Blob& b, std::string_view name) { return internal:
 Blob Sub(const Blob& a, const Blob& b, std::string_view name) { return internal::AddOp1("sub", {a, b}, std::any{}, name); }
 Blob Mul(const Blob& a, const Blob& b, std::string_view name) { return internal::AddOp1("mul", {a, b}, std::any{}, name); }
 Blob Div(const Blob& a, const Blob& b, std::string_view name) { return internal::AddOp1("div", {a, b}, std::any{}, name); }
+Blob Mod(const Blob& a, const Blob& b, std::string_view name) { return internal::AddOp1("mod", {a, b}, std::any{}, name); }
 Blob Maximum(const Blob& a, const Blob& b, std::string_view name) {
   return internal::AddOp1("maximum", {a, b}, std::any{}, name);
 }

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "kernels/functors/arithmetic.hpp"
+#include "kernels/functors/binary.hpp"
 #include "kernels/kernel.hpp"
 
 namespace weir::internal {
@@ -22,6 +23,18 @@ template <typename T> T ArithDiv(T a, T b, std::string_view op_type) {
     return a / b;
   } else {
     return a / b;
+  }
+}
+
+/// a mod b with the divisor's sign (floor modulo, Python's %); an integer b of 0 fails the call.
+template <typename T> T ArithFloorMod(T a, T b, std::string_view op_type) {
+  if constexpr (std::is_integral_v<T>) {
+    if (b == 0) throw KernelError(fmt::format("[{}] integer modulo by zero", op_type));
+    if (b == -1) return T(0);  // min % -1 overflows (and traps on x86)
+    const T r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+  } else {
+    return FloatFloorModOp::Apply(a, b);
   }
 }
 

@@ -1,4 +1,4 @@
-// add, sub, mul, div, maximum, minimum on the CPU with numpy broadcasting (the math and the strided
+// add, sub, mul, div, mod, maximum, minimum on the CPU with numpy broadcasting (the math and the strided
 // walk's plan are kernels/functors/binary.hpp, which the CUDA kernels share). The layout is
 // classified once per task: equal element counts run as a flat loop, a scalar or a trailing block
 // (a bias row) broadcast over a full operand as tight loops, and anything else as a strided walk
@@ -19,6 +19,10 @@ namespace {
 // Integer division fails the call on a zero divisor (kernels/cpu/arithmetic.hpp).
 struct DivOp {
   template <typename T> static T Apply(T a, T b) { return ArithDiv(a, b, "div"); }
+};
+
+struct FloorModOp {
+  template <typename T> static T Apply(T a, T b) { return ArithFloorMod(a, b, "mod"); }
 };
 
 /// True if `part`, without its leading 1s, equals the trailing dims of `out`: then it is one
@@ -141,6 +145,7 @@ WEIR_REGISTER_KERNELS {
   RegisterBinary<SubOp>("sub");
   RegisterBinary<MulOp>("mul");
   RegisterBinary<DivOp>("div");
+  RegisterBinary<FloorModOp>("mod");
   RegisterBinary<MaximumOp>("maximum");
   RegisterBinary<MinimumOp>("minimum");
 }

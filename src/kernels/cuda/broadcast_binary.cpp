@@ -49,6 +49,7 @@ WEIR_REGISTER_KERNELS {
   Register<cuda::Binary::kSub>("sub", true);
   Register<cuda::Binary::kMul>("mul", true);
   Register<cuda::Binary::kDiv>("div", false);
+  Register<cuda::Binary::kMod>("mod", false);
   Register<cuda::Binary::kMaximum>("maximum", true);
   Register<cuda::Binary::kMinimum>("minimum", true);
 }

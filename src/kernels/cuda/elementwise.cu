@@ -163,6 +163,12 @@ void BroadcastBinary(void* stream, Binary kind, const BroadcastPlan& plan, const
       } else {
         return LaunchBinary<T, FloatDivOp>(stream, plan, a, b, out, count);
       }
+    case Binary::kMod:
+      if constexpr (std::is_integral_v<T>) {
+        throw std::invalid_argument("[mod] integer modulo has no CUDA kernel (a zero divisor must fail the call)");
+      } else {
+        return LaunchBinary<T, FloatFloorModOp>(stream, plan, a, b, out, count);
+      }
     case Binary::kMaximum: return LaunchBinary<T, MaximumOp>(stream, plan, a, b, out, count);
     case Binary::kMinimum: return LaunchBinary<T, MinimumOp>(stream, plan, a, b, out, count);
   }

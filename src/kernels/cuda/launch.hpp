@@ -85,9 +85,9 @@ template <typename T> void ActivationGrad(void* stream, Activation kind, const T
 /// divisors must fail the call on the CPU).
 template <typename T> void Scalar(void* stream, ScalarOpKind kind, T value, const T* x, T* y, std::int64_t count);
 
-enum class Binary : std::uint8_t { kAdd, kSub, kMul, kDiv, kMaximum, kMinimum };
+enum class Binary : std::uint8_t { kAdd, kSub, kMul, kDiv, kMod, kMaximum, kMinimum };
 /// out = a (kind) b with broadcasting along `plan` (kernels/functors/binary.hpp; rank 0 or a plan of
-/// count elements); T: float, double, int32_t, int64_t (integers: not kDiv).
+/// count elements); T: float, double, int32_t, int64_t (integers: not kDiv, kMod).
 template <typename T>
 void BroadcastBinary(void* stream, Binary kind, const BroadcastPlan& plan, const T* a, const T* b, T* out,
                      std::int64_t count);

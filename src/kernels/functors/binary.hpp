@@ -1,6 +1,7 @@
 #pragma once
-// The math and the broadcasting of add, sub, mul, div, maximum and minimum, for the CPU kernels and
+// The math and the broadcasting of add, sub, mul, div, mod, maximum and minimum, for the CPU kernels and
 // the CUDA kernels' device code alike.
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -21,6 +22,14 @@ struct MulOp {
 /// Floating-point division (integer division, which must fail on a zero divisor, is the CPU's).
 struct FloatDivOp {
   template <typename T> static WEIR_HOST_DEVICE T Apply(T a, T b) { return a / b; }
+};
+/// Floor modulo (Python's %, OneFlow's mod): a - floor(a / b) * b, the remainder taking the divisor's
+/// sign. Floating point (integer modulo, which must fail on a zero divisor, is the CPU's).
+struct FloatFloorModOp {
+  template <typename T> static WEIR_HOST_DEVICE T Apply(T a, T b) {
+    const T r = std::fmod(a, b);
+    return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? r + b : r;
+  }
 };
 // a on ties; a NaN operand wins (numpy's maximum / minimum propagate NaN).
 struct MaximumOp {
