@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 bundle=.gpu-bundle
 binaries=(tests/test_cuda tests/test_common tests/test_actors bench/train_step)
+scripts/reconfigure-on-new-sources.sh "$build"
 ninja -C "$build" "${binaries[@]}" src/libweir_cuda.so >/dev/null
 rm -rf "$bundle"
 mkdir -p "$bundle/build/tests" "$bundle/build/bench" "$bundle/build/src" "$bundle/lib"
