@@ -16,6 +16,30 @@ namespace {
       fmt::format("[{}] attribute '{}': expected {}, got {}", op_type, name, expected, AttrTypeName(got)));
 }
 
+// The same, with a string value shown itself: for attributes given as one of some names.
+[[noreturn]] void NotOneOf(std::string_view op_type, std::string_view name, std::string_view expected, const AttrValue& got) {
+  const auto* text = std::get_if<std::string>(&got);
+  throw std::invalid_argument(fmt::format("[{}] attribute '{}': expected {}, got {}", op_type, name, expected,
+                                          text != nullptr ? fmt::format("'{}'", *text) : std::string(AttrTypeName(got))));
+}
+
+// Attributes whose value must be of the field's own type.
+template <typename T>
+void ReadExact(std::string_view op_type, std::string_view name, const AttrValue& value, T& field, std::string_view expected) {
+  if (const auto* exact = std::get_if<T>(&value)) {
+    field = *exact;
+    return;
+  }
+  Mismatch(op_type, name, expected, value);
+}
+
+int NarrowToInt(std::string_view op_type, std::string_view name, std::int64_t wide) {
+  if (wide < std::numeric_limits<int>::min() || wide > std::numeric_limits<int>::max()) {
+    throw std::invalid_argument(fmt::format("[{}] attribute '{}': {} is out of range", op_type, name, wide));
+  }
+  return static_cast<int>(wide);
+}
+
 }  // namespace
 
 std::string_view AttrTypeName(const AttrValue& value) {
@@ -42,28 +66,17 @@ void CheckAttrNames(std::string_view op_type, const AttrMap& attrs, std::span<co
 }
 
 void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& value, bool& field) {
-  if (const auto* b = std::get_if<bool>(&value)) {
-    field = *b;
-    return;
-  }
-  Mismatch(op_type, name, "a bool", value);
+  ReadExact(op_type, name, value, field, "a bool");
 }
 
 void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& value, std::int64_t& field) {
-  if (const auto* i = std::get_if<std::int64_t>(&value)) {
-    field = *i;
-    return;
-  }
-  Mismatch(op_type, name, "an int", value);
+  ReadExact(op_type, name, value, field, "an int");
 }
 
 void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& value, int& field) {
   std::int64_t wide = 0;
   ReadAttr(op_type, name, value, wide);
-  if (wide < std::numeric_limits<int>::min() || wide > std::numeric_limits<int>::max()) {
-    throw std::invalid_argument(fmt::format("[{}] attribute '{}': {} is out of range", op_type, name, wide));
-  }
-  field = static_cast<int>(wide);
+  field = NarrowToInt(op_type, name, wide);
 }
 
 void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& value, double& field) {
@@ -79,19 +92,11 @@ void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& 
 }
 
 void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& value, std::string& field) {
-  if (const auto* s = std::get_if<std::string>(&value)) {
-    field = *s;
-    return;
-  }
-  Mismatch(op_type, name, "a str", value);
+  ReadExact(op_type, name, value, field, "a str");
 }
 
 void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& value, DType& field) {
-  if (const auto* d = std::get_if<DType>(&value)) {
-    field = *d;
-    return;
-  }
-  Mismatch(op_type, name, "a dtype", value);
+  ReadExact(op_type, name, value, field, "a dtype");
 }
 
 void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& value, std::vector<std::int64_t>& field) {
@@ -111,12 +116,7 @@ void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& 
   std::vector<std::int64_t> wide;
   ReadAttr(op_type, name, value, wide);
   field.clear();
-  for (std::int64_t v : wide) {
-    if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
-      throw std::invalid_argument(fmt::format("[{}] attribute '{}': {} is out of range", op_type, name, v));
-    }
-    field.push_back(static_cast<int>(v));
-  }
+  for (std::int64_t v : wide) field.push_back(NarrowToInt(op_type, name, v));
 }
 
 void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& value, std::optional<double>& field) {
@@ -143,10 +143,7 @@ void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& 
     field = ExplicitPadding((*pads)[0], (*pads)[1], (*pads)[2], (*pads)[3]);
     return;
   }
-  throw std::invalid_argument(fmt::format(
-      "[{}] attribute '{}': expected 'VALID', 'SAME' or explicit pads [top, bottom, left, right], got {}", op_type, name,
-      std::holds_alternative<std::string>(value) ? fmt::format("'{}'", std::get<std::string>(value))
-                                                 : std::string(AttrTypeName(value))));
+  NotOneOf(op_type, name, "'VALID', 'SAME' or explicit pads [top, bottom, left, right]", value);
 }
 
 void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& value, Distribute& field) {
@@ -166,11 +163,7 @@ void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& 
       return;
     }
   }
-  throw std::invalid_argument(fmt::format("[{}] attribute '{}': expected 'auto', 'broadcast' or 'split(axis)', got {}",
-                                          op_type, name,
-                                          std::holds_alternative<std::string>(value)
-                                              ? fmt::format("'{}'", std::get<std::string>(value))
-                                              : std::string(AttrTypeName(value))));
+  NotOneOf(op_type, name, "'auto', 'broadcast' or 'split(axis)'", value);
 }
 
 }  // namespace weir::internal

@@ -276,12 +276,10 @@ std::vector<Sample> Samples() {
          {std::pair{Shape{7, 13}, SliceAttrs{{1, -1}, {6, -14}, {2, -3}}}, std::pair{Shape{2, 3, 4, 5}, SliceAttrs{{0, 1, 0, 4}, {2, 3, 4, -6}, {1, 1, 2, -1}}},
           std::pair{Shape{5, 3}, SliceAttrs{{3, 0}, {1, 3}, {1, 1}}}, std::pair{Shape{1000, 3}, SliceAttrs{{999, 2}, {-1001, 3}, {-7, 1}}}}) {
       std::string why;
-      const std::optional<std::vector<SliceAxis>> axes = ResolveSlice(in, slice, why);
-      std::vector<std::int64_t> out;
-      for (const SliceAxis& axis : *axes) out.push_back(axis.length);
-      samples.push_back({"slice", slice, {{in, dtype}}, {{Shape(out), dtype}}});
+      const Shape out = SliceShape(*ResolveSlice(in, slice, why));
+      samples.push_back({"slice", slice, {{in, dtype}}, {{out, dtype}}});
       if (dtype != DType::kU8 && dtype != DType::kBool) {
-        samples.push_back({"slice_grad", SliceGradAttrs{slice, in}, {{Shape(out), dtype}}, {{in, dtype}}});
+        samples.push_back({"slice_grad", SliceGradAttrs{slice, in}, {{out, dtype}}, {{in, dtype}}});
       }
     }
     std::mt19937 values(11);

@@ -22,12 +22,24 @@ using internal::AttrValue;
       op_type, name, py::str(py::type::of(value).attr("__name__")).cast<std::string>()));
 }
 
+// An int, or anything else with __index__ (numpy's integers) but a float, a bool or a dtype (whose
+// enum has __index__ too).
+bool IsInteger(const py::handle& value) {
+  PyObject* object = value.ptr();
+  if (PyBool_Check(object) || py::isinstance<DType>(value)) return false;
+  return PyLong_Check(object) || (PyIndex_Check(object) && !PyFloat_Check(object));
+}
+
+std::int64_t ToInteger(const py::handle& value) {
+  return py::int_(py::reinterpret_borrow<py::object>(value)).cast<std::int64_t>();
+}
+
 AttrValue ToAttrValue(std::string_view op_type, std::string_view name, const py::handle& value) {
   PyObject* object = value.ptr();
   if (value.is_none()) return std::monostate{};
   if (PyBool_Check(object)) return value.cast<bool>();
-  if (py::isinstance<DType>(value)) return value.cast<DType>();  // before ints: the enum has __index__
-  if (PyLong_Check(object) || (PyIndex_Check(object) && !PyFloat_Check(object))) return py::int_(py::reinterpret_borrow<py::object>(value)).cast<std::int64_t>();
+  if (py::isinstance<DType>(value)) return value.cast<DType>();
+  if (IsInteger(value)) return ToInteger(value);
   if (PyFloat_Check(object)) return value.cast<double>();
   if (PyUnicode_Check(object)) return value.cast<std::string>();
   if (PyList_Check(object) || PyTuple_Check(object)) {
@@ -35,12 +47,10 @@ AttrValue ToAttrValue(std::string_view op_type, std::string_view name, const py:
     std::vector<double> floats;
     bool all_ints = true;
     for (const py::handle item : value) {
-      PyObject* element = item.ptr();
-      if (PyBool_Check(element)) Unconvertible(op_type, name, item);
-      if (PyLong_Check(element) || (PyIndex_Check(element) && !PyFloat_Check(element))) {
-        ints.push_back(py::int_(py::reinterpret_borrow<py::object>(item)).cast<std::int64_t>());
+      if (IsInteger(item)) {
+        ints.push_back(ToInteger(item));
         floats.push_back(static_cast<double>(ints.back()));
-      } else if (PyFloat_Check(element)) {
+      } else if (PyFloat_Check(item.ptr())) {
         all_ints = false;
         floats.push_back(item.cast<double>());
       } else {

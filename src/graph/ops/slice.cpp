@@ -19,9 +19,7 @@ std::vector<TensorMeta> InferSlice(const InferContext& ctx) {
     throw OpError(ctx.op_type, "{}: x is {}, got start [{}], stop [{}], step [{}]", why, x.shape, fmt::join(attrs.start, ","),
                   fmt::join(attrs.stop, ","), fmt::join(attrs.step, ","));
   }
-  std::vector<std::int64_t> dims;
-  for (const SliceAxis& axis : *axes) dims.push_back(axis.length);
-  return {{Shape(std::move(dims)), x.dtype}};
+  return {{SliceShape(*axes), x.dtype}};
 }
 
 std::vector<Blob> SliceGradient(const GradContext& ctx) {

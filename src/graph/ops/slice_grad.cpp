@@ -12,9 +12,8 @@ std::vector<TensorMeta> InferSliceGrad(const InferContext& ctx) {
   std::string why;
   const std::optional<std::vector<SliceAxis>> axes = ResolveSlice(attrs.x_shape, attrs.slice, why);
   if (!axes) throw OpError(ctx.op_type, "{} of x {}", why, attrs.x_shape);
-  std::vector<std::int64_t> dims;
-  for (const SliceAxis& axis : *axes) dims.push_back(axis.length);
-  if (dy.shape != Shape(dims)) throw OpError(ctx.op_type, "dy {} is not the slice's shape {}", dy.shape, Shape(dims));
+  const Shape sliced = SliceShape(*axes);
+  if (dy.shape != sliced) throw OpError(ctx.op_type, "dy {} is not the slice's shape {}", dy.shape, sliced);
   return {{attrs.x_shape, dy.dtype}};
 }
 

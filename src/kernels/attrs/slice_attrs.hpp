@@ -2,6 +2,7 @@
 // Slicing resolved against a shape (Python's rules), shared by the slice ops' inference and kernels.
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,13 @@ inline std::optional<std::vector<SliceAxis>> ResolveSlice(const Shape& shape, co
   return axes;
 }
 
+/// The shape a slice of these axes has.
+inline Shape SliceShape(const std::vector<SliceAxis>& axes) {
+  std::vector<std::int64_t> dims;
+  for (const SliceAxis& axis : axes) dims.push_back(axis.length);
+  return Shape(std::move(dims));
+}
+
 /// slice_grad (dy -> dx): the slice and x's shape.
 struct SliceGradAttrs {
   SliceAttrs slice;
@@ -67,7 +75,12 @@ struct SliceView {
   std::vector<std::int64_t> strides;
 };
 
-inline SliceView ViewOf(const Shape& shape, const std::vector<SliceAxis>& axes) {
+/// For kernels, whose attrs the op's inference has already checked against `shape`.
+inline SliceView SliceViewOf(const Shape& shape, const SliceAttrs& attrs) {
+  std::string why;
+  const std::optional<std::vector<SliceAxis>> resolved = ResolveSlice(shape, attrs, why);
+  if (!resolved) throw std::logic_error("[slice] " + why + " (the op's inference lets no such slice through)");
+  const std::vector<SliceAxis>& axes = *resolved;
   SliceView view;
   std::int64_t stride = 1;
   view.dims.resize(axes.size());

@@ -1,6 +1,5 @@
 // slice on the CPU: a strided copy from the first element taken (kernels/cpu/strided_copy.hpp).
 #include <cstdint>
-#include <string>
 
 #include "kernels/attrs/slice_attrs.hpp"
 #include "kernels/cpu/strided_copy.hpp"
@@ -9,14 +8,9 @@
 namespace weir::internal {
 namespace {
 
-SliceView SliceViewOf(const KernelSetup& setup) {
-  std::string why;
-  return ViewOf(setup.inputs[0].shape, *ResolveSlice(setup.inputs[0].shape, setup.Get<SliceAttrs>(), why));
-}
-
 template <typename T> class SliceCpu final : public Kernel {
  public:
-  explicit SliceCpu(const KernelSetup& setup) : view_(SliceViewOf(setup)), copy_(view_.dims, view_.strides) {}
+  explicit SliceCpu(const KernelSetup& setup) : view_(SliceViewOf(setup.inputs[0].shape, setup.Get<SliceAttrs>())), copy_(view_.dims, view_.strides) {}
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     if (outputs[0].NumElements() == 0) return;

@@ -1,7 +1,6 @@
 // slice_grad on the CPU: dx zeroed, then each element of dy written where the slice read it.
 #include <cstdint>
 #include <cstring>
-#include <string>
 
 #include "kernels/attrs/slice_attrs.hpp"
 #include "kernels/kernel.hpp"
@@ -11,11 +10,8 @@ namespace {
 
 template <typename T> class SliceGradCpu final : public Kernel {
  public:
-  explicit SliceGradCpu(const KernelSetup& setup) {
-    const auto& attrs = setup.Get<SliceGradAttrs>();
-    std::string why;
-    view_ = ViewOf(attrs.x_shape, *ResolveSlice(attrs.x_shape, attrs.slice, why));
-  }
+  explicit SliceGradCpu(const KernelSetup& setup)
+      : view_(SliceViewOf(setup.Get<SliceGradAttrs>().x_shape, setup.Get<SliceGradAttrs>().slice)) {}
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     T* dx = outputs[0].As<T>();

@@ -1,7 +1,6 @@
 // slice on CUDA: a strided gather from the first element taken, through the copy launcher's plan
 // (kernels/functors/binary.hpp's PlanGather), moving the elements' bytes.
 #include <cstdint>
-#include <string>
 
 #include "kernels/attrs/slice_attrs.hpp"
 #include "kernels/cuda/cuda_kernel.hpp"
@@ -13,8 +12,7 @@ namespace {
 template <typename T> class SliceCuda final : public Kernel {
  public:
   explicit SliceCuda(const KernelSetup& setup) : stream_(CudaStreamOf(setup)), count_(setup.outputs[0].shape.NumElements()) {
-    std::string why;
-    view_ = ViewOf(setup.inputs[0].shape, *ResolveSlice(setup.inputs[0].shape, setup.Get<SliceAttrs>(), why));
+    view_ = SliceViewOf(setup.inputs[0].shape, setup.Get<SliceAttrs>());
     if (!PlanGather(view_.dims, view_.strides, plan_)) {
       throw std::invalid_argument(fmt::format("[slice] '{}': {} has too many axes", setup.op_name, setup.inputs[0].shape));
     }

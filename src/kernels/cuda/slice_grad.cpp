@@ -1,7 +1,6 @@
 // slice_grad on CUDA: dx zeroed, then dy scattered into the slice's strided view of it (the launcher
 // in slice_grad.cu).
 #include <cstdint>
-#include <string>
 
 #include "kernels/attrs/slice_attrs.hpp"
 #include "kernels/cuda/cuda_kernel.hpp"
@@ -22,8 +21,7 @@ template <typename T> class SliceGradCuda final : public Kernel {
       : stream_(CudaStreamOf(setup)), count_(setup.inputs[0].shape.NumElements()),
         dx_bytes_(static_cast<std::size_t>(setup.outputs[0].NumBytes())) {
     const auto& attrs = setup.Get<SliceGradAttrs>();
-    std::string why;
-    view_ = ViewOf(attrs.x_shape, *ResolveSlice(attrs.x_shape, attrs.slice, why));
+    view_ = SliceViewOf(attrs.x_shape, attrs.slice);
     if (!PlanGather(view_.dims, view_.strides, plan_)) {
       throw std::invalid_argument(fmt::format("[slice_grad] '{}': {} has too many axes", setup.op_name, attrs.x_shape));
     }
