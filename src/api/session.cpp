@@ -22,6 +22,7 @@
 #include "api/cluster.hpp"
 #include "api/trace.hpp"
 #include "api/variable_store.hpp"
+#include "common/cuda_backend.hpp"
 #include "common/cuda_runtime.hpp"
 #include "common/intra_op_pool.hpp"
 #include "common/wait_interrupter.hpp"
@@ -173,7 +174,7 @@ std::string WhyNotGpu(const SessionOptions& options) {
     const std::string gpus = n == 1 ? fmt::format("GPU {}", first) : fmt::format("GPUs {}-{}", first, first + n - 1);
     return distributed ? fmt::format("local rank {} needs {} of its own, and {} GPU(s) are visible",
                                      options.distributed.local_rank, gpus, CudaDeviceCount())
-                       : fmt::format("{} GPU(s) visible", CudaDeviceCount());
+                       : fmt::format("{} GPU(s) visible ({})", CudaDeviceCount(), CudaDescribe());
   }
   return {};
 }
@@ -715,6 +716,8 @@ std::map<std::string, std::vector<DType>> SupportedOps(std::string_view device) 
   if (device != "cpu" && device != "gpu") {
     throw std::invalid_argument(fmt::format("[SupportedOps] device: expected \"cpu\" or \"gpu\", got \"{}\"", device));
   }
+  // The CUDA kernels register themselves as the CUDA backend loads.
+  if (device == "gpu" && internal::CudaBuilt()) internal::LoadCudaBackend();
   std::map<std::string, std::vector<DType>> ops;
   for (const internal::KernelKey& key :
        internal::RegisteredKernels(device == "gpu" ? Device::Kind::kCuda : Device::Kind::kCpu)) {

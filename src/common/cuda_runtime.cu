@@ -1,13 +1,13 @@
-// The CUDA backend's runtime layer, compiled by nvcc when -Dcuda is enabled. It stays free of fmt
-// and CAF (nvcc chokes on fmt's consteval strings in C++20) and exposes the plain API of
-// cuda_runtime.hpp.
-#include <atomic>
+// The CUDA backend's runtime layer, compiled by nvcc into libweir_cuda when -Dcuda is enabled. It
+// stays free of fmt and CAF (nvcc chokes on fmt's consteval strings in C++20). It implements
+// cuda_runtime.hpp's functions, which the core forwards here, and hands the core their table as the
+// library loads (common/cuda_backend.hpp).
 #include <cstring>
 
+#include "common/cuda_backend.hpp"
 #include "common/cuda_check.cuh"
-#include "common/cuda_runtime.hpp"
 
-namespace weir::internal {
+namespace weir::internal::cuda {
 
 namespace {
 
@@ -18,16 +18,7 @@ __global__ void FillKernel(float* data, std::size_t count, float value) {
 
 }  // namespace
 
-bool CudaBuilt() { return true; }
-
-namespace {
-std::atomic<int> first_device{0};
-}  // namespace
-
-void CudaUseDevicesFrom(int first) { first_device.store(first); }
-int CudaOrdinal(int device) { return first_device.load() + device; }
-
-int CudaDeviceCount() {
+int DeviceCount() {
   int count = 0;
   // No driver or no GPU is a normal situation on CPU machines, not an error.
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
@@ -37,8 +28,8 @@ int CudaDeviceCount() {
   return count;
 }
 
-std::string CudaDescribe() {
-  if (CudaDeviceCount() == 0) return "CUDA built, but no usable device";
+std::string Describe() {
+  if (DeviceCount() == 0) return "CUDA built, but no usable device";
   cudaDeviceProp prop{};
   WEIR_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   return std::string(prop.name) + " (sm_" + std::to_string(prop.major * 10 + prop.minor) + ", " +
@@ -46,9 +37,9 @@ std::string CudaDescribe() {
          ", cuDNN " + std::to_string(cudnnGetVersion()) + ", NCCL " + std::to_string(NCCL_VERSION_CODE);
 }
 
-void CudaSetCurrentDevice(int device) { WEIR_CUDA_CHECK(cudaSetDevice(CudaOrdinal(device))); }
+void SetCurrentDevice(int device) { WEIR_CUDA_CHECK(cudaSetDevice(CudaOrdinal(device))); }
 
-bool CudaEnablePeerAccess(int device, int peer) {
+bool EnablePeerAccess(int device, int peer) {
   int can = 0;
   WEIR_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, CudaOrdinal(device), CudaOrdinal(peer)));
   if (can == 0) return false;
@@ -62,11 +53,11 @@ bool CudaEnablePeerAccess(int device, int peer) {
   return true;
 }
 
-void* CudaAllocate(int device, std::size_t bytes) {
-  if (device < 0 || CudaOrdinal(device) >= CudaDeviceCount()) {
+void* Allocate(int device, std::size_t bytes) {
+  if (device < 0 || CudaOrdinal(device) >= DeviceCount()) {
     throw std::runtime_error("[cuda] device " + std::to_string(device) + " (CUDA ordinal " +
                              std::to_string(CudaOrdinal(device)) + ") is not available (" +
-                             std::to_string(CudaDeviceCount()) + " visible)");
+                             std::to_string(DeviceCount()) + " visible)");
   }
   WEIR_CUDA_CHECK(cudaSetDevice(CudaOrdinal(device)));
   void* memory = nullptr;
@@ -75,19 +66,19 @@ void* CudaAllocate(int device, std::size_t bytes) {
   return memory;
 }
 
-void CudaFree(int device, void* memory) noexcept {
+void Free(int device, void* memory) noexcept {
   cudaSetDevice(CudaOrdinal(device));
   cudaFree(memory);
 }
 
-void CudaCopy(void* dst, bool dst_on_device, const void* src, bool src_on_device, std::size_t bytes) {
+void Copy(void* dst, bool dst_on_device, const void* src, bool src_on_device, std::size_t bytes) {
   // Between two GPUs' memories (a variable moving to another GPU) unified addressing finds the devices.
   const cudaMemcpyKind kind = dst_on_device ? (src_on_device ? cudaMemcpyDefault : cudaMemcpyHostToDevice)
                                             : (src_on_device ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
   WEIR_CUDA_CHECK(cudaMemcpy(dst, src, bytes, kind));
 }
 
-MappedHostMemory CudaAllocateMapped(std::size_t bytes) {
+MappedHostMemory AllocateMapped(std::size_t bytes) {
   MappedHostMemory memory;
   WEIR_CUDA_CHECK(cudaHostAlloc(&memory.host, bytes == 0 ? 1 : bytes, cudaHostAllocMapped | cudaHostAllocPortable));
   std::memset(memory.host, 0, bytes);
@@ -99,9 +90,9 @@ MappedHostMemory CudaAllocateMapped(std::size_t bytes) {
   return memory;
 }
 
-void CudaFreeMapped(void* host) noexcept { cudaFreeHost(host); }
+void FreeMapped(void* host) noexcept { cudaFreeHost(host); }
 
-void* CudaCaptureGraph(void* stream, const std::function<void()>& record) {
+void* CaptureGraph(void* stream, const std::function<void()>& record) {
   cudaStream_t native = static_cast<cudaStream_t>(stream);
   // Thread-local mode: only this thread's calls are checked against the capture (other streams'
   // executors keep launching on their own streams meanwhile).
@@ -122,13 +113,13 @@ void* CudaCaptureGraph(void* stream, const std::function<void()>& record) {
   return exec;
 }
 
-void CudaLaunchGraph(void* graph, void* stream) {
+void LaunchGraph(void* graph, void* stream) {
   WEIR_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), static_cast<cudaStream_t>(stream)));
 }
 
-void CudaDestroyGraph(void* graph) noexcept { cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph)); }
+void DestroyGraph(void* graph) noexcept { cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph)); }
 
-void CudaFillForTest(int device, float* data, std::size_t count, float value) {
+void FillForTest(int device, float* data, std::size_t count, float value) {
   WEIR_CUDA_CHECK(cudaSetDevice(CudaOrdinal(device)));
   constexpr unsigned kThreads = 256;
   const unsigned blocks = static_cast<unsigned>((count + kThreads - 1) / kThreads);
@@ -137,4 +128,37 @@ void CudaFillForTest(int device, float* data, std::size_t count, float value) {
   WEIR_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-}  // namespace weir::internal
+// Defined in cuda_stream.cu and nccl.cu.
+std::unique_ptr<DeviceStream> MakeDeviceStream(int device, std::string name);
+void FillAsyncForTest(void* stream, float* data, std::size_t count, float value);
+std::string NcclNewUniqueId();
+std::unique_ptr<NcclCommunicator> JoinNccl(const NcclOptions& options);
+
+namespace {
+
+const CudaBackend kBackend{
+    .device_count = &DeviceCount,
+    .describe = &Describe,
+    .set_current_device = &SetCurrentDevice,
+    .enable_peer_access = &EnablePeerAccess,
+    .allocate = &Allocate,
+    .free = &Free,
+    .copy = &Copy,
+    .allocate_mapped = &AllocateMapped,
+    .free_mapped = &FreeMapped,
+    .make_device_stream = &MakeDeviceStream,
+    .capture_graph = &CaptureGraph,
+    .launch_graph = &LaunchGraph,
+    .destroy_graph = &DestroyGraph,
+    .fill_async_for_test = &FillAsyncForTest,
+    .fill_for_test = &FillForTest,
+    .nccl_new_unique_id = &NcclNewUniqueId,
+    .join_nccl = &JoinNccl,
+};
+
+// Runs as the library loads (dlopen by the core, or a program that links it).
+[[maybe_unused]] const bool registered = (RegisterCudaBackend(kBackend), true);
+
+}  // namespace
+
+}  // namespace weir::internal::cuda

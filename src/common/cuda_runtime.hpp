@@ -1,6 +1,8 @@
 #pragma once
-// The CUDA runtime as plain C++: no CUDA header leaks out of here. In a build without CUDA every
-// function reports "not available" (count 0, throwing allocators), so callers need no #ifdefs.
+// The CUDA runtime as plain C++: no CUDA header leaks out of here. The functions forward to the CUDA
+// backend library, loaded on first use (common/cuda_backend.hpp). In a build without CUDA, or where
+// the backend cannot be loaded, every function reports "not available" (count 0, throwing
+// allocators), so callers need no #ifdefs.
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -10,9 +12,10 @@
 
 namespace weir::internal {
 
-/// True when this build compiled the CUDA backend.
+/// True when this build compiled the CUDA backend (loads nothing).
 bool CudaBuilt();
-/// Visible CUDA devices; 0 without a driver, a GPU or a CUDA build.
+/// Visible CUDA devices; 0 without a driver, a GPU, a CUDA build or a loadable backend. Loads the
+/// backend where an NVIDIA driver is installed; elsewhere it is 0 without loading anything.
 int CudaDeviceCount();
 /// "H100 (sm_90, 80 GiB)" etc., or why no device is usable.
 std::string CudaDescribe();

@@ -204,15 +204,19 @@ CublasLtOf::CublasLtOf(cudaStream_t stream) {
   workspace_bytes = kCublasWorkspaceBytes;
 }
 
-std::unique_ptr<DeviceStream> MakeCudaDeviceStream(int device, std::string name) {
+namespace cuda {
+
+std::unique_ptr<DeviceStream> MakeDeviceStream(int device, std::string name) {
   return std::make_unique<CudaDeviceStream>(device, std::move(name));
 }
 
-void CudaFillAsyncForTest(void* stream, float* data, std::size_t count, float value) {
+void FillAsyncForTest(void* stream, float* data, std::size_t count, float value) {
   constexpr unsigned kThreads = 256;
   const unsigned blocks = static_cast<unsigned>((count + kThreads - 1) / kThreads);
   FillAsyncKernel<<<blocks == 0 ? 1 : blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(data, count, value);
   WEIR_CUDA_CHECK(cudaGetLastError());
 }
+
+}  // namespace cuda
 
 }  // namespace weir::internal

@@ -1,4 +1,4 @@
-// NCCL behind common/nccl.hpp. Compiled by nvcc with the CUDA backend; not yet run on a GPU.
+// NCCL behind common/nccl.hpp, in the CUDA backend library (compiled by nvcc).
 //
 // The communicator is non-blocking (ncclConfig_t::blocking = 0): every NCCL call may return
 // ncclInProgress, after which NCCL's documented rule is to poll ncclCommGetAsyncError until the state
@@ -41,15 +41,8 @@ std::string Seconds(Clock::duration elapsed) {
          " s";
 }
 
-}  // namespace
-
-std::string NcclNewUniqueId() {
-  ncclUniqueId id;
-  WEIR_CUDA_CHECK(ncclGetUniqueId(&id));
-  return std::string(id.internal, sizeof(id.internal));
-}
-
-struct NcclCommunicator::Impl {
+// The state of a CudaNcclCommunicator.
+struct CommunicatorState {
   // A queued collective, watched through an event recorded behind it on its stream.
   struct Queued {
     cudaEvent_t event;
@@ -136,7 +129,31 @@ struct NcclCommunicator::Impl {
   }
 };
 
-NcclCommunicator::NcclCommunicator(const NcclOptions& options) : impl_(std::make_unique<Impl>()) {
+class CudaNcclCommunicator final : public NcclCommunicator {
+ public:
+  explicit CudaNcclCommunicator(const NcclOptions& options);
+  ~CudaNcclCommunicator() override;
+  CudaNcclCommunicator(const CudaNcclCommunicator&) = delete;
+  CudaNcclCommunicator& operator=(const CudaNcclCommunicator&) = delete;
+
+  void AllReduce(const void* in, void* out, std::size_t count, NcclType type, NcclReduce op, void* stream,
+                 const std::string& what) override;
+  void Broadcast(const void* in, void* out, std::size_t count, NcclType type, int root, void* stream,
+                 const std::string& what) override;
+  void Send(const void* in, std::size_t count, NcclType type, int to, void* stream, const std::string& what) override;
+  void Recv(void* out, std::size_t count, NcclType type, int from, void* stream, const std::string& what) override;
+  void BroadcastEach(std::span<const Part> parts, NcclType type, void* stream, const std::string& what) override;
+  std::optional<std::string> QueuedLongerThan(std::chrono::milliseconds wait) override;
+  std::chrono::milliseconds Timeout() const override;
+  std::string AsyncError() override;
+  void Abort(const std::string& why) noexcept override;
+  std::string Failure() const override;
+
+ private:
+  std::unique_ptr<CommunicatorState> impl_;
+};
+
+CudaNcclCommunicator::CudaNcclCommunicator(const NcclOptions& options) : impl_(std::make_unique<CommunicatorState>()) {
   impl_->options = options;
   if (options.unique_id.size() != sizeof(ncclUniqueId::internal)) {
     throw std::invalid_argument("[nccl] unique_id: expected " + std::to_string(sizeof(ncclUniqueId::internal)) +
@@ -161,7 +178,7 @@ NcclCommunicator::NcclCommunicator(const NcclOptions& options) : impl_(std::make
   impl_->Settle(result, what, Clock::now() + options.timeout);
 }
 
-NcclCommunicator::~NcclCommunicator() {
+CudaNcclCommunicator::~CudaNcclCommunicator() {
   std::lock_guard<std::mutex> lock(impl_->calls);
   if (impl_->comm != nullptr) {
     // Finalizing flushes what is queued and may wait for the peers: bounded like everything else, and
@@ -181,11 +198,11 @@ NcclCommunicator::~NcclCommunicator() {
     }
     impl_->comm = nullptr;
   }
-  for (const Impl::Queued& queued : impl_->queued) cudaEventDestroy(queued.event);
+  for (const CommunicatorState::Queued& queued : impl_->queued) cudaEventDestroy(queued.event);
   for (cudaEvent_t event : impl_->free_events) cudaEventDestroy(event);
 }
 
-void NcclCommunicator::AllReduce(const void* in, void* out, std::size_t count, NcclType type, NcclReduce op,
+void CudaNcclCommunicator::AllReduce(const void* in, void* out, std::size_t count, NcclType type, NcclReduce op,
                                  void* stream, const std::string& what) {
   impl_->Run(stream, what, [&] {
     return ncclAllReduce(in, out, count, NativeType(type), op == NcclReduce::kAvg ? ncclAvg : ncclSum, impl_->comm,
@@ -193,7 +210,7 @@ void NcclCommunicator::AllReduce(const void* in, void* out, std::size_t count, N
   });
 }
 
-void NcclCommunicator::Broadcast(const void* in, void* out, std::size_t count, NcclType type, int root, void* stream,
+void CudaNcclCommunicator::Broadcast(const void* in, void* out, std::size_t count, NcclType type, int root, void* stream,
                                  const std::string& what) {
   if (root < 0 || root >= impl_->options.size) {
     throw std::invalid_argument("[nccl] " + what + ": root must be in [0, " + std::to_string(impl_->options.size) +
@@ -204,7 +221,7 @@ void NcclCommunicator::Broadcast(const void* in, void* out, std::size_t count, N
   });
 }
 
-void NcclCommunicator::Send(const void* in, std::size_t count, NcclType type, int to, void* stream,
+void CudaNcclCommunicator::Send(const void* in, std::size_t count, NcclType type, int to, void* stream,
                             const std::string& what) {
   impl_->CheckPeer(to, what);
   impl_->Run(stream, what, [&] {
@@ -212,14 +229,14 @@ void NcclCommunicator::Send(const void* in, std::size_t count, NcclType type, in
   });
 }
 
-void NcclCommunicator::Recv(void* out, std::size_t count, NcclType type, int from, void* stream, const std::string& what) {
+void CudaNcclCommunicator::Recv(void* out, std::size_t count, NcclType type, int from, void* stream, const std::string& what) {
   impl_->CheckPeer(from, what);
   impl_->Run(stream, what, [&] {
     return ncclRecv(out, count, NativeType(type), from, impl_->comm, static_cast<cudaStream_t>(stream));
   });
 }
 
-void NcclCommunicator::BroadcastEach(std::span<const Part> parts, NcclType type, void* stream, const std::string& what) {
+void CudaNcclCommunicator::BroadcastEach(std::span<const Part> parts, NcclType type, void* stream, const std::string& what) {
   if (static_cast<int>(parts.size()) != impl_->options.size) {
     throw std::invalid_argument("[nccl] " + what + ": expected one part per rank (" + std::to_string(impl_->options.size) +
                                 "), got " + std::to_string(parts.size()));
@@ -239,12 +256,12 @@ void NcclCommunicator::BroadcastEach(std::span<const Part> parts, NcclType type,
   });
 }
 
-std::chrono::milliseconds NcclCommunicator::Timeout() const { return impl_->options.timeout; }
+std::chrono::milliseconds CudaNcclCommunicator::Timeout() const { return impl_->options.timeout; }
 
-std::optional<std::string> NcclCommunicator::QueuedLongerThan(std::chrono::milliseconds wait) {
+std::optional<std::string> CudaNcclCommunicator::QueuedLongerThan(std::chrono::milliseconds wait) {
   std::lock_guard<std::mutex> lock(impl_->state);
   while (!impl_->queued.empty()) {
-    Impl::Queued& oldest = impl_->queued.front();
+    CommunicatorState::Queued& oldest = impl_->queued.front();
     const cudaError_t status = cudaEventQuery(oldest.event);
     if (status == cudaErrorNotReady) {
       const Clock::duration waited = Clock::now() - oldest.queued;
@@ -258,7 +275,7 @@ std::optional<std::string> NcclCommunicator::QueuedLongerThan(std::chrono::milli
   return std::nullopt;
 }
 
-std::string NcclCommunicator::AsyncError() {
+std::string CudaNcclCommunicator::AsyncError() {
   std::lock_guard<std::mutex> lock(impl_->calls);
   if (impl_->comm == nullptr) return {};
   ncclResult_t state = ncclSuccess;
@@ -267,14 +284,30 @@ std::string NcclCommunicator::AsyncError() {
   return ncclGetErrorString(state);
 }
 
-void NcclCommunicator::Abort(const std::string& why) noexcept {
+void CudaNcclCommunicator::Abort(const std::string& why) noexcept {
   std::lock_guard<std::mutex> lock(impl_->calls);
   impl_->AbortLocked(why);
 }
 
-std::string NcclCommunicator::Failure() const {
+std::string CudaNcclCommunicator::Failure() const {
   std::lock_guard<std::mutex> lock(impl_->state);
   return impl_->failure;
 }
+
+}  // namespace
+
+namespace cuda {
+
+std::string NcclNewUniqueId() {
+  ncclUniqueId id;
+  WEIR_CUDA_CHECK(ncclGetUniqueId(&id));
+  return std::string(id.internal, sizeof(id.internal));
+}
+
+std::unique_ptr<NcclCommunicator> JoinNccl(const NcclOptions& options) {
+  return std::make_unique<CudaNcclCommunicator>(options);
+}
+
+}  // namespace cuda
 
 }  // namespace weir::internal

@@ -1,7 +1,8 @@
 #pragma once
 // NCCL as plain C++ (no NCCL or CUDA header leaks out of here): one communicator between processes
-// that hold one GPU each, whose collectives are queued on CUDA streams. In a build without CUDA,
-// joining one throws (common/cuda_runtime_none.cpp).
+// that hold one GPU each, whose collectives are queued on CUDA streams. The communicator lives in the
+// CUDA backend (common/nccl.cu, in libweir_cuda); joining one loads the backend, and in a build without
+// CUDA it throws.
 //
 // Nothing here waits without a bound. The communicator is NCCL's non-blocking kind: joining, and a
 // collective that first has to connect its peers, return at once and are polled until done, until
@@ -37,27 +38,24 @@ struct NcclOptions {
   std::function<std::string()> broken;
 };
 
+/// A joined communicator (JoinNccl). Finalizes when destroyed (bounded by the timeout), or aborts a
+/// failed one.
 class NcclCommunicator {
  public:
-  /// Joins the communicator. Throws std::runtime_error saying why when it does not form in time.
-  explicit NcclCommunicator(const NcclOptions& options);
-  /// Finalizes (bounded by the timeout), or aborts a failed communicator.
-  ~NcclCommunicator();
-  NcclCommunicator(const NcclCommunicator&) = delete;
-  NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+  virtual ~NcclCommunicator() = default;
 
   // Queued on `stream` (a MakeCudaDeviceStream's NativeHandle()); they return once queued. `what`
   // names the collective in Stalled(). Throw std::runtime_error once the communicator failed.
 
   /// out = op over every rank's `in` (they may be the same buffer).
-  void AllReduce(const void* in, void* out, std::size_t count, NcclType type, NcclReduce op, void* stream,
-                 const std::string& what);
+  virtual void AllReduce(const void* in, void* out, std::size_t count, NcclType type, NcclReduce op, void* stream,
+                         const std::string& what) = 0;
   /// out = rank root's `in` (read on root only; `in` may be `out`).
-  void Broadcast(const void* in, void* out, std::size_t count, NcclType type, int root, void* stream,
-                 const std::string& what);
+  virtual void Broadcast(const void* in, void* out, std::size_t count, NcclType type, int root, void* stream,
+                         const std::string& what) = 0;
   /// Point to point (ncclSend / ncclRecv): `in` to rank `to`; `out` from rank `from`.
-  void Send(const void* in, std::size_t count, NcclType type, int to, void* stream, const std::string& what);
-  void Recv(void* out, std::size_t count, NcclType type, int from, void* stream, const std::string& what);
+  virtual void Send(const void* in, std::size_t count, NcclType type, int to, void* stream, const std::string& what) = 0;
+  virtual void Recv(void* out, std::size_t count, NcclType type, int from, void* stream, const std::string& what) = 0;
   /// One broadcast from every rank, as one NCCL group: parts[q].in (read on rank q only) to parts[q].out
   /// on every rank. parts.size() must be the communicator's size.
   struct Part {
@@ -65,27 +63,26 @@ class NcclCommunicator {
     void* out;
     std::size_t count;
   };
-  void BroadcastEach(std::span<const Part> parts, NcclType type, void* stream, const std::string& what);
+  virtual void BroadcastEach(std::span<const Part> parts, NcclType type, void* stream, const std::string& what) = 0;
 
   /// The oldest queued collective still running past its deadline, as "'what' (queued N s ago)", or
   /// nothing. Called by a watchdog thread.
   std::optional<std::string> Stalled() { return QueuedLongerThan(Timeout()); }
   /// The same for a collective queued longer than `wait`.
-  std::optional<std::string> QueuedLongerThan(std::chrono::milliseconds wait);
+  virtual std::optional<std::string> QueuedLongerThan(std::chrono::milliseconds wait) = 0;
   /// The options' timeout.
-  std::chrono::milliseconds Timeout() const;
+  virtual std::chrono::milliseconds Timeout() const = 0;
   /// NCCL's asynchronous error (a failure it noticed on its own, such as a peer's socket closing), or
   /// empty.
-  std::string AsyncError();
+  virtual std::string AsyncError() = 0;
   /// Ends the communicator: its queued collectives return (with garbage) and every later call throws
   /// std::runtime_error with `why`. Idempotent; safe from any thread.
-  void Abort(const std::string& why) noexcept;
+  virtual void Abort(const std::string& why) noexcept = 0;
   /// Why the communicator failed, or empty.
-  std::string Failure() const;
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  virtual std::string Failure() const = 0;
 };
+
+/// Joins the communicator. Throws std::runtime_error saying why when it does not form in time.
+std::unique_ptr<NcclCommunicator> JoinNccl(const NcclOptions& options);
 
 }  // namespace weir::internal

@@ -35,9 +35,9 @@ class NcclProcessGroup final : public DeviceProcessGroup {
  public:
   NcclProcessGroup(ControlPlaneClient& control_plane, const NcclGroupOptions& options, const std::string& unique_id)
       : control_plane_(control_plane), timeout_(options.timeout),
-        comm_({.unique_id = unique_id, .rank = control_plane.Rank(), .size = control_plane.WorldSize(),
-               .device = options.device, .timeout = options.timeout,
-               .broken = [&control_plane] { return control_plane.Broken(); }}),
+        comm_(JoinNccl({.unique_id = unique_id, .rank = control_plane.Rank(), .size = control_plane.WorldSize(),
+                        .device = options.device, .timeout = options.timeout,
+                        .broken = [&control_plane] { return control_plane.Broken(); }})),
         watchdog_([this] { Watch(); }) {}
 
   ~NcclProcessGroup() override {
@@ -56,33 +56,33 @@ class NcclProcessGroup final : public DeviceProcessGroup {
   void AllReduce(const ConstTensorView& in, const TensorView& out, ReduceOp op, void* stream, std::string_view what) override {
     const NcclType type = ReducibleType(out.GetDType(), op, what);
     Guarded(what, [&] {
-      comm_.AllReduce(in.data, out.data, static_cast<std::size_t>(out.NumElements()), type,
+      comm_->AllReduce(in.data, out.data, static_cast<std::size_t>(out.NumElements()), type,
                       op == ReduceOp::kMean ? NcclReduce::kAvg : NcclReduce::kSum, stream, std::string(what));
     });
   }
 
   void Broadcast(const TensorView& tensor, int root, void* stream, std::string_view what) override {
     Guarded(what, [&] {
-      comm_.Broadcast(tensor.data, tensor.data, tensor.meta->NumBytes(), NcclType::kU8, root, stream, std::string(what));
+      comm_->Broadcast(tensor.data, tensor.data, tensor.meta->NumBytes(), NcclType::kU8, root, stream, std::string(what));
     });
   }
 
   void Send(const ConstTensorView& tensor, int to, void* stream, std::string_view what) override {
-    Guarded(what, [&] { comm_.Send(tensor.data, tensor.meta->NumBytes(), NcclType::kU8, to, stream, std::string(what)); });
+    Guarded(what, [&] { comm_->Send(tensor.data, tensor.meta->NumBytes(), NcclType::kU8, to, stream, std::string(what)); });
   }
 
   void Recv(const TensorView& tensor, int from, void* stream, std::string_view what) override {
-    Guarded(what, [&] { comm_.Recv(tensor.data, tensor.meta->NumBytes(), NcclType::kU8, from, stream, std::string(what)); });
+    Guarded(what, [&] { comm_->Recv(tensor.data, tensor.meta->NumBytes(), NcclType::kU8, from, stream, std::string(what)); });
   }
 
   void BroadcastEach(std::span<const TensorView> packed, void* stream, std::string_view what) override {
     std::vector<NcclCommunicator::Part> parts;
     for (const TensorView& part : packed) parts.push_back({part.data, part.data, part.meta->NumBytes()});
-    Guarded(what, [&] { comm_.BroadcastEach(parts, NcclType::kU8, stream, std::string(what)); });
+    Guarded(what, [&] { comm_->BroadcastEach(parts, NcclType::kU8, stream, std::string(what)); });
   }
 
   void ThrowIfFailed(std::string_view what) override {
-    if (const std::string failure = comm_.Failure(); !failure.empty()) {
+    if (const std::string failure = comm_->Failure(); !failure.empty()) {
       MarkFailed();
       if (peer_left_.load()) throw PeerLeftError(fmt::format("[nccl] '{}' failed: {}", what, failure));
       throw std::runtime_error(fmt::format("[nccl] '{}' failed: {}", what, failure));
@@ -107,22 +107,22 @@ class NcclProcessGroup final : public DeviceProcessGroup {
   void Watch() {
     std::unique_lock lock(mutex_);
     for (int round = 1; !wake_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; }); ++round) {
-      if (!comm_.Failure().empty()) continue;
+      if (!comm_->Failure().empty()) continue;
       // About every second, for a collective queued over a second: a rank that closed its session (the
       // ranks made different numbers of calls) never comes, and it said so before it closed.
       std::string departed;
-      if (round % 10 == 0 && comm_.QueuedLongerThan(std::chrono::seconds(1))) {
+      if (round % 10 == 0 && comm_->QueuedLongerThan(std::chrono::seconds(1))) {
         departed = DescribeDeparture(control_plane_, std::chrono::milliseconds(1));
       }
       if (!departed.empty()) {
         peer_left_.store(true);
-        comm_.Abort(departed);
+        comm_->Abort(departed);
       } else if (const std::string lost = control_plane_.Broken(); !lost.empty()) {
-        comm_.Abort(lost);
-      } else if (const std::string error = comm_.AsyncError(); !error.empty()) {
-        comm_.Abort(fmt::format("NCCL reported {}", error));
-      } else if (const std::optional<std::string> stalled = comm_.Stalled()) {
-        comm_.Abort(fmt::format("collective {} did not complete within {} ms, and no rank was reported lost", *stalled,
+        comm_->Abort(lost);
+      } else if (const std::string error = comm_->AsyncError(); !error.empty()) {
+        comm_->Abort(fmt::format("NCCL reported {}", error));
+      } else if (const std::optional<std::string> stalled = comm_->Stalled()) {
+        comm_->Abort(fmt::format("collective {} did not complete within {} ms, and no rank was reported lost", *stalled,
                                 timeout_.count()));
       }
     }
@@ -130,7 +130,7 @@ class NcclProcessGroup final : public DeviceProcessGroup {
 
   ControlPlaneClient& control_plane_;
   std::chrono::milliseconds timeout_;
-  NcclCommunicator comm_;
+  std::unique_ptr<NcclCommunicator> comm_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;

@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "common/cuda_backend.hpp"
 #include "common/cuda_runtime.hpp"
 #include "common/device_stream.hpp"
 #include "kernels/attrs/batch_norm_attrs.hpp"
@@ -44,6 +45,10 @@ using namespace weir;
 using namespace weir::internal;
 
 namespace {
+
+// The CUDA kernels register themselves as the CUDA backend loads; this suite (one program with the GPU
+// sessions' and NCCL's tests) loads it before any test, as a program asking for a GPU would.
+[[maybe_unused]] const bool backend_loaded = CudaBuilt() && (LoadCudaBackend(), true);
 
 // Ops with a CPU kernel and no CUDA kernel yet. Shrinks as kernels land; never grows.
 // Ops whose CUDA kernels the conformance samples cannot run: a transfer needs the processes of a

@@ -2,6 +2,7 @@
 are visible (training matches the CPU's, on one GPU and data parallel on two, variables read back as
 numpy), and falls back to the CPU with one notice saying why otherwise."""
 
+import os
 import subprocess
 import sys
 
@@ -43,6 +44,45 @@ def _train(steps, gpus, devices=1):
     losses = [train(*_data(step)) for step in range(steps)]
     resource = flow.current_resource()
     return losses, {name: var.numpy() for name, var in flow.get_all_variables().items()}, resource
+
+
+_MAPPED_CUDA = (
+    "def mapped_cuda():\n"
+    "    names = ('libweir_cuda', 'libcudart', 'libcublas', 'libcudnn', 'libnccl')\n"
+    "    return sorted({n for line in open('/proc/self/maps') for n in names if n in line})\n"
+)
+
+
+def _driver_present():
+    return any(os.path.exists(node) for node in ("/dev/nvidiactl", "/proc/driver/nvidia/version", "/dev/dxg"))
+
+
+def test_a_cpu_program_maps_no_cuda_library():
+    """The CUDA backend is loaded only when a GPU is asked for: import, CPU jobs and (without an NVIDIA
+    driver) a GPU session that falls back to the CPU map none of cudart, cuBLAS, cuDNN or NCCL."""
+    program = _MAPPED_CUDA + (
+        "import numpy as np, weir as flow, weir.typing as tp\n"
+        "print('import', mapped_cuda())\n"
+        "@flow.global_function(type='predict')\n"
+        "def f(x: tp.Numpy.Placeholder((3,))) -> tp.Numpy:\n"
+        "    return flow.math.tanh(x)\n"
+        "f(np.ones(3, np.float32))\n"
+        "print('cpu job', mapped_cuda())\n"
+        "flow.clear_default_session()\n"
+        "flow.config.gpu_device_num(1)\n"
+        "f(np.ones(3, np.float32))\n"
+        "print('gpu asked', mapped_cuda())\n"
+        "gpu_ops = flow.supported_ops('gpu')\n"
+        "print('gpu kernels', mapped_cuda(), len(gpu_ops))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    lines = dict(line.split(" [", 1) for line in result.stdout.splitlines() if " [" in line)
+    assert lines["import"] == "]" and lines["cpu job"] == "]", result.stdout
+    if not _driver_present():
+        assert lines["gpu asked"] == "]", result.stdout
+    if flow.supported_ops("gpu"):  # a CUDA build: asking for its kernels loads the backend
+        assert lines["gpu kernels"].startswith("'libcublas', 'libcudart', 'libcudnn', 'libnccl', 'libweir_cuda']")
 
 
 def test_visible_gpus_counts_cuda_devices():
