@@ -39,7 +39,7 @@ struct Conv2DOptions {
   Padding padding;  // VALID
   DataFormat data_format = DataFormat::kNCHW;
   std::array<std::int64_t, 2> dilation_rate{1, 1};
-  /// NCHW only, as in OneFlow.
+  /// Independent convolutions over channel groups, in either layout.
   std::int64_t groups = 1;
   Activation activation = Activation::kNone;
   bool use_bias = true;
@@ -53,7 +53,7 @@ struct Conv2DOptions {
 };
 
 /// conv2d(x, weight) + bias (OneFlow's flow.layers.conv2d): weight "<name>-weight" (filters, C/groups,
-/// kh, kw) for NCHW or (filters, kh, kw, C) for NHWC; bias "<name>-bias" (filters).
+/// kh, kw) for NCHW or (filters, kh, kw, C/groups) for NHWC; bias "<name>-bias" (filters).
 Blob Conv2DLayer(const Blob& x, std::int64_t filters, const Conv2DOptions& options = {});
 
 struct DropoutOptions {

@@ -143,7 +143,8 @@ struct Conv2DAttrs {
   std::array<std::int64_t, 2> dilations{1, 1};
   Padding padding;  // VALID
   DataFormat data_format = DataFormat::kNCHW;
-  /// Input and output channels split into `groups` independent convolutions (NCHW only, as in OneFlow).
+  /// Input and output channels split into `groups` independent convolutions, in either layout (OneFlow
+  /// refuses NHWC groups on the GPU only).
   std::int64_t groups = 1;
 };
 

@@ -117,7 +117,7 @@ Blob OneHot(const Blob& indices, OneHotAttrs attrs, std::string_view name = {});
 // --- images (conv2d, pooling, batch normalization) -------------------------------------------
 
 /// 2-D cross-correlation (no bias; OneFlow's flow.nn.conv2d). x (N,C,H,W) or (N,H,W,C); weight
-/// (out, C/groups, kh, kw) for NCHW, (out, kh, kw, C) for NHWC (groups must be 1 there, as in OneFlow).
+/// (out, C/groups, kh, kw) for NCHW, (out, kh, kw, C/groups) for NHWC.
 Blob Conv2D(const Blob& x, const Blob& weight, Conv2DAttrs attrs = {}, std::string_view name = {});
 
 /// The largest element of each window; padded positions never win. Its gradient goes to a single

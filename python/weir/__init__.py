@@ -81,6 +81,22 @@ def current_machine_id() -> int:
     return _session.distributed_options().get("rank", 0)
 
 
+def eager_execution_enabled() -> bool:
+    """Whether ops run one at a time as they are written (OneFlow's eager mode). Weir runs job
+    functions compiled (lazy, OneFlow's default), so this is False."""
+    return False
+
+
+def enable_eager_execution(val: bool = True) -> None:
+    """OneFlow's switch to eager mode. Weir has no eager mode: ``val=False`` (the lazy default) is
+    accepted, ``True`` raises NotImplementedError."""
+    if val:
+        raise NotImplementedError(
+            "flow.enable_eager_execution(True): Weir runs job functions compiled (lazy mode) only; "
+            "define the computation in a @flow.global_function and call it"
+        )
+
+
 def cast_to_current_logical_view(blob):
     """A blob in the current view. Weir's consistent blobs (variables, placeholders) are readable
     by every device's replica in the mirrored view as they are, so this returns ``blob`` itself."""

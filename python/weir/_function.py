@@ -12,6 +12,7 @@ import inspect
 import linecache
 import os
 import re
+import sys
 import threading
 import traceback
 import warnings
@@ -38,14 +39,56 @@ class _Setter:
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        return _Setter(self._config, f"{self._path}.{name}")
+        return _option(self._config, f"{self._path}.{name}")
+
+
+# OneFlow's other FunctionConfig options (v0.3/v0.4). Weir acts on train.primary_lr and
+# train.model_update_conf (flow.losses.add_loss's optimizer); the rest are performance and backend
+# knobs (cuDNN, memory reuse, fusion, XLA/TensorRT, quantization) that Weir decides by itself or does
+# not have: they are recorded in ``config.flags`` and noticed once each.
+_ACTED_ON = frozenset({"train.primary_lr", "train.model_update_conf"})
+_OPTIONS = _ACTED_ON | frozenset({
+    "default_initializer_conf", "exp_run_conf", "use_memory_allocation_algorithm_v2",
+    "static_mem_alloc_policy_white_list.has", "static_mem_alloc_policy_white_list.add",
+    "static_mem_alloc_policy_white_list.remove", "static_mem_alloc_policy_white_list.policy_mem_size_first",
+    "static_mem_alloc_policy_white_list.policy_mutual_exclusion_first",
+    "static_mem_alloc_policy_white_list.policy_time_line", "static_mem_alloc_algo_white_list.show",
+    "enable_cudnn", "cudnn_buf_limit_mbyte", "cudnn_conv_force_fwd_algo", "cudnn_conv_force_bwd_data_algo",
+    "cudnn_conv_force_bwd_filter_algo", "cudnn_conv_heuristic_search_algo", "cudnn_conv_use_deterministic_algo_only",
+    "enable_cudnn_fused_normalization_add_relu", "enable_fuse_add_to_output", "enable_fuse_cast_scale",
+    "enable_reused_mem", "enable_inplace", "enable_inplace_in_reduce_struct", "enable_nccl",
+    "use_nccl_inter_node_communication", "use_boxing_v2", "do_parallel_cast_before_widening_type_cast",
+    "enable_all_reduce_group", "all_reduce_group_num", "all_reduce_lazy_ratio", "all_reduce_group_min_mbyte",
+    "all_reduce_group_size_warmup", "all_reduce_fp16", "optimizer_placement_optimization_mode",
+    "train.optimizer_placement_optimization_mode", "optimizer_placement_optimization_threshold",
+    "train.optimizer_placement_optimization_threshold", "enable_non_distributed_optimizer",
+    "disable_all_reduce_sequence", "prune_parallel_cast_ops", "prune_cast_to_static_shape_ops",
+    "non_distributed_optimizer_group_size_mbyte", "enable_true_half_config_when_conv", "cudnn_conv_enable_true_half",
+    "cudnn_conv_enable_pseudo_half", "enable_cudnn_conv_pseudo_half", "enable_float_compute_for_half_gemm",
+    "enable_quantization_aware_training", "enable_qat", "qat.per_channel_weight_quantization", "qat.symmetric",
+    "qat.moving_min_max_momentum", "qat.moving_min_max_stop_update_after_iters", "qat.target_backend",
+    "enable_auto_mixed_precision", "enable_keep_header_only", "concurrency_width", "indexed_slices_optimizer_conf",
+    "enable_fuse_model_update_ops", "enable_gradients_stats_aggregation", "train.loss_scale_factor",
+    "train.secondary_lr", "use_xla_jit", "use_tensorrt", "tensorrt.use_fp16", "tensorrt.use_int8",
+    "tensorrt.int8_calibration", "allow_cpu_return_op",
+})
+_NOTICED = set()
+
+
+def _option(config, path):
+    """The setter of option `path`, or of a group of them (``train``, ``qat``); AttributeError for a
+    name OneFlow's FunctionConfig does not have."""
+    if path not in _OPTIONS and not any(option.startswith(path + ".") for option in _OPTIONS):
+        raise AttributeError(f"flow.FunctionConfig has no option {path!r}")
+    return _Setter(config, path)
 
 
 class FunctionConfig:
     """OneFlow's ``flow.FunctionConfig()``: ``config.default_data_type(flow.float)``,
     ``config.default_logical_view(flow.scope.mirrored_view())``,
-    ``config.default_placement_scope(flow.scope.placement(...))``. Every other documented flag is
-    accepted and recorded in ``config.flags`` (performance knobs Weir decides by itself)."""
+    ``config.default_placement_scope(flow.scope.placement(...))``. OneFlow's other options are
+    accepted and recorded in ``config.flags``; those Weir does not act on (performance knobs it decides
+    by itself) print a notice once each; a name OneFlow does not have is an AttributeError."""
 
     _DEPRECATED = {
         "default_distribute_strategy": "default_logical_view",
@@ -100,14 +143,20 @@ class FunctionConfig:
         return _FunctionDesc(self)
 
     def _set(self, path, value):
+        if path not in _OPTIONS:
+            raise AttributeError(f"flow.FunctionConfig.{path} is a group of options, not one: "
+                                 f"{', '.join(sorted(o for o in _OPTIONS if o.startswith(path + '.')))}")
         if path.startswith("train."):
             warnings.warn(f"func_config.{path} has been deprecated; use flow.optimizer", DeprecationWarning, stacklevel=3)
+        if path not in _ACTED_ON and path not in _NOTICED:
+            _NOTICED.add(path)
+            print(f"[weir] FunctionConfig.{path}({value!r}) is recorded but has no effect in Weir", file=sys.stderr)
         self.flags[path] = value
 
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        return _Setter(self, name)
+        return _option(self, name)
 
 
 class _FunctionDesc:

@@ -36,7 +36,8 @@ def op_name(name) -> str:
 
 
 def axes_list(axis, op: str):
-    """OneFlow's axis argument (None, an int, or a sequence) as a list; [] means all axes."""
+    """OneFlow's axis argument (None, an int, or a sequence) as a list; None gives [], which the reductions
+    read as every axis."""
     if axis is None:
         return []
     if isinstance(axis, (int, np.integer)):

@@ -84,7 +84,7 @@ def conv2d(inputs, filters, kernel_size=1, strides=1, padding="VALID", data_form
            kernel_regularizer=None, bias_regularizer=None, trainable=True, name=None, weight_name=None,
            bias_name=None):
     """2-D convolution with variables "<name>-weight" (filters, C/groups, kh, kw) for NCHW or
-    (filters, kh, kw, C) for NHWC, and "<name>-bias" (filters). The kernel initializer defaults to
+    (filters, kh, kw, C/groups) for NHWC, and "<name>-bias" (filters). The kernel initializer defaults to
     xavier_uniform over the data format's fans (OneFlow's default), the bias to zeros."""
     op = "flow.layers.conv2d"
     x = check_blob(inputs, op, "inputs")

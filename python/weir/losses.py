@@ -10,5 +10,11 @@ __all__ = ["add_loss"]
 
 
 def add_loss(loss):
-    context = _context.current("flow.losses.add_loss")
+    """Outside a job function it raises NotImplementedError (a RuntimeError), OneFlow's contract."""
+    context = _context.maybe_current()
+    if context is None:
+        raise NotImplementedError(
+            "flow.losses.add_loss works inside a job function only: call it in a function decorated with "
+            "@flow.global_function, while that function is traced"
+        )
     context.losses.append(check_blob(loss, "flow.losses.add_loss", "loss"))

@@ -148,14 +148,22 @@ def tanh(x, name=None):
     return add_op("tanh", [check_blob(x, "flow.math.tanh", "x")], op_name(name))
 
 
+def _reduce(op, x, axis, keepdims, name):
+    """`axis=None` reduces every axis; an empty list reduces none (x unchanged, as in OneFlow and NumPy)."""
+    axes = axes_list(axis, f"flow.math.{op}")
+    if axis is not None and not axes:
+        return add_op("identity", [x], op_name(name))
+    return add_op(op, [x], op_name(name), axes=axes, keep_dims=bool(keepdims))
+
+
 def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
     x = check_blob(input_tensor, "flow.math.reduce_sum", "input_tensor")
-    return add_op("reduce_sum", [x], op_name(name), axes=axes_list(axis, "flow.math.reduce_sum"), keep_dims=bool(keepdims))
+    return _reduce("reduce_sum", x, axis, keepdims, name)
 
 
 def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
     x = check_blob(input_tensor, "flow.math.reduce_mean", "input_tensor")
-    return add_op("reduce_mean", [x], op_name(name), axes=axes_list(axis, "flow.math.reduce_mean"), keep_dims=bool(keepdims))
+    return _reduce("reduce_mean", x, axis, keepdims, name)
 
 
 def argmax(input, axis=-1, name=None):  # noqa: A002 - OneFlow's name
@@ -166,12 +174,12 @@ def argmax(input, axis=-1, name=None):  # noqa: A002 - OneFlow's name
 
 def reduce_max(input_tensor, axis=None, keepdims=False, name=None):
     x = check_blob(input_tensor, "flow.math.reduce_max", "input_tensor")
-    return add_op("reduce_max", [x], op_name(name), axes=axes_list(axis, "flow.math.reduce_max"), keep_dims=bool(keepdims))
+    return _reduce("reduce_max", x, axis, keepdims, name)
 
 
 def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
     x = check_blob(input_tensor, "flow.math.reduce_min", "input_tensor")
-    return add_op("reduce_min", [x], op_name(name), axes=axes_list(axis, "flow.math.reduce_min"), keep_dims=bool(keepdims))
+    return _reduce("reduce_min", x, axis, keepdims, name)
 
 
 # Blob's + - * / % ** build these ops.

@@ -74,7 +74,7 @@ def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
 
 def conv2d(input, filters, strides, padding, data_format="NCHW", dilations=None, groups=1, name=None):  # noqa: A002
     """2-D cross-correlation of input with the weight blob `filters` (out, C/groups, kh, kw) for
-    NCHW or (out, kh, kw, C) for NHWC; no bias."""
+    NCHW or (out, kh, kw, C/groups) for NHWC; no bias."""
     op = "flow.nn.conv2d"
     x = check_blob(input, op, "input")
     w = check_blob(filters, op, "filters")

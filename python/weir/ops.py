@@ -159,12 +159,21 @@ def flatten(input, start_dim=0, end_dim=-1, name=None):  # noqa: A002 - OneFlow'
 
 
 def concat(inputs, axis=0, max_dim_size=None, name=None):
-    """Joins blobs of one dtype along `axis` (their other dimensions equal)."""
+    """Joins blobs of one dtype along `axis` (their other dimensions equal). `max_dim_size`, OneFlow's
+    bound for dynamic blobs, is checked: the joined axis may not be longer (the result has its actual
+    length)."""
     inputs = list(inputs)
     if not inputs:
         raise ValueError("flow.concat: expected at least one blob")
     for index, blob in enumerate(inputs):
         check_blob(blob, "flow.concat", f"inputs[{index}]")
+    rank = len(inputs[0].shape)
+    joined = int(axis) + rank if int(axis) < 0 else int(axis)
+    if max_dim_size is not None and 0 <= joined < rank:  # a bad axis is the op's to report
+        length = sum(blob.shape[joined] for blob in inputs if len(blob.shape) == rank)
+        if int(max_dim_size) < length:
+            raise ValueError(f"flow.concat: max_dim_size must be at least the joined axis's length {length}, "
+                             f"got {max_dim_size}")
     return add_op("concat", inputs, op_name(name), axis=int(axis))
 
 

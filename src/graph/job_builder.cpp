@@ -33,8 +33,26 @@ bool NameTaken(const internal::JobGraph& graph, std::string_view name) {
   return false;
 }
 
+// A job function's parameter named like an op of its body (`def job(x: ...)` with
+// `get_variable("x")` inside) is legal, as in OneFlow, where placeholder ops are named Input_<n>: the
+// placeholder's op yields the name and becomes Input_<n> (its input keeps the parameter's name).
+void YieldPlaceholderName(internal::JobGraph& graph, std::string_view name) {
+  int index = 0;
+  for (internal::OpNode& node : graph.nodes) {
+    if (node.type != internal::kPlaceholderOp) continue;
+    if (node.name == name) {
+      std::string renamed = fmt::format("Input_{}", index);
+      while (NameTaken(graph, renamed)) renamed += "_";
+      node.name = std::move(renamed);
+      return;
+    }
+    ++index;
+  }
+}
+
 std::string UniqueName(internal::JobGraph& graph, std::string_view type, std::string_view requested) {
   if (!requested.empty()) {
+    if (type != internal::kPlaceholderOp) YieldPlaceholderName(graph, requested);
     if (NameTaken(graph, requested)) {
       throw std::invalid_argument(fmt::format("[{}] op name '{}' is already used in job '{}'", type, requested, graph.name));
     }

@@ -70,7 +70,7 @@ Blob Conv2DLayer(const Blob& x, std::int64_t filters, const Conv2DOptions& optio
                     options.groups));
   }
   const Shape weight_shape =
-      nchw ? Shape{filters, channels / options.groups, kh, kw} : Shape{filters, kh, kw, channels};
+      nchw ? Shape{filters, channels / options.groups, kh, kw} : Shape{filters, kh, kw, channels / options.groups};
   // OneFlow: xavier_uniform_initializer(data_format), whose fans follow the weight layout.
   const Initializer kernel_initializer = options.kernel_initializer.value_or(XavierUniformInitializer(
       nchw ? Initializer::DataFormat::kChannelsFirst : Initializer::DataFormat::kChannelsLast));

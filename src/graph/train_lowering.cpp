@@ -96,7 +96,8 @@ void ValidateOptimizer(const Optimizer& optimizer) {
   Require(optimizer.momentum >= 0 && optimizer.momentum < 1, optimizer, "momentum", "in [0, 1)", optimizer.momentum);
   Require(optimizer.beta1 >= 0 && optimizer.beta1 < 1, optimizer, "beta1", "in [0, 1)", optimizer.beta1);
   Require(optimizer.beta2 >= 0 && optimizer.beta2 < 1, optimizer, "beta2", "in [0, 1)", optimizer.beta2);
-  Require(optimizer.epsilon > 0, optimizer, "epsilon", "positive", optimizer.epsilon);
+  // 0 is allowed, as in OneFlow and Keras: the user then guards against a zero denominator.
+  Require(optimizer.epsilon >= 0, optimizer, "epsilon", "non-negative", optimizer.epsilon);
   Require(optimizer.weight_decay >= 0, optimizer, "weight_decay", "non-negative", optimizer.weight_decay);
   Require(optimizer.decay_rate >= 0 && optimizer.decay_rate < 1, optimizer, "decay_rate", "in [0, 1)",
           optimizer.decay_rate);

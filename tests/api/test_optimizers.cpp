@@ -330,13 +330,17 @@ TEST_CASE("bad hyperparameters are rejected at Minimize, naming the optimizer an
   };
   rejects(Adam(Constant(0.1), 1.0), "[optimizer adam] 'beta1' must be in [0, 1), got 1");
   rejects(Adam(Constant(0.1), 0.9, -0.5), "[optimizer adam] 'beta2' must be in [0, 1), got -0.5");
-  rejects(Adam(Constant(0.1), 0.9, 0.999, 0.0), "[optimizer adam] 'epsilon' must be positive, got 0");
+  rejects(Adam(Constant(0.1), 0.9, 0.999, -1.0), "[optimizer adam] 'epsilon' must be non-negative, got -1");
   rejects(AdamW(Constant(0.1), -0.01), "[optimizer adamw] 'weight_decay' must be non-negative, got -0.01");
   rejects(RmsProp(Constant(0.1), 1.0), "[optimizer rmsprop] 'decay_rate' must be in [0, 1), got 1");
-  rejects(RmsProp(Constant(0.1), 0.9, -1e-8), "[optimizer rmsprop] 'epsilon' must be positive, got -1e-08");
+  rejects(RmsProp(Constant(0.1), 0.9, -1e-8), "[optimizer rmsprop] 'epsilon' must be non-negative, got -1e-08");
   rejects(Lamb(Constant(0.1), 0.9, 0.999, 1e-6, -1.0), "[optimizer lamb] 'weight_decay' must be non-negative, got -1");
   rejects(Lamb(Constant(0.1), 0.9, 1.5), "[optimizer lamb] 'beta2' must be in [0, 1), got 1.5");
   rejects(ClipByGlobalNorm(Adam(Constant(0.1)), 0.0), "[optimizer adam] 'clip_norm' must be positive, got 0");
   rejects(ClipByGlobalNorm(Sgd(Constant(0.1)), -1.0), "[optimizer sgd] 'clip_norm' must be positive, got -1");
   rejects(Adam(Constant(0.1), std::nan("")), "[optimizer adam] 'beta1' must be in [0, 1), got nan");
+  rejects(RmsProp(Constant(0.1), 0.9, std::nan("")), "[optimizer rmsprop] 'epsilon' must be non-negative, got nan");
+  // epsilon 0 is the user's choice, as in OneFlow and Keras.
+  JobBuilder builder("epsilon_zero", JobType::kTrain);
+  CHECK_NOTHROW(builder.Minimize(RmsProp(Constant(0.1), 0.9, 0.0), builder.Variable("v", {.shape = Shape{1}})));
 }

@@ -393,7 +393,7 @@ std::vector<Sample> Samples() {
     }
   }
   // Convolutions: NCHW and NHWC; VALID, SAME (unequal pads: the padded-copy path) and explicit pads;
-  // strides, dilation, groups (NCHW only); an empty batch. The output shape is the op's own inference.
+  // strides, dilation, groups; an empty batch. The output shape is the op's own inference.
   struct Conv {
     Shape x_nchw;
     std::int64_t filters, k_h, k_w;
@@ -406,7 +406,6 @@ std::vector<Sample> Samples() {
                            Conv{Shape{2, 4, 6, 6}, 6, 3, 3, {{1, 1}, {1, 1}, ExplicitPadding(1, 1, 1, 1), DataFormat::kNCHW, 2}},
                            Conv{Shape{0, 3, 5, 5}, 2, 3, 3, {{1, 1}, {1, 1}, SamePadding()}}}) {
     for (const DataFormat format : {DataFormat::kNCHW, DataFormat::kNHWC}) {
-      if (format == DataFormat::kNHWC && conv.attrs.groups > 1) continue;  // grouped NHWC is rejected
       Conv2DAttrs attrs = conv.attrs;
       attrs.data_format = format;
       const Shape& c = conv.x_nchw;

@@ -256,11 +256,10 @@ TEST_CASE("conv2d f32 (oneDNN) matches the f64 reference: layouts, paddings, str
       for (const std::int64_t stride : {1, 2}) {
         for (const std::int64_t dilation : {1, 2}) {
           for (const std::int64_t groups : {1, 2}) {
-            if (format == DataFormat::kNHWC && groups != 1) continue;  // OneFlow allows groups only for NCHW
             const bool nchw = format == DataFormat::kNCHW;
             // Odd and even spatial sizes, a non-square kernel, more filters than channels.
             const Shape x = nchw ? Shape{2, 4, 9, 8} : Shape{2, 9, 8, 4};
-            const Shape weight = nchw ? Shape{6, 4 / groups, 3, 2} : Shape{6, 3, 2, 4};
+            const Shape weight = nchw ? Shape{6, 4 / groups, 3, 2} : Shape{6, 3, 2, 4 / groups};
             const Conv2DAttrs attrs{.strides = {stride, stride},
                                     .dilations = {dilation, dilation},
                                     .padding = padding,
@@ -278,6 +277,9 @@ TEST_CASE("conv2d f32 (oneDNN) matches the f64 reference: layouts, paddings, str
   CompareWithReference("mixed", {1, 3, 10, 7}, {4, 3, 2, 3},
                        {.strides = {1, 2}, .dilations = {3, 1}, .padding = SamePadding()}, rng);
   CompareWithReference("depthwise", {2, 8, 6, 6}, {16, 1, 3, 3}, {.padding = SamePadding(), .groups = 8}, rng);
+  // Grouped NHWC (OneFlow refuses it on the GPU only): weight (out, kh, kw, C/groups).
+  CompareWithReference("depthwise_nhwc", {2, 6, 6, 8}, {16, 3, 3, 1},
+                       {.padding = SamePadding(), .data_format = DataFormat::kNHWC, .groups = 8}, rng);
 }
 
 TEST_CASE("conv2d f32 matches the reference on large convolutions (the batch split over the intra-op pool)") {
@@ -309,6 +311,8 @@ TEST_CASE("conv2d gradients match finite differences") {
                  conv({.padding = SamePadding(), .groups = 3}));
   CheckGradients(session, "conv_nhwc", {Random({2, 5, 4, 3}), Random({2, 3, 2, 3})},
                  conv({.strides = {2, 2}, .padding = SamePadding(), .data_format = DataFormat::kNHWC}));
+  CheckGradients(session, "conv_nhwc_groups", {Random({2, 4, 4, 4}), Random({6, 2, 2, 2})},
+                 conv({.padding = SamePadding(), .data_format = DataFormat::kNHWC, .groups = 2}));
   // Only one operand needs a gradient: the other backward op is left out.
   const Tensor fixed_weight = Random({2, 3, 2, 2});
   CheckGradients(session, "conv_x_only", {Random({1, 3, 4, 4})}, Unary([&](const Blob& x) {
@@ -425,9 +429,9 @@ TEST_CASE("conv2d rejects bad inputs with messages that show the shapes") {
   throws([&] { Conv2D(x, builder.Placeholder("w10", Shape{2, 6, 3, 3}), {.groups = 0}); },
          "[conv2d] groups must be positive, got 0");
   throws([&] {
-    Conv2D(builder.Placeholder("x_nhwc", Shape{2, 5, 5, 6}), builder.Placeholder("w11", Shape{2, 3, 3, 3}),
+    Conv2D(builder.Placeholder("x_nhwc", Shape{2, 5, 5, 6}), builder.Placeholder("w11", Shape{2, 3, 3, 6}),
            {.data_format = DataFormat::kNHWC, .groups = 2});
-  }, "[conv2d] groups must be 1 for NHWC (as in OneFlow), got 2");
+  }, "[conv2d] weight (2,3,3,6) has 6 input channels, expected 3 for x (2,5,5,6) (NHWC) with groups 2");
   throws([&] {
     Conv2D(builder.Placeholder("xi", Shape{2, 6, 5, 5}, DType::kI32), builder.Placeholder("wi", Shape{2, 6, 3, 3}, DType::kI32));
   }, "[conv2d] expects floating inputs, got i32");

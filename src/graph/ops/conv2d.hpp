@@ -19,14 +19,13 @@ inline TensorMeta InferConv2DOutput(std::string_view op_type, const TensorMeta& 
     throw OpError(op_type, "expects a 4-D x ({}), got {}", nchw ? "N,C,H,W" : "N,H,W,C", x.shape);
   }
   if (weight.shape.Rank() != 4) {
-    throw OpError(op_type, "expects a 4-D weight ({}), got {}", nchw ? "out,C/groups,kh,kw" : "out,kh,kw,C",
+    throw OpError(op_type, "expects a 4-D weight ({}), got {}", nchw ? "out,C/groups,kh,kw" : "out,kh,kw,C/groups",
                   weight.shape);
   }
   if (x.dtype != weight.dtype) throw OpError(op_type, "dtypes differ: x {} vs weight {}", x.dtype, weight.dtype);
   if (!IsFloating(x.dtype)) throw OpError(op_type, "expects floating inputs, got {}", x.dtype);
   const std::int64_t groups = attrs.groups;
   if (groups <= 0) throw OpError(op_type, "groups must be positive, got {}", groups);
-  if (!nchw && groups != 1) throw OpError(op_type, "groups must be 1 for NHWC (as in OneFlow), got {}", groups);
   const std::int64_t channels = nchw ? x.shape[1] : x.shape[3];
   const std::int64_t in_h = nchw ? x.shape[2] : x.shape[1];
   const std::int64_t in_w = nchw ? x.shape[3] : x.shape[2];

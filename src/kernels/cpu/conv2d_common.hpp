@@ -60,9 +60,9 @@ inline Conv2DDnnlDescs MakeConv2DDnnlDescs(const Conv2DGeometry& g) {
   d.y = dnnl::memory::desc({g.batch, g.filters, g.out_h, g.out_w}, f32, data_tag);
   if (g.groups == 1) {
     d.weight = dnnl::memory::desc({g.filters, g.channels, g.kernel_h, g.kernel_w}, f32, g.nhwc ? tag::ohwi : tag::oihw);
-  } else {  // NCHW only (inference rejects grouped NHWC)
+  } else {  // (out, C/groups, kh, kw) or, for NHWC, (out, kh, kw, C/groups): out runs over the groups
     d.weight = dnnl::memory::desc({g.groups, g.filters / g.groups, g.channels / g.groups, g.kernel_h, g.kernel_w}, f32,
-                                  tag::goihw);
+                                  g.nhwc ? tag::gohwi : tag::goihw);
   }
   d.strides = {g.strides[0], g.strides[1]};
   d.dilations = {g.dilations[0] - 1, g.dilations[1] - 1};

@@ -190,7 +190,7 @@ Convolution::Convolution(const Conv2DGeometry& g, Conv2DPass pass, bool f64)
                                                Dim(g.in_h, "height"), Dim(g.in_w, "width")));
     WEIR_CUDA_CHECK(cudnnSetTensor4dDescriptor(d_->y, format, type, Dim(g.batch, "batch"), Dim(g.filters, "filters"),
                                                Dim(g.out_h, "output height"), Dim(g.out_w, "output width")));
-    // The filter's format follows the data's: (out, C/groups, kh, kw) for NCHW, (out, kh, kw, C) for NHWC.
+    // The filter's format follows the data's: (out, C/groups, kh, kw) for NCHW, (out, kh, kw, C/groups) for NHWC.
     WEIR_CUDA_CHECK(cudnnSetFilter4dDescriptor(d_->weight, type, format, Dim(g.filters, "filters"),
                                                Dim(g.channels / g.groups, "channels per group"),
                                                Dim(g.kernel_h, "kernel height"), Dim(g.kernel_w, "kernel width")));
