@@ -9,11 +9,17 @@
 namespace weir {
 
 /// Element type of a tensor.
-enum class DType : std::uint8_t { kF32, kF64, kI32, kI64, kU8, kBool };
+enum class DType : std::uint8_t { kF32, kF64, kI32, kI64, kU8, kBool, kI8 };
+
+/// Every element type, for registering a kernel that moves bytes whatever they mean.
+inline constexpr DType kAllDTypes[] = {DType::kF32, DType::kF64, DType::kI32, DType::kI64,
+                                       DType::kU8,  DType::kI8,  DType::kBool};
+/// The one-byte types: kernels that only move elements handle them as std::uint8_t.
+inline constexpr DType kByteDTypes[] = {DType::kU8, DType::kI8, DType::kBool};
 
 /// Bytes per element.
 std::size_t SizeOf(DType dtype);
-/// Short lower-case name: "f32", "f64", "i32", "i64", "u8", "bool".
+/// Short lower-case name: "f32", "f64", "i32", "i64", "u8", "i8", "bool".
 std::string_view Name(DType dtype);
 /// True for kF32 and kF64.
 bool IsFloating(DType dtype);
@@ -25,6 +31,7 @@ template <> constexpr DType DTypeOf<double>() { return DType::kF64; }
 template <> constexpr DType DTypeOf<std::int32_t>() { return DType::kI32; }
 template <> constexpr DType DTypeOf<std::int64_t>() { return DType::kI64; }
 template <> constexpr DType DTypeOf<std::uint8_t>() { return DType::kU8; }
+template <> constexpr DType DTypeOf<std::int8_t>() { return DType::kI8; }
 template <> constexpr DType DTypeOf<bool>() { return DType::kBool; }
 
 }  // namespace weir

@@ -103,6 +103,10 @@ struct UnaryAttrs {
   UnaryOpKind kind = UnaryOpKind::kExp;
 };
 
+struct CompareAttrs {
+  CompareOpKind kind = CompareOpKind::kEqual;
+};
+
 struct ClipAttrs {
   /// At least one bound; min <= max when both are given.
   std::optional<double> min;

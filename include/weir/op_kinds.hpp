@@ -40,13 +40,25 @@ namespace weir {
   X(kSin, "sin")                                    \
   X(kCos, "cos")
 
+/// Elementwise comparisons, numpy-broadcast; the result is int8 1 or 0, as OneFlow 0.3's
+/// broadcast_equal and its siblings give. NaN compares unequal to everything, itself included.
+#define WEIR_COMPARE_OP_KINDS(X)          \
+  X(kEqual, "equal")                      \
+  X(kNotEqual, "not_equal")               \
+  X(kGreater, "greater")                  \
+  X(kGreaterEqual, "greater_equal")       \
+  X(kLess, "less")                        \
+  X(kLessEqual, "less_equal")
+
 #define WEIR_OP_KIND_ENUMERATOR(kind, name) kind,
 #define WEIR_OP_KIND_NAME(kind, name) name,
 enum class ScalarOpKind : std::uint8_t { WEIR_SCALAR_OP_KINDS(WEIR_OP_KIND_ENUMERATOR) };
 enum class UnaryOpKind : std::uint8_t { WEIR_UNARY_OP_KINDS(WEIR_OP_KIND_ENUMERATOR) };
+enum class CompareOpKind : std::uint8_t { WEIR_COMPARE_OP_KINDS(WEIR_OP_KIND_ENUMERATOR) };
 /// The kinds' names, in enum order.
 inline constexpr const char* kScalarOpKindNames[] = {WEIR_SCALAR_OP_KINDS(WEIR_OP_KIND_NAME)};
 inline constexpr const char* kUnaryOpKindNames[] = {WEIR_UNARY_OP_KINDS(WEIR_OP_KIND_NAME)};
+inline constexpr const char* kCompareOpKindNames[] = {WEIR_COMPARE_OP_KINDS(WEIR_OP_KIND_NAME)};
 #undef WEIR_OP_KIND_ENUMERATOR
 #undef WEIR_OP_KIND_NAME
 

@@ -106,6 +106,10 @@ Blob ReduceMin(const Blob& x, ReduceAttrs attrs = {}, std::string_view name = {}
 Blob Maximum(const Blob& a, const Blob& b, std::string_view name = {});
 Blob Minimum(const Blob& a, const Blob& b, std::string_view name = {});
 
+/// a (kind) b elementwise with numpy broadcasting (weir/op_kinds.hpp: equal, greater, ...): int8 1 or
+/// 0. a and b share one dtype: f32, f64, i32, i64, u8 or i8. No gradient.
+Blob Compare(const Blob& a, const Blob& b, CompareAttrs attrs, std::string_view name = {});
+
 /// x clamped to [min, max] elementwise (f32, f64, i32, i64; for integers the bounds are rounded
 /// inward). NaN stays NaN. The gradient passes where min <= x <= max (inclusive, as in OneFlow), else 0.
 Blob ClipByValue(const Blob& x, ClipAttrs attrs, std::string_view name = {});

@@ -109,7 +109,8 @@ class Blob(BlobDef):
             "a job function's Python control flow cannot depend on data"
         )
 
-    # --- operators (OneFlow: + - * / % ** @ build math.add/subtract/multiply/divide/mod/pow and matmul). The
+    # --- operators (OneFlow: + - * / % ** @ build math.add/subtract/multiply/divide/mod/pow and matmul, and
+    # == != > >= < <= build math.equal, not_equal, ...). The
     # op modules import this one, so they install the functions (install_operators) instead of being
     # imported here.
     def __add__(self, other):
@@ -154,6 +155,25 @@ class Blob(BlobDef):
     def __matmul__(self, other):
         return _OPERATORS["matmul"](self, other)
 
+    # Comparisons build ops too (int8 1 or 0, OneFlow's), so a blob is hashed by identity.
+    def __eq__(self, other):
+        return _OPERATORS["equal"](self, other)
+
+    def __ne__(self, other):
+        return _OPERATORS["not_equal"](self, other)
+
+    def __gt__(self, other):
+        return _OPERATORS["greater"](self, other)
+
+    def __ge__(self, other):
+        return _OPERATORS["greater_equal"](self, other)
+
+    def __lt__(self, other):
+        return _OPERATORS["less"](self, other)
+
+    def __le__(self, other):
+        return _OPERATORS["less_equal"](self, other)
+
     __hash__ = object.__hash__
 
 
@@ -162,7 +182,8 @@ _OPERATORS = {}
 
 
 def install_operators(**functions):
-    """Makes Blob's operators call `functions` (add, subtract, multiply, divide, mod, pow, matmul)."""
+    """Makes Blob's operators call `functions` (add, subtract, multiply, divide, mod, pow, matmul and the
+    comparisons)."""
     _OPERATORS.update(functions)
 
 

@@ -5,9 +5,10 @@ equivalent.  The module constants mirror OneFlow v0.2's exported set
 (``float32``/``float``, ``float64``/``double``, ``float16``, ``int8``/``char``,
 ``int32``, ``int64``, ``uint8``) plus ``bool_``.
 
-The C++ core computes in f32, f64, i32, i64, u8 and bool; ``float16`` and ``int8``
-exist as names so that programs mentioning them import and annotate cleanly; the
-core rejects placeholders of those types when the job is compiled.
+The C++ core computes in f32, f64, i32, i64, u8, i8 and bool (int8 and uint8 are
+stored, moved, sliced, concatenated, cast and returned; arithmetic takes the wider
+types); ``float16`` exists as a name so that programs mentioning it import and annotate
+cleanly; the core rejects placeholders of that type when the job is compiled.
 
 Public helpers:
 

@@ -13,25 +13,28 @@ __all__ = [
     "relu", "sigmoid", "tanh", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "argmax",
     "exp", "log", "sqrt", "rsqrt", "square", "abs", "reciprocal", "log1p", "expm1", "softplus",
     "sign", "floor", "ceil", "round", "rint", "sin", "cos", "clip_by_value", "top_k",
+    "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "squared_difference",
 ]
 
 
-def _binary(op_type, scalar_kind, reversed_kind, op: str, x, y, name):
+def _binary(op_type, scalar_kind, reversed_kind, op: str, x, y, name, **attrs):
+    """x (op) y for two blobs, or a blob and a number or array (a constant of the blob's dtype; or the
+    scalar op's `scalar_kind` / `reversed_kind` where there is one)."""
     name = op_name(name)
     if is_blob(x) and is_blob(y):
-        return add_op(op_type, [x, y], name)
+        return add_op(op_type, [x, y], name, **attrs)
     if is_blob(x) and is_scalar(y):
         if scalar_kind is None:
-            return add_op(op_type, [x, constant_like(y, x)], name)
+            return add_op(op_type, [x, constant_like(y, x)], name, **attrs)
         return add_op("scalar", [x], name, kind=scalar_kind, value=float(y))
     if is_scalar(x) and is_blob(y):
         if reversed_kind is None:
-            return add_op(op_type, [constant_like(x, y), y], name)
+            return add_op(op_type, [constant_like(x, y), y], name, **attrs)
         return add_op("scalar", [y], name, kind=reversed_kind, value=float(x))
     if is_blob(x) and isinstance(y, np.ndarray):
-        return add_op(op_type, [x, constant_like(y, x)], name)
+        return add_op(op_type, [x, constant_like(y, x)], name, **attrs)
     if isinstance(x, np.ndarray) and is_blob(y):
-        return add_op(op_type, [constant_like(x, y), y], name)
+        return add_op(op_type, [constant_like(x, y), y], name, **attrs)
     raise TypeError(f"{op}: expected blobs or a blob and a number, got {type(x).__name__} and {type(y).__name__}")
 
 
@@ -56,6 +59,11 @@ def mod(x, y, name=None):
     """x mod y with the divisor's sign (floor modulo, Python's %); elementwise with numpy broadcasting, or
     with a number. An integer divisor of 0 fails the call."""
     return _binary("mod", None, None, "flow.math.mod", x, y, name)
+
+
+def squared_difference(x, y, name=None):
+    """(x - y)² elementwise with numpy broadcasting."""
+    return add_op("unary", [subtract(x, y)], op_name(name), kind="square")
 
 
 def pow(x, y, name=None):  # noqa: A001 - OneFlow's name
@@ -103,6 +111,23 @@ def maximum(x, y, name=None):
 
 def minimum(x, y, name=None):
     return _binary("minimum", None, None, "flow.math.minimum", x, y, name)
+
+
+def _comparison(kind):
+    def op(x, y, name=None):
+        return _binary("compare", None, None, f"flow.math.{kind}", x, y, name, kind=kind)
+
+    op.__name__ = op.__qualname__ = kind
+    op.__doc__ = f"x {kind} y elementwise with numpy broadcasting, as int8 1 or 0 (OneFlow's broadcast_{kind})."
+    return op
+
+
+equal = _comparison("equal")
+not_equal = _comparison("not_equal")
+greater = _comparison("greater")
+greater_equal = _comparison("greater_equal")
+less = _comparison("less")
+less_equal = _comparison("less_equal")
 
 
 def clip_by_value(values, min_value=None, max_value=None, name=None):
@@ -183,4 +208,5 @@ def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
 
 
 # Blob's + - * / % ** build these ops.
-install_operators(add=add, subtract=subtract, multiply=multiply, divide=divide, mod=mod, pow=pow)
+install_operators(add=add, subtract=subtract, multiply=multiply, divide=divide, mod=mod, pow=pow, equal=equal,
+                  not_equal=not_equal, greater=greater, greater_equal=greater_equal, less=less, less_equal=less_equal)

@@ -16,7 +16,7 @@ from weir.math import clip_by_value
 __all__ = [
     "reshape", "transpose", "matmul", "cast", "identity", "constant", "zeros_like", "ones_like",
     "squeeze", "expand_dims", "flatten", "concat", "one_hot", "clip_by_value", "get_variable", "watch", "watch_diff",
-    "slice", "slice_v2",
+    "slice", "slice_v2", "reverse", "constant_like", "broadcast_to_compatible_with",
 ]
 
 # Past either end of any axis: what an open end of a slice becomes (the op clamps it to the axis).
@@ -56,6 +56,20 @@ def slice_v2(x, slice_tup_list, name=None):
         stop.append((_OPEN_END if stride > 0 else -_OPEN_END) if end is None else int(end))
         step.append(stride)
     return add_op("slice", [x], op_name(name), start=start, stop=stop, step=step)
+
+
+def reverse(input, axis, name=None):  # noqa: A002 - OneFlow's name
+    """`input` with the order of its elements reversed along `axis` (an int or a list of ints): a slice
+    with step -1 there."""
+    x = check_blob(input, "flow.reverse", "input")
+    rank = len(x.shape)
+    axes = [axis] if isinstance(axis, (int, np.integer)) else list(axis)
+    specs = [(None, None, None)] * rank
+    for a in axes:
+        if not -rank <= int(a) < rank:
+            raise ValueError(f"flow.reverse: axis {a} is out of range for input of {rank} axes")
+        specs[int(a) % rank] = (None, None, -1)
+    return slice_v2(x, specs, name)
 
 
 def slice(x, begin, size, name=None):  # noqa: A001 - OneFlow's name
@@ -125,6 +139,25 @@ def zeros_like(like, dtype=None, name=None):
 def ones_like(like, dtype=None, name=None):
     like = check_blob(like, "flow.ones_like", "like")
     return constant(1, dtype or like.dtype, like.shape, name)
+
+
+def constant_like(like, value, dtype=None, name=None):
+    """A blob of `like`'s shape filled with `value`, of `dtype` (default: like's)."""
+    like = check_blob(like, "flow.constant_like", "like")
+    return constant(value, dtype or like.dtype, like.shape, name)
+
+
+def broadcast_to_compatible_with(x, compatible, name=None):
+    """`x` broadcast (numpy's rules) to the shape it and every blob of `compatible` broadcast to together."""
+    x = check_blob(x, "flow.broadcast_to_compatible_with", "x")
+    shapes = [x.shape] + [check_blob(b, "flow.broadcast_to_compatible_with", f"compatible[{i}]").shape
+                          for i, b in enumerate(compatible)]
+    try:
+        target = np.broadcast_shapes(*[tuple(s) for s in shapes])
+    except ValueError:
+        raise ValueError(f"flow.broadcast_to_compatible_with: shapes {[tuple(s) for s in shapes]} do not broadcast "
+                         "together") from None
+    return add_op("broadcast_to", [x], op_name(name), shape=[int(d) for d in target])
 
 
 def squeeze(input, axis=None, name=None):  # noqa: A002 - OneFlow's name

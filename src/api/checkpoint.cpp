@@ -198,6 +198,7 @@ std::string_view OneFlowDataTypeName(DType dtype) {
     case DType::kI32: return "kInt32";
     case DType::kI64: return "kInt64";
     case DType::kU8: return "kUInt8";
+    case DType::kI8: return "kInt8";
     case DType::kBool: return "kBool";
   }
   return "kInvalidDataType";
@@ -210,8 +211,8 @@ struct OneFlowDataType {
   std::optional<DType> dtype;
 };
 constexpr OneFlowDataType kOneFlowDataTypes[] = {
-    {"kChar", 1, std::nullopt},          {"kFloat", 2, DType::kF32},      {"kDouble", 3, DType::kF64},
-    {"kInt8", 4, std::nullopt},          {"kInt32", 5, DType::kI32},      {"kInt64", 6, DType::kI64},
+    {"kChar", 1, DType::kI8},            {"kFloat", 2, DType::kF32},      {"kDouble", 3, DType::kF64},
+    {"kInt8", 4, DType::kI8},          {"kInt32", 5, DType::kI32},      {"kInt64", 6, DType::kI64},
     {"kUInt8", 7, DType::kU8},           {"kOFRecord", 8, std::nullopt},  {"kFloat16", 9, std::nullopt},
     {"kTensorBuffer", 10, std::nullopt}, {"kBFloat16", 11, std::nullopt}, {"kBool", 12, DType::kBool},
 };

@@ -188,6 +188,7 @@ bool Representable(double value, DType dtype) {
       // 2^63 itself is a double but no int64.
       return value >= -0x1.0p63 && value < 0x1.0p63;
     case DType::kU8: return value >= 0.0 && value <= 255.0;
+    case DType::kI8: return value >= -128.0 && value <= 127.0;
     case DType::kBool: return value == 0.0 || value == 1.0;
     case DType::kF32:
     case DType::kF64: return true;
@@ -364,6 +365,7 @@ Tensor Initialize(const Initializer& init, const Shape& shape, DType dtype, std:
       case DType::kI32: FillConstant<std::int32_t>(tensor, init.value); break;
       case DType::kI64: FillConstant<std::int64_t>(tensor, init.value); break;
       case DType::kU8: FillConstant<std::uint8_t>(tensor, init.value); break;
+      case DType::kI8: FillConstant<std::int8_t>(tensor, init.value); break;
       case DType::kBool: FillConstant<bool>(tensor, init.value); break;
     }
     return tensor;

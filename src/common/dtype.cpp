@@ -9,6 +9,7 @@ std::size_t SizeOf(DType dtype) {
     case DType::kI32: return 4;
     case DType::kI64: return 8;
     case DType::kU8: return 1;
+    case DType::kI8: return 1;
     case DType::kBool: return 1;
   }
   return 0;
@@ -21,6 +22,7 @@ std::string_view Name(DType dtype) {
     case DType::kI32: return "i32";
     case DType::kI64: return "i64";
     case DType::kU8: return "u8";
+    case DType::kI8: return "i8";
     case DType::kBool: return "bool";
   }
   return "?";

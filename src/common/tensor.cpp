@@ -53,8 +53,11 @@ template <typename T> void AppendValues(std::string& out, const void* raw, std::
       continue;
     }
     if (i > 0) out += ", ";
-    if constexpr (std::is_same_v<T, std::uint8_t>) out += fmt::format("{}", static_cast<int>(data[i]));
-    else out += fmt::format("{}", data[i]);
+    if constexpr (std::is_same_v<T, std::uint8_t> || std::is_same_v<T, std::int8_t>) {
+      out += fmt::format("{}", static_cast<int>(data[i]));
+    } else {
+      out += fmt::format("{}", data[i]);
+    }
   }
 }
 
@@ -71,6 +74,7 @@ std::string Tensor::ToString() const {
     case DType::kI32: AppendValues<std::int32_t>(out, RawData(), NumElements()); break;
     case DType::kI64: AppendValues<std::int64_t>(out, RawData(), NumElements()); break;
     case DType::kU8: AppendValues<std::uint8_t>(out, RawData(), NumElements()); break;
+    case DType::kI8: AppendValues<std::int8_t>(out, RawData(), NumElements()); break;
     case DType::kBool: AppendValues<bool>(out, RawData(), NumElements()); break;
   }
   return out + "])";

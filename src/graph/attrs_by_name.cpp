@@ -99,6 +99,12 @@ void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& 
   ReadExact(op_type, name, value, field, "a dtype");
 }
 
+void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& value, Shape& field) {
+  std::vector<std::int64_t> dims;
+  ReadAttr(op_type, name, value, dims);
+  field = Shape(std::move(dims));
+}
+
 void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& value, std::vector<std::int64_t>& field) {
   if (const auto* list = std::get_if<std::vector<std::int64_t>>(&value)) {
     field = *list;

@@ -84,7 +84,7 @@ template <typename KernelClass> std::unique_ptr<Kernel> MakeKernel(const KernelS
   return std::make_unique<KernelClass>(setup);
 }
 
-/// Calls `fn` at static-initialisation time; the library is linked whole, so every registrar runs.
+/// Calls `fn` at static-initialisation time: as its shared library loads, so every registrar runs.
 struct KernelRegistrar {
   template <typename Fn> explicit KernelRegistrar(Fn fn) { fn(); }
 };

@@ -406,7 +406,7 @@ TEST_CASE("checkpoint: unknown and unsupported data_types are named") {
       {"42", "unknown data_type '42'"},
       {"kFloat16", "data_type kFloat16 is not supported by Weir"},
       {"kBFloat16", "data_type kBFloat16 is not supported by Weir"},
-      {"kInt8", "data_type kInt8 is not supported by Weir"},
+      {"kTensorBuffer", "data_type kTensorBuffer is not supported by Weir"},
       {"9", "data_type kFloat16 is not supported by Weir"},  // data_type.proto's number for kFloat16
   };
   for (const auto& [data_type, expected] : cases) {

@@ -865,6 +865,8 @@ std::string DataTypeName(DType dtype) {
       return "kInt64";
     case DType::kU8:
       return "kUInt8";
+    case DType::kI8:
+      return "kInt8";
     case DType::kBool:
       return "kBool";
   }
@@ -1017,7 +1019,7 @@ TEST_CASE("fuzz: checkpoint metas and out files through LoadCheckpoint (seed 202
                                                              std::numeric_limits<std::int64_t>::max()}));
         }
         const DType dtype =
-            fuzz.Pick(std::vector<DType>{DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kU8, DType::kBool});
+            fuzz.Pick(std::vector<DType>(std::begin(kAllDTypes), std::end(kAllDTypes)));
         expected[name] = TensorSpec{Shape(dims), dtype};
         with_expected = true;
         if (fuzz.OneIn(2)) fs::remove(var / "meta");

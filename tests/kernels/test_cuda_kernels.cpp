@@ -195,6 +195,14 @@ std::vector<Sample> Samples() {
       for (const auto& [a, b, out] : layouts) samples.push_back({op, std::any(), {{a, dtype}, {b, dtype}}, {{out, dtype}}});
     }
   }
+  for (std::size_t kind = 0; kind < std::size(kCompareOpKindNames); ++kind) {
+    for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kU8, DType::kI8}) {
+      for (const auto& [a, b, out] : layouts) {
+        samples.push_back({"compare", CompareAttrs{static_cast<CompareOpKind>(kind)}, {{a, dtype}, {b, dtype}},
+                           {{out, DType::kI8}}});
+      }
+    }
+  }
   for (const auto& [x, axis] : {std::pair{Shape{7, 13}, 1}, std::pair{Shape{4, 6, 5, 3}, 1}, std::pair{Shape{4, 6, 5}, -1},
                                 std::pair{Shape{0, 3}, 1}}) {
     for (DType dtype : {DType::kF32, DType::kF64}) {
@@ -247,8 +255,7 @@ std::vector<Sample> Samples() {
   }
   // Copies: identity, reshape and device_copy of every dtype, constants, the train step's increment, every cast,
   // broadcasts.
-  const std::vector<DType> all_dtypes = {DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kU8, DType::kBool};
-  for (DType dtype : all_dtypes) {
+  for (DType dtype : kAllDTypes) {
     for (const Shape& shape : kElementwiseShapes) samples.push_back({"identity", std::any(), {{shape, dtype}}, {{shape, dtype}}});
     samples.push_back({"reshape", std::any(), {{Shape{7, 13}, dtype}}, {{Shape{13, 7}, dtype}}});
     // The planner's copy between memories (here device to device; host to device in the session tests).
@@ -283,14 +290,14 @@ std::vector<Sample> Samples() {
       std::string why;
       const Shape out = SliceShape(*ResolveSlice(in, slice, why));
       samples.push_back({"slice", slice, {{in, dtype}}, {{out, dtype}}});
-      if (dtype != DType::kU8 && dtype != DType::kBool) {
+      if (SizeOf(dtype) > 1) {  // slice_grad adds: not for the one-byte types
         samples.push_back({"slice_grad", SliceGradAttrs{slice, in}, {{out, dtype}}, {{in, dtype}}});
       }
     }
     std::mt19937 values(11);
     const Sample shape_only{"constant", std::any(), {{Shape{5, 3}, dtype}}, {}};
     samples.push_back({"constant", RandomTensor({Shape{5, 3}, dtype}, shape_only, values), {}, {{Shape{5, 3}, dtype}}});
-    for (DType to : all_dtypes) {
+    for (DType to : kAllDTypes) {
       for (const Shape& shape : kElementwiseShapes) samples.push_back({"cast", CastAttrs{to}, {{shape, dtype}}, {{shape, to}}});
     }
   }
@@ -470,9 +477,9 @@ std::vector<Sample> Samples() {
   // Collectives of one piece (one device, one process): what a one-GPU process's collective actor
   // does when it combines nothing. Between processes they need a session's group (see above).
   for (const char* op : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "scatter"}) {
-    for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kU8, DType::kBool}) {
+    for (DType dtype : kAllDTypes) {
       const bool reduces = std::string_view(op) == "all_reduce" || std::string_view(op) == "reduce_scatter";
-      if (reduces && (dtype == DType::kU8 || dtype == DType::kBool)) continue;
+      if (reduces && SizeOf(dtype) == 1) continue;  // no reduction of the one-byte types
       const Shape shape{3, 5};
       samples.push_back({op, CollectiveAttrs{.devices = 1}, {{shape, dtype}}, {{shape, dtype}}});
     }
@@ -540,6 +547,7 @@ Tensor RandomTensor(const TensorMeta& meta, const Sample& sample, std::mt19937& 
       case DType::kI32: t.Data<std::int32_t>()[i] = static_cast<std::int32_t>(integer(random)); break;
       case DType::kI64: t.Data<std::int64_t>()[i] = integer(random); break;
       case DType::kU8: t.Data<std::uint8_t>()[i] = static_cast<std::uint8_t>(integer(random)); break;
+      case DType::kI8: t.Data<std::int8_t>()[i] = static_cast<std::int8_t>(integer(random)); break;
       case DType::kBool: t.Data<bool>()[i] = integer(random) % 2 == 0; break;
       default: FAIL("no random values for ", meta.ToString());
     }

@@ -1,4 +1,4 @@
-// Elementwise starter ops: bias_add, add/sub/mul/div, scalar, sigmoid, tanh, cast.
+// Elementwise starter ops: bias_add, add/sub/mul/div, compare, scalar, sigmoid, tanh, cast.
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -115,6 +115,39 @@ TEST_CASE("broadcasting binary ops reject bad shapes and dtypes") {
                        "[sub] expects f32, f64, i32 or i64 inputs, got bool", std::invalid_argument);
 }
 
+TEST_CASE("compare gives int8 1 or 0 with numpy broadcasting; NaN is unequal to everything") {
+  using weir::CompareOpKind;
+  const auto compare = [](CompareOpKind kind, const Tensor& a, const Tensor& b) {
+    const Tensor out = RunOp("compare", weir::CompareAttrs{kind}, {a, b})[0];
+    CHECK(out.GetDType() == DType::kI8);
+    return out.ToVector<std::int8_t>();
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor a = Tensor::FromVector<float>({2, 3}, {1, 2, 3, nan, 5, 6});
+  const Tensor row = Tensor::FromVector<float>({3}, {2, 2, nan});
+  using V = std::vector<std::int8_t>;
+  CHECK(compare(CompareOpKind::kEqual, a, row) == V{0, 1, 0, 0, 0, 0});
+  CHECK(compare(CompareOpKind::kNotEqual, a, row) == V{1, 0, 1, 1, 1, 1});
+  CHECK(compare(CompareOpKind::kGreater, a, row) == V{0, 0, 0, 0, 1, 0});
+  CHECK(compare(CompareOpKind::kGreaterEqual, a, row) == V{0, 1, 0, 0, 1, 0});
+  CHECK(compare(CompareOpKind::kLess, a, row) == V{1, 0, 0, 0, 0, 0});
+  CHECK(compare(CompareOpKind::kLessEqual, a, row) == V{1, 1, 0, 0, 0, 0});
+  // A column against a row (the strided walk), on integers of every width.
+  const Tensor column = Tensor::FromVector<std::int8_t>({2, 1}, {-128, 127});
+  const Tensor ints = Tensor::FromVector<std::int8_t>({1, 3}, {-128, 0, 127});
+  CHECK(compare(CompareOpKind::kLess, column, ints) == V{0, 1, 1, 0, 0, 0});
+  CHECK(compare(CompareOpKind::kGreaterEqual, Tensor::FromVector<std::uint8_t>({2}, {0, 255}), Tensor::Scalar<std::uint8_t>(128)) ==
+        V{0, 1});
+  CHECK(compare(CompareOpKind::kEqual, Tensor::FromVector<std::int64_t>({2}, {1LL << 40, 3}),
+                Tensor::FromVector<std::int64_t>({2}, {1LL << 40, 4})) == V{1, 0});
+  CHECK_THROWS_WITH_AS(RunOp("compare", weir::CompareAttrs{}, {Tensor(Shape{2}, DType::kF32), Tensor(Shape{2}, DType::kI32)}),
+                       "[compare] dtypes differ: f32 vs i32", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("compare", weir::CompareAttrs{}, {Tensor(Shape{2}, DType::kBool), Tensor(Shape{2}, DType::kBool)}),
+                       "[compare] expects f32, f64, i32, i64, u8 or i8 inputs, got bool", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("compare", weir::CompareAttrs{}, {Tensor(Shape{2, 3}, DType::kF32), Tensor(Shape{2}, DType::kF32)}),
+                       "[compare] shapes do not broadcast: (2,3) vs (2)", std::invalid_argument);
+}
+
 TEST_CASE("scalar applies each kind") {
   using Kind = weir::ScalarOpKind;
   const Tensor x = Tensor::FromVector<float>({3}, {1, 2, 4});
@@ -213,7 +246,7 @@ TEST_CASE("cast between integers wraps and bools map to 0/1") {
 }
 
 TEST_CASE("cast has a kernel for every pair of dtypes") {
-  const DType all[] = {DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kU8, DType::kBool};
+  const auto& all = weir::kAllDTypes;
   const Tensor source = Tensor::FromVector<double>({3}, {0, 1, 0});
   for (DType from : all) {
     const Tensor x = RunOp("cast", weir::CastAttrs{from}, {source})[0];

@@ -1,6 +1,9 @@
 """Behaviour OneFlow's own op tests rely on: names, reductions over no axis, grouped NHWC convolutions
-on the CPU, option checks and the module-level queries. Each was a wrong result or a refusal that
-OneFlow does not make."""
+on the CPU, option checks and the module-level queries (each was a wrong result or a refusal that
+OneFlow does not make); int8, the comparisons, reverse, constant_like, squared_difference and
+broadcast_to_compatible_with (each was missing)."""
+
+from typing import List
 
 import numpy as np
 import pytest
@@ -129,3 +132,111 @@ def test_eager_execution_is_reported_off():
     flow.enable_eager_execution(False)
     with pytest.raises(NotImplementedError, match="lazy mode"):
         flow.enable_eager_execution(True)
+
+
+def test_int8_is_stored_moved_cast_and_returned():
+    data = np.array([[-128, -1, 0], [1, 64, 127]], np.int8)
+
+    @flow.global_function()
+    def job(x: tp.Numpy.Placeholder((2, 3), dtype=flow.int8)) -> tp.Numpy:
+        joined = flow.concat([flow.transpose(x, perm=[1, 0]), flow.reshape(x, (3, 2))], axis=1)  # (3, 4)
+        return flow.slice_v2(joined, [(None, None, -1), (1, 3, 1)])
+
+    out = job(data)
+    assert out.dtype == np.int8
+    expected = np.concatenate([data.T, data.reshape(3, 2)], axis=1)[::-1, 1:3]
+    np.testing.assert_array_equal(out, expected)
+
+    flow.clear_default_session()
+
+    @flow.global_function()
+    def casts(x: tp.Numpy.Placeholder((4,))) -> tp.Numpy:
+        return flow.cast(flow.cast(x, flow.int8), flow.float32)
+
+    # Float to int8 truncates toward zero and saturates, as every float-to-integer cast does here.
+    np.testing.assert_array_equal(casts(np.array([1.7, -2.9, 300.0, -300.0], np.float32)), [1, -2, 127, -128])
+
+
+def test_an_int8_variable_is_saved_and_loaded(tmp_path):
+    @flow.global_function()
+    def job() -> tp.Numpy:
+        return flow.get_variable("codes", shape=(3,), dtype=flow.int8, initializer=flow.constant_initializer(-5))
+
+    np.testing.assert_array_equal(job(), np.full(3, -5, np.int8))
+    flow.checkpoint.save(str(tmp_path / "model"))
+    flow.clear_default_session()
+
+    @flow.global_function()
+    def again() -> tp.Numpy:
+        return flow.get_variable("codes", shape=(3,), dtype=flow.int8, initializer=flow.zeros_initializer())
+
+    flow.load_variables(flow.checkpoint.get(str(tmp_path / "model")))
+    out = again()
+    assert out.dtype == np.int8
+    np.testing.assert_array_equal(out, np.full(3, -5, np.int8))
+
+
+def test_comparisons_build_int8_ops_with_broadcasting():
+    a = np.array([[1, 2, 3], [4, 5, 6]], np.float32)
+    b = np.array([2, 5, 3], np.float32)
+
+    @flow.global_function()
+    def job(x: tp.Numpy.Placeholder((2, 3)), y: tp.Numpy.Placeholder((3,))) -> List[tp.Numpy]:
+        return [x == y, x != y, x > y, x >= y, x < y, x <= y, 3 < x, x == 2, flow.math.greater(x, y)]
+
+    outs = job(a, b)
+    expected = [a == b, a != b, a > b, a >= b, a < b, a <= b, 3 < a, a == 2, a > b]
+    for out, want in zip(outs, expected):
+        assert out.dtype == np.int8
+        np.testing.assert_array_equal(out, want.astype(np.int8))
+
+
+def test_blobs_stay_hashable_by_identity():
+    @flow.global_function()
+    def job(x: tp.Numpy.Placeholder((3,))) -> tp.Numpy:
+        y = x + 1
+        seen = {x: "x", y: "y"}
+        assert seen[x] == "x" and seen[y] == "y" and y in [y]
+        return y
+
+    np.testing.assert_array_equal(job(np.zeros(3, np.float32)), np.ones(3))
+
+
+def test_reverse_constant_like_and_squared_difference():
+    data = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+
+    @flow.global_function()
+    def job(x: tp.Numpy.Placeholder((2, 3, 4))) -> List[tp.Numpy]:
+        return [flow.reverse(x, 1), flow.reverse(x, [0, -1]), flow.constant_like(x, 2.5),
+                flow.constant_like(x, 7, dtype=flow.int32), flow.math.squared_difference(x, flow.reverse(x, 2))]
+
+    flipped, both, filled, ints, squared = job(data)
+    np.testing.assert_array_equal(flipped, data[:, ::-1])
+    np.testing.assert_array_equal(both, data[::-1, :, ::-1])
+    np.testing.assert_array_equal(filled, np.full((2, 3, 4), 2.5, np.float32))
+    assert ints.dtype == np.int32 and (ints == 7).all()
+    np.testing.assert_array_equal(squared, (data - data[:, :, ::-1]) ** 2)
+    with pytest.raises(ValueError, match="axis 3 is out of range"):
+        flow.clear_default_session()
+
+        @flow.global_function()
+        def bad(x: tp.Numpy.Placeholder((2, 3, 4))) -> tp.Numpy:
+            return flow.reverse(x, 3)
+
+        bad(data)
+
+
+def test_broadcast_to_compatible_with_and_its_gradient():
+    @flow.global_function(type="train")
+    def job(a: tp.Numpy.Placeholder((4, 1)), b: tp.Numpy.Placeholder((1, 3))) -> tp.Numpy:
+        w = flow.get_variable("w", shape=(3,), dtype=flow.float, initializer=flow.constant_initializer(1.0))
+        wide = flow.broadcast_to_compatible_with(w, [a, b])  # (4, 3)
+        loss = flow.math.reduce_sum(wide * a)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [1.0]), momentum=0).minimize(loss)
+        return wide
+
+    a = np.arange(1, 5, dtype=np.float32).reshape(4, 1)
+    out = job(a, np.zeros((1, 3), np.float32))
+    np.testing.assert_array_equal(out, np.ones((4, 3), np.float32))
+    # d loss / d w[j] = sum_i a[i] = 10: the broadcast's gradient sums dy back over the rows.
+    np.testing.assert_allclose(flow.get_all_variables()["w"].numpy(), np.full(3, 1 - 10.0), rtol=1e-6)

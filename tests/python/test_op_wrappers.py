@@ -204,3 +204,17 @@ def test_integer_mod_by_zero_fails_the_call():
     with pytest.raises(Exception, match=r"\[mod\] integer modulo by zero"):
         job(np.array([1, 2], np.int32), np.array([1, 0], np.int32))
     np.testing.assert_array_equal(job(np.array([5, -5], np.int32), np.array([3, 3], np.int32)), [2, 1])
+
+
+def test_docs_python_md_lists_every_function_of_each_module():
+    import pathlib
+    import re
+
+    from weir import layers, losses, math, nn, ops
+
+    section = pathlib.Path(__file__).resolve().parents[2].joinpath("docs", "python.md").read_text()
+    section = section.split("## The API", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"`([a-z_0-9]+)`", section))
+    for module in (ops, math, nn, layers, losses):
+        missing = sorted(set(module.__all__) - listed)
+        assert not missing, f"docs/python.md's API section does not list {module.__name__}: {missing}"

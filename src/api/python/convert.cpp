@@ -14,13 +14,14 @@ py::dtype NumpyDType(DType dtype) {
     case DType::kI32: return py::dtype::of<std::int32_t>();
     case DType::kI64: return py::dtype::of<std::int64_t>();
     case DType::kU8: return py::dtype::of<std::uint8_t>();
+    case DType::kI8: return py::dtype::of<std::int8_t>();
     case DType::kBool: return py::dtype::of<bool>();
   }
   throw std::invalid_argument("[weir._C] unknown dtype");
 }
 
 DType FromNumpyDType(const py::dtype& dtype, std::string_view what) {
-  for (DType candidate : {DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kU8, DType::kBool}) {
+  for (DType candidate : kAllDTypes) {
     if (NumpyDType(candidate).is(dtype) || NumpyDType(candidate).equal(dtype)) return candidate;
   }
   throw std::invalid_argument(fmt::format("{}: numpy dtype {} has no Weir dtype (float32, float64, int32, int64, uint8, bool)",

@@ -13,6 +13,7 @@ PYBIND11_MODULE(_C, m) {
       .value("int32", weir::DType::kI32)
       .value("int64", weir::DType::kI64)
       .value("uint8", weir::DType::kU8)
+      .value("int8", weir::DType::kI8)
       .value("bool", weir::DType::kBool);
   m.def("numpy_dtype", &weir::python::NumpyDType, py::arg("dtype"));
   weir::python::BindJob(m);

@@ -1,5 +1,7 @@
 // broadcast_to: x repeated to a target shape under numpy broadcasting (x right-aligned, each of its
-// dims 1 or the target's). Gradient rules use it to spread a reduced gradient back over its input.
+// dims 1 or the target's). Gradient rules use it to spread a reduced gradient back over its input, and
+// flow.broadcast_to_compatible_with builds it by name. Its gradient sums dy back to x's shape.
+#include "graph/attrs_by_name.hpp"
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
 #include "graph/ops/gradient_ops.hpp"
@@ -18,7 +20,16 @@ std::vector<TensorMeta> InferBroadcastTo(const InferContext& ctx) {
   return {{shape, x.dtype}};
 }
 
-WEIR_REGISTER_OP({.type = "broadcast_to", .num_inputs = 1, .input_names = {"x"}, .infer = InferBroadcastTo});
+std::vector<Blob> BroadcastToGradient(const GradContext& ctx) {
+  return {ReduceSumTo(ctx.output_grads[0], ctx.inputs[0].GetShape())};
+}
+
+WEIR_REGISTER_OP({.type = "broadcast_to",
+                  .num_inputs = 1,
+                  .input_names = {"x"},
+                  .infer = InferBroadcastTo,
+                  .gradient = BroadcastToGradient,
+                  .read_attrs = ReadAttrs<BroadcastToAttrs>(Attr("shape", &BroadcastToAttrs::shape))});
 
 }  // namespace
 

@@ -16,6 +16,7 @@ std::vector<TensorMeta> InferCast(const InferContext& ctx) {
     case DType::kI32:
     case DType::kI64:
     case DType::kU8:
+    case DType::kI8:
     case DType::kBool: break;
     default:
       throw OpError(ctx.op_type, "unknown target dtype {}", static_cast<int>(attrs.dtype));

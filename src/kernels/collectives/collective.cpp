@@ -402,7 +402,7 @@ WEIR_REGISTER_KERNELS {
   }
   // Splits, gathers and transfers copy bytes, so they take every dtype (labels, masks).
   for (std::string_view op : {"all_gather", "all_to_all", "scatter", "transfer"}) {
-    for (DType dtype : {DType::kU8, DType::kBool}) {
+    for (DType dtype : kByteDTypes) {
       RegisterKernel({std::string(op), Device::Kind::kCpu, dtype}, &MakeCollectiveKernel);
     }
   }

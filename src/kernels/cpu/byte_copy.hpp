@@ -22,7 +22,7 @@ class ByteCopyCpu final : public Kernel {
 
 /// Registers ByteCopyCpu for `op_type` and every dtype.
 inline void RegisterByteCopy(const char* op_type) {
-  for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kU8, DType::kBool}) {
+  for (DType dtype : kAllDTypes) {
     RegisterKernel({op_type, Device::Kind::kCpu, dtype}, &MakeKernel<ByteCopyCpu>);
   }
 }

@@ -33,9 +33,10 @@ template <typename In> std::unique_ptr<Kernel> MakeCast(const KernelSetup& setup
     case DType::kI32: return std::make_unique<CastCpu<In, std::int32_t>>(setup);
     case DType::kI64: return std::make_unique<CastCpu<In, std::int64_t>>(setup);
     case DType::kU8: return std::make_unique<CastCpu<In, std::uint8_t>>(setup);
+    case DType::kI8: return std::make_unique<CastCpu<In, std::int8_t>>(setup);
     case DType::kBool: return std::make_unique<CastCpu<In, bool>>(setup);
   }
-  return nullptr;  // unreachable: inference accepts only the six dtypes
+  return nullptr;  // unreachable: the switch covers every dtype
 }
 
 WEIR_REGISTER_KERNELS {
@@ -44,6 +45,7 @@ WEIR_REGISTER_KERNELS {
   RegisterKernel({"cast", Device::Kind::kCpu, DType::kI32}, &MakeCast<std::int32_t>);
   RegisterKernel({"cast", Device::Kind::kCpu, DType::kI64}, &MakeCast<std::int64_t>);
   RegisterKernel({"cast", Device::Kind::kCpu, DType::kU8}, &MakeCast<std::uint8_t>);
+  RegisterKernel({"cast", Device::Kind::kCpu, DType::kI8}, &MakeCast<std::int8_t>);
   RegisterKernel({"cast", Device::Kind::kCpu, DType::kBool}, &MakeCast<bool>);
 }
 

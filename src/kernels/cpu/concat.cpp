@@ -73,7 +73,7 @@ class ConcatGradCpu final : public Kernel {
 };
 
 WEIR_REGISTER_KERNELS {
-  for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kU8, DType::kBool}) {
+  for (DType dtype : kAllDTypes) {
     RegisterKernel({"concat", Device::Kind::kCpu, dtype}, &MakeKernel<ConcatCpu>);
     RegisterKernel({"concat_grad", Device::Kind::kCpu, dtype}, &MakeKernel<ConcatGradCpu>);
   }

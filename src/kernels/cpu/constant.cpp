@@ -25,7 +25,7 @@ class ConstantCpu final : public Kernel {
 };
 
 WEIR_REGISTER_KERNELS {
-  for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kU8, DType::kBool}) {
+  for (DType dtype : kAllDTypes) {
     RegisterKernel({"constant", Device::Kind::kCpu, dtype}, &MakeKernel<ConstantCpu>);
   }
 }

@@ -16,6 +16,7 @@ dnnl::memory::data_type DnnlDataType(DType dtype) {
     case DType::kF32: return dnnl::memory::data_type::f32;
     case DType::kI32: return dnnl::memory::data_type::s32;
     case DType::kU8: return dnnl::memory::data_type::u8;
+    case DType::kI8: return dnnl::memory::data_type::s8;
     default: throw std::invalid_argument(fmt::format("[oneDNN] no data type for {}", dtype));
   }
 }

@@ -40,7 +40,7 @@ template <typename T> class TransposeCpu final : public Kernel {
 };
 
 WEIR_REGISTER_KERNELS {
-  for (DType dtype : {DType::kU8, DType::kBool}) {
+  for (DType dtype : kByteDTypes) {
     RegisterKernel({"transpose", Device::Kind::kCpu, dtype}, &MakeKernel<TransposeCpu<std::uint8_t>>);
   }
   for (DType dtype : {DType::kF32, DType::kI32}) {

@@ -254,7 +254,7 @@ WEIR_REGISTER_KERNELS {
   }
   // Gathers, scatters and transfers move bytes, so they take every dtype (labels, masks).
   for (std::string_view op : {"all_gather", "all_to_all", "scatter", "transfer"}) {
-    for (DType dtype : {DType::kU8, DType::kBool}) {
+    for (DType dtype : kByteDTypes) {
       RegisterKernel({std::string(op), Device::Kind::kCuda, dtype}, &MakeKernel<NcclCollectiveCuda>);
     }
   }

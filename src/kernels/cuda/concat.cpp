@@ -48,7 +48,7 @@ class ConcatCuda final : public Kernel {
 };
 
 WEIR_REGISTER_KERNELS {
-  for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kU8, DType::kBool}) {
+  for (DType dtype : kAllDTypes) {
     RegisterKernel({"concat", Device::Kind::kCuda, dtype}, &MakeKernel<ConcatCuda>);
     RegisterKernel({"concat_grad", Device::Kind::kCuda, dtype}, &MakeKernel<ConcatCuda>);
   }

@@ -93,7 +93,7 @@ class LearningRateCuda final : public Kernel {
 };
 
 WEIR_REGISTER_KERNELS {
-  for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kU8, DType::kBool}) {
+  for (DType dtype : kAllDTypes) {
     RegisterKernel({"identity", Device::Kind::kCuda, dtype}, &MakeKernel<ByteCopyCuda>);
     RegisterKernel({"device_copy", Device::Kind::kCuda, dtype}, &MakeKernel<ByteCopyCuda>);
     RegisterKernel({"reshape", Device::Kind::kCuda, dtype}, &MakeKernel<ByteCopyCuda>);

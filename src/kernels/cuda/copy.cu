@@ -136,12 +136,14 @@ template void BroadcastCopy<std::uint64_t>(void*, const BroadcastPlan&, const st
   template void Cast<In, std::int32_t>(void*, const In*, std::int32_t*, std::int64_t); \
   template void Cast<In, std::int64_t>(void*, const In*, std::int64_t*, std::int64_t); \
   template void Cast<In, std::uint8_t>(void*, const In*, std::uint8_t*, std::int64_t); \
+  template void Cast<In, std::int8_t>(void*, const In*, std::int8_t*, std::int64_t);   \
   template void Cast<In, bool>(void*, const In*, bool*, std::int64_t);
 WEIR_CAST_TO(float)
 WEIR_CAST_TO(double)
 WEIR_CAST_TO(std::int32_t)
 WEIR_CAST_TO(std::int64_t)
 WEIR_CAST_TO(std::uint8_t)
+WEIR_CAST_TO(std::int8_t)
 WEIR_CAST_TO(bool)
 #undef WEIR_CAST_TO
 

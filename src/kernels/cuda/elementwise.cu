@@ -54,36 +54,12 @@ void LaunchGrad(void* stream, const T* dy, const T* v, T* dx, std::int64_t count
   WEIR_CUDA_CHECK(cudaGetLastError());
 }
 
-// C++17 stand-in for the CPU's templated-lambda visit: calls Launch::Run<Fn>() for the kind.
-template <typename Launch> void ForUnaryKind(UnaryOpKind kind, Launch&& launch) {
-  switch (kind) {
-    case UnaryOpKind::kExp: return launch.template Run<ExpFn>();
-    case UnaryOpKind::kLog: return launch.template Run<LogFn>();
-    case UnaryOpKind::kSqrt: return launch.template Run<SqrtFn>();
-    case UnaryOpKind::kRsqrt: return launch.template Run<RsqrtFn>();
-    case UnaryOpKind::kSquare: return launch.template Run<SquareFn>();
-    case UnaryOpKind::kAbs: return launch.template Run<AbsFn>();
-    case UnaryOpKind::kNegative: return launch.template Run<NegativeFn>();
-    case UnaryOpKind::kReciprocal: return launch.template Run<ReciprocalFn>();
-    case UnaryOpKind::kLog1p: return launch.template Run<Log1pFn>();
-    case UnaryOpKind::kExpm1: return launch.template Run<Expm1Fn>();
-    case UnaryOpKind::kSoftplus: return launch.template Run<SoftplusFn>();
-    case UnaryOpKind::kSign: return launch.template Run<SignFn>();
-    case UnaryOpKind::kFloor: return launch.template Run<FloorFn>();
-    case UnaryOpKind::kCeil: return launch.template Run<CeilFn>();
-    case UnaryOpKind::kRound: return launch.template Run<RoundFn>();
-    case UnaryOpKind::kSin: return launch.template Run<SinFn>();
-    case UnaryOpKind::kCos: return launch.template Run<CosFn>();
-  }
-  throw std::invalid_argument("[unary] unknown kind");
-}
-
 template <typename T> struct UnaryLaunch {
   void* stream;
   const T* x;
   T* y;
   std::int64_t count;
-  template <typename Fn> void Run() { LaunchForward<T, Fn>(stream, x, y, count); }
+  template <typename Fn> void operator()() { LaunchForward<T, Fn>(stream, x, y, count); }
 };
 
 template <typename T> struct UnaryGradLaunch {
@@ -92,7 +68,7 @@ template <typename T> struct UnaryGradLaunch {
   const T* v;
   T* dx;
   std::int64_t count;
-  template <typename Fn> void Run() { LaunchGrad<T, Fn, false>(stream, dy, v, dx, count); }
+  template <typename Fn> void operator()() { LaunchGrad<T, Fn, false>(stream, dy, v, dx, count); }
 };
 
 template <typename T> __global__ void ScalarKernel(ScalarOpKind kind, T value, const T* x, T* y, std::int64_t count) {
@@ -217,12 +193,12 @@ template <typename T> void Unary(void* stream, UnaryOpKind kind, const T* x, T* 
       default: throw std::invalid_argument("[unary] this kind has no integer kernel");
     }
   } else {
-    ForUnaryKind(kind, UnaryLaunch<T>{stream, x, y, count});
+    VisitUnaryKind(kind, UnaryLaunch<T>{stream, x, y, count});
   }
 }
 
 template <typename T> void UnaryGrad(void* stream, UnaryOpKind kind, const T* dy, const T* v, T* dx, std::int64_t count) {
-  ForUnaryKind(kind, UnaryGradLaunch<T>{stream, dy, v, dx, count});
+  VisitUnaryKind(kind, UnaryGradLaunch<T>{stream, dy, v, dx, count});
 }
 
 template <typename T> void ActivationForward(void* stream, Activation kind, const T* x, T* y, std::int64_t count) {

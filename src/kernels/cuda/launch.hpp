@@ -60,7 +60,7 @@ void Dropout(void* stream, const T* x, T* y, std::uint8_t* mask, std::int64_t co
              const std::int64_t* call, std::uint64_t threshold, T scale);
 template <typename T> void DropoutGrad(void* stream, const T* dy, const std::uint8_t* mask, T* dx, std::int64_t count, T scale);
 /// y = Convert<Out>(x) (kernels/functors/cast.hpp); In and Out: float, double, int32_t, int64_t,
-/// uint8_t, bool.
+/// uint8_t, int8_t, bool.
 template <typename In, typename Out> void Cast(void* stream, const In* x, Out* y, std::int64_t count);
 /// out[i] = x[the plan's a-offset of i] (PlanBroadcast, PlanGather); T: uint8_t, uint32_t, uint64_t (the
 /// bytes of 1-, 4- and 8-byte dtypes).

@@ -30,7 +30,7 @@ template <typename T> class SliceCuda final : public Kernel {
 };
 
 WEIR_REGISTER_KERNELS {
-  for (DType dtype : {DType::kU8, DType::kBool}) RegisterKernel({"slice", Device::Kind::kCuda, dtype}, &MakeKernel<SliceCuda<std::uint8_t>>);
+  for (DType dtype : kByteDTypes) RegisterKernel({"slice", Device::Kind::kCuda, dtype}, &MakeKernel<SliceCuda<std::uint8_t>>);
   for (DType dtype : {DType::kF32, DType::kI32}) RegisterKernel({"slice", Device::Kind::kCuda, dtype}, &MakeKernel<SliceCuda<std::uint32_t>>);
   for (DType dtype : {DType::kF64, DType::kI64}) RegisterKernel({"slice", Device::Kind::kCuda, dtype}, &MakeKernel<SliceCuda<std::uint64_t>>);
 }

@@ -37,7 +37,7 @@ template <typename T> class TransposeCuda final : public Kernel {
 };
 
 WEIR_REGISTER_KERNELS {
-  for (DType dtype : {DType::kU8, DType::kBool}) {
+  for (DType dtype : kByteDTypes) {
     RegisterKernel({"transpose", Device::Kind::kCuda, dtype}, &MakeKernel<TransposeCuda<std::uint8_t>>);
   }
   for (DType dtype : {DType::kF32, DType::kI32}) {
