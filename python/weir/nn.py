@@ -7,18 +7,82 @@ import random as _random
 from weir import _C, ops
 from weir._image import check_format, pair, padding_spec
 from weir._ops_util import add_op, check_blob, op_name, wrap
+from weir import math as _math
 from weir.math import relu, sigmoid, tanh
 
 __all__ = [
-    "relu", "sigmoid", "tanh", "softmax", "dropout", "bias_add", "conv2d", "max_pool2d", "avg_pool2d",
-    "batch_normalization", "sparse_softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits",
-    "sigmoid_cross_entropy_with_logits",
+    "relu", "sigmoid", "tanh", "softmax", "logsoftmax", "dropout", "bias_add", "conv2d", "max_pool2d",
+    "avg_pool2d", "batch_normalization", "sparse_softmax_cross_entropy_with_logits",
+    "softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits", "leaky_relu", "elu", "relu6",
+    "hardtanh", "hardsigmoid", "hardswish", "mish", "swish", "sparse_cross_entropy",
 ]
 
 
 def softmax(logits, axis=None, name=None):
     x = check_blob(logits, "flow.nn.softmax", "logits")
     return add_op("softmax", [x], op_name(name), axis=-1 if axis is None else int(axis))
+
+
+def logsoftmax(logits, axis=None, name=None):
+    """log(softmax(logits)) along `axis` (default the last), as OneFlow computes it."""
+    x = check_blob(logits, "flow.nn.logsoftmax", "logits")
+    return _math.log(softmax(x, axis), name)
+
+
+# Activations built from the ops above: each is what OneFlow's kernel computes, and its gradient is
+# the ops' own (the one-sided derivative at a kink may differ from OneFlow's).
+
+def leaky_relu(x, alpha=0.2, name=None):
+    """x where x > 0, alpha * x elsewhere."""
+    x = check_blob(x, "flow.nn.leaky_relu", "x")
+    scaled = _math.multiply(x, float(alpha))
+    extremum = _math.maximum if float(alpha) <= 1.0 else _math.minimum
+    return extremum(x, scaled, name)
+
+
+def elu(x, alpha=1.0, name=None):
+    """x where x > 0, alpha * (e^x - 1) elsewhere."""
+    x = check_blob(x, "flow.nn.elu", "x")
+    negative = _math.multiply(_math.expm1(_math.minimum(x, 0.0)), float(alpha))
+    return _math.add(relu(x), negative, name)
+
+
+def hardtanh(x, min_val=-1.0, max_val=1.0, name=None):
+    """x clamped to [min_val, max_val]."""
+    x = check_blob(x, "flow.nn.hardtanh", "x")
+    if not float(min_val) < float(max_val):
+        raise ValueError(f"flow.nn.hardtanh: min_val must be below max_val, got {min_val} and {max_val}")
+    return _math.clip_by_value(x, float(min_val), float(max_val), name)
+
+
+def relu6(x, name=None):
+    """x clamped to [0, 6]."""
+    return hardtanh(check_blob(x, "flow.nn.relu6", "x"), 0.0, 6.0, name)
+
+
+def hardsigmoid(x, name=None):
+    """0 for x <= -3, 1 for x >= 3, x / 6 + 1/2 between."""
+    x = check_blob(x, "flow.nn.hardsigmoid", "x")
+    return _math.clip_by_value(_math.add(_math.multiply(x, 1.0 / 6.0), 0.5), 0.0, 1.0, name)
+
+
+def hardswish(x, name=None):
+    """x * hardsigmoid(x)."""
+    x = check_blob(x, "flow.nn.hardswish", "x")
+    return _math.multiply(x, hardsigmoid(x), name)
+
+
+def mish(x, name=None):
+    """x * tanh(softplus(x))."""
+    x = check_blob(x, "flow.nn.mish", "x")
+    return _math.multiply(x, tanh(_math.softplus(x)), name)
+
+
+def swish(x, beta=1.0, name=None):
+    """x * sigmoid(beta * x)."""
+    x = check_blob(x, "flow.nn.swish", "x")
+    inner = x if float(beta) == 1.0 else _math.multiply(x, float(beta))
+    return _math.multiply(x, sigmoid(inner), name)
 
 
 def dropout(x, rate, noise_shape=None, seed=None, name=None):
@@ -45,6 +109,24 @@ def bias_add(value, bias, data_format=None, name=None):
     else:
         raise ValueError(f"flow.nn.bias_add: data_format must be like NCHW or NHWC, got {data_format!r}")
     return add_op("bias_add", [x, b], op_name(name), axis=axis)
+
+
+def sparse_cross_entropy(labels, prediction, name=None):
+    """-log(prediction[label]) per example: prediction (..., C) holds probabilities, labels (...) or
+    (..., 1) integer classes."""
+    op = "flow.nn.sparse_cross_entropy"
+    labels = check_blob(labels, op, "labels")
+    prediction = check_blob(prediction, op, "prediction")
+    if len(labels.shape) == len(prediction.shape):
+        if labels.shape[-1] != 1:
+            raise ValueError(f"{op}: labels {tuple(labels.shape)} of prediction's rank must end in 1")
+        labels = ops.reshape(labels, labels.shape[:-1])
+    elif len(labels.shape) != len(prediction.shape) - 1:
+        raise ValueError(f"{op}: labels {tuple(labels.shape)} must have one axis fewer than prediction "
+                         f"{tuple(prediction.shape)}")
+    picked = _math.reduce_sum(_math.multiply(ops.one_hot(labels, prediction.shape[-1], dtype=prediction.dtype),
+                                             _math.log(prediction)), axis=-1)
+    return _math.negative(picked, name)
 
 
 def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):

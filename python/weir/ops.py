@@ -16,7 +16,8 @@ from weir.math import clip_by_value
 __all__ = [
     "reshape", "transpose", "matmul", "cast", "identity", "constant", "zeros_like", "ones_like",
     "squeeze", "expand_dims", "flatten", "concat", "one_hot", "clip_by_value", "get_variable", "watch", "watch_diff",
-    "slice", "slice_v2", "reverse", "constant_like", "broadcast_to_compatible_with",
+    "slice", "slice_v2", "reverse", "constant_like", "broadcast_to_compatible_with", "broadcast_like", "stack",
+    "identity_n", "cast_to_static_shape", "ones", "zeros",
 ]
 
 # Past either end of any axis: what an open end of a slice becomes (the op clamps it to the axis).
@@ -131,6 +132,16 @@ def constant(value, dtype=None, shape=None, name=None):
     return Blob(blob, context.builder)
 
 
+def ones(shape, dtype=None, name=None):
+    """A blob of `shape` filled with 1 (float32 unless `dtype` says otherwise)."""
+    return constant(1, dtype, shape, name)
+
+
+def zeros(shape, dtype=None, name=None):
+    """A blob of `shape` filled with 0 (float32 unless `dtype` says otherwise)."""
+    return constant(0, dtype, shape, name)
+
+
 def zeros_like(like, dtype=None, name=None):
     like = check_blob(like, "flow.zeros_like", "like")
     return constant(0, dtype or like.dtype, like.shape, name)
@@ -158,6 +169,54 @@ def broadcast_to_compatible_with(x, compatible, name=None):
         raise ValueError(f"flow.broadcast_to_compatible_with: shapes {[tuple(s) for s in shapes]} do not broadcast "
                          "together") from None
     return add_op("broadcast_to", [x], op_name(name), shape=[int(d) for d in target])
+
+
+def broadcast_like(x, like, broadcast_axes=None, name=None):
+    """`x` repeated to `like`'s shape along `broadcast_axes` (default: all of like's axes), where x
+    has size 1 or, when x has fewer axes, no axis at all."""
+    op = "flow.broadcast_like"
+    x = check_blob(x, op, "x")
+    like = check_blob(like, op, "like")
+    rank = len(like.shape)
+    axes = list(range(rank)) if broadcast_axes is None else [int(a) for a in broadcast_axes]
+    if not axes or len(axes) > rank or any(not -rank <= a < rank for a in axes):
+        raise ValueError(f"{op}: broadcast_axes must be 1 to {rank} axes of like {tuple(like.shape)}, got "
+                         f"{broadcast_axes!r}")
+    axes = [a % rank for a in axes]
+    if len(x.shape) < rank:  # x lacks the broadcast axes: put them back as 1s
+        kept = iter(x.shape)
+        dims = [1 if axis in axes else next(kept, None) for axis in range(rank)]
+        if None in dims or next(kept, None) is not None:
+            raise ValueError(f"{op}: x {tuple(x.shape)} is not like {tuple(like.shape)} without axes {axes}")
+        x = reshape(x, dims)
+    return add_op("broadcast_to", [x], op_name(name), shape=[int(d) for d in like.shape])
+
+
+def stack(inputs, axis=0, name=None):
+    """The blobs of `inputs`, all of one shape, joined along a new axis `axis`."""
+    inputs = list(inputs)
+    if not inputs:
+        raise ValueError("flow.stack: expected at least one blob")
+    shape = check_blob(inputs[0], "flow.stack", "inputs[0]").shape
+    for index, blob in enumerate(inputs):
+        if check_blob(blob, "flow.stack", f"inputs[{index}]").shape != shape:
+            raise ValueError(f"flow.stack: every input must have inputs[0]'s shape {tuple(shape)}, inputs[{index}] "
+                             f"has {tuple(blob.shape)}")
+    rank = len(shape)
+    if not -rank - 1 <= axis <= rank:
+        raise ValueError(f"flow.stack: axis must be in [{-rank - 1}, {rank}], got {axis}")
+    return concat([expand_dims(blob, axis) for blob in inputs], axis=axis % (rank + 1), name=name)
+
+
+def identity_n(inputs, name=None):
+    """identity of each blob of `inputs`, as a list."""
+    return [identity(check_blob(blob, "flow.identity_n", f"inputs[{i}]"), None if name is None else f"{name}_{i}")
+            for i, blob in enumerate(inputs)]
+
+
+def cast_to_static_shape(x, name=None):
+    """`x` itself: Weir's blobs have static shapes."""
+    return check_blob(x, "flow.cast_to_static_shape", "x")
 
 
 def squeeze(input, axis=None, name=None):  # noqa: A002 - OneFlow's name

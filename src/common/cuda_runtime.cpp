@@ -28,13 +28,16 @@ std::mutex loading;          // one dlopen at a time
 std::string load_failure;    // why the backend did not load (guarded by `loading`); tried once
 std::atomic<int> first_device{0};
 
-// An NVIDIA driver is installed where its device nodes (or WSL's GPU node) are: without one no GPU can
-// be visible, and loading the CUDA libraries to learn so would cost a CPU program ~160 MB.
+// Whether an NVIDIA driver is installed: its device nodes (or WSL's GPU node) are there, or its user
+// library, libcuda.so.1, loads (a container may show the GPU without the nodes this looks for).
+// Without one no GPU can be visible, and loading the CUDA libraries to learn so would cost a CPU
+// program ~160 MB. libcuda stays loaded: the backend would load it anyway.
 bool NvidiaDriverPresent() {
   for (const char* node : {"/dev/nvidiactl", "/proc/driver/nvidia/version", "/dev/dxg"}) {
     if (::access(node, F_OK) == 0) return true;
   }
-  return false;
+  static const bool driver_library = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL) != nullptr;
+  return driver_library;
 }
 
 // libweir_cuda.so in the folder libweir was loaded from (the build folder, the Python package, or
@@ -95,7 +98,7 @@ int CudaDeviceCount() {
 std::string CudaDescribe() {
   if (!kCudaBuilt) return "built without CUDA";
   if (!CudaBackendLoaded()) {
-    if (!NvidiaDriverPresent()) return "CUDA built, but this machine has no NVIDIA driver: no /dev/nvidiactl";
+    if (!NvidiaDriverPresent()) return "CUDA built, but this machine has no NVIDIA driver (no /dev/nvidiactl, no libcuda.so.1)";
     try {
       LoadCudaBackend();
     } catch (const std::runtime_error& error) {

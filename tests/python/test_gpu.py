@@ -2,6 +2,7 @@
 are visible (training matches the CPU's, on one GPU and data parallel on two, variables read back as
 numpy), and falls back to the CPU with one notice saying why otherwise."""
 
+import ctypes
 import os
 import subprocess
 import sys
@@ -54,7 +55,13 @@ _MAPPED_CUDA = (
 
 
 def _driver_present():
-    return any(os.path.exists(node) for node in ("/dev/nvidiactl", "/proc/driver/nvidia/version", "/dev/dxg"))
+    if any(os.path.exists(node) for node in ("/dev/nvidiactl", "/proc/driver/nvidia/version", "/dev/dxg")):
+        return True
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        return True
+    except OSError:
+        return False
 
 
 def test_a_cpu_program_maps_no_cuda_library():

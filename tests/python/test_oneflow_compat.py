@@ -240,3 +240,89 @@ def test_broadcast_to_compatible_with_and_its_gradient():
     np.testing.assert_array_equal(out, np.ones((4, 3), np.float32))
     # d loss / d w[j] = sum_i a[i] = 10: the broadcast's gradient sums dy back over the rows.
     np.testing.assert_allclose(flow.get_all_variables()["w"].numpy(), np.full(3, 1 - 10.0), rtol=1e-6)
+
+
+_ACTIVATIONS = {
+    # name: (weir call, numpy reference)
+    "leaky_relu": (lambda x: flow.nn.leaky_relu(x, alpha=0.1), lambda x: np.where(x > 0, x, 0.1 * x)),
+    "elu": (lambda x: flow.nn.elu(x, alpha=0.7), lambda x: np.where(x > 0, x, 0.7 * np.expm1(x))),
+    "relu6": (flow.nn.relu6, lambda x: np.clip(x, 0, 6)),
+    "hardtanh": (lambda x: flow.nn.hardtanh(x, -2.0, 2.5), lambda x: np.clip(x, -2.0, 2.5)),
+    "hardsigmoid": (flow.nn.hardsigmoid, lambda x: np.clip(x / 6 + 0.5, 0, 1)),
+    "hardswish": (flow.nn.hardswish, lambda x: x * np.clip(x / 6 + 0.5, 0, 1)),
+    "mish": (flow.nn.mish, lambda x: x * np.tanh(np.log1p(np.exp(x)))),
+    "swish": (lambda x: flow.nn.swish(x, beta=1.5), lambda x: x / (1 + np.exp(-1.5 * x))),
+    "logsoftmax": (lambda x: flow.nn.logsoftmax(x, axis=0),
+                   lambda x: x - np.max(x) - np.log(np.sum(np.exp(x - np.max(x))))),
+}
+# Away from every kink (0, ±3, 6, the hardtanh bounds), so the finite differences are exact enough.
+_POINTS = np.array([-7.0, -3.5, -2.6, -1.3, -0.4, 0.3, 1.1, 2.2, 2.9, 3.7, 6.6], np.float64)
+
+
+@pytest.mark.parametrize("name", sorted(_ACTIVATIONS))
+def test_activations_and_their_gradients_match_numpy(name):
+    weir_fn, reference = _ACTIVATIONS[name]
+
+    @flow.global_function(type="train")
+    def job() -> tp.Numpy:
+        w = flow.get_variable("w", shape=_POINTS.shape, dtype=flow.double,
+                              initializer=flow.constant_initializer(0.0))
+        y = weir_fn(w)
+        # The loss weighs each element differently, so a wrong cross-element term would show.
+        weights = flow.constant(np.arange(1, _POINTS.size + 1, dtype=np.float64), dtype=flow.double)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [1.0]), momentum=0).minimize(
+            flow.math.reduce_sum(y * weights))
+        return y
+
+    flow.load_variables({"w": _POINTS.copy()})
+    np.testing.assert_allclose(job(), reference(_POINTS), rtol=1e-10, atol=1e-12)
+    gradient = _POINTS - flow.get_all_variables()["w"].numpy()  # SGD with lr 1
+    weights = np.arange(1, _POINTS.size + 1, dtype=np.float64)
+    eps = 1e-6
+    numeric = np.array([(np.dot(weights, reference(_POINTS + eps * e)) - np.dot(weights, reference(_POINTS - eps * e)))
+                        / (2 * eps) for e in np.eye(_POINTS.size)])
+    np.testing.assert_allclose(gradient, numeric, rtol=1e-5, atol=1e-7)
+
+
+def test_stack_identity_n_and_broadcast_like():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = -a
+
+    @flow.global_function()
+    def job(x: tp.Numpy.Placeholder((2, 3)), y: tp.Numpy.Placeholder((2, 3)),
+            column: tp.Numpy.Placeholder((2,))) -> List[tp.Numpy]:
+        like = flow.zeros((2, 4, 3))
+        return [flow.stack([x, y]), flow.stack([x, y], axis=-1), *flow.identity_n([x, y]),
+                flow.broadcast_like(flow.reshape(column, (2, 1, 1)), like, broadcast_axes=(1, 2)),
+                flow.broadcast_like(column, like, broadcast_axes=[-2, -1]), flow.cast_to_static_shape(x),
+                flow.ones((2, 2), dtype=flow.int8)]
+
+    column = np.array([5, 7], np.float32)
+    first, last, same_x, same_y, wide, wide_too, static, ones = job(a, b, column)
+    assert ones.dtype == np.int8 and (ones == 1).all()
+    np.testing.assert_array_equal(first, np.stack([a, b]))
+    np.testing.assert_array_equal(last, np.stack([a, b], axis=-1))
+    np.testing.assert_array_equal(same_x, a)
+    np.testing.assert_array_equal(same_y, b)
+    np.testing.assert_array_equal(wide, np.broadcast_to(column.reshape(2, 1, 1), (2, 4, 3)))
+    np.testing.assert_array_equal(wide_too, wide)
+    np.testing.assert_array_equal(static, a)
+
+
+def test_sparse_cross_entropy_and_its_gradient():
+    probabilities = np.array([[0.3, 0.7], [0.4, 0.6], [0.5, 0.5], [0.1, 0.9], [0.2, 0.8]], np.float64)
+    labels = np.array([0, 1, 1, 0, 1], np.int32)
+
+    @flow.global_function(type="train")
+    def job(label: tp.Numpy.Placeholder((5, 1), dtype=flow.int32)) -> tp.Numpy:
+        p = flow.get_variable("p", shape=(5, 2), dtype=flow.double, initializer=flow.constant_initializer(0.5))
+        loss = flow.nn.sparse_cross_entropy(labels=label, prediction=p)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [1.0]), momentum=0).minimize(loss)
+        return loss
+
+    flow.load_variables({"p": probabilities.copy()})
+    np.testing.assert_allclose(job(labels.reshape(5, 1)), -np.log(probabilities[np.arange(5), labels]), rtol=1e-12)
+    # d/dp of -log p[label] is -1/p there and 0 elsewhere, over the loss's 5 elements.
+    expected = probabilities.copy()
+    expected[np.arange(5), labels] += 1 / probabilities[np.arange(5), labels] / 5
+    np.testing.assert_allclose(flow.get_all_variables()["p"].numpy(), expected, rtol=1e-12)
