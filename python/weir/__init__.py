@@ -12,6 +12,8 @@ The body runs once, when the job is compiled; every op becomes an actor of the C
 (weir._C), and each call pipelines through them.
 """
 
+import numpy as _np
+
 from weir import _C  # noqa: F401 - loads the runtime first, so import errors surface here
 from weir import (
     _session,
@@ -95,6 +97,20 @@ def enable_eager_execution(val: bool = True) -> None:
             "flow.enable_eager_execution(True): Weir runs job functions compiled (lazy mode) only; "
             "define the computation in a @flow.global_function and call it"
         )
+
+
+def range(start, limit=None, delta=1, dtype=None, name=None):  # noqa: A001 - OneFlow's name
+    """The integers start, start + delta, ... before limit (0 ... start - 1 when limit is None), as a
+    constant blob of `dtype` (default int64, the one OneFlow takes)."""
+    if limit is None:
+        start, limit = 0, start
+    for argument, value in (("start", start), ("limit", limit), ("delta", delta)):
+        if not isinstance(value, (int, _np.integer)) or isinstance(value, bool):
+            raise TypeError(f"flow.range: {argument} must be an int, got {value!r}")
+    if delta == 0:
+        raise ValueError("flow.range: delta must not be 0")
+    values = _np.arange(int(start), int(limit), int(delta))
+    return constant(values, int64 if dtype is None else dtype, values.shape, name)  # noqa: F405 - from weir.ops
 
 
 def cast_to_current_logical_view(blob):

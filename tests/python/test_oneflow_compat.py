@@ -284,6 +284,21 @@ def test_activations_and_their_gradients_match_numpy(name):
     np.testing.assert_allclose(gradient, numeric, rtol=1e-5, atol=1e-7)
 
 
+def test_range_is_pythons_as_a_blob():
+    @flow.global_function()
+    def job() -> List[tp.Numpy]:
+        return [flow.range(10), flow.range(1, 10, 3, dtype=flow.int64), flow.range(5, 0, -2, dtype=flow.int32)]
+
+    ten, stepped, down = job()
+    assert ten.dtype == np.int64 and stepped.dtype == np.int64 and down.dtype == np.int32
+    np.testing.assert_array_equal(ten, np.arange(10))
+    np.testing.assert_array_equal(stepped, [1, 4, 7])
+    np.testing.assert_array_equal(down, [5, 3, 1])
+    with pytest.raises(TypeError, match="delta must be an int, got 0.5"):
+        flow.range(0, 4, 0.5)
+    assert list(range(3)) == [0, 1, 2]  # the builtin is untouched
+
+
 def test_stack_identity_n_and_broadcast_like():
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     b = -a
