@@ -83,29 +83,29 @@ const CudaBackend& LoadCudaBackend() {
 
 bool CudaBuilt() { return kCudaBuilt; }
 
-int CudaDeviceCount() {
-  if (!CudaBackendLoaded()) {
-    if (!kCudaBuilt || !NvidiaDriverPresent()) return 0;
-    try {
-      LoadCudaBackend();
-    } catch (const std::runtime_error&) {
-      return 0;  // CudaDescribe says why
-    }
+namespace {
+
+// Loads the backend to answer a question about GPUs where one could be there. Empty when it is
+// loaded; otherwise why no GPU is usable, without loading anything where no driver is installed.
+std::string LoadForQuery() {
+  if (CudaBackendLoaded()) return {};
+  if (!kCudaBuilt) return "built without CUDA";
+  if (!NvidiaDriverPresent()) return "CUDA built, but this machine has no NVIDIA driver (no /dev/nvidiactl, no libcuda.so.1)";
+  try {
+    LoadCudaBackend();
+  } catch (const std::runtime_error& error) {
+    return error.what();
   }
-  return Backend().device_count();
+  return {};
 }
 
+}  // namespace
+
+int CudaDeviceCount() { return LoadForQuery().empty() ? Backend().device_count() : 0; }
+
 std::string CudaDescribe() {
-  if (!kCudaBuilt) return "built without CUDA";
-  if (!CudaBackendLoaded()) {
-    if (!NvidiaDriverPresent()) return "CUDA built, but this machine has no NVIDIA driver (no /dev/nvidiactl, no libcuda.so.1)";
-    try {
-      LoadCudaBackend();
-    } catch (const std::runtime_error& error) {
-      return error.what();
-    }
-  }
-  return Backend().describe();
+  const std::string why = LoadForQuery();
+  return why.empty() ? Backend().describe() : why;
 }
 
 void CudaUseDevicesFrom(int first) { first_device.store(first); }

@@ -9,22 +9,11 @@
 namespace weir::internal {
 namespace {
 
-/// The plan of a (op) b into `out`: rank 0 when both operands have the output's layout.
-inline BroadcastPlan PlanFor(const KernelSetup& setup, const Shape& a, const Shape& b, const Shape& out) {
-  BroadcastPlan plan;
-  if (a == out && b == out) return plan;
-  if (!PlanBroadcast(a.Dims(), b.Dims(), out.Dims(), plan)) {
-    throw std::invalid_argument(fmt::format("[{}] '{}': {} and {} broadcast over more than {} axes that do not merge",
-                                            setup.op_type, setup.op_name, a, b, BroadcastPlan::kMaxRank));
-  }
-  return plan;
-}
-
 template <typename T, cuda::Binary kKind> class BinaryCuda final : public Kernel {
  public:
   explicit BinaryCuda(const KernelSetup& setup)
       : stream_(CudaStreamOf(setup)),
-        plan_(PlanFor(setup, setup.inputs[0].shape, setup.inputs[1].shape, setup.outputs[0].shape)),
+        plan_(BinaryPlanOf(setup)),
         count_(setup.outputs[0].shape.NumElements()) {}
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     cuda::BroadcastBinary<T>(stream_, kKind, plan_, inputs[0].As<T>(), inputs[1].As<T>(), outputs[0].As<T>(), count_);

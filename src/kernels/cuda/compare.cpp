@@ -3,7 +3,6 @@
 #include <cstdint>
 
 #include "kernels/cuda/cuda_kernel.hpp"
-#include "kernels/functors/binary.hpp"
 #include "weir/op_attrs.hpp"
 
 namespace weir::internal {
@@ -20,15 +19,8 @@ namespace {
 template <typename T> class CompareCuda final : public Kernel {
  public:
   explicit CompareCuda(const KernelSetup& setup)
-      : stream_(CudaStreamOf(setup)), kind_(setup.Get<CompareAttrs>().kind), count_(setup.outputs[0].shape.NumElements()) {
-    const Shape& a = setup.inputs[0].shape;
-    const Shape& b = setup.inputs[1].shape;
-    const Shape& out = setup.outputs[0].shape;
-    if (!(a == out && b == out) && !PlanBroadcast(a.Dims(), b.Dims(), out.Dims(), plan_)) {
-      throw std::invalid_argument(fmt::format("[compare] '{}': {} and {} broadcast over more than {} axes that do not merge",
-                                              setup.op_name, a, b, BroadcastPlan::kMaxRank));
-    }
-  }
+      : stream_(CudaStreamOf(setup)), kind_(setup.Get<CompareAttrs>().kind), count_(setup.outputs[0].shape.NumElements()),
+        plan_(BinaryPlanOf(setup)) {}
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     cuda::Compare<T>(stream_, kind_, plan_, inputs[0].As<T>(), inputs[1].As<T>(), outputs[0].As<std::int8_t>(), count_);
   }

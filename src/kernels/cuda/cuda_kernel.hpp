@@ -26,6 +26,22 @@ inline void* CudaStreamOf(const KernelSetup& setup) {
   return stream;
 }
 
+/// The broadcast plan of a binary op's inputs 0 and 1 into its output 0 (kernels/functors/binary.hpp):
+/// rank 0 when both operands have the output's layout. Throws naming the op when the walk has too
+/// many axes.
+inline BroadcastPlan BinaryPlanOf(const KernelSetup& setup) {
+  const Shape& a = setup.inputs[0].shape;
+  const Shape& b = setup.inputs[1].shape;
+  const Shape& out = setup.outputs[0].shape;
+  BroadcastPlan plan;
+  if (a == out && b == out) return plan;
+  if (!PlanBroadcast(a.Dims(), b.Dims(), out.Dims(), plan)) {
+    throw std::invalid_argument(fmt::format("[{}] '{}': {} and {} broadcast over more than {} axes that do not merge",
+                                            setup.op_type, setup.op_name, a, b, BroadcastPlan::kMaxRank));
+  }
+  return plan;
+}
+
 /// Device scratch memory a kernel allocates once (with the kernel) and frees with it.
 class DeviceScratch {
  public:
