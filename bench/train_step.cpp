@@ -5,15 +5,22 @@
 //
 // Usage: train_step [--model mlp|lenet] [--steps N] [--repeats R] [--warmup W]
 //                   [--scheduler-threads T] (0 = default) [--no-async] [--profile]
-//                   [--gpu] [--no-stream-graphs] [--copy-streams] [--nchw] [--no-infer]
+//                   [--gpu] [--no-stream-graphs] [--copy-streams] [--nchw] [--no-infer] [--trace FILE]
+//                   [--cpu-device-streams]
 // --gpu: the jobs run on one GPU (SessionOptions::gpu_devices = 1; fails rather than fall back to the CPU);
 // --no-stream-graphs: an actor and a launch per kernel instead of one CUDA graph per stream.
 // --copy-streams: every copy between host and GPU on the copy streams (SessionOptions::copy_stream_bytes
 // = 0) instead of the small ones in the compute stream's graph.
 // --no-infer: train steps only (a profiler's view of the train step, bench/kernel_times.py).
+// --cpu-device-streams: on the CPU, kernels run the way GPU kernels do (SessionOptions::async_cpu_streams):
+// submitted to a stream, completed through its poller (with WEIR_CPU_STREAM_LATENCY_US, a stand-in for
+// a GPU's device time).
 // --nchw: the convolutions run in NCHW as written (JobConfig::channels_last_convolutions off).
 // --profile: after the timed runs, one more sync train run and one inference run under the
 // session's profiler, whose tables (per-actor busy time, call latency) go to stderr.
+// --trace FILE: after the timed runs, 20 more sync train steps under the session's timeline trace,
+// written to FILE (Chrome trace format: each actor's firings, a device act's submission, device
+// work and completion, the calls).
 // Each repeat times N calls of each kind; the figures are medians over the repeats. Last line: JSON.
 #include <sys/resource.h>
 
@@ -53,8 +60,10 @@ struct Args {
   bool gpu = false;
   bool stream_graphs = true;
   bool copy_streams = false;
+  bool cpu_device_streams = false;
   bool channels_last = true;
   bool infer = true;
+  std::string trace;  // empty: no trace
 };
 
 Args Parse(int argc, char** argv) {
@@ -71,7 +80,7 @@ Args Parse(int argc, char** argv) {
         {"--no-async", &Args::async, false},         {"--profile", &Args::profile, true},
         {"--gpu", &Args::gpu, true},                 {"--no-stream-graphs", &Args::stream_graphs, false},
         {"--no-infer", &Args::infer, false},         {"--copy-streams", &Args::copy_streams, true},
-        {"--nchw", &Args::channels_last, false},
+        {"--nchw", &Args::channels_last, false},     {"--cpu-device-streams", &Args::cpu_device_streams, true},
     };
     const auto it = std::find_if(std::begin(kSwitches), std::end(kSwitches), [&](const Switch& s) { return flag == s.name; });
     if (it != std::end(kSwitches)) {
@@ -85,6 +94,7 @@ Args Parse(int argc, char** argv) {
     else if (flag == "--repeats") args.repeats = std::stoi(value);
     else if (flag == "--warmup") args.warmup = std::stoi(value);
     else if (flag == "--scheduler-threads") args.scheduler_threads = std::stoi(value);
+    else if (flag == "--trace") args.trace = value;
     else throw std::invalid_argument(fmt::format("unknown flag {}", flag));
   }
   if (args.model != "mlp" && args.model != "lenet") {
@@ -207,6 +217,7 @@ int main(int argc, char** argv) try {
   options.max_calls_in_flight = kMaxCallsInFlight;
   options.gpu_devices = args.gpu ? 1 : 0;
   options.stream_graphs = args.stream_graphs;
+  options.async_cpu_streams = args.cpu_device_streams;
   if (args.copy_streams) options.copy_stream_bytes = 0;
   if (args.gpu && weir::VisibleGpus() == 0) throw std::runtime_error("--gpu: no GPU visible to Weir");
   weir::Session session(options);
@@ -233,6 +244,11 @@ int main(int argc, char** argv) try {
     runner.TrainSync(args.steps);
     if (args.infer) runner.Infer(args.steps);
     std::fputs(session.StopProfiling().Format().c_str(), stderr);
+  }
+  if (!args.trace.empty()) {
+    session.StartTrace();
+    runner.TrainSync(20);
+    session.StopTrace(args.trace);
   }
   if (!std::isfinite(runner.LastLoss())) throw std::runtime_error(fmt::format("loss is {}", runner.LastLoss()));
 

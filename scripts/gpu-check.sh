@@ -10,6 +10,8 @@
 # cuDNN and NCCL found on it), with the benchmark's Weir rows from the C++ API (bench/train_step).
 # Logs go to $OUT when set (a lent machine's output folder), else to the build folder.
 # Each check is bounded (GPU_CHECK_TIMEOUT seconds, default 300) so that a hang fails it.
+# GPU_CHECK_NCU=0 skips the per-kernel times under Nsight Compute (minutes of device time), GPU_CHECK_NSYS=0
+# the CUDA calls' times under Nsight Systems; GPU_CHECK_ONLY=REGEX runs only the checks so named.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/usr/local/cuda/bin:$PATH
@@ -73,8 +75,13 @@ if $prebuilt; then
   # Calls in flight together (8): the steps per second a pipeline of calls reaches.
   checks+=("train-step-async|$build/bench/train_step --gpu --model mlp --steps 200 --repeats 5")
   checks+=("train-step-async-lenet|$build/bench/train_step --gpu --model lenet --steps 100 --repeats 3")
-  # Each actor's busy time and the call latency (the session's profiler), on stderr.
-  checks+=("train-step-profile|$build/bench/train_step --gpu --model mlp --steps 200 --repeats 1 --no-async --no-infer --profile")
+  # Idle actor threads that poll about 0.5 ms instead of a few us (no wake-ups, a core spinning).
+  checks+=("train-step-idle-poll|env WEIR_IDLE_POLL_ATTEMPTS=30000 $build/bench/train_step --gpu --model mlp --steps 200 --repeats 5 --no-async --no-infer")
+  # Each actor's busy time and the call latency (the session's profiler), on stderr; then 20 steps under
+  # the timeline trace (summed up below by bench/trace_gaps.py: where a step's host latency goes).
+  for model in mlp lenet; do
+    checks+=("train-step-profile-$model|$build/bench/train_step --gpu --model $model --steps 100 --repeats 1 --no-async --no-infer --profile --trace $logs/trace-$model.json")
+  done
 elif [[ -x .venv/bin/python ]]; then
   # The Python GPU tests and the GPU benchmark (bench/gpu_step.py: Weir against PyTorch eager and with
   # CUDA graphs), where `make venv` has built the bindings (from build/, which has CUDA by default).
@@ -87,6 +94,7 @@ status=0
 for check in "${checks[@]}"; do
   name=${check%%|*}
   command=${check#*|}
+  [[ $name =~ ${GPU_CHECK_ONLY:-.} ]] || continue
   log="$logs/gpu-check-$name.log"
   echo "== $name: $command"
   start=$(date +%s.%N)
@@ -110,10 +118,28 @@ for check in "${checks[@]}"; do
     done | tee -a "$logs/gpu-check-$name-cases.log" | grep -v '^case rc=0'
   fi
 done
-# Where the GPU time of a train step goes, where Nsight Compute is installed: each kernel's time per
+for model in mlp lenet; do
+  if [[ -f $logs/trace-$model.json ]]; then
+    echo "== where a $model step's time goes (bench/trace_gaps.py $logs/trace-$model.json)"
+    python3 bench/trace_gaps.py "$logs/trace-$model.json" | tee "$logs/trace-gaps-$model.txt"
+  fi
+done
+# The host's CUDA calls of a train step (count, time each), where Nsight Systems is installed
+# (GPU_CHECK_NSYS=0: not): what a step's submission spends in the CUDA runtime. Logs: cuda-api-*.txt.
+nsys_binary=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
+if [[ ${GPU_CHECK_NSYS:-1} != 0 && -n $nsys_binary && -n $gpu ]]; then
+  for model in mlp lenet; do
+    echo "== CUDA calls of 200 $model steps (nsys, cuda_api_sum)"
+    timeout -k 10 "$bound" "$nsys_binary" profile -t cuda --sample=none --cpuctxsw=none -f true -o "/tmp/weir-nsys-$model" \
+      "$build/bench/train_step" --gpu --model "$model" --steps 200 --repeats 1 --warmup 20 --no-async --no-infer >/dev/null 2>&1
+    "$nsys_binary" stats -q --report cuda_api_sum "/tmp/weir-nsys-$model.nsys-rep" >"$logs/cuda-api-$model.txt" 2>&1
+    head -16 "$logs/cuda-api-$model.txt"
+  done
+fi
+# Where the GPU time of a train step goes, where Nsight Compute is installed (GPU_CHECK_NCU=0: not): each kernel's time per
 # step, Weir's (the C++ benchmark) and PyTorch's (its CUDA-graph worker: 3 side-stream warm-up steps,
 # then the replays), for the MLP and LeNet. Logs: kernel-times-*.txt.
-if command -v ncu >/dev/null && [[ -n $gpu ]]; then
+if [[ ${GPU_CHECK_NCU:-1} != 0 ]] && command -v ncu >/dev/null && [[ -n $gpu ]]; then
   torch_python=$($prebuilt && command -v python3 || echo /usr/bin/python3)
   for model in mlp lenet; do
     for side in weir torch; do

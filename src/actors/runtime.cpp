@@ -4,6 +4,7 @@
 #include "common/intra_op_pool.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include <atomic>
 #include <condition_variable>
@@ -399,8 +400,13 @@ struct Runtime::Impl {
     // hundred paid a futex wake-up (p99 40 us against a p50 of 4.7 us; bench/actor_overhead). With
     // one usable core the poll would take the core from the thread that makes the next call, and
     // where actors wait for devices it would spin through every device step: poll briefly there.
+    // WEIR_IDLE_POLL_ATTEMPTS overrides the count, to measure what a wake-up costs against a spinning core.
     const bool poll_briefly = options.waits_on_devices || UsableCores() <= 1;
-    config->set("work-stealing.aggressive-poll-attempts", static_cast<std::size_t>(poll_briefly ? 300 : 30000));
+    std::size_t attempts = poll_briefly ? 300 : 30000;
+    if (const char* text = std::getenv("WEIR_IDLE_POLL_ATTEMPTS"); text != nullptr && *text != '\0') {
+      attempts = static_cast<std::size_t>(std::strtoull(text, nullptr, 10));
+    }
+    config->set("work-stealing.aggressive-poll-attempts", attempts);
     config->set("work-stealing.moderate-poll-attempts", std::size_t{0});
     return config;
   }

@@ -91,6 +91,8 @@ struct HeldMessages final : MessageSink {
 }  // namespace
 
 void Task::ActAsync(MessageSink& sink) {
+  const std::uint8_t instrument = instrument_.load(std::memory_order_relaxed);
+  const Clock::time_point start = instrument != 0 ? Clock::now() : Clock::time_point{};
   auto act = std::make_shared<AsyncAct>();
   act->task = desc_.id;
   for (std::size_t i = 0; i < desc_.consumed.size(); ++i) {
@@ -134,13 +136,27 @@ void Task::ActAsync(MessageSink& sink) {
   HeldMessages messages(*this, sink, act->messages);
   protocol_.CompleteAct(messages);
   ++async_pending_;
-  poller_->Watch(device_stream_->Record(), [completed = completed_, act](std::exception_ptr device_error) {
+  if (instrument != 0) {
+    const Clock::time_point end = Clock::now();
+    Record(instrument, start, end, act->call, TracedFiring::Phase::kAct);
+    if (instrument & kInstrumentTrace) act->submitted_ns = TraceNanos(end);
+  }
+  const bool traced = act->submitted_ns != 0;
+  poller_->Watch(device_stream_->Record(), [completed = completed_, act, traced](std::exception_ptr device_error) {
+    if (traced) act->device_done_ns = TraceNanos(Clock::now());
     if (device_error && !act->error) act->error = device_error;
     completed(act);
   });
 }
 
 void Task::FinishAsync(AsyncAct& act, MessageSink& sink) {
+  const std::uint8_t instrument = instrument_.load(std::memory_order_relaxed);
+  const Clock::time_point start = instrument != 0 ? Clock::now() : Clock::time_point{};
+  CallRecord* const call = act.call;  // read before the messages go: the call may end with them
+  if ((instrument & kInstrumentTrace) && act.device_done_ns != 0) {
+    firings_.push_back({act.submitted_ns, act.device_done_ns - act.submitted_ns, call != nullptr ? call->call_id : -1,
+                        TracedFiring::Phase::kDevice});
+  }
   --async_pending_;
   if (!act.failed) {  // its Run was submitted: the kernel may report what the device found
     try {
@@ -157,6 +173,7 @@ void Task::FinishAsync(AsyncAct& act, MessageSink& sink) {
     out.call = act.call;
     out.failed = failed;
   }
+  if (instrument != 0) Record(instrument, start, Clock::now(), call, TracedFiring::Phase::kCompletion);
   for (const ActorMsg& msg : act.messages) sink.Send(msg);
 }
 
@@ -168,18 +185,9 @@ void Task::Act(MessageSink& sink) {
   CallRecord* call = nullptr;
   bool failed = false;
   if (const std::uint8_t instrument = instrument_.load(std::memory_order_relaxed)) {
-    using Clock = std::chrono::steady_clock;
     const Clock::time_point start = Clock::now();
     failed = Work(call);
-    const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
-    if (instrument & kInstrumentProfile) {
-      counters_.firings.fetch_add(1, std::memory_order_relaxed);
-      counters_.busy_nanos.fetch_add(nanos, std::memory_order_relaxed);
-    }
-    if (instrument & kInstrumentTrace) {
-      firings_.push_back({TraceNanos(start), nanos,
-                          call != nullptr ? call->call_id : -1});
-    }
+    Record(instrument, start, Clock::now(), call, TracedFiring::Phase::kAct);
   } else {
     failed = Work(call);
   }
@@ -191,6 +199,17 @@ void Task::Act(MessageSink& sink) {
   }
   protocol_.CompleteAct(sink);
   if (desc_.kind == TaskKind::kSink) on_call_done_(call);
+}
+
+void Task::Record(std::uint8_t instrument, Clock::time_point start, Clock::time_point end, const CallRecord* call,
+                  TracedFiring::Phase phase) {
+  const std::int64_t nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count();
+  if (instrument & kInstrumentProfile) {
+    // A device act's submission and completion are one firing of host time.
+    if (phase != TracedFiring::Phase::kCompletion) counters_.firings.fetch_add(1, std::memory_order_relaxed);
+    counters_.busy_nanos.fetch_add(nanos, std::memory_order_relaxed);
+  }
+  if (instrument & kInstrumentTrace) firings_.push_back({TraceNanos(start), nanos, call != nullptr ? call->call_id : -1, phase});
 }
 
 bool Task::Work(CallRecord*& call) {

@@ -2,6 +2,7 @@
 // A compiled task at run time: the register protocol plus what one firing does (emit a tick, copy
 // an input, run a kernel, or complete a call). Owned by one executor and touched only by it.
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -33,6 +34,9 @@ struct AsyncAct {
   std::exception_ptr error;           // the kernel's (set on the stream's thread) or the device's
   std::vector<int> produced_slots;    // the slot of each produced register
   std::vector<ActorMsg> messages;     // readable to the consumers, returned to the producers
+  // While tracing (else 0): when the submission ended, and when the poller saw the event complete.
+  std::int64_t submitted_ns = 0;
+  std::int64_t device_done_ns = 0;
 };
 
 /// Where a device's poller hands a completed act back to the task's executor.
@@ -94,6 +98,10 @@ class Task {
   void ActAsync(MessageSink& sink);
   /// The firing's work (copy or kernel); returns whether the piece failed.
   bool Work(CallRecord*& call);
+  using Clock = std::chrono::steady_clock;
+  /// Counts a firing's host time (profiling) and appends it to Firings() (tracing), as `instrument` says.
+  void Record(std::uint8_t instrument, Clock::time_point start, Clock::time_point end, const CallRecord* call,
+              TracedFiring::Phase phase);
 
   const Plan* plan_;
   const TaskDesc& desc_;

@@ -19,11 +19,16 @@ inline std::int64_t TraceNanos(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
-/// One firing of an actor.
+/// One firing of an actor. An actor on a device stream records three pieces per act: the submission
+/// on its executor, the device's work (from the end of the submission to when the stream's poller saw
+/// the act's event complete), and the completion handled back on its executor. The gaps between them
+/// are the hand-offs' latency.
 struct TracedFiring {
+  enum class Phase : std::uint8_t { kAct, kDevice, kCompletion };
   std::int64_t start_ns = 0;
   std::int64_t duration_ns = 0;
   std::int64_t call_id = -1;
+  Phase phase = Phase::kAct;
 };
 
 /// One call, from its launch (after admission) to its completion by the final actor.

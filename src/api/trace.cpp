@@ -73,23 +73,35 @@ void WriteChromeTrace(const std::string& path, const std::vector<JobTrace>& jobs
     }
     for (const TracedTask& task : job.tasks) {
       const int pid = device_pid.at(task.device);
-      const auto [it, added] = track_tid.try_emplace({pid, job.job + " " + task.stream}, 0);
-      if (added) {
-        it->second = static_cast<int>(track_tid.size());
-        metadata("thread_name", pid, it->second, job.job + " " + task.stream);
-      }
+      // The track of a track name in this device's process, named when first used.
+      const auto track = [&](const std::string& track_name) {
+        const auto [it, added] = track_tid.try_emplace({pid, track_name}, 0);
+        if (added) {
+          it->second = static_cast<int>(track_tid.size());
+          metadata("thread_name", pid, it->second, track_name);
+        }
+        return it->second;
+      };
+      const std::string executor_track = job.job + " " + task.stream;
       const std::string_view category = task.collective ? "collective"
                                         : task.op_type.empty()       ? std::string_view(task.kind)
                                                                      : std::string_view(task.op_type);
-      const std::string name = Quoted(task.name);
       const std::string args_tail = fmt::format(R"("kind":{},"op_type":{},"bytes":{})", Quoted(task.kind),
                                                 Quoted(task.op_type), task.bytes);
       for (const TracedFiring& firing : task.firings) {
+        // A device act: its submission and completion on the executor's track, the device's work
+        // between them on the stream's own track.
+        using Phase = TracedFiring::Phase;
+        const int tid = track(firing.phase == Phase::kDevice ? executor_track + " (device)" : executor_track);
+        const std::string name = firing.phase == Phase::kCompletion ? Quoted(task.name + " (done)") : Quoted(task.name);
         events.push_back(fmt::format(R"({{"ph":"X","cat":{},"name":{},"pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},)"
                                      R"("args":{{"call":{},{}}}}})",
-                                     Quoted(category), name, pid, it->second, micros(firing.start_ns),
-                                     static_cast<double>(firing.duration_ns) * 1e-3, firing.call_id, args_tail));
-        fired.emplace(std::pair{task.task_id, firing.call_id}, std::tuple{pid, it->second, firing.start_ns});
+                                     Quoted(firing.phase == Phase::kDevice ? "device" : category), name, pid, tid,
+                                     micros(firing.start_ns), static_cast<double>(firing.duration_ns) * 1e-3,
+                                     firing.call_id, args_tail));
+        if (firing.phase == Phase::kAct) {
+          fired.emplace(std::pair{task.task_id, firing.call_id}, std::tuple{pid, tid, firing.start_ns});
+        }
       }
     }
     // Flow arrows for the register hand-offs between tracks: from the producer's firing for a call to

@@ -7,9 +7,15 @@
 
 #include <atomic>
 #include <cmath>
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <tuple>
 #include <vector>
 
 #include "api/test_ops_for_tests.hpp"
+#include "api/text_file_util.hpp"
 #include "api/train_test_util.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/weir.hpp"
@@ -317,5 +323,53 @@ TEST_CASE("dropout draws the synchronous path's fresh mask each call, in a strea
     CHECK(actors.Call(c, inputs)["loss"].ToVector<float>() == expected);
     CHECK(expected != previous);  // a new mask (and new weights) each call
     previous = expected;
+  }
+}
+
+TEST_CASE("a trace shows each device act's submission, its work on the device and its completion, in that order") {
+  // The gaps between the three are the hand-offs' latency: executor to stream, stream to poller,
+  // poller back to the executor.
+  for (const bool graphs : {true, false}) {
+    CAPTURE(graphs);
+    Session session({.async_cpu_streams = true, .stream_graphs = graphs});
+    const Job job = TrainJob("train", Model::kMlp, kBatch, LogicalView::kConsistent, Sgd(PiecewiseConstantScheduler({}, {0.1})));
+    const std::vector<Tensor> inputs{RandomImages(ImageShape(Model::kMlp, kBatch), 1), RandomLabels(kBatch, 2)};
+    session.Call(job, inputs);
+    session.StartTrace();
+    constexpr int kCalls = 3;
+    for (int call = 0; call < kCalls; ++call) session.Call(job, inputs);
+    const std::string path = (std::filesystem::temp_directory_path() / "weir_test_device_trace.json").string();
+    session.StopTrace(path);
+    std::istringstream trace(ReadTextFile(path));
+    std::filesystem::remove(path);
+
+    // (actor, call) -> the start and end (us) of each phase: 0 the submission, 1 the device, 2 the completion.
+    std::map<std::pair<std::string, int>, std::map<int, std::pair<double, double>>> acts;
+    const std::regex slice(R"re("ph":"X","cat":"([^"]*)","name":"([^"]*)",.*"ts":([0-9.]+),"dur":([0-9.]+),"args":\{"call":(-?[0-9]+))re");
+    std::smatch m;
+    int device_slices = 0;
+    for (std::string line; std::getline(trace, line);) {
+      if (!std::regex_search(line, m, slice)) continue;
+      std::string name = m[2];
+      const bool done = name.ends_with(" (done)");
+      if (done) name.resize(name.size() - std::string_view(" (done)").size());
+      const int phase = m[1] == "device" ? 1 : done ? 2 : 0;
+      device_slices += phase == 1;
+      const double start = std::stod(m[3]);
+      acts[{name, std::stoi(m[5])}][phase] = {start, start + std::stod(m[4])};
+    }
+    CHECK(device_slices >= kCalls);
+    int device_acts = 0;
+    for (const auto& [act, phases] : acts) {
+      if (!phases.contains(1)) continue;
+      CAPTURE(act.first);
+      ++device_acts;
+      REQUIRE(phases.size() == 3);
+      CHECK(act.second >= 0);  // a call's act
+      // The slices are written with ns resolution in us: allow the rounding.
+      CHECK(phases.at(1).first >= phases.at(0).second - 1e-3);
+      CHECK(phases.at(2).first >= phases.at(1).second - 1e-3);
+    }
+    CHECK(device_acts == device_slices);
   }
 }
