@@ -118,6 +118,17 @@ Blob ClipByValue(const Blob& x, ClipAttrs attrs, std::string_view name = {});
 /// outside [0, depth) fails the call (as OneFlow's kernel). No gradient.
 Blob OneHot(const Blob& indices, OneHotAttrs attrs, std::string_view name = {});
 
+/// The entries of params along `axis` that indices (i32/i64) pick: params[:axis] + indices +
+/// params[axis+1:] (an embedding lookup with axis 0). An index outside [0, params.shape[axis]) fails
+/// the call. The gradient for params is unsorted_segment_sum of dy by the indices.
+Blob Gather(const Blob& params, const Blob& indices, int axis = 0, std::string_view name = {});
+
+/// data (f32, f64, i32, i64) whose axes from `axis` on start with segment_ids' shape, summed by id into
+/// num_segments segments: data[:axis] + [num_segments] + data[axis + ids' rank:], zeros where no id
+/// points. An id outside [0, num_segments) fails the call. The gradient for data is gather(dy, ids).
+Blob UnsortedSegmentSum(const Blob& data, const Blob& segment_ids, std::int64_t num_segments, int axis = 0,
+                        std::string_view name = {});
+
 // --- images (conv2d, pooling, batch normalization) -------------------------------------------
 
 /// 2-D cross-correlation (no bias; OneFlow's flow.nn.conv2d). x (N,C,H,W) or (N,H,W,C); weight

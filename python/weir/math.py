@@ -14,6 +14,7 @@ __all__ = [
     "exp", "log", "sqrt", "rsqrt", "square", "abs", "reciprocal", "log1p", "expm1", "softplus",
     "sign", "floor", "ceil", "round", "rint", "sin", "cos", "clip_by_value", "top_k",
     "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "squared_difference",
+    "unsorted_segment_sum", "unsorted_segment_sum_like",
 ]
 
 
@@ -210,3 +211,23 @@ def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
 # Blob's + - * / % ** build these ops.
 install_operators(add=add, subtract=subtract, multiply=multiply, divide=divide, mod=mod, pow=pow, equal=equal,
                   not_equal=not_equal, greater=greater, greater_equal=greater_equal, less=less, less_equal=less_equal)
+
+
+def unsorted_segment_sum(data, segment_ids, num_segments, axis=0, name=None):
+    """`data`, whose axes from `axis` on start with segment_ids' shape, summed by id (int32/int64)
+    into `num_segments` segments: data.shape[:axis] + (num_segments,) + the axes after the ids',
+    zeros where no id points. An id outside [0, num_segments) fails the call."""
+    data = check_blob(data, "flow.math.unsorted_segment_sum", "data")
+    segment_ids = check_blob(segment_ids, "flow.math.unsorted_segment_sum", "segment_ids")
+    return add_op("unsorted_segment_sum", [data, segment_ids], op_name(name), axis=int(axis),
+                  num_segments=int(num_segments))
+
+
+def unsorted_segment_sum_like(data, segment_ids, like, axis=0, name=None):
+    """unsorted_segment_sum with as many segments as `like` has along `axis`."""
+    like = check_blob(like, "flow.math.unsorted_segment_sum_like", "like")
+    rank = len(like.shape)
+    if not -rank <= int(axis) < rank:
+        raise ValueError(f"flow.math.unsorted_segment_sum_like: axis must be in [{-rank}, {rank}) for like of shape "
+                         f"{tuple(like.shape)}, got {axis}")
+    return unsorted_segment_sum(data, segment_ids, like.shape[int(axis)], axis=axis, name=name)

@@ -17,7 +17,7 @@ __all__ = [
     "reshape", "transpose", "matmul", "cast", "identity", "constant", "zeros_like", "ones_like",
     "squeeze", "expand_dims", "flatten", "concat", "one_hot", "clip_by_value", "get_variable", "watch", "watch_diff",
     "slice", "slice_v2", "reverse", "constant_like", "broadcast_to_compatible_with", "broadcast_like", "stack",
-    "identity_n", "cast_to_static_shape", "ones", "zeros",
+    "identity_n", "cast_to_static_shape", "ones", "zeros", "gather",
 ]
 
 # Past either end of any axis: what an open end of a slice becomes (the op clamps it to the axis).
@@ -277,6 +277,19 @@ def one_hot(indices, depth, on_value=1, off_value=0, axis=-1, dtype=None, name=N
     c_dtype = to_c_dtype(dtype if dtype is not None else dtypes.float32, "flow.one_hot: dtype")
     return add_op("one_hot", [x], op_name(name), depth=int(depth), on_value=float(on_value), off_value=float(off_value),
                   dtype=c_dtype)
+
+
+def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):
+    """The entries of `params` along `axis` (default 0) that `indices` (int32/int64) pick:
+    params.shape[:axis] + indices.shape + params.shape[axis + 1:]. An index outside
+    [0, params.shape[axis]) fails the call. The gradient for params adds dy back into the rows it
+    came from (unsorted_segment_sum)."""
+    params = check_blob(params, "flow.gather", "params")
+    indices = check_blob(indices, "flow.gather", "indices")
+    if batch_dims != 0:
+        raise NotImplementedError(f"flow.gather: batch_dims other than 0 (flow.gather's batch_gather) is not "
+                                  f"supported yet, got {batch_dims}")
+    return add_op("gather", [params, indices], op_name(name), axis=0 if axis is None else int(axis))
 
 
 def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None, trainable=None,

@@ -54,10 +54,16 @@ struct alignas(kLine) Mailbox {
 };
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "shared counters must be lock free");
 
+// Each rank's departure flag (1 once it left the group), after the header: a point-to-point wait
+// minds only its peer's, so that ranks done with their part may leave while others still exchange.
+std::size_t DepartureBytes(int ranks) {
+  return (static_cast<std::size_t>(ranks) * sizeof(std::atomic<std::uint32_t>) + kLine - 1) / kLine * kLine;
+}
+
 // The segment's bytes for `ranks` ranks and slots of `slot_bytes`.
 std::size_t SegmentBytes(int ranks, std::size_t slot_bytes) {
   const auto n = static_cast<std::size_t>(ranks);
-  return sizeof(Header) + 2 * slot_bytes * (n + 1) + n * (n - 1) * (sizeof(Mailbox) + slot_bytes);
+  return sizeof(Header) + DepartureBytes(ranks) + 2 * slot_bytes * (n + 1) + n * (n - 1) * (sizeof(Mailbox) + slot_bytes);
 }
 
 void Pause() {
@@ -73,12 +79,15 @@ class ShmProcessGroup final : public HostProcessGroup {
       : control_plane_(control_plane), prefix_(std::move(prefix)), base_(base), bytes_(bytes), slot_bytes_(slot_bytes),
         timeout_(timeout), rank_(control_plane.Rank()), size_(control_plane.WorldSize()) {
     header_ = static_cast<Header*>(base);
-    sets_ = static_cast<std::byte*>(base) + sizeof(Header);
+    departures_ = reinterpret_cast<std::atomic<std::uint32_t>*>(static_cast<std::byte*>(base) + sizeof(Header));
+    sets_ = static_cast<std::byte*>(base) + sizeof(Header) + DepartureBytes(size_);
     mailboxes_ = sets_ + 2 * slot_bytes_ * static_cast<std::size_t>(size_ + 1);
     generation_ = header_->generation.load(std::memory_order_acquire);
   }
   ~ShmProcessGroup() override {
-    // A rank still waiting in a collective of this group learns at once that no answer will come.
+    // A rank still waiting in a collective of this group, or for this rank's messages, learns at once
+    // that no answer will come.
+    departures_[rank_].store(1, std::memory_order_release);
     std::uint32_t none = 0;
     header_->departed.compare_exchange_strong(none, static_cast<std::uint32_t>(rank_ + 1));
     munmap(base_, bytes_);
@@ -122,7 +131,7 @@ class ShmProcessGroup final : public HostProcessGroup {
     const std::size_t total = tensor.meta->NumBytes();
     std::uint64_t& chunks = sent_[static_cast<std::size_t>(to)];
     for (std::size_t offset = 0; offset < total; offset += slot_bytes_, ++chunks) {
-      WaitUntil([&] { return box.taken.load(std::memory_order_acquire) == chunks; }, "send", what);
+      WaitUntil([&] { return box.taken.load(std::memory_order_acquire) == chunks; }, "send", what, [&] { return Departed(to); });
       std::memcpy(SlotOf(box), data + offset, std::min(slot_bytes_, total - offset));
       box.put.store(chunks + 1, std::memory_order_release);
     }
@@ -135,7 +144,7 @@ class ShmProcessGroup final : public HostProcessGroup {
     const std::size_t total = tensor.meta->NumBytes();
     std::uint64_t& chunks = received_[static_cast<std::size_t>(from)];
     for (std::size_t offset = 0; offset < total; offset += slot_bytes_, ++chunks) {
-      WaitUntil([&] { return box.put.load(std::memory_order_acquire) > chunks; }, "recv", what);
+      WaitUntil([&] { return box.put.load(std::memory_order_acquire) > chunks; }, "recv", what, [&] { return Departed(from); });
       std::memcpy(data + offset, SlotOf(box), std::min(slot_bytes_, total - offset));
       box.taken.store(chunks + 1, std::memory_order_release);
     }
@@ -158,7 +167,9 @@ class ShmProcessGroup final : public HostProcessGroup {
     auto can_put = [&] { return sent < send_total && out.taken.load(std::memory_order_acquire) == put; };
     auto can_take = [&] { return received < recv_total && in.put.load(std::memory_order_acquire) > taken; };
     while (sent < send_total || received < recv_total) {
-      if (!can_put() && !can_take()) WaitUntil([&] { return can_put() || can_take(); }, "send/recv", what);
+      // Only a peer this rank still needs: one that took every chunk may have left.
+      const auto departed = [&] { return sent < send_total && Departed(to) >= 0 ? to : received < recv_total ? Departed(from) : -1; };
+      if (!can_put() && !can_take()) WaitUntil([&] { return can_put() || can_take(); }, "send/recv", what, departed);
       if (can_put()) {
         const std::size_t length = std::min(slot_bytes_, send_total - sent);
         std::memcpy(SlotOf(out), source + sent, length);
@@ -232,13 +243,18 @@ class ShmProcessGroup final : public HostProcessGroup {
       header_->generation.store(generation + 1, std::memory_order_release);
       return;
     }
-    WaitUntil([&] { return header_->generation.load(std::memory_order_acquire) != generation; }, kind, what);
+    WaitUntil([&] { return header_->generation.load(std::memory_order_acquire) != generation; }, kind, what,
+              [&] { return static_cast<int>(header_->departed.load(std::memory_order_acquire)) - 1; });
   }
 
+  // The rank if it left the group, else -1.
+  int Departed(int rank) const { return departures_[rank].load(std::memory_order_acquire) != 0 ? rank : -1; }
+
   // Waits until `done()`: spins, then yields, then sleeps briefly (ranks may share a core); about every
-  // millisecond it checks the deadline and the control plane.
-  template <typename Done>
-  void WaitUntil(Done&& done, std::string_view kind, std::string_view what) {
+  // millisecond it checks the deadline, the control plane and `departed()` (a rank the wait needs that
+  // left the group, else -1: any rank for a collective, the peer for a message).
+  template <typename Done, typename Gone>
+  void WaitUntil(Done&& done, std::string_view kind, std::string_view what, Gone&& departed) {
     const auto start = std::chrono::steady_clock::now();
     auto next_check = start + std::chrono::milliseconds(1);
     for (std::uint64_t spins = 0; !done(); ++spins) {
@@ -254,11 +270,10 @@ class ShmProcessGroup final : public HostProcessGroup {
       const auto now = std::chrono::steady_clock::now();
       if (now < next_check) continue;
       next_check = now + std::chrono::milliseconds(1);
-      if (const std::uint32_t departed = header_->departed.load(std::memory_order_acquire);
-          departed != 0 && !done()) {
+      if (const int gone = departed(); gone >= 0 && !done()) {
         MarkFailed();
         std::string why = DescribeDeparture(control_plane_, kDepartureNoticeWait);
-        if (why.empty()) why = fmt::format("rank {} left the group", departed - 1);
+        if (why.empty()) why = fmt::format("rank {} left the group", gone);
         throw PeerLeftError(fmt::format("[shm] rank {}: {} {} failed: {}", rank_, kind, what, why));
       }
       if (std::string broken = control_plane_.Broken(); !broken.empty()) {
@@ -285,6 +300,7 @@ class ShmProcessGroup final : public HostProcessGroup {
   int rank_;
   int size_;
   Header* header_ = nullptr;
+  std::atomic<std::uint32_t>* departures_ = nullptr;  // one per rank
   std::byte* sets_ = nullptr;
   std::byte* mailboxes_ = nullptr;
   std::vector<std::uint64_t> sent_ = std::vector<std::uint64_t>(static_cast<std::size_t>(size_), 0);      // chunks to each rank

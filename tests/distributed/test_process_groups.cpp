@@ -18,6 +18,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/stale_files.hpp"
@@ -207,6 +208,31 @@ TEST_CASE("process groups: a ring of send/recv exchanges, of several slots and e
       group.SendRecv({mine.data(), rank == 0 ? &empty : &meta}, left, {back.data(), rank == 2 ? &empty : &meta}, right,
                      "test_exchange");
       if (rank != 2) CHECK(back[2999] == right * 10000.0 + 2999.0);
+    });
+  }
+}
+
+TEST_CASE("process groups: a rank that leaves after its part fails no exchange between the others") {
+  // Regression: a shared-memory wait failed on any rank's departure, so rank 1, waiting for rank 2's
+  // message, failed ("rank 0 left the group") once rank 0, done with its own part, had left.
+  Watchdog dog(60s);
+  for (Backend backend : {Backend::kGloo, Backend::kShm}) {
+    CAPTURE(Name(backend));
+    OnRanks(backend, 3, 10000ms, [](int rank, HostProcessGroup& group, ControlPlaneClient&) {
+      const TensorMeta meta{Shape{3}, DType::kI64};
+      std::vector<std::int64_t> value{1, 2, 3};
+      if (rank == 0) group.Send(ConstTensorView{value.data(), &meta}, 1, "test_early");
+      if (rank == 1) {
+        group.Recv(TensorView{value.data(), &meta}, 0, "test_early");
+        CHECK(value == std::vector<std::int64_t>{1, 2, 3});
+        group.Recv(TensorView{value.data(), &meta}, 2, "test_late");
+        CHECK(value == std::vector<std::int64_t>{7, 8, 9});
+      }
+      if (rank == 2) {
+        std::this_thread::sleep_for(300ms);  // rank 0 leaves meanwhile
+        value = {7, 8, 9};
+        group.Send(ConstTensorView{value.data(), &meta}, 1, "test_late");
+      }
     });
   }
 }

@@ -28,6 +28,7 @@
 #include "kernels/attrs/batch_norm_attrs.hpp"
 #include "kernels/collectives/collective_attrs.hpp"
 #include "kernels/attrs/concat_attrs.hpp"
+#include "kernels/attrs/gather_attrs.hpp"
 #include "kernels/attrs/conv2d_attrs.hpp"
 #include "kernels/attrs/slice_attrs.hpp"
 #include "kernels/attrs/dropout_attrs.hpp"
@@ -154,6 +155,40 @@ std::vector<Sample> Samples() {
         out.push_back(depth);
         samples.push_back({"one_hot", OneHotAttrs{depth, 2.5, -1.0, dtype}, {{indices, index}}, {{Shape(out), dtype}},
                            false, depth});
+      }
+    }
+  }
+  // gather along rows, a middle axis (2-D indices) and from the end, with none, and more than a block of
+  // threads; every dtype (moved as words). Indices (and integer params) drawn in [0, the gathered axis).
+  struct Indexed {
+    Shape tensor;
+    Shape indices;
+    int axis;
+    std::int64_t bound;  // the indexed axis: gather's params' axis, the segment count
+  };
+  for (const auto& [params, indices, axis, bound] : {Indexed{Shape{5, 3}, Shape{7}, 0, 5}, Indexed{Shape{2, 4, 3}, Shape{2, 3}, 1, 4},
+                                                     Indexed{Shape{3, 6}, Shape{4}, -1, 6}, Indexed{Shape{4}, Shape{0}, 0, 4},
+                                                     Indexed{Shape{300, 8}, Shape{500}, 0, 300}}) {
+    for (DType index : {DType::kI32, DType::kI64}) {
+      for (DType dtype : kAllDTypes) {
+        const int resolved = axis < 0 ? axis + params.Rank() : axis;
+        std::vector<std::int64_t> out(params.Dims().begin(), params.Dims().begin() + resolved);
+        out.insert(out.end(), indices.Dims().begin(), indices.Dims().end());
+        out.insert(out.end(), params.Dims().begin() + resolved + 1, params.Dims().end());
+        samples.push_back({"gather", GatherAttrs{axis}, {{params, dtype}, {indices, index}}, {{Shape(out), dtype}}, false, bound});
+      }
+    }
+  }
+  // unsorted_segment_sum: ids along rows, a middle axis (2-D ids), none, and many ids into few segments.
+  for (const auto& [data, ids, axis, segments] : {Indexed{Shape{7, 3}, Shape{7}, 0, 4}, Indexed{Shape{2, 3, 4}, Shape{3, 4}, 1, 5},
+                                                  Indexed{Shape{0, 2}, Shape{0}, 0, 3}, Indexed{Shape{1000, 2}, Shape{1000}, 0, 10}}) {
+    for (DType index : {DType::kI32, DType::kI64}) {
+      for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
+        std::vector<std::int64_t> out(data.Dims().begin(), data.Dims().begin() + axis);
+        out.push_back(segments);
+        out.insert(out.end(), data.Dims().begin() + axis + ids.Rank(), data.Dims().end());
+        samples.push_back({"unsorted_segment_sum", UnsortedSegmentSumAttrs{axis, segments}, {{data, dtype}, {ids, index}},
+                           {{Shape(out), dtype}}, false, segments});
       }
     }
   }

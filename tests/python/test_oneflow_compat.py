@@ -1,7 +1,7 @@
 """Behaviour OneFlow's own op tests rely on: names, reductions over no axis, grouped NHWC convolutions
 on the CPU, option checks and the module-level queries (each was a wrong result or a refusal that
 OneFlow does not make); int8, the comparisons, reverse, constant_like, squared_difference and
-broadcast_to_compatible_with (each was missing)."""
+broadcast_to_compatible_with, gather and unsorted_segment_sum (each was missing)."""
 
 from typing import List
 
@@ -341,3 +341,66 @@ def test_sparse_cross_entropy_and_its_gradient():
     expected = probabilities.copy()
     expected[np.arange(5), labels] += 1 / probabilities[np.arange(5), labels] / 5
     np.testing.assert_allclose(flow.get_all_variables()["p"].numpy(), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_gather_is_numpys_take(axis):
+    params = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    indices = np.array([[1, 0], [1, 1]], np.int64) if axis != 0 else np.array([1, 0, 1], np.int32)
+
+    @flow.global_function()
+    def job(p: tp.Numpy.Placeholder((2, 3, 4)),
+            i: tp.Numpy.Placeholder(indices.shape, dtype=flow.int64 if axis != 0 else flow.int32)) -> tp.Numpy:
+        return flow.gather(p, i, axis=axis)
+
+    np.testing.assert_array_equal(job(params, indices), np.take(params, indices, axis=axis))
+
+
+def test_gather_refuses_an_index_out_of_range_and_batch_dims():
+    @flow.global_function()
+    def job(p: tp.Numpy.Placeholder((3, 2)), i: tp.Numpy.Placeholder((2,), dtype=flow.int32)) -> tp.Numpy:
+        return flow.gather(p, i)
+
+    with pytest.raises(Exception, match=r"\[gather\] index 3 at position 1 is outside \[0, 3\)"):
+        job(np.zeros((3, 2), np.float32), np.array([0, 3], np.int32))
+    with pytest.raises(NotImplementedError, match="batch_dims"):
+        @flow.global_function()
+        def batched(p: tp.Numpy.Placeholder((3, 2)), i: tp.Numpy.Placeholder((3, 1), dtype=flow.int32)) -> tp.Numpy:
+            return flow.gather(p, i, batch_dims=1)
+        batched(np.zeros((3, 2), np.float32), np.zeros((3, 1), np.int32))
+
+
+def test_an_embedding_lookup_trains_only_the_rows_it_read():
+    table = np.arange(12, dtype=np.float64).reshape(4, 3)
+    ids = np.array([2, 0, 2], np.int32)
+
+    @flow.global_function(type="train")
+    def job(i: tp.Numpy.Placeholder((3,), dtype=flow.int32)) -> tp.Numpy:
+        embedding = flow.get_variable("embedding", shape=(4, 3), dtype=flow.double, initializer=flow.zeros_initializer())
+        loss = flow.math.reduce_sum(flow.gather(embedding, i))
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.5]), momentum=0).minimize(loss)
+        return loss
+
+    flow.load_variables({"embedding": table.copy()})
+    assert job(ids) == pytest.approx(table[ids].sum())
+    expected = table.copy()
+    np.add.at(expected, ids, -0.5)  # row 2 read twice: its gradient is 2
+    np.testing.assert_array_equal(flow.get_all_variables()["embedding"].numpy(), expected)
+
+
+def test_unsorted_segment_sum_and_its_like_form():
+    data = np.arange(12, dtype=np.float32).reshape(2, 3, 2)
+    ids = np.array([2, 0, 2], np.int32)
+    expected = np.zeros((2, 4, 2), np.float32)
+    for n, segment in enumerate(ids):
+        expected[:, segment] += data[:, n]
+
+    @flow.global_function()
+    def job(d: tp.Numpy.Placeholder((2, 3, 2)), i: tp.Numpy.Placeholder((3,), dtype=flow.int32),
+            like: tp.Numpy.Placeholder((5, 4))) -> List[tp.Numpy]:
+        return [flow.math.unsorted_segment_sum(d, i, num_segments=4, axis=1),
+                flow.math.unsorted_segment_sum_like(d, i, like, axis=1)]
+
+    plain, like = job(data, ids, np.zeros((5, 4), np.float32))
+    np.testing.assert_array_equal(plain, expected)
+    np.testing.assert_array_equal(like, expected)

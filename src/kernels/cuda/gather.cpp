@@ -1,0 +1,61 @@
+// gather on CUDA: a thread per output element (the launcher in gather.cu, the index arithmetic in
+// kernels/functors/gather.hpp); an index out of range fails the call with the CPU kernel's error
+// (DeviceReports). Elements are moved as words of their size, so one kernel serves every dtype.
+#include <cstdint>
+#include <memory>
+
+#include "kernels/attrs/gather_attrs.hpp"
+#include "kernels/cuda/cuda_kernel.hpp"
+
+namespace weir::internal {
+
+namespace cuda {
+/// out[e] = params[the element index e picks] for every output element (gather.cu).
+template <typename Word, typename Index>
+void Gather(void* stream, const GatherPlan& plan, const Word* params, const Index* indices, Word* out, ReportRing reports);
+}  // namespace cuda
+
+namespace {
+
+template <typename Word, typename Index> class GatherCuda final : public Kernel {
+ public:
+  explicit GatherCuda(const KernelSetup& setup)
+      : stream_(CudaStreamOf(setup)),
+        plan_(PlanGatherOf(setup.inputs[0].shape, setup.inputs[1].shape, setup.Get<GatherAttrs>().axis)) {}
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    cuda::Gather<Word, Index>(stream_, plan_, inputs[0].As<Word>(), inputs[1].As<Index>(), outputs[0].As<Word>(),
+                              reports_.Ring());
+    reports_.AdvanceAfterRun(stream_);
+  }
+  void AfterCompletion() override {
+    if (const auto bad = reports_.TakeCompleted()) {
+      throw KernelError(fmt::format("[gather] index {} at position {} is outside [0, {})", bad->index, bad->position,
+                                    plan_.axis_size));
+    }
+  }
+
+ private:
+  void* stream_;
+  GatherPlan plan_;
+  DeviceReports reports_;
+};
+
+template <typename Word> std::unique_ptr<Kernel> MakeGatherOf(const KernelSetup& setup) {
+  if (setup.inputs[1].dtype == DType::kI64) return std::make_unique<GatherCuda<Word, std::int64_t>>(setup);
+  return std::make_unique<GatherCuda<Word, std::int32_t>>(setup);
+}
+
+std::unique_ptr<Kernel> MakeGather(const KernelSetup& setup) {
+  switch (SizeOf(setup.inputs[0].dtype)) {
+    case 1: return MakeGatherOf<std::uint8_t>(setup);
+    case 4: return MakeGatherOf<std::uint32_t>(setup);
+    default: return MakeGatherOf<std::uint64_t>(setup);
+  }
+}
+
+WEIR_REGISTER_KERNELS {
+  for (DType dtype : kAllDTypes) RegisterKernel({"gather", Device::Kind::kCuda, dtype}, &MakeGather);
+}
+
+}  // namespace
+}  // namespace weir::internal

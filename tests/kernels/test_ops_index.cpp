@@ -1,0 +1,126 @@
+// gather and unsorted_segment_sum (each the other's gradient): hand-computed values along every
+// axis, index shapes and dtypes, bad inputs, and finite-difference gradients (tests/gradient_check.hpp).
+#include <cstdint>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "gradient_check.hpp"
+#include "kernels/attrs/gather_attrs.hpp"
+#include "op_test_util.hpp"
+
+using weir::Blob;
+using weir::DType;
+using weir::Shape;
+using weir::Tensor;
+using weir::internal::GatherAttrs;
+using weir::internal::KernelError;
+using weir::internal::UnsortedSegmentSumAttrs;
+using weir::testing::CheckGradients;
+using weir::testing::Random;
+using weir::testing::RunOp;
+
+namespace {
+
+// 0, 1, 2, ... in `shape`, as T.
+template <typename T> Tensor Iota(const Shape& shape) {
+  std::vector<T> values(static_cast<std::size_t>(shape.NumElements()));
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<T>(i);
+  return Tensor::FromVector<T>(shape, values);
+}
+
+}  // namespace
+
+TEST_CASE("gather picks rows, columns and middle entries by indices of any shape") {
+  const Tensor params = Iota<float>(Shape{3, 4});  // rows [0..3], [4..7], [8..11]
+  const Tensor rows = Tensor::FromVector<std::int32_t>({4}, {2, 0, 2, 1});
+  Tensor out = RunOp("gather", GatherAttrs{0}, {params, rows})[0];
+  CHECK(out.GetShape() == Shape{4, 4});
+  CHECK(out.ToVector<float>() == std::vector<float>{8, 9, 10, 11, 0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7});
+
+  const Tensor columns = Tensor::FromVector<std::int64_t>({2, 2}, {3, 0, 1, 1});
+  out = RunOp("gather", GatherAttrs{1}, {params, columns})[0];
+  CHECK(out.GetShape() == Shape{3, 2, 2});
+  CHECK(out.ToVector<float>() == std::vector<float>{3, 0, 1, 1, 7, 4, 5, 5, 11, 8, 9, 9});
+  CHECK(RunOp("gather", GatherAttrs{-1}, {params, columns})[0].ToVector<float>() == out.ToVector<float>());
+
+  // A middle axis of a rank-3 tensor, a scalar index (the axis goes away), other dtypes.
+  const Tensor cube = Iota<std::int64_t>(Shape{2, 3, 2});
+  out = RunOp("gather", GatherAttrs{1}, {cube, Tensor::Scalar<std::int32_t>(2)})[0];
+  CHECK(out.GetShape() == Shape{2, 2});
+  CHECK(out.ToVector<std::int64_t>() == std::vector<std::int64_t>{4, 5, 10, 11});
+  const Tensor bytes = Tensor::FromVector<std::uint8_t>({3}, {7, 8, 9});
+  CHECK(RunOp("gather", GatherAttrs{0}, {bytes, rows})[0].ToVector<std::uint8_t>() == std::vector<std::uint8_t>{9, 7, 9, 8});
+  const Tensor wide = Iota<double>(Shape{2, 2});
+  CHECK(RunOp("gather", GatherAttrs{0}, {wide, Tensor::FromVector<std::int32_t>({1}, {1})})[0].ToVector<double>() ==
+        std::vector<double>{2, 3});
+
+  // No indices: an empty output; an empty axis with no indices is fine too.
+  CHECK(RunOp("gather", GatherAttrs{0}, {params, Tensor(Shape{0}, DType::kI32)})[0].GetShape() == Shape{0, 4});
+  CHECK(RunOp("gather", GatherAttrs{1}, {Tensor(Shape{2, 0}, DType::kF32), Tensor(Shape{0}, DType::kI32)})[0].GetShape() ==
+        Shape{2, 0});
+}
+
+TEST_CASE("gather rejects indices out of range and bad shapes, dtypes and axes, naming them") {
+  const Tensor params = Iota<float>(Shape{3, 4});
+  CHECK_THROWS_WITH_AS(RunOp("gather", GatherAttrs{0}, {params, Tensor::FromVector<std::int32_t>({3}, {0, 3, 1})}),
+                       "[gather] index 3 at position 1 is outside [0, 3)", KernelError);
+  CHECK_THROWS_WITH_AS(RunOp("gather", GatherAttrs{1}, {params, Tensor::FromVector<std::int64_t>({1}, {-1})}),
+                       "[gather] index -1 at position 0 is outside [0, 4)", KernelError);
+  CHECK_THROWS_WITH_AS(RunOp("gather", GatherAttrs{0}, {params, Tensor(Shape{2}, DType::kF32)}),
+                       "[gather] expects i32 or i64 indices, got f32", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("gather", GatherAttrs{0}, {Tensor::Scalar<float>(1), Tensor(Shape{1}, DType::kI32)}),
+                       "[gather] params must have at least one axis, got a scalar", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("gather", GatherAttrs{2}, {params, Tensor(Shape{1}, DType::kI32)}),
+                       doctest::Contains("[gather] axis"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("gather", GatherAttrs{1}, {Tensor(Shape{2, 0}, DType::kF32), Tensor(Shape{1}, DType::kI32)}),
+                       "[gather] params (2,0) has no entries along axis 1 to gather", std::invalid_argument);
+}
+
+TEST_CASE("unsorted_segment_sum adds each entry into its id's segment, zeros where no id points") {
+  const Tensor data = Iota<float>(Shape{4, 2});  // rows (0,1) (2,3) (4,5) (6,7)
+  const Tensor ids = Tensor::FromVector<std::int32_t>({4}, {2, 0, 2, 2});
+  Tensor out = RunOp("unsorted_segment_sum", UnsortedSegmentSumAttrs{0, 4}, {data, ids})[0];
+  CHECK(out.GetShape() == Shape{4, 2});
+  CHECK(out.ToVector<float>() == std::vector<float>{2, 3, 0, 0, 10, 13, 0, 0});
+
+  // Ids of rank 2 along axis 1 of a rank-3 tensor; integer data; i64 ids; axis from the end.
+  const Tensor cube = Iota<std::int32_t>(Shape{2, 2, 2});
+  const Tensor grid = Tensor::FromVector<std::int64_t>({2, 2}, {1, 1, 0, 1});
+  out = RunOp("unsorted_segment_sum", UnsortedSegmentSumAttrs{1, 2}, {cube, grid})[0];
+  CHECK(out.GetShape() == Shape{2, 2});
+  CHECK(out.ToVector<std::int32_t>() == std::vector<std::int32_t>{2, 0 + 1 + 3, 6, 4 + 5 + 7});
+  CHECK(RunOp("unsorted_segment_sum", UnsortedSegmentSumAttrs{-2, 2}, {cube, grid})[0].ToVector<std::int32_t>() ==
+        out.ToVector<std::int32_t>());
+  CHECK(RunOp("unsorted_segment_sum", UnsortedSegmentSumAttrs{0, 3}, {Tensor(Shape{0, 2}, DType::kF64), Tensor(Shape{0}, DType::kI32)})[0]
+            .ToVector<double>() == std::vector<double>(6, 0.0));
+}
+
+TEST_CASE("unsorted_segment_sum rejects ids out of range and data that does not start with the ids' shape") {
+  const Tensor data = Iota<float>(Shape{3, 2});
+  CHECK_THROWS_WITH_AS(RunOp("unsorted_segment_sum", UnsortedSegmentSumAttrs{0, 2}, {data, Tensor::FromVector<std::int32_t>({3}, {0, 1, 2})}),
+                       "[unsorted_segment_sum] segment id 2 at position 2 is outside [0, 2)", KernelError);
+  CHECK_THROWS_WITH_AS(RunOp("unsorted_segment_sum", UnsortedSegmentSumAttrs{0, 2}, {data, Tensor(Shape{2}, DType::kI32)}),
+                       "[unsorted_segment_sum] data (3,2) must have segment_ids' shape (2) from axis 0 on",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("unsorted_segment_sum", UnsortedSegmentSumAttrs{0, -1}, {data, Tensor(Shape{3}, DType::kI32)}),
+                       "[unsorted_segment_sum] num_segments must be >= 0, got -1", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("unsorted_segment_sum", UnsortedSegmentSumAttrs{0, 2}, {data, Tensor(Shape{3}, DType::kF32)}),
+                       "[unsorted_segment_sum] expects i32 or i64 segment_ids, got f32", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("unsorted_segment_sum", UnsortedSegmentSumAttrs{0, 2},
+                             {Tensor(Shape{3}, DType::kU8), Tensor(Shape{3}, DType::kI32)}),
+                       "[unsorted_segment_sum] expects f32, f64, i32 or i64 data, got u8", std::invalid_argument);
+}
+
+TEST_CASE("gather and unsorted_segment_sum: gradients against finite differences") {
+  weir::Session session;
+  const Tensor rows = Tensor::FromVector<std::int32_t>({5}, {2, 0, 2, 1, 2});  // repeats: the gradient adds up
+  CheckGradients(session, "gather_rows", {Random({3, 4}), rows},
+                 [](const std::vector<Blob>& in) { return weir::Gather(in[0], in[1]); });
+  CheckGradients(session, "gather_middle_axis", {Random({2, 3, 2}), Tensor::FromVector<std::int64_t>({2, 2}, {0, 2, 2, 2})},
+                 [](const std::vector<Blob>& in) { return weir::Gather(in[0], in[1], 1); });
+  CheckGradients(session, "unsorted_segment_sum", {Random({5, 3}), rows},
+                 [](const std::vector<Blob>& in) { return weir::UnsortedSegmentSum(in[0], in[1], 4); });
+  CheckGradients(session, "unsorted_segment_sum_axis1", {Random({2, 2, 2, 3}), Tensor::FromVector<std::int32_t>({2, 2}, {1, 0, 1, 1})},
+                 [](const std::vector<Blob>& in) { return weir::UnsortedSegmentSum(in[0], in[1], 3, 1); });
+}
