@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "weir/dtype.hpp"
@@ -203,6 +204,11 @@ struct Optimizer {
   bool do_bias_correction = false;
   /// kAdamW, kLamb: decoupled weight decay.
   double weight_decay = 0.0;
+  /// kAdamW, kLamb: the variables that decay, by name (OneFlow's weight_decay_includes / _excludes):
+  /// with includes, those in which some pattern is found (a regular-expression search, ECMAScript
+  /// syntax); with excludes, all but those. At most one of the two is given; neither: every variable.
+  std::vector<std::string> weight_decay_includes;
+  std::vector<std::string> weight_decay_excludes;
   /// kRmsProp.
   double decay_rate = 0.99;
   bool centered = false;

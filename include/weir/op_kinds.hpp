@@ -38,7 +38,21 @@ namespace weir {
   X(kCeil, "ceil")                                  \
   X(kRound, "round")           /* half to even */   \
   X(kSin, "sin")                                    \
-  X(kCos, "cos")
+  X(kCos, "cos")                                    \
+  X(kTan, "tan")                                    \
+  X(kAsin, "asin")                                  \
+  X(kAcos, "acos")                                  \
+  X(kAtan, "atan")                                  \
+  X(kSinh, "sinh")                                  \
+  X(kCosh, "cosh")                                  \
+  X(kAsinh, "asinh")                                \
+  X(kAcosh, "acosh")                                \
+  X(kAtanh, "atanh")                                \
+  X(kErf, "erf")                                    \
+  X(kErfc, "erfc")             /* 1 - erf x */      \
+  X(kLogSigmoid, "log_sigmoid") /* -softplus(-x) */ \
+  X(kGelu, "gelu")             /* x·Φ(x), exact */  \
+  X(kReciprocalNoNan, "reciprocal_no_nan") /* 1/x, 0 at 0 */
 
 /// Elementwise comparisons, numpy-broadcast; the result is int8 1 or 0, as OneFlow 0.3's
 /// broadcast_equal and its siblings give. NaN compares unequal to everything, itself included.

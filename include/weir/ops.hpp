@@ -26,6 +26,9 @@ Blob Slice(const Blob& x, SliceAttrs attrs, std::string_view name = {});
 
 /// 2-D matrix product of op(a) (m,k) and op(b) (k,n).
 Blob MatMul(const Blob& a, const Blob& b, MatMulAttrs attrs = {}, std::string_view name = {});
+/// The product of the last two axes for every index of the leading (batch) axes: a (..., m, k) and
+/// b (..., k, n) of one rank >= 3 and the same batch axes (transposes act on the last two axes).
+Blob BatchMatMul(const Blob& a, const Blob& b, MatMulAttrs attrs = {}, std::string_view name = {});
 
 Blob BiasAdd(const Blob& x, const Blob& bias, BiasAddAttrs attrs = {}, std::string_view name = {});
 
@@ -66,7 +69,8 @@ Blob SparseSoftmaxCrossEntropy(const Blob& labels, const Blob& logits, std::stri
 /// Joins `inputs` (at least one, one dtype, equal shapes but along `axis`) along `axis`.
 Blob Concat(const std::vector<Blob>& inputs, ConcatAttrs attrs = {}, std::string_view name = {});
 
-/// f(x) elementwise; f32 and f64 (integers too where the kind says so). The output has x's meta.
+/// f(x) elementwise, every kind of weir/op_kinds.hpp (the ones below are named shorthands); f32 and
+/// f64 (integers too where the kind says so). The output has x's meta.
 Blob Unary(const Blob& x, UnaryAttrs attrs, std::string_view name = {});
 Blob Exp(const Blob& x, std::string_view name = {});
 Blob Log(const Blob& x, std::string_view name = {});

@@ -6,10 +6,13 @@ from __future__ import annotations
 import warnings
 
 from weir import _C, _context, distribute, initializers
+from weir import math as _math
+from weir import nn as _nn
+from weir import ops as _ops
 from weir._image import check_format, pair, padding_spec
 from weir._ops_util import check_blob, wrap
 
-__all__ = ["dense", "conv2d", "batch_normalization"]
+__all__ = ["dense", "conv2d", "batch_normalization", "layer_norm"]
 
 _warned_zero_dense = False  # flow.layers.dense's zero-kernel warning is given once per process
 
@@ -136,3 +139,37 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=0.001, center=Tr
         ),
         x,
     )
+
+
+def layer_norm(inputs, center=True, scale=True, trainable=True, begin_norm_axis=1, begin_params_axis=-1,
+               epsilon=1e-5, name=None):
+    """Layer normalization (OneFlow's): each example normalized over the axes from `begin_norm_axis`
+    on, y = (x - mean) / sqrt(variance + epsilon), then scaled by "<name>-gamma" and shifted by
+    "<name>-beta" (variables of shape inputs.shape[begin_params_axis:], ones and zeros at first).
+    Unnamed layers are "LayerNorm", "LayerNorm_1", ... Built from reductions and elementwise ops,
+    as OneFlow builds it on the CPU; its gradient is theirs."""
+    op = "flow.layers.layer_norm"
+    x = check_blob(inputs, op, "inputs")
+    rank = len(x.shape)
+    if not -rank <= int(begin_norm_axis) < rank:
+        raise ValueError(f"{op}: begin_norm_axis must be in [{-rank}, {rank}) for inputs of shape {tuple(x.shape)}, "
+                         f"got {begin_norm_axis}")
+    if not -rank <= int(begin_params_axis) < rank:
+        raise ValueError(f"{op}: begin_params_axis must be in [{-rank}, {rank}) for inputs of shape "
+                         f"{tuple(x.shape)}, got {begin_params_axis}")
+    full = _layer_name(name, op, "LayerNorm")
+    layer = full[len(_context.scoped_name("")):]  # get_variable adds the namespaces again
+    norm_axis = int(begin_norm_axis) % rank
+    mean, variance = _nn.moments(x, list(range(norm_axis, rank)), keepdims=True)
+    y = (x - mean) * _math.rsqrt(variance + float(epsilon))
+    params_shape = list(x.shape[int(begin_params_axis) % rank:])
+    broadcast_shape = [1] * (rank - len(params_shape)) + params_shape
+    if scale:
+        gamma = _ops.get_variable(f"{layer}-gamma", shape=params_shape, dtype=x.dtype,
+                                  initializer=initializers.ones_initializer(), trainable=bool(trainable))
+        y = y * _ops.reshape(gamma, broadcast_shape)
+    if center:
+        beta = _ops.get_variable(f"{layer}-beta", shape=params_shape, dtype=x.dtype,
+                                 initializer=initializers.zeros_initializer(), trainable=bool(trainable))
+        y = y + _ops.reshape(beta, broadcast_shape)
+    return y

@@ -12,7 +12,8 @@ __all__ = [
     "add", "subtract", "multiply", "divide", "mod", "pow", "add_n", "negative", "maximum", "minimum",
     "relu", "sigmoid", "tanh", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "argmax",
     "exp", "log", "sqrt", "rsqrt", "square", "abs", "reciprocal", "log1p", "expm1", "softplus",
-    "sign", "floor", "ceil", "round", "rint", "sin", "cos", "clip_by_value", "top_k",
+    "sign", "floor", "ceil", "round", "rint", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
+    "acosh", "atanh", "erf", "erfc", "log_sigmoid", "gelu", "reciprocal_no_nan", "clip_by_value", "top_k",
     "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "squared_difference",
     "unsorted_segment_sum", "unsorted_segment_sum_like",
 ]
@@ -103,6 +104,22 @@ round = _unary("round")  # noqa: A001 - OneFlow's name
 rint = round
 sin = _unary("sin")
 cos = _unary("cos")
+tan = _unary("tan")
+asin = _unary("asin")
+acos = _unary("acos")
+atan = _unary("atan")
+sinh = _unary("sinh")
+cosh = _unary("cosh")
+asinh = _unary("asinh")
+acosh = _unary("acosh")
+atanh = _unary("atanh")
+erf = _unary("erf")
+erfc = _unary("erfc")
+log_sigmoid = _unary("log_sigmoid")
+gelu = _unary("gelu")
+gelu.__doc__ = "x·Φ(x), Φ the standard normal CDF (the exact form, as OneFlow's gelu), elementwise."
+reciprocal_no_nan = _unary("reciprocal_no_nan")
+reciprocal_no_nan.__doc__ = "1/x elementwise, and 0 where x is 0."
 
 
 def maximum(x, y, name=None):

@@ -14,7 +14,7 @@ __all__ = [
     "relu", "sigmoid", "tanh", "softmax", "logsoftmax", "dropout", "bias_add", "conv2d", "max_pool2d",
     "avg_pool2d", "batch_normalization", "sparse_softmax_cross_entropy_with_logits",
     "softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits", "leaky_relu", "elu", "relu6",
-    "hardtanh", "hardsigmoid", "hardswish", "mish", "swish", "sparse_cross_entropy",
+    "hardtanh", "hardsigmoid", "hardswish", "mish", "swish", "sparse_cross_entropy", "moments",
 ]
 
 
@@ -205,3 +205,24 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, axis
             raise ValueError(f"{op}: {what} has shape {blob.shape}, mean has {channels}")
     return add_op("batch_norm", [x, scale, offset, mean, variance], op_name(name), axis=int(axis),
                   epsilon=float(variance_epsilon), momentum=0.0, training=False)
+
+
+def moments(x, axes, keepdims=False, name=None):
+    """(mean, variance) of `x` over `axes`: the variance is the mean squared deviation from the mean
+    (the population variance, as OneFlow's and TensorFlow's moments)."""
+    op = "flow.nn.moments"
+    x = check_blob(x, op, "x")
+    rank = len(x.shape)
+    axes = [axes] if isinstance(axes, int) else list(axes)
+    if not all(isinstance(a, int) and -rank <= a < rank for a in axes):
+        raise ValueError(f"{op}: axes must be ints in [{-rank}, {rank}) for x of shape {tuple(x.shape)}, got {axes!r}")
+    resolved = {a % rank for a in axes}
+
+    def part(suffix):
+        return None if name is None else f"{name}_{suffix}"
+
+    mean = _math.reduce_mean(x, axes, keepdims=True, name=part("mean"))
+    variance = _math.reduce_mean(_math.square(x - mean), axes, keepdims=bool(keepdims), name=part("variance"))
+    if not keepdims:
+        mean = ops.reshape(mean, [d for i, d in enumerate(x.shape) if i not in resolved], name=part("mean_reduced"))
+    return mean, variance

@@ -104,10 +104,13 @@ def transpose(a, perm=None, conjugate=False, batch_axis_non_change=False, name=N
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False, alpha=1.0, name=None):
-    """The 2-D product op(a)·op(b), scaled by alpha."""
+    """op(a)·op(b), scaled by alpha: the 2-D product, or for operands of one rank > 2 the product of
+    the last two axes at every index of the leading ones (OneFlow's batch_matmul; the transposes act
+    on the last two axes)."""
     a = check_blob(a, "flow.matmul", "a")
     b = check_blob(b, "flow.matmul", "b")
-    return add_op("matmul", [a, b], op_name(name), transpose_a=bool(transpose_a), transpose_b=bool(transpose_b),
+    op_type = "batch_matmul" if len(a.shape) > 2 or len(b.shape) > 2 else "matmul"
+    return add_op(op_type, [a, b], op_name(name), transpose_a=bool(transpose_a), transpose_b=bool(transpose_b),
                   alpha=float(alpha))
 
 

@@ -1,5 +1,10 @@
 #include "graph/train_lowering.hpp"
 
+#include <algorithm>
+#include <regex>
+#include <string>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "graph/autodiff.hpp"
@@ -89,6 +94,28 @@ Blob Slot(const std::shared_ptr<JobGraph>& graph, const VariableAttrs& variable,
   return AddVariable(graph, fmt::format("{}-{}", variable.name, suffix), spec);
 }
 
+// Whether `variable` decays under the optimizer's weight decay: OneFlow's filter, each pattern searched
+// for in the variable's name.
+bool Decays(const Optimizer& optimizer, const std::string& variable) {
+  const auto found = [&variable](const std::vector<std::string>& patterns) {
+    return std::any_of(patterns.begin(), patterns.end(),
+                       [&variable](const std::string& pattern) { return std::regex_search(variable, std::regex(pattern)); });
+  };
+  if (!optimizer.weight_decay_includes.empty()) return found(optimizer.weight_decay_includes);
+  return !found(optimizer.weight_decay_excludes);
+}
+
+void RequirePatterns(const Optimizer& optimizer, std::string_view parameter, const std::vector<std::string>& patterns) {
+  for (const std::string& pattern : patterns) {
+    try {
+      std::regex(pattern, std::regex::ECMAScript);
+    } catch (const std::regex_error& error) {
+      throw std::invalid_argument(fmt::format("[optimizer {}] '{}' pattern '{}' is not a regular expression: {}",
+                                              KindName(optimizer.kind), parameter, pattern, error.what()));
+    }
+  }
+}
+
 }  // namespace
 
 void ValidateOptimizer(const Optimizer& optimizer) {
@@ -103,6 +130,12 @@ void ValidateOptimizer(const Optimizer& optimizer) {
           optimizer.decay_rate);
   Require(optimizer.loss_scale_factor > 0, optimizer, "loss_scale_factor", "positive", optimizer.loss_scale_factor);
   if (optimizer.clip_norm) Require(*optimizer.clip_norm > 0, optimizer, "clip_norm", "positive", *optimizer.clip_norm);
+  if (!optimizer.weight_decay_includes.empty() && !optimizer.weight_decay_excludes.empty()) {
+    throw std::invalid_argument(fmt::format("[optimizer {}] give 'weight_decay_includes' or 'weight_decay_excludes', not both",
+                                            KindName(optimizer.kind)));
+  }
+  RequirePatterns(optimizer, "weight_decay_includes", optimizer.weight_decay_includes);
+  RequirePatterns(optimizer, "weight_decay_excludes", optimizer.weight_decay_excludes);
 }
 
 void LowerTraining(const std::shared_ptr<JobGraph>& graph) {
@@ -175,7 +208,9 @@ void LowerTraining(const std::shared_ptr<JobGraph>& graph) {
   for (std::size_t i = 0; i < variables.size(); ++i) {
     if (!grads[i].Defined()) continue;  // the loss does not depend on this variable
     const VariableAttrs& attrs = variable_attrs[i];
-    const UpdateAttrs update{optimizer, attrs.spec.regularizer, gradient_scale};
+    Optimizer own = optimizer;  // this variable's: without decay where the filter leaves it out
+    if (own.weight_decay != 0 && !Decays(optimizer, attrs.name)) own.weight_decay = 0;
+    const UpdateAttrs update{std::move(own), attrs.spec.regularizer, gradient_scale};
     Blob grad = grads[i];
     const std::string name = attrs.name + "-update";
     const PlacementOverride placed(*graph, graph->nodes[static_cast<std::size_t>(

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -245,6 +246,32 @@ TEST_CASE("AdamW adds decoupled weight decay: p -= lr_t (m / (sqrt(v) + eps) + w
   }
 }
 
+TEST_CASE("weight decay applies to the variables its includes or excludes patterns pick, by name") {
+  // A zero gradient leaves AdamW only its decay: p -= lr * weight_decay * p where the variable decays.
+  const auto step = [](Optimizer optimizer) {
+    JobBuilder builder("decay", JobType::kTrain);
+    const Blob weight = builder.Variable("dense-weight", {.shape = Shape{2}, .initializer = ConstantInitializer(1.0)});
+    const Blob bias = builder.Variable("dense-bias", {.shape = Shape{2}, .initializer = ConstantInitializer(1.0)});
+    const Blob gamma = builder.Variable("LayerNorm/gamma", {.shape = Shape{2}, .initializer = ConstantInitializer(1.0)});
+    builder.Minimize(optimizer, ScalarMul(ReduceSum(Add(Add(weight, bias), gamma)), 0.0));
+    Session session;
+    session.Call(builder.Build(), {});
+    std::map<std::string, float> after;
+    for (const char* name : {"dense-weight", "dense-bias", "LayerNorm/gamma"}) after[name] = session.GetVariable(name).ToVector<float>()[0];
+    return after;
+  };
+  constexpr float kDecayed = 1.0f - 0.5f * 0.25f;
+  Optimizer excludes = AdamW(Constant(0.5), 0.25);
+  excludes.weight_decay_excludes = {"bias", "LayerNorm|layer_norm"};
+  CHECK(step(excludes) == std::map<std::string, float>{{"dense-weight", kDecayed}, {"dense-bias", 1.f}, {"LayerNorm/gamma", 1.f}});
+  Optimizer includes = AdamW(Constant(0.5), 0.25);
+  includes.weight_decay_includes = {"-weight$", "gamma"};
+  CHECK(step(includes) ==
+        std::map<std::string, float>{{"dense-weight", kDecayed}, {"dense-bias", 1.f}, {"LayerNorm/gamma", kDecayed}});
+  CHECK(step(AdamW(Constant(0.5), 0.25)) ==
+        std::map<std::string, float>{{"dense-weight", kDecayed}, {"dense-bias", kDecayed}, {"LayerNorm/gamma", kDecayed}});
+}
+
 TEST_CASE("RMSProp, non-centered and centered, with epsilon inside the square root") {
   for (const bool centered : {false, true}) {
     const std::string suffix = centered ? "_centered" : "";
@@ -337,6 +364,19 @@ TEST_CASE("bad hyperparameters are rejected at Minimize, naming the optimizer an
   rejects(Lamb(Constant(0.1), 0.9, 0.999, 1e-6, -1.0), "[optimizer lamb] 'weight_decay' must be non-negative, got -1");
   rejects(Lamb(Constant(0.1), 0.9, 1.5), "[optimizer lamb] 'beta2' must be in [0, 1), got 1.5");
   rejects(ClipByGlobalNorm(Adam(Constant(0.1)), 0.0), "[optimizer adam] 'clip_norm' must be positive, got 0");
+  Optimizer both = AdamW(Constant(0.1), 0.01);
+  both.weight_decay_includes = {"a"};
+  both.weight_decay_excludes = {"b"};
+  rejects(both, "[optimizer adamw] give 'weight_decay_includes' or 'weight_decay_excludes', not both");
+  Optimizer unbalanced = AdamW(Constant(0.1), 0.01);
+  unbalanced.weight_decay_excludes = {"bias("};
+  const auto not_a_pattern = [&unbalanced] {
+    JobBuilder builder("bad", JobType::kTrain);
+    builder.Minimize(unbalanced, builder.Variable("v", {.shape = Shape{1}}));
+  };
+  CHECK_THROWS_WITH_AS(not_a_pattern(),
+                       doctest::Contains("[optimizer adamw] 'weight_decay_excludes' pattern 'bias(' is not a regular expression"),
+                       std::invalid_argument);
   rejects(ClipByGlobalNorm(Sgd(Constant(0.1)), -1.0), "[optimizer sgd] 'clip_norm' must be positive, got -1");
   rejects(Adam(Constant(0.1), std::nan("")), "[optimizer adam] 'beta1' must be in [0, 1), got nan");
   rejects(RmsProp(Constant(0.1), 0.9, std::nan("")), "[optimizer rmsprop] 'epsilon' must be non-negative, got nan");

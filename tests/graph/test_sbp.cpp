@@ -234,6 +234,8 @@ TEST_CASE("every declared SBP signature of every op gives the one-device result 
     // Embedding-style lookups (labels index w's rows and x's columns) and the segment sums back.
     Blob looked_up = Add(ReduceSum(Gather(w, labels)), ReduceSum(Gather(x, labels, 1)));
     Blob segments = ReduceSum(UnsortedSegmentSum(x, labels, 3));
+    // Per-example outer products: a batch of 7 (5 x 1)·(1 x 5).
+    segments = Add(segments, ReduceSum(BatchMatMul(Reshape(x, {{7, 5, 1}}), Reshape(x, {{7, 1, 5}}))));
     Blob all = Add(Add(Add(ReduceSum(reduced), total), ReduceSum(sliced)), Add(looked_up, segments));
     builder.Output("all", all);
     const std::vector<Blob> grads = Gradients(all, {x, w, bias});

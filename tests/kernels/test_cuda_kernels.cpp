@@ -17,6 +17,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -26,6 +27,7 @@
 #include "common/cuda_runtime.hpp"
 #include "common/device_stream.hpp"
 #include "kernels/attrs/batch_norm_attrs.hpp"
+#include "kernels/functors/unary.hpp"
 #include "kernels/collectives/collective_attrs.hpp"
 #include "kernels/attrs/concat_attrs.hpp"
 #include "kernels/attrs/gather_attrs.hpp"
@@ -64,6 +66,8 @@ struct Sample {
   bool positive = false;  // inputs drawn from (0.1, 2): the domain of log, sqrt, rsqrt, reciprocal
   std::int64_t classes = 0;  // > 0: integer inputs are labels in [0, classes)
   bool ties = false;         // float inputs drawn from {0, 1, 2}: equal values are common
+  double low = -2.0;         // float inputs drawn from [low, high) (unless positive or ties)
+  double high = 2.0;
 };
 
 // Shapes every elementwise sample runs on: empty, one element, odd, and more than a block of threads.
@@ -73,19 +77,19 @@ Tensor RandomTensor(const TensorMeta& meta, const Sample& sample, std::mt19937& 
 
 std::vector<Sample> Samples() {
   std::vector<Sample> samples;
-  const std::vector<UnaryOpKind> integer_kinds = {UnaryOpKind::kSquare, UnaryOpKind::kAbs, UnaryOpKind::kNegative,
-                                                   UnaryOpKind::kSign};
-  for (int k = 0; k <= static_cast<int>(UnaryOpKind::kCos); ++k) {
+  // Every unary kind, its inputs drawn from its functor's range (inside the domain).
+  for (std::size_t k = 0; k < std::size(kUnaryOpKindNames); ++k) {
     const auto kind = static_cast<UnaryOpKind>(k);
-    const bool positive = kind == UnaryOpKind::kLog || kind == UnaryOpKind::kSqrt || kind == UnaryOpKind::kRsqrt ||
-                          kind == UnaryOpKind::kReciprocal;
+    const auto [low, high, integers] =
+        VisitUnaryKind(kind, []<typename Fn>() { return std::tuple{Fn::kLow, Fn::kHigh, Fn::kTakesIntegers}; });
     for (const Shape& shape : kElementwiseShapes) {
       for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
         const bool integer = dtype == DType::kI32 || dtype == DType::kI64;
-        if (integer && std::find(integer_kinds.begin(), integer_kinds.end(), kind) == integer_kinds.end()) continue;
-        samples.push_back({"unary", UnaryAttrs{kind}, {{shape, dtype}}, {{shape, dtype}}, positive});
+        if (integer && !integers) continue;
+        samples.push_back({"unary", UnaryAttrs{kind}, {{shape, dtype}}, {{shape, dtype}}, false, 0, false, low, high});
         if (!integer) {
-          samples.push_back({"unary_grad", UnaryAttrs{kind}, {{shape, dtype}, {shape, dtype}}, {{shape, dtype}}, positive});
+          samples.push_back({"unary_grad", UnaryAttrs{kind}, {{shape, dtype}, {shape, dtype}}, {{shape, dtype}}, false, 0,
+                             false, low, high});
         }
       }
     }
@@ -499,6 +503,16 @@ std::vector<Sample> Samples() {
       const Shape a = p.ta ? Shape{p.k, p.m} : Shape{p.m, p.k};
       const Shape b = p.tb ? Shape{p.n, p.k} : Shape{p.k, p.n};
       samples.push_back({"matmul", MatMulAttrs{p.ta, p.tb, 0.5}, {{a, dtype}, {b, dtype}}, {{Shape{p.m, p.n}, dtype}}});
+      // The same product for 3 batch indices, and for 2 x 2 (rank 4).
+      for (const std::vector<std::int64_t>& batch : {std::vector<std::int64_t>{3}, std::vector<std::int64_t>{2, 2}}) {
+        const auto batched = [&batch](const Shape& matrix) {
+          std::vector<std::int64_t> dims = batch;
+          dims.insert(dims.end(), matrix.Dims().begin(), matrix.Dims().end());
+          return Shape(std::move(dims));
+        };
+        samples.push_back({"batch_matmul", MatMulAttrs{p.ta, p.tb, 0.5}, {{batched(a), dtype}, {batched(b), dtype}},
+                           {{batched(Shape{p.m, p.n}), dtype}}});
+      }
       if (dtype != DType::kF32) continue;  // the fused kernel is f32 on the CPU
       samples.push_back({"matmul_sgd_update", FusedMatMulSgdAttrs{MatMulAttrs{p.ta, p.tb, 0.5}, 0.25},
                          {{a, dtype}, {b, dtype}, {Shape{p.m, p.n}, dtype}, {Shape{1}, DType::kF32}}, {}});
@@ -572,7 +586,7 @@ std::string Describe(const Sample& sample) {
 
 Tensor RandomTensor(const TensorMeta& meta, const Sample& sample, std::mt19937& random) {
   Tensor t(meta.shape, meta.dtype);
-  std::uniform_real_distribution<double> real(sample.positive ? 0.1 : -2.0, 2.0);
+  std::uniform_real_distribution<double> real(sample.positive ? 0.1 : sample.low, sample.positive ? 2.0 : sample.high);
   std::uniform_int_distribution<std::int64_t> integer(sample.classes > 0 ? 0 : sample.positive ? 1 : -1000,
                                                       sample.classes > 0 ? sample.classes - 1 : 1000);
   for (std::int64_t i = 0; i < t.NumElements(); ++i) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gradient_check.hpp"
 #include "op_test_util.hpp"
 #include "weir/job.hpp"
 #include "weir/ops.hpp"
@@ -53,6 +54,49 @@ TEST_CASE("matmul f64 runs through dgemm with transposes and alpha") {
   // An empty inner dim gives zeros.
   CheckClose<double>(RunOp("matmul", weir::MatMulAttrs{}, {Tensor(Shape{2, 0}, DType::kF64), Tensor(Shape{0, 3}, DType::kF64)})[0],
                      {2, 3}, {0, 0, 0, 0, 0, 0});
+}
+
+TEST_CASE("batch_matmul multiplies the last two axes for every batch index, f32 and f64") {
+  using weir::testing::CheckClose;
+  // Batch 0: [[1,2,3],[4,5,6]]; batch 1: its negative. b is the same for both.
+  const Tensor a = Tensor::FromVector<double>({2, 2, 3}, {1, 2, 3, 4, 5, 6, -1, -2, -3, -4, -5, -6});
+  const Tensor b = Tensor::FromVector<double>({2, 3, 2}, {7, 8, 9, 10, 11, 12, 7, 8, 9, 10, 11, 12});
+  CheckClose<double>(RunOp("batch_matmul", weir::MatMulAttrs{}, {a, b})[0], {2, 2, 2},
+                     {58, 64, 139, 154, -58, -64, -139, -154});
+  CheckClose<double>(RunOp("batch_matmul", weir::MatMulAttrs{.transpose_b = true, .alpha = 0.5}, {a, a})[0], {2, 2, 2},
+                     {7, 16, 16, 38.5, 7, 16, 16, 38.5});
+  CheckClose<double>(RunOp("batch_matmul", weir::MatMulAttrs{.transpose_a = true, .transpose_b = true}, {b, a})[0], {2, 2, 2},
+                     {58, 139, 64, 154, -58, -139, -64, -154});
+  // Rank 4 in f32, and an empty inner dim.
+  const Tensor a4 = Tensor::FromVector<float>({1, 2, 1, 2}, {1, 2, 3, 4});
+  const Tensor b4 = Tensor::FromVector<float>({1, 2, 2, 1}, {5, 6, 7, 8});
+  CHECK(RunOp("batch_matmul", weir::MatMulAttrs{}, {a4, b4})[0].ToVector<float>() == std::vector<float>{17, 53});
+  CHECK(RunOp("batch_matmul", weir::MatMulAttrs{}, {Tensor(Shape{2, 2, 0}, DType::kF32), Tensor(Shape{2, 0, 3}, DType::kF32)})[0]
+            .ToVector<float>() == std::vector<float>(12, 0.f));
+}
+
+TEST_CASE("batch_matmul rejects ranks, batch axes and inner dims that do not match, naming them") {
+  const auto run = [](Shape a, Shape b) {
+    return RunOp("batch_matmul", weir::MatMulAttrs{}, {Tensor(std::move(a), DType::kF32), Tensor(std::move(b), DType::kF32)});
+  };
+  CHECK_THROWS_WITH_AS(run({2, 3}, {3, 2}), "[batch_matmul] expects a and b of one rank >= 3, got (2,3) and (3,2)",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(run({2, 2, 3}, {3, 3, 2}), "[batch_matmul] batch axes differ: (2,2,3) vs (3,3,2)", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(run({2, 2, 3}, {2, 4, 2}), "[batch_matmul] inner dims differ: (2,2,3) vs (2,4,2)", std::invalid_argument);
+}
+
+TEST_CASE("batch_matmul: gradients against finite differences, every transpose") {
+  weir::Session session;
+  for (const bool ta : {false, true}) {
+    for (const bool tb : {false, true}) {
+      const Shape a = ta ? Shape{2, 3, 4} : Shape{2, 4, 3};
+      const Shape b = tb ? Shape{2, 5, 3} : Shape{2, 3, 5};
+      weir::testing::CheckGradients(session, fmt::format("batch_matmul_{}_{}", ta, tb),
+                                    {weir::testing::Random(a), weir::testing::Random(b)}, [ta, tb](const std::vector<weir::Blob>& in) {
+                                      return weir::BatchMatMul(in[0], in[1], {.transpose_a = ta, .transpose_b = tb, .alpha = 0.5});
+                                    });
+    }
+  }
 }
 
 TEST_CASE("matmul rejects mixed and integer dtypes") {

@@ -5,12 +5,14 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <doctest/doctest.h>
 
 #include "gradient_check.hpp"
 #include "kernels/attrs/concat_attrs.hpp"
+#include "kernels/functors/unary.hpp"
 #include "op_test_util.hpp"
 #include "weir/weir.hpp"
 
@@ -185,6 +187,9 @@ TEST_CASE("concat gradients by finite differences") {
 TEST_CASE("unary kinds on hand-computed values, f32 and f64") {
   const std::vector<double> line{-2, -0.5, 0.5, 2};
   const std::vector<double> positive{0.25, 0.5, 1, 4};
+  const std::vector<double> unit{-0.75, -0.25, 0.25, 0.75};
+  const std::vector<double> big{1.25, 1.5, 2, 3};
+  const std::vector<double> with_zero{-2, 0, 0.5, 2};
   struct Case {
     UnaryOpKind kind;
     const std::vector<double>* x;
@@ -207,7 +212,23 @@ TEST_CASE("unary kinds on hand-computed values, f32 and f64") {
       {UnaryOpKind::kCeil, &line, {-2, -0.0, 1, 2}},
       {UnaryOpKind::kSin, &line, {-0.9092974268256817, -0.479425538604203, 0.479425538604203, 0.9092974268256817}},
       {UnaryOpKind::kCos, &line, {-0.4161468365471424, 0.8775825618903728, 0.8775825618903728, -0.4161468365471424}},
+      {UnaryOpKind::kTan, &line, {2.185039863261519, -0.5463024898437905, 0.5463024898437905, -2.185039863261519}},
+      {UnaryOpKind::kAsin, &unit, {-0.848062078981481, -0.25268025514207865, 0.25268025514207865, 0.848062078981481}},
+      {UnaryOpKind::kAcos, &unit, {2.4188584057763776, 1.8234765819369754, 1.318116071652818, 0.7227342478134157}},
+      {UnaryOpKind::kAtan, &line, {-1.1071487177940904, -0.4636476090008061, 0.4636476090008061, 1.1071487177940904}},
+      {UnaryOpKind::kSinh, &line, {-3.626860407847019, -0.5210953054937474, 0.5210953054937474, 3.626860407847019}},
+      {UnaryOpKind::kCosh, &line, {3.7621956910836314, 1.1276259652063807, 1.1276259652063807, 3.7621956910836314}},
+      {UnaryOpKind::kAsinh, &line, {-1.4436354751788103, -0.48121182505960347, 0.48121182505960347, 1.4436354751788103}},
+      {UnaryOpKind::kAcosh, &big, {0.6931471805599453, 0.9624236501192069, 1.3169578969248166, 1.762747174039086}},
+      {UnaryOpKind::kAtanh, &unit, {-0.9729550745276566, -0.25541281188299536, 0.25541281188299536, 0.9729550745276566}},
+      {UnaryOpKind::kErf, &line, {-0.9953222650189527, -0.5204998778130465, 0.5204998778130465, 0.9953222650189527}},
+      {UnaryOpKind::kErfc, &line, {1.9953222650189528, 1.5204998778130465, 0.4795001221869535, 0.004677734981047265}},
+      {UnaryOpKind::kLogSigmoid, &line, {-2.1269280110429727, -0.9740769841801067, -0.4740769841801067, -0.1269280110429725}},
+      {UnaryOpKind::kGelu, &line, {-0.04550026389635842, -0.15426876936299344, 0.34573123063700656, 1.9544997361036416}},
+      {UnaryOpKind::kReciprocalNoNan, &with_zero, {-0.5, 0, 2, 0.5}},
   };
+  // Every kind has a case here.
+  CHECK(cases.size() + 1 == std::size(weir::kUnaryOpKindNames));  // kRound: below
   for (const Case& c : cases) {
     INFO("kind ", static_cast<int>(c.kind));
     const weir::UnaryAttrs attrs{.kind = c.kind};
@@ -271,13 +292,12 @@ TEST_CASE("unary rejects dtypes a kind does not take") {
 
 TEST_CASE("unary f32 kernels match the f64 ones") {
   const Tensor line = Random({64});
-  const Tensor positive = Uniform({64}, 0.1, 4.0);
-  for (int k = 0; k <= static_cast<int>(UnaryOpKind::kCos); ++k) {
+  for (std::size_t k = 0; k < std::size(weir::kUnaryOpKindNames); ++k) {
     const auto kind = static_cast<UnaryOpKind>(k);
-    const bool needs_positive = kind == UnaryOpKind::kLog || kind == UnaryOpKind::kSqrt ||
-                                kind == UnaryOpKind::kRsqrt || kind == UnaryOpKind::kLog1p;
-    INFO("kind ", k);
-    const Tensor& x = needs_positive ? positive : line;
+    INFO("kind ", weir::kUnaryOpKindNames[k]);
+    const auto [low, high] =
+        weir::internal::VisitUnaryKind(kind, []<typename Fn>() { return std::pair{Fn::kLow, Fn::kHigh}; });
+    const Tensor x = low == -2.0 && high == 2.0 ? line : Uniform({64}, low, high);
     // Rounding kinds compare exactly on inputs away from their steps: f32 keeps the same side.
     CheckF32AgainstF64("unary", weir::UnaryAttrs{.kind = kind}, {x});
     CheckF32AgainstF64("unary_grad", weir::UnaryAttrs{.kind = kind}, {Random({64}), x});
@@ -300,19 +320,19 @@ TEST_CASE("unary gradients by finite differences, every kind") {
   const auto check = [&](const char* name, const Tensor& x, Blob (*fn)(const Blob&, std::string_view)) {
     CheckGradients(session, name, {x}, OneInput([fn](const Blob& b) { return fn(b, {}); }));
   };
-  check("exp", Random({2, 3}), weir::Exp);
-  check("log", Random({2, 3}, true), weir::Log);
-  check("sqrt", Random({2, 3}, true), weir::Sqrt);
-  check("rsqrt", Random({2, 3}, true), weir::Rsqrt);
-  check("square", Random({2, 3}), weir::Square);
-  check("abs", Random({2, 3}), weir::Abs);
-  check("negative", Random({2, 3}), weir::Negative);
-  check("reciprocal", Random({2, 3}), weir::Reciprocal);
-  check("log1p", Uniform({2, 3}, -0.5, 2.0), weir::Log1p);
-  check("expm1", Random({2, 3}), weir::Expm1);
-  check("softplus", Uniform({2, 3}, -4.0, 4.0), weir::Softplus);
-  check("sin", Uniform({2, 3}, -3.0, 3.0), weir::Sin);
-  check("cos", Uniform({2, 3}, -3.0, 3.0), weir::Cos);
+  // Every kind with a derivative, on inputs from its functor's range.
+  for (std::size_t k = 0; k < std::size(weir::kUnaryOpKindNames); ++k) {
+    const auto kind = static_cast<UnaryOpKind>(k);
+    if (kind == UnaryOpKind::kSign || kind == UnaryOpKind::kFloor || kind == UnaryOpKind::kCeil ||
+        kind == UnaryOpKind::kRound) {
+      continue;  // steps: below
+    }
+    const auto [low, high] =
+        weir::internal::VisitUnaryKind(kind, []<typename Fn>() { return std::pair{Fn::kLow, Fn::kHigh}; });
+    CheckGradients(session, weir::kUnaryOpKindNames[k], {Uniform({2, 3}, low, high)},
+                   OneInput([kind](const Blob& x) { return weir::Unary(x, {kind}); }));
+  }
+  check("exp", Random({2, 3}), weir::Exp);  // the named functions are the kinds
   // Zero gradients; the numeric ones are 0 too away from the steps (0.2 from any integer or half).
   const Tensor steps = Tensor::FromVector<double>({2, 3}, {-1.7, -0.3, 0.3, 0.7, 1.3, 2.25});
   check("sign", steps, weir::Sign);

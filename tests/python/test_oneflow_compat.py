@@ -404,3 +404,165 @@ def test_unsorted_segment_sum_and_its_like_form():
     plain, like = job(data, ids, np.zeros((5, 4), np.float32))
     np.testing.assert_array_equal(plain, expected)
     np.testing.assert_array_equal(like, expected)
+
+
+def _train_scaled(optimizer_kwargs, steps=3):
+    """Variables after `steps` SGD steps on a fixed batch, with the optimizer's extra keywords."""
+    flow.clear_default_session()
+    x = np.array([[1.0, -2.0], [0.5, 3.0]], np.float32)
+
+    @flow.global_function(type="train")
+    def job(inputs: tp.Numpy.Placeholder((2, 2))) -> tp.Numpy:
+        w = flow.get_variable("w", shape=(2, 2), dtype=flow.float, initializer=flow.constant_initializer(0.25))
+        loss = flow.math.reduce_mean(flow.math.square(flow.matmul(inputs, w) - 1.0))
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0,
+                           **optimizer_kwargs).minimize(loss)
+        return loss
+
+    for _ in range(steps):
+        job(x)
+    return flow.get_all_variables()["w"].numpy()
+
+
+def test_loss_scale_policies_are_accepted_and_a_static_one_scales():
+    plain = _train_scaled({})
+    # A power-of-two scale and its inverse change no bit in float32.
+    np.testing.assert_array_equal(_train_scaled({"loss_scale_policy": flow.optimizer.loss_scale.static_loss_scale(1024.0)}),
+                                  plain)
+    np.testing.assert_array_equal(_train_scaled({"loss_scale_factor": 1024.0}), plain)
+    np.testing.assert_array_equal(_train_scaled({"loss_scale_policy": None}), plain)
+
+
+def test_dynamic_loss_scale_says_once_that_float32_steps_train_unscaled(capsys):
+    from weir import optimizer as _optimizer
+    _optimizer._NOTICED.discard("dynamic_loss_scale")
+    policy = flow.optimizer.loss_scale.dynamic_loss_scale(increment_period=20)
+    np.testing.assert_array_equal(_train_scaled({"loss_scale_policy": policy}), _train_scaled({}))
+    _train_scaled({"loss_scale_policy": policy})
+    err = capsys.readouterr().err
+    assert err.count("acts with mixed precision") == 1
+    assert "increment_period=20" in err
+
+
+def test_loss_scale_policies_check_their_arguments():
+    loss_scale = flow.optimizer.loss_scale
+    scheduler = flow.optimizer.PiecewiseConstantScheduler([], [0.1])
+    with pytest.raises(ValueError, match="loss_scale_factor must be > 0, got 0"):
+        loss_scale.static_loss_scale(0)
+    with pytest.raises(ValueError, match="multiplier must be > 1, got 1"):
+        loss_scale.dynamic_loss_scale(multiplier=1)
+    with pytest.raises(ValueError, match="increment_period must be >= 1"):
+        loss_scale.dynamic_loss_scale(increment_period=0)
+    with pytest.raises(ValueError, match="Adam: give loss_scale_factor or loss_scale_policy, not both"):
+        flow.optimizer.Adam(scheduler, loss_scale_factor=2.0, loss_scale_policy=loss_scale.static_loss_scale(2.0))
+    with pytest.raises(TypeError, match="loss_scale_policy must come from flow.optimizer.loss_scale, got 2.0"):
+        flow.optimizer.RMSProp(scheduler, loss_scale_policy=2.0)
+    for optimizer in (flow.optimizer.SGD, flow.optimizer.Adam, flow.optimizer.AdamW, flow.optimizer.RMSProp,
+                      flow.optimizer.LAMB):
+        optimizer(scheduler, loss_scale_policy=loss_scale.static_loss_scale(4.0))
+
+
+def test_adamw_decays_only_the_variables_its_patterns_pick():
+    # BERT's AdamW: weight_decay_excludes=["bias", "LayerNorm", "layer_norm"]. With a zero gradient the
+    # update is the decay alone: p -= lr * weight_decay * p.
+    @flow.global_function(type="train")
+    def job(x: tp.Numpy.Placeholder((2,))) -> tp.Numpy:
+        with flow.scope.namespace("encoder"):
+            kernel = flow.get_variable("dense_kernel", shape=(2,), dtype=flow.float, initializer=flow.ones_initializer())
+            bias = flow.get_variable("dense_bias", shape=(2,), dtype=flow.float, initializer=flow.ones_initializer())
+            gamma = flow.get_variable("LayerNorm_gamma", shape=(2,), dtype=flow.float, initializer=flow.ones_initializer())
+        loss = flow.math.reduce_sum((kernel + bias + gamma) * x)
+        flow.optimizer.AdamW(flow.optimizer.PiecewiseConstantScheduler([], [0.5]), weight_decay=0.25,
+                             weight_decay_excludes=["bias", "LayerNorm", "layer_norm"]).minimize(loss)
+        return loss
+
+    job(np.zeros(2, np.float32))
+    variables = flow.get_all_variables()
+    picked = {name: variables[f"encoder-{name}"].numpy()[0] for name in ("dense_kernel", "dense_bias", "LayerNorm_gamma")}
+    assert picked == {"dense_kernel": 0.875, "dense_bias": 1.0, "LayerNorm_gamma": 1.0}
+    with pytest.raises(ValueError, match="give weight_decay_includes or weight_decay_excludes, not both"):
+        flow.optimizer.AdamW(0.1, weight_decay=0.1, weight_decay_includes="a", weight_decay_excludes="b")
+
+
+def _gelu(x):
+    import math
+    return np.vectorize(lambda v: 0.5 * v * (1 + math.erf(v / math.sqrt(2))))(x)
+
+
+@pytest.mark.parametrize("name,reference,low,high", [
+    ("tan", np.tan, -1.2, 1.2), ("asin", np.arcsin, -0.9, 0.9), ("acos", np.arccos, -0.9, 0.9),
+    ("atan", np.arctan, -2, 2), ("sinh", np.sinh, -2, 2), ("cosh", np.cosh, -2, 2), ("asinh", np.arcsinh, -2, 2),
+    ("acosh", np.arccosh, 1.1, 3), ("atanh", np.arctanh, -0.9, 0.9),
+    ("erf", lambda x: np.vectorize(__import__("math").erf)(x), -2, 2),
+    ("erfc", lambda x: np.vectorize(__import__("math").erfc)(x), -2, 2),
+    ("log_sigmoid", lambda x: -np.logaddexp(0, -x), -5, 5), ("gelu", _gelu, -3, 3),
+])
+def test_the_unary_math_functions_match_numpy(name, reference, low, high):
+    x = np.random.default_rng(0).uniform(low, high, size=(3, 4))
+
+    @flow.global_function()
+    def job(v: tp.Numpy.Placeholder((3, 4), dtype=flow.double)) -> tp.Numpy:
+        return getattr(flow.math, name)(v)
+
+    np.testing.assert_allclose(job(x), reference(x), rtol=1e-12, atol=1e-15)
+
+
+def test_reciprocal_no_nan_is_zero_at_zero():
+    @flow.global_function()
+    def job(v: tp.Numpy.Placeholder((4,))) -> tp.Numpy:
+        return flow.math.reciprocal_no_nan(v)
+
+    np.testing.assert_array_equal(job(np.array([-2, 0, 0.5, 4], np.float32)), [-0.5, 0, 2, 0.25])
+
+
+def test_moments_are_the_mean_and_the_population_variance():
+    x = np.random.default_rng(1).normal(size=(2, 3, 4))
+
+    @flow.global_function()
+    def job(v: tp.Numpy.Placeholder((2, 3, 4), dtype=flow.double)) -> List[tp.Numpy]:
+        kept = flow.nn.moments(v, [1, 2], keepdims=True)
+        mean, variance = flow.nn.moments(v, [0, -1])
+        return [kept[0], kept[1], mean, variance]
+
+    kept_mean, kept_variance, mean, variance = job(x)
+    np.testing.assert_allclose(kept_mean, x.mean(axis=(1, 2), keepdims=True), rtol=1e-12)
+    np.testing.assert_allclose(kept_variance, x.var(axis=(1, 2), keepdims=True), rtol=1e-12)
+    np.testing.assert_allclose(mean, x.mean(axis=(0, 2)), rtol=1e-12)
+    np.testing.assert_allclose(variance, x.var(axis=(0, 2)), rtol=1e-12)
+
+
+def test_layer_norm_normalizes_each_example_and_trains_gamma_and_beta():
+    x = np.random.default_rng(2).normal(size=(4, 3, 5))
+    w = np.random.default_rng(3).normal(size=(4, 3, 5))
+
+    @flow.global_function(type="train")
+    def job(v: tp.Numpy.Placeholder((4, 3, 5), dtype=flow.double),
+            weights: tp.Numpy.Placeholder((4, 3, 5), dtype=flow.double)) -> tp.Numpy:
+        y = flow.layers.layer_norm(v, begin_norm_axis=1, begin_params_axis=-1, epsilon=1e-5)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [1.0]), momentum=0).minimize(
+            flow.math.reduce_sum(y * weights))
+        return y
+
+    normalized = (x - x.mean(axis=(1, 2), keepdims=True)) / np.sqrt(x.var(axis=(1, 2), keepdims=True) + 1e-5)
+    np.testing.assert_allclose(job(x, w), normalized, rtol=1e-10, atol=1e-12)
+    # The loss is a sum (one element): lr 1 moves beta by -sum(w) and gamma by -sum(w * normalized)
+    # over every axis but the parameters' last one.
+    variables = flow.get_all_variables()
+    np.testing.assert_allclose(variables["LayerNorm-beta"].numpy(), -w.sum(axis=(0, 1)), rtol=1e-10)
+    np.testing.assert_allclose(variables["LayerNorm-gamma"].numpy(), 1 - (w * normalized).sum(axis=(0, 1)), rtol=1e-10)
+
+
+def test_matmul_of_rank_3_and_4_multiplies_the_last_two_axes():
+    rng = np.random.default_rng(4)
+    a3, b3 = rng.normal(size=(2, 4, 3)), rng.normal(size=(2, 5, 3))
+    a4, b4 = rng.normal(size=(2, 3, 4, 6)), rng.normal(size=(2, 3, 6, 5))
+
+    @flow.global_function()
+    def job(x3: tp.Numpy.Placeholder((2, 4, 3), dtype=flow.double), y3: tp.Numpy.Placeholder((2, 5, 3), dtype=flow.double),
+            x4: tp.Numpy.Placeholder((2, 3, 4, 6), dtype=flow.double),
+            y4: tp.Numpy.Placeholder((2, 3, 6, 5), dtype=flow.double)) -> List[tp.Numpy]:
+        return [flow.matmul(x3, y3, transpose_b=True), flow.matmul(x4, y4, alpha=2.0)]
+
+    three, four = job(a3, b3, a4, b4)
+    np.testing.assert_allclose(three, a3 @ b3.transpose(0, 2, 1), rtol=1e-12)
+    np.testing.assert_allclose(four, 2.0 * (a4 @ b4), rtol=1e-12)

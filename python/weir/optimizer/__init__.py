@@ -4,16 +4,18 @@ pass and one update per trainable variable."""
 
 from __future__ import annotations
 
+import sys
+
 from weir import _C, _context
 from weir._blob import is_blob
-from weir.optimizer import grad_clipping, warmup
+from weir.optimizer import grad_clipping, loss_scale, warmup
 from weir.optimizer import grad_clipping as _grad_clipping
 
 __all__ = [
     "SGD", "Adam", "AdamW", "RMSProp", "LAMB",
     "PiecewiseConstantScheduler", "PiecewiseScalingScheduler", "CosineScheduler", "PolynomialScheduler",
     "PolynomialSchduler", "ExponentialScheduler", "InverseTimeScheduler", "NaturalExpScheduler",
-    "LinearCosineScheduler", "grad_clipping", "warmup",
+    "LinearCosineScheduler", "grad_clipping", "warmup", "loss_scale",
 ]
 
 
@@ -108,10 +110,49 @@ def _schedule(lr_scheduler, what):
     raise TypeError(f"{what}: lr_scheduler must be a flow.optimizer scheduler or a number, got {lr_scheduler!r}")
 
 
+_NOTICED = set()
+
+
+def _loss_scale_factor(name, loss_scale_factor, loss_scale_policy):
+    """The static factor an optimizer's loss_scale_factor= and loss_scale_policy= ask for (None: none)."""
+    if loss_scale_policy is None:
+        return loss_scale_factor
+    if loss_scale_factor is not None:
+        raise ValueError(f"{name}: give loss_scale_factor or loss_scale_policy, not both")
+    if isinstance(loss_scale_policy, loss_scale.static_loss_scale):
+        return loss_scale_policy.loss_scale_factor
+    if isinstance(loss_scale_policy, loss_scale.dynamic_loss_scale):
+        if "dynamic_loss_scale" not in _NOTICED:
+            _NOTICED.add("dynamic_loss_scale")
+            print(f"[weir] {name}: {loss_scale_policy!r} acts with mixed precision, which Weir does not run yet; "
+                  "steps train unscaled in float32", file=sys.stderr)
+        return None
+    raise TypeError(f"{name}: loss_scale_policy must come from flow.optimizer.loss_scale, got {loss_scale_policy!r}")
+
+
+def _set_weight_decay_filter(c_optimizer, name, includes, excludes):
+    """The variables a decoupled weight decay applies to, by name: those in which an `includes` pattern
+    is found (a regular-expression search), or all but those an `excludes` pattern is found in."""
+    if includes is not None and excludes is not None:
+        raise ValueError(f"{name}: give weight_decay_includes or weight_decay_excludes, not both")
+
+    def patterns(value, what):
+        if value is None:
+            return []
+        values = [value] if isinstance(value, str) else list(value)
+        if not all(isinstance(v, str) for v in values):
+            raise TypeError(f"{name}: {what} must be a string or a sequence of strings, got {value!r}")
+        return values
+
+    c_optimizer.weight_decay_includes = patterns(includes, "weight_decay_includes")
+    c_optimizer.weight_decay_excludes = patterns(excludes, "weight_decay_excludes")
+
+
 class Optimizer:
     """Base of the optimizers: ``minimize(loss)`` inside a train job."""
 
-    def __init__(self, c_optimizer, loss_scale_factor=None, grad_clipping=None):
+    def __init__(self, c_optimizer, loss_scale_factor=None, grad_clipping=None, loss_scale_policy=None):
+        loss_scale_factor = _loss_scale_factor(type(self).__name__, loss_scale_factor, loss_scale_policy)
         if grad_clipping is not None:
             if not isinstance(grad_clipping, _grad_clipping.GlobalNormClip):
                 raise TypeError(f"grad_clipping must be flow.optimizer.grad_clipping.by_global_norm(...), got {grad_clipping!r}")
@@ -146,39 +187,40 @@ class Optimizer:
 class SGD(Optimizer):
     """OneFlow's SGD: default momentum 0.9 (pass momentum=0 for plain SGD)."""
 
-    def __init__(self, lr_scheduler, loss_scale_factor=None, momentum=0.9, grad_clipping=None, train_step_lbn=None):
-        super().__init__(_C.sgd(_schedule(lr_scheduler, "SGD"), float(momentum)), loss_scale_factor, grad_clipping)
+    def __init__(self, lr_scheduler, loss_scale_factor=None, momentum=0.9, grad_clipping=None, train_step_lbn=None,
+                 loss_scale_policy=None):
+        super().__init__(_C.sgd(_schedule(lr_scheduler, "SGD"), float(momentum)), loss_scale_factor, grad_clipping,
+                         loss_scale_policy)
 
 
 class Adam(Optimizer):
     """Adam without bias correction unless asked for (OneFlow's default)."""
 
     def __init__(self, lr_scheduler, beta1=0.9, beta2=0.999, epsilon=1e-8, do_bias_correction=False,
-                 loss_scale_factor=None, grad_clipping=None, train_step_lbn=None):
+                 loss_scale_factor=None, grad_clipping=None, train_step_lbn=None, loss_scale_policy=None):
         super().__init__(_C.adam(_schedule(lr_scheduler, "Adam"), float(beta1), float(beta2), float(epsilon),
-                                 bool(do_bias_correction)), loss_scale_factor, grad_clipping)
+                                 bool(do_bias_correction)), loss_scale_factor, grad_clipping, loss_scale_policy)
 
 
 class AdamW(Optimizer):
     def __init__(self, lr_scheduler, beta1=0.9, beta2=0.999, epsilon=1e-8, do_bias_correction=False,
                  loss_scale_factor=None, weight_decay=None, weight_decay_includes=None, weight_decay_excludes=None,
-                 grad_clipping=None, train_step_lbn=None):
-        if weight_decay_includes is not None or weight_decay_excludes is not None:
-            raise ValueError("AdamW: weight_decay_includes/excludes are not supported; decay applies to every variable")
-        super().__init__(_C.adamw(_schedule(lr_scheduler, "AdamW"), float(weight_decay or 0.0), float(beta1),
-                                  float(beta2), float(epsilon), bool(do_bias_correction)),
-                         loss_scale_factor, grad_clipping)
+                 grad_clipping=None, train_step_lbn=None, loss_scale_policy=None):
+        c_optimizer = _C.adamw(_schedule(lr_scheduler, "AdamW"), float(weight_decay or 0.0), float(beta1),
+                               float(beta2), float(epsilon), bool(do_bias_correction))
+        _set_weight_decay_filter(c_optimizer, "AdamW", weight_decay_includes, weight_decay_excludes)
+        super().__init__(c_optimizer, loss_scale_factor, grad_clipping, loss_scale_policy)
 
 
 class RMSProp(Optimizer):
     def __init__(self, lr_scheduler, decay_rate=0.99, epsilon=1e-8, centered=False, loss_scale_factor=None,
-                 grad_clipping=None, train_step_lbn=None):
+                 grad_clipping=None, train_step_lbn=None, loss_scale_policy=None):
         super().__init__(_C.rmsprop(_schedule(lr_scheduler, "RMSProp"), float(decay_rate), float(epsilon),
-                                    bool(centered)), loss_scale_factor, grad_clipping)
+                                    bool(centered)), loss_scale_factor, grad_clipping, loss_scale_policy)
 
 
 class LAMB(Optimizer):
     def __init__(self, lr_scheduler, beta1=0.9, beta2=0.999, epsilon=1e-6, weight_decay=0.0, loss_scale_factor=None,
-                 grad_clipping=None, train_step_lbn=None):
+                 grad_clipping=None, train_step_lbn=None, loss_scale_policy=None):
         super().__init__(_C.lamb(_schedule(lr_scheduler, "LAMB"), float(beta1), float(beta2), float(epsilon),
-                                 float(weight_decay)), loss_scale_factor, grad_clipping)
+                                 float(weight_decay)), loss_scale_factor, grad_clipping, loss_scale_policy)

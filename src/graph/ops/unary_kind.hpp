@@ -1,8 +1,10 @@
 #pragma once
-// Facts about each UnaryOpKind shared by unary and unary_grad.
+// Facts about each UnaryOpKind shared by unary and unary_grad, read from the kind's functor
+// (kernels/functors/unary.hpp), so that a kind is described in one place.
 #include <iterator>
 #include <string_view>
 
+#include "kernels/functors/unary.hpp"
 #include "weir/ops.hpp"
 
 namespace weir::internal {
@@ -13,16 +15,14 @@ inline std::string_view UnaryKindName(UnaryOpKind kind) {
   return index < std::size(kUnaryOpKindNames) ? kUnaryOpKindNames[index] : "?";
 }
 
-/// Kinds that are exact on integers too.
+/// Kinds that are exact on integers too (square, abs, negative, sign).
 inline bool UnaryKindTakesIntegers(UnaryOpKind kind) {
-  return kind == UnaryOpKind::kSquare || kind == UnaryOpKind::kAbs || kind == UnaryOpKind::kNegative ||
-         kind == UnaryOpKind::kSign;
+  return VisitUnaryKind(kind, []<typename Fn>() { return Fn::kTakesIntegers; });
 }
 
 /// Kinds whose derivative is cheapest from y = f(x) (e^x, √x, ...); the rest use x.
 inline bool UnaryGradUsesOutput(UnaryOpKind kind) {
-  return kind == UnaryOpKind::kExp || kind == UnaryOpKind::kSqrt || kind == UnaryOpKind::kRsqrt ||
-         kind == UnaryOpKind::kReciprocal || kind == UnaryOpKind::kExpm1;
+  return VisitUnaryKind(kind, []<typename Fn>() { return Fn::kGradUsesOutput; });
 }
 
 }  // namespace weir::internal

@@ -29,18 +29,14 @@ template <typename T> class UnaryCpu final : public Kernel {
  public:
   explicit UnaryCpu(const KernelSetup& setup) : count_(setup.inputs[0].shape.NumElements()) {
     const UnaryOpKind kind = setup.Get<UnaryAttrs>().kind;
-    if constexpr (std::is_integral_v<T>) {
-      // Shape inference admits only these kinds for integers.
-      switch (kind) {
-        case UnaryOpKind::kSquare: loop_ = &Forward<T, SquareFn>; break;
-        case UnaryOpKind::kAbs: loop_ = &Forward<T, AbsFn>; break;
-        case UnaryOpKind::kNegative: loop_ = &Forward<T, NegativeFn>; break;
-        case UnaryOpKind::kSign: loop_ = &Forward<T, SignFn>; break;
-        default: throw KernelError("[unary] this kind has no integer kernel");
+    loop_ = VisitUnaryKind(kind, []<typename Fn>() -> ForwardLoop<T> {
+      // Shape inference admits integers only for the kinds that take them.
+      if constexpr (std::is_integral_v<T> && !Fn::kTakesIntegers) {
+        throw KernelError("[unary] this kind has no integer kernel");
+      } else {
+        return &Forward<T, Fn>;
       }
-    } else {
-      loop_ = VisitUnaryKind(kind, []<typename Fn>() -> ForwardLoop<T> { return &Forward<T, Fn>; });
-    }
+    });
   }
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {

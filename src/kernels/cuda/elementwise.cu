@@ -59,7 +59,14 @@ template <typename T> struct UnaryLaunch {
   const T* x;
   T* y;
   std::int64_t count;
-  template <typename Fn> void operator()() { LaunchForward<T, Fn>(stream, x, y, count); }
+  template <typename Fn> void operator()() {
+    // Shape inference admits integers only for the kinds that take them.
+    if constexpr (std::is_integral_v<T> && !Fn::kTakesIntegers) {
+      throw std::invalid_argument("[unary] this kind has no integer kernel");
+    } else {
+      LaunchForward<T, Fn>(stream, x, y, count);
+    }
+  }
 };
 
 template <typename T> struct UnaryGradLaunch {
@@ -184,17 +191,7 @@ void ScalarGrad(void* stream, ScalarOpKind kind, T value, const T* dy, const T* 
 }
 
 template <typename T> void Unary(void* stream, UnaryOpKind kind, const T* x, T* y, std::int64_t count) {
-  if constexpr (std::is_integral_v<T>) {  // shape inference admits only these kinds for integers
-    switch (kind) {
-      case UnaryOpKind::kSquare: return LaunchForward<T, SquareFn>(stream, x, y, count);
-      case UnaryOpKind::kAbs: return LaunchForward<T, AbsFn>(stream, x, y, count);
-      case UnaryOpKind::kNegative: return LaunchForward<T, NegativeFn>(stream, x, y, count);
-      case UnaryOpKind::kSign: return LaunchForward<T, SignFn>(stream, x, y, count);
-      default: throw std::invalid_argument("[unary] this kind has no integer kernel");
-    }
-  } else {
-    VisitUnaryKind(kind, UnaryLaunch<T>{stream, x, y, count});
-  }
+  VisitUnaryKind(kind, UnaryLaunch<T>{stream, x, y, count});
 }
 
 template <typename T> void UnaryGrad(void* stream, UnaryOpKind kind, const T* dy, const T* v, T* dx, std::int64_t count) {

@@ -1,6 +1,6 @@
 #pragma once
-// The math of unary and unary_grad, one functor per kind, for the CPU kernels and the CUDA kernels'
-// device code alike.
+// The math of unary and unary_grad, one functor per kind of weir/op_kinds.hpp with the facts about it
+// that the ops and tests use, for the CPU kernels and the CUDA kernels' device code alike.
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -12,29 +12,58 @@
 
 namespace weir::internal {
 
-// Fwd(x) = f(x); Grad(v, dy) = f' · dy where v is y for the kinds in UnaryGradUsesOutput, else x.
-struct ExpFn {
+// One functor per kind: Fwd(x) = f(x); Grad(v, dy) = f' · dy where v is y = f(x) when
+// kGradUsesOutput (its derivative is cheapest from y: e^x, √x, ...), else x. kTakesIntegers: exact on
+// i32 and i64 too. [kLow, kHigh]: where tests draw inputs from, inside the domain and away from its
+// edges and poles. A kind without a specialization fails to compile (VisitUnaryKind names every kind).
+template <UnaryOpKind kKind> struct UnaryFn;
+
+struct UnaryTraits {
+  static constexpr bool kGradUsesOutput = false;
+  static constexpr bool kTakesIntegers = false;
+  static constexpr double kLow = -2.0;
+  static constexpr double kHigh = 2.0;
+};
+struct PositiveInputs : UnaryTraits {
+  static constexpr double kLow = 0.1;
+};
+struct UnitIntervalInputs : UnaryTraits {  // (-1, 1)
+  static constexpr double kLow = -0.9;
+  static constexpr double kHigh = 0.9;
+};
+
+// 2/√π, 1/√2 and 1/√(2π): erf's derivative and the normal distribution's.
+inline constexpr double kTwoOverSqrtPi = 1.1283791670955126;
+inline constexpr double kSqrtHalf = 0.7071067811865476;
+inline constexpr double kOneOverSqrtTwoPi = 0.3989422804014327;
+
+template <> struct UnaryFn<UnaryOpKind::kExp> : UnaryTraits {
+  static constexpr bool kGradUsesOutput = true;
   template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return std::exp(x); }
   template <typename T> static WEIR_HOST_DEVICE T Grad(T y, T dy) { return dy * y; }
 };
-struct LogFn {
+template <> struct UnaryFn<UnaryOpKind::kLog> : PositiveInputs {
   template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return std::log(x); }
   template <typename T> static WEIR_HOST_DEVICE T Grad(T x, T dy) { return dy / x; }
 };
-struct SqrtFn {
+template <> struct UnaryFn<UnaryOpKind::kSqrt> : PositiveInputs {
+  static constexpr bool kGradUsesOutput = true;
   template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return std::sqrt(x); }
   template <typename T> static WEIR_HOST_DEVICE T Grad(T y, T dy) { return dy / (T(2) * y); }
 };
-struct RsqrtFn {
+template <> struct UnaryFn<UnaryOpKind::kRsqrt> : PositiveInputs {
+  static constexpr bool kGradUsesOutput = true;
   template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return T(1) / std::sqrt(x); }
   // d(x^-1/2) = -x^-3/2 / 2 = -y³ / 2.
   template <typename T> static WEIR_HOST_DEVICE T Grad(T y, T dy) { return T(-0.5) * dy * y * y * y; }
 };
-struct SquareFn {
+template <> struct UnaryFn<UnaryOpKind::kSquare> : UnaryTraits {
+  static constexpr bool kTakesIntegers = true;
   template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return ArithMul(x, x); }
   template <typename T> static WEIR_HOST_DEVICE T Grad(T x, T dy) { return T(2) * x * dy; }
 };
-struct AbsFn {
+template <> struct UnaryFn<UnaryOpKind::kAbs> : UnaryTraits {
+  static constexpr bool kTakesIntegers = true;
   // Integers wrap: |lowest| is lowest, as two's complement negation gives.
   template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) {
     if constexpr (std::is_integral_v<T>) {
@@ -45,7 +74,8 @@ struct AbsFn {
   }
   template <typename T> static WEIR_HOST_DEVICE T Grad(T x, T dy) { return x > T(0) ? dy : (x < T(0) ? -dy : T(0)); }
 };
-struct NegativeFn {
+template <> struct UnaryFn<UnaryOpKind::kNegative> : UnaryTraits {
+  static constexpr bool kTakesIntegers = true;
   // -x, not 0 - x: the negative of +0.0 is -0.0. Integers wrap.
   template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) {
     if constexpr (std::is_integral_v<T>) {
@@ -56,69 +86,129 @@ struct NegativeFn {
   }
   template <typename T> static WEIR_HOST_DEVICE T Grad(T, T dy) { return -dy; }
 };
-struct ReciprocalFn {
+template <> struct UnaryFn<UnaryOpKind::kReciprocal> : PositiveInputs {
+  static constexpr bool kGradUsesOutput = true;
   template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return T(1) / x; }
   template <typename T> static WEIR_HOST_DEVICE T Grad(T y, T dy) { return -dy * y * y; }
 };
-struct Log1pFn {
+template <> struct UnaryFn<UnaryOpKind::kLog1p> : PositiveInputs {
   template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return std::log1p(x); }
   template <typename T> static WEIR_HOST_DEVICE T Grad(T x, T dy) { return dy / (T(1) + x); }
 };
-struct Expm1Fn {
+template <> struct UnaryFn<UnaryOpKind::kExpm1> : UnaryTraits {
+  static constexpr bool kGradUsesOutput = true;
   template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return std::expm1(x); }
   template <typename T> static WEIR_HOST_DEVICE T Grad(T y, T dy) { return dy * (y + T(1)); }
 };
-struct SoftplusFn {
+template <> struct UnaryFn<UnaryOpKind::kSoftplus> : UnaryTraits {
   // max(x, 0) + log1p(e^-|x|): no overflow for large |x|, no cancellation for very negative x.
   template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return std::max(x, T(0)) + std::log1p(std::exp(-std::abs(x))); }
   template <typename T> static WEIR_HOST_DEVICE T Grad(T x, T dy) { return dy / (T(1) + std::exp(-x)); }
 };
-struct SignFn {
+template <> struct UnaryFn<UnaryOpKind::kSign> : UnaryTraits {
+  static constexpr bool kTakesIntegers = true;
   template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return static_cast<T>((T(0) < x) - (x < T(0))); }
   template <typename T> static WEIR_HOST_DEVICE T Grad(T, T) { return T(0); }
 };
-struct FloorFn {
+template <> struct UnaryFn<UnaryOpKind::kFloor> : UnaryTraits {
   template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return std::floor(x); }
   template <typename T> static WEIR_HOST_DEVICE T Grad(T, T) { return T(0); }
 };
-struct CeilFn {
+template <> struct UnaryFn<UnaryOpKind::kCeil> : UnaryTraits {
   template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return std::ceil(x); }
   template <typename T> static WEIR_HOST_DEVICE T Grad(T, T) { return T(0); }
 };
-struct RoundFn {
+template <> struct UnaryFn<UnaryOpKind::kRound> : UnaryTraits {
   // nearbyint rounds half to even in the default rounding mode (OneFlow's round is rint).
   template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return std::nearbyint(x); }
   template <typename T> static WEIR_HOST_DEVICE T Grad(T, T) { return T(0); }
 };
-struct SinFn {
+template <> struct UnaryFn<UnaryOpKind::kSin> : UnaryTraits {
   template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return std::sin(x); }
   template <typename T> static WEIR_HOST_DEVICE T Grad(T x, T dy) { return dy * std::cos(x); }
 };
-struct CosFn {
+template <> struct UnaryFn<UnaryOpKind::kCos> : UnaryTraits {
   template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return std::cos(x); }
   template <typename T> static WEIR_HOST_DEVICE T Grad(T x, T dy) { return -dy * std::sin(x); }
+};
+template <> struct UnaryFn<UnaryOpKind::kTan> : UnaryTraits {
+  static constexpr bool kGradUsesOutput = true;
+  static constexpr double kLow = -1.2;  // the poles are at ±π/2
+  static constexpr double kHigh = 1.2;
+  template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return std::tan(x); }
+  template <typename T> static WEIR_HOST_DEVICE T Grad(T y, T dy) { return dy * (T(1) + y * y); }
+};
+template <> struct UnaryFn<UnaryOpKind::kAsin> : UnitIntervalInputs {
+  template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return std::asin(x); }
+  template <typename T> static WEIR_HOST_DEVICE T Grad(T x, T dy) { return dy / std::sqrt(T(1) - x * x); }
+};
+template <> struct UnaryFn<UnaryOpKind::kAcos> : UnitIntervalInputs {
+  template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return std::acos(x); }
+  template <typename T> static WEIR_HOST_DEVICE T Grad(T x, T dy) { return -dy / std::sqrt(T(1) - x * x); }
+};
+template <> struct UnaryFn<UnaryOpKind::kAtan> : UnaryTraits {
+  template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return std::atan(x); }
+  template <typename T> static WEIR_HOST_DEVICE T Grad(T x, T dy) { return dy / (T(1) + x * x); }
+};
+template <> struct UnaryFn<UnaryOpKind::kSinh> : UnaryTraits {
+  template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return std::sinh(x); }
+  template <typename T> static WEIR_HOST_DEVICE T Grad(T x, T dy) { return dy * std::cosh(x); }
+};
+template <> struct UnaryFn<UnaryOpKind::kCosh> : UnaryTraits {
+  template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return std::cosh(x); }
+  template <typename T> static WEIR_HOST_DEVICE T Grad(T x, T dy) { return dy * std::sinh(x); }
+};
+template <> struct UnaryFn<UnaryOpKind::kAsinh> : UnaryTraits {
+  template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return std::asinh(x); }
+  template <typename T> static WEIR_HOST_DEVICE T Grad(T x, T dy) { return dy / std::sqrt(x * x + T(1)); }
+};
+template <> struct UnaryFn<UnaryOpKind::kAcosh> : UnaryTraits {
+  static constexpr double kLow = 1.1;  // [1, ∞)
+  static constexpr double kHigh = 3.0;
+  template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return std::acosh(x); }
+  template <typename T> static WEIR_HOST_DEVICE T Grad(T x, T dy) { return dy / std::sqrt(x * x - T(1)); }
+};
+template <> struct UnaryFn<UnaryOpKind::kAtanh> : UnitIntervalInputs {
+  template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return std::atanh(x); }
+  template <typename T> static WEIR_HOST_DEVICE T Grad(T x, T dy) { return dy / (T(1) - x * x); }
+};
+template <> struct UnaryFn<UnaryOpKind::kErf> : UnaryTraits {
+  template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return std::erf(x); }
+  template <typename T> static WEIR_HOST_DEVICE T Grad(T x, T dy) { return dy * T(kTwoOverSqrtPi) * std::exp(-x * x); }
+};
+template <> struct UnaryFn<UnaryOpKind::kErfc> : UnaryTraits {
+  template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return std::erfc(x); }
+  template <typename T> static WEIR_HOST_DEVICE T Grad(T x, T dy) { return -dy * T(kTwoOverSqrtPi) * std::exp(-x * x); }
+};
+template <> struct UnaryFn<UnaryOpKind::kLogSigmoid> : UnaryTraits {
+  // log σ(x) = -softplus(-x) = min(x, 0) - log1p(e^-|x|): finite for large |x|.
+  template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return std::min(x, T(0)) - std::log1p(std::exp(-std::abs(x))); }
+  // d log σ(x) = σ(-x) = 1 / (1 + e^x).
+  template <typename T> static WEIR_HOST_DEVICE T Grad(T x, T dy) { return dy / (T(1) + std::exp(x)); }
+};
+template <> struct UnaryFn<UnaryOpKind::kGelu> : UnaryTraits {
+  // x·Φ(x) with the exact normal CDF (OneFlow's gelu, not the tanh form), Φ(x) = erfc(-x/√2) / 2:
+  // the same as (1 + erf(x/√2)) / 2 without its cancellation for negative x.
+  template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return T(0.5) * x * std::erfc(-x * T(kSqrtHalf)); }
+  // Φ(x) + x·φ(x), φ the normal density.
+  template <typename T> static WEIR_HOST_DEVICE T Grad(T x, T dy) {
+    return dy * (T(0.5) * std::erfc(-x * T(kSqrtHalf)) + x * T(kOneOverSqrtTwoPi) * std::exp(T(-0.5) * x * x));
+  }
+};
+template <> struct UnaryFn<UnaryOpKind::kReciprocalNoNan> : PositiveInputs {
+  static constexpr bool kGradUsesOutput = true;
+  template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return x == T(0) ? T(0) : T(1) / x; }
+  // -dy·y², which is 0 where x was 0.
+  template <typename T> static WEIR_HOST_DEVICE T Grad(T y, T dy) { return -dy * y * y; }
 };
 
 /// Calls `visit.template operator()<Fn>()` with the functor of `kind` (host code).
 template <typename Visit> auto VisitUnaryKind(UnaryOpKind kind, Visit&& visit) {
   switch (kind) {
-    case UnaryOpKind::kExp: return visit.template operator()<ExpFn>();
-    case UnaryOpKind::kLog: return visit.template operator()<LogFn>();
-    case UnaryOpKind::kSqrt: return visit.template operator()<SqrtFn>();
-    case UnaryOpKind::kRsqrt: return visit.template operator()<RsqrtFn>();
-    case UnaryOpKind::kSquare: return visit.template operator()<SquareFn>();
-    case UnaryOpKind::kAbs: return visit.template operator()<AbsFn>();
-    case UnaryOpKind::kNegative: return visit.template operator()<NegativeFn>();
-    case UnaryOpKind::kReciprocal: return visit.template operator()<ReciprocalFn>();
-    case UnaryOpKind::kLog1p: return visit.template operator()<Log1pFn>();
-    case UnaryOpKind::kExpm1: return visit.template operator()<Expm1Fn>();
-    case UnaryOpKind::kSoftplus: return visit.template operator()<SoftplusFn>();
-    case UnaryOpKind::kSign: return visit.template operator()<SignFn>();
-    case UnaryOpKind::kFloor: return visit.template operator()<FloorFn>();
-    case UnaryOpKind::kCeil: return visit.template operator()<CeilFn>();
-    case UnaryOpKind::kRound: return visit.template operator()<RoundFn>();
-    case UnaryOpKind::kSin: return visit.template operator()<SinFn>();
-    case UnaryOpKind::kCos: return visit.template operator()<CosFn>();
+#define WEIR_UNARY_CASE(kind_, name) \
+  case UnaryOpKind::kind_: return visit.template operator()<UnaryFn<UnaryOpKind::kind_>>();
+    WEIR_UNARY_OP_KINDS(WEIR_UNARY_CASE)
+#undef WEIR_UNARY_CASE
   }
   throw std::invalid_argument("[unary] unknown kind");
 }

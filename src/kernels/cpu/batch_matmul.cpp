@@ -1,0 +1,71 @@
+// batch_matmul on the CPU: one BLAS GEMM (OpenBLAS, row-major, the transposes as flags) per batch
+// index, the batches split over the intra-op pool.
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+
+#include <cblas.h>
+
+#include "common/intra_op_pool.hpp"
+#include "kernels/kernel.hpp"
+#include "weir/op_attrs.hpp"
+
+namespace weir::internal {
+namespace {
+
+void Gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, double alpha, const float* a, int lda,
+          const float* b, int ldb, float* c) {
+  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, static_cast<float>(alpha), a, lda, b, ldb, 0.f, c, n);
+}
+void Gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, double alpha, const double* a, int lda,
+          const double* b, int ldb, double* c) {
+  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, 0.0, c, n);
+}
+
+template <typename T> class BatchMatMulCpu final : public Kernel {
+ public:
+  explicit BatchMatMulCpu(const KernelSetup& setup) : attrs_(setup.Get<MatMulAttrs>()) {
+    const Shape& a = setup.inputs[0].shape;
+    const Shape& b = setup.inputs[1].shape;
+    const int rank = a.Rank();
+    m_ = attrs_.transpose_a ? a[rank - 1] : a[rank - 2];
+    k_ = attrs_.transpose_a ? a[rank - 2] : a[rank - 1];
+    n_ = attrs_.transpose_b ? b[rank - 2] : b[rank - 1];
+    batches_ = setup.outputs[0].shape.NumElements() / std::max<std::int64_t>(1, m_ * n_);
+    if (m_ * n_ == 0) batches_ = 0;
+  }
+
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    const T* a = inputs[0].As<T>();
+    const T* b = inputs[1].As<T>();
+    T* c = outputs[0].As<T>();
+    if (k_ == 0) {  // an empty sum is 0 (BLAS takes no leading dimension of 0)
+      std::fill(c, c + batches_ * m_ * n_, T{0});
+      return;
+    }
+    const int lda = static_cast<int>(attrs_.transpose_a ? m_ : k_);
+    const int ldb = static_cast<int>(attrs_.transpose_b ? k_ : n_);
+    const CBLAS_TRANSPOSE ta = attrs_.transpose_a ? CblasTrans : CblasNoTrans;
+    const CBLAS_TRANSPOSE tb = attrs_.transpose_b ? CblasTrans : CblasNoTrans;
+    // A chunk of batch indices per intra-op thread.
+    const int chunks = static_cast<int>(std::min<std::int64_t>(batches_, IntraOpThreads()));
+    ParallelFor(chunks, [&](int chunk) {
+      for (std::int64_t i = batches_ * chunk / chunks; i < batches_ * (chunk + 1) / chunks; ++i) {
+        Gemm(ta, tb, static_cast<int>(m_), static_cast<int>(n_), static_cast<int>(k_), attrs_.alpha, a + i * m_ * k_, lda,
+             b + i * k_ * n_, ldb, c + i * m_ * n_);
+      }
+    });
+  }
+
+ private:
+  MatMulAttrs attrs_;
+  std::int64_t m_ = 0, n_ = 0, k_ = 0, batches_ = 0;
+};
+
+WEIR_REGISTER_KERNELS {
+  RegisterKernel({"batch_matmul", Device::Kind::kCpu, DType::kF32}, &MakeKernel<BatchMatMulCpu<float>>);
+  RegisterKernel({"batch_matmul", Device::Kind::kCpu, DType::kF64}, &MakeKernel<BatchMatMulCpu<double>>);
+}
+
+}  // namespace
+}  // namespace weir::internal
