@@ -202,6 +202,9 @@ struct Optimizer {
   double beta2 = 0.999;
   double epsilon = 1e-8;
   bool do_bias_correction = false;
+  /// kAdam: OneFlow's LazyAdam (with bias correction): an element whose gradient is 0 (|g| < 1e-12)
+  /// keeps its value and moments, so that embedding rows a batch did not read stay as they are.
+  bool lazy = false;
   /// kAdamW, kLamb: decoupled weight decay.
   double weight_decay = 0.0;
   /// kAdamW, kLamb: the variables that decay, by name (OneFlow's weight_decay_includes / _excludes):

@@ -122,6 +122,11 @@ Blob ClipByValue(const Blob& x, ClipAttrs attrs, std::string_view name = {});
 /// outside [0, depth) fails the call (as OneFlow's kernel). No gradient.
 Blob OneHot(const Blob& indices, OneHotAttrs attrs, std::string_view name = {});
 
+/// condition ? x : y elementwise, the three numpy-broadcast to one shape (OneFlow's flow.where with x
+/// and y). condition: i8, u8, bool, i32 or i64 (nonzero takes x); x and y share a dtype. The gradient
+/// flows to x where the condition holds and to y elsewhere.
+Blob Where(const Blob& condition, const Blob& x, const Blob& y, std::string_view name = {});
+
 /// The entries of params along `axis` that indices (i32/i64) pick: params[:axis] + indices +
 /// params[axis+1:] (an embedding lookup with axis 0). An index outside [0, params.shape[axis]) fails
 /// the call. The gradient for params is unsorted_segment_sum of dy by the indices.

@@ -10,6 +10,7 @@ from weir import distribute as _distribute
 from weir import initializers as _init
 from weir._blob import Blob, install_operators, is_blob, to_c_dtype
 from weir._ops_util import add_op, check_blob, op_name, wrap
+from weir._ops_util import constant_like as _constant_of
 from weir._signature import watch_value_converter
 from weir.math import clip_by_value
 
@@ -17,7 +18,7 @@ __all__ = [
     "reshape", "transpose", "matmul", "cast", "identity", "constant", "zeros_like", "ones_like",
     "squeeze", "expand_dims", "flatten", "concat", "one_hot", "clip_by_value", "get_variable", "watch", "watch_diff",
     "slice", "slice_v2", "reverse", "constant_like", "broadcast_to_compatible_with", "broadcast_like", "stack",
-    "identity_n", "cast_to_static_shape", "ones", "zeros", "gather",
+    "identity_n", "cast_to_static_shape", "ones", "zeros", "gather", "where", "parallel_cast",
 ]
 
 # Past either end of any axis: what an open end of a slice becomes (the op clamps it to the axis).
@@ -293,6 +294,33 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
         raise NotImplementedError(f"flow.gather: batch_dims other than 0 (flow.gather's batch_gather) is not "
                                   f"supported yet, got {batch_dims}")
     return add_op("gather", [params, indices], op_name(name), axis=0 if axis is None else int(axis))
+
+
+def parallel_cast(input, name=None, distribute=None, gradient_distribute=None):  # noqa: A002 - OneFlow's name
+    """`input` itself, laid out on the devices of the consistent view as `distribute` says (a
+    flow.distribute split or broadcast; None: as it is), its gradient as `gradient_distribute` says."""
+    x = check_blob(input, "flow.parallel_cast", "input")
+    return add_op("parallel_cast", [x], op_name(name),
+                  distribute=_distribute.to_attr(distribute, "flow.parallel_cast: distribute"),
+                  gradient_distribute=_distribute.to_attr(gradient_distribute, "flow.parallel_cast: gradient_distribute"))
+
+
+def where(condition, x=None, y=None, name=None):
+    """condition ? x : y elementwise, the three numpy-broadcast to one shape. `condition` is an int8,
+    uint8, bool, int32 or int64 blob (nonzero takes x); x and y are blobs of one dtype (or one of them a
+    number, made a constant of the other's dtype). The gradient flows to x where the condition holds
+    and to y elsewhere."""
+    condition = check_blob(condition, "flow.where", "condition")
+    if x is None and y is None:
+        raise NotImplementedError("flow.where: without x and y it is argwhere, whose output shape depends on the "
+                                  "condition's values; Weir's shapes are static")
+    if x is None or y is None:
+        raise ValueError("flow.where: give both x and y, or neither")
+    if not is_blob(x) and not is_blob(y):
+        raise TypeError(f"flow.where: x or y must be a blob, got {x!r} and {y!r}")
+    x = x if is_blob(x) else _constant_of(x, y)
+    y = y if is_blob(y) else _constant_of(y, x)
+    return add_op("where", [condition, check_blob(x, "flow.where", "x"), check_blob(y, "flow.where", "y")], op_name(name))
 
 
 def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None, trainable=None,

@@ -130,6 +130,10 @@ void ValidateOptimizer(const Optimizer& optimizer) {
           optimizer.decay_rate);
   Require(optimizer.loss_scale_factor > 0, optimizer, "loss_scale_factor", "positive", optimizer.loss_scale_factor);
   if (optimizer.clip_norm) Require(*optimizer.clip_norm > 0, optimizer, "clip_norm", "positive", *optimizer.clip_norm);
+  if (optimizer.lazy && (optimizer.kind != Optimizer::Kind::kAdam || !optimizer.do_bias_correction)) {
+    throw std::invalid_argument(fmt::format("[optimizer {}] 'lazy' is LazyAdam's: Adam with bias correction",
+                                            KindName(optimizer.kind)));
+  }
   if (!optimizer.weight_decay_includes.empty() && !optimizer.weight_decay_excludes.empty()) {
     throw std::invalid_argument(fmt::format("[optimizer {}] give 'weight_decay_includes' or 'weight_decay_excludes', not both",
                                             KindName(optimizer.kind)));

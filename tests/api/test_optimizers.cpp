@@ -364,6 +364,9 @@ TEST_CASE("bad hyperparameters are rejected at Minimize, naming the optimizer an
   rejects(Lamb(Constant(0.1), 0.9, 0.999, 1e-6, -1.0), "[optimizer lamb] 'weight_decay' must be non-negative, got -1");
   rejects(Lamb(Constant(0.1), 0.9, 1.5), "[optimizer lamb] 'beta2' must be in [0, 1), got 1.5");
   rejects(ClipByGlobalNorm(Adam(Constant(0.1)), 0.0), "[optimizer adam] 'clip_norm' must be positive, got 0");
+  Optimizer lazy_sgd = Sgd(Constant(0.1));
+  lazy_sgd.lazy = true;
+  rejects(lazy_sgd, "[optimizer sgd] 'lazy' is LazyAdam's: Adam with bias correction");
   Optimizer both = AdamW(Constant(0.1), 0.01);
   both.weight_decay_includes = {"a"};
   both.weight_decay_excludes = {"b"};

@@ -183,6 +183,22 @@ std::vector<Sample> Samples() {
       }
     }
   }
+  // where: the same shapes, the condition broadcast over columns with x over rows, y a scalar; every
+  // condition dtype (drawn 0 or 1) with float, integer and byte values.
+  struct Selection {
+    Shape condition, x, y, out;
+  };
+  for (const Selection& w : {Selection{Shape{7, 13}, Shape{7, 13}, Shape{7, 13}, Shape{7, 13}},
+                             Selection{Shape{7, 1}, Shape{13}, Shape{}, Shape{7, 13}},
+                             Selection{Shape{0, 3}, Shape{0, 3}, Shape{3}, Shape{0, 3}},
+                             Selection{Shape{1000, 3}, Shape{1, 3}, Shape{1000, 1}, Shape{1000, 3}}}) {
+    for (DType condition : {DType::kI8, DType::kU8, DType::kBool, DType::kI32, DType::kI64}) {
+      for (DType dtype : {DType::kF32, DType::kF64, DType::kI64, DType::kU8}) {
+        samples.push_back({"where", std::any(), {{w.condition, condition}, {w.x, dtype}, {w.y, dtype}}, {{w.out, dtype}},
+                           false, 2});
+      }
+    }
+  }
   // unsorted_segment_sum: ids along rows, a middle axis (2-D ids), none, and many ids into few segments.
   for (const auto& [data, ids, axis, segments] : {Indexed{Shape{7, 3}, Shape{7}, 0, 4}, Indexed{Shape{2, 3, 4}, Shape{3, 4}, 1, 5},
                                                   Indexed{Shape{0, 2}, Shape{0}, 0, 3}, Indexed{Shape{1000, 2}, Shape{1000}, 0, 10}}) {
@@ -402,6 +418,18 @@ std::vector<Sample> Samples() {
         ++member;
       }
       samples.push_back({"multi_update", multi, inputs, {}, true});
+    }
+  }
+  // LazyAdam: gradients (and everything float) drawn from {0, 1, 2}, so that many elements have none
+  // and must stay as they are; no regularizer, which would give every element a gradient.
+  Optimizer lazy = Adam(lr, 0.9, 0.99, 1e-8, true);
+  lazy.lazy = true;
+  for (const Shape& shape : kElementwiseShapes) {
+    for (DType dtype : {DType::kF32, DType::kF64}) {
+      samples.push_back({"adam_update", UpdateAttrs{lazy, Regularizer{}, 0.5},
+                         {{shape, dtype}, {shape, dtype}, {Shape{1}, DType::kF32}, {shape, dtype}, {shape, dtype},
+                          {Shape{1}, DType::kI64}},
+                         {}, true, 0, true});
     }
   }
   // The global norm over gradients of both float dtypes: clipped (norm above clip_norm) and not.

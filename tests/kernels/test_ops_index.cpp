@@ -1,4 +1,4 @@
-// gather and unsorted_segment_sum (each the other's gradient): hand-computed values along every
+// gather and unsorted_segment_sum (each the other's gradient), and where: hand-computed values along every
 // axis, index shapes and dtypes, bad inputs, and finite-difference gradients (tests/gradient_check.hpp).
 #include <cstdint>
 #include <vector>
@@ -123,4 +123,47 @@ TEST_CASE("gather and unsorted_segment_sum: gradients against finite differences
                  [](const std::vector<Blob>& in) { return weir::UnsortedSegmentSum(in[0], in[1], 4); });
   CheckGradients(session, "unsorted_segment_sum_axis1", {Random({2, 2, 2, 3}), Tensor::FromVector<std::int32_t>({2, 2}, {1, 0, 1, 1})},
                  [](const std::vector<Blob>& in) { return weir::UnsortedSegmentSum(in[0], in[1], 3, 1); });
+}
+
+// --- where ----------------------------------------------------------------------------------
+
+TEST_CASE("where takes x where the condition holds and y elsewhere, all three broadcast") {
+  // condition (3, 1), x (1, 4), y a scalar.
+  const Tensor condition = Tensor::FromVector<std::int8_t>({3, 1}, {1, 0, 1});
+  const Tensor x = Tensor::FromVector<float>({1, 4}, {1, 2, 3, 4});
+  const Tensor y = Tensor::Scalar<float>(-1);
+  Tensor out = RunOp("where", {}, {condition, x, y})[0];
+  CHECK(out.GetShape() == Shape{3, 4});
+  CHECK(out.ToVector<float>() == std::vector<float>{1, 2, 3, 4, -1, -1, -1, -1, 1, 2, 3, 4});
+  // Any nonzero condition takes x; bool, i32 and i64 conditions; integer and byte values.
+  CHECK(RunOp("where", {}, {Tensor::FromVector<std::int32_t>({3}, {-5, 0, 7}), Tensor::FromVector<std::int64_t>({3}, {1, 2, 3}),
+                            Tensor::FromVector<std::int64_t>({3}, {10, 20, 30})})[0]
+            .ToVector<std::int64_t>() == std::vector<std::int64_t>{1, 20, 3});
+  Tensor flags(Shape{2}, DType::kBool);
+  static_cast<std::uint8_t*>(flags.RawData())[1] = 1;
+  CHECK(RunOp("where", {}, {flags, Tensor::FromVector<std::uint8_t>({2}, {1, 2}), Tensor::FromVector<std::uint8_t>({2}, {3, 4})})[0]
+            .ToVector<std::uint8_t>() == std::vector<std::uint8_t>{3, 2});
+  CHECK(RunOp("where", {}, {Tensor::Scalar<std::int64_t>(0), Tensor::FromVector<double>({2}, {1, 2}),
+                            Tensor::FromVector<double>({2}, {3, 4})})[0]
+            .ToVector<double>() == std::vector<double>{3, 4});
+}
+
+TEST_CASE("where rejects float conditions, mixed dtypes and shapes that do not broadcast, naming them") {
+  const Tensor x(Shape{2, 3}, DType::kF32);
+  CHECK_THROWS_WITH_AS(RunOp("where", {}, {Tensor(Shape{2, 3}, DType::kF32), x, x}),
+                       "[where] expects an i8, u8, bool, i32 or i64 condition, got f32", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("where", {}, {Tensor(Shape{2, 3}, DType::kI8), x, Tensor(Shape{2, 3}, DType::kF64)}),
+                       "[where] x and y dtypes differ: f32 vs f64", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("where", {}, {Tensor(Shape{4}, DType::kI8), x, x}), doctest::Contains("[where]"),
+                       std::invalid_argument);
+}
+
+TEST_CASE("where: gradients against finite differences, to x where the condition holds, to y elsewhere") {
+  weir::Session session;
+  const Tensor condition = Tensor::FromVector<std::int32_t>({2, 3}, {1, 0, 0, 1, 1, 0});
+  CheckGradients(session, "where", {condition, Random({2, 3}), Random({2, 3})},
+                 [](const std::vector<Blob>& in) { return weir::Where(in[0], in[1], in[2]); });
+  // x broadcast along the rows and y a scalar: their gradients sum over what they were broadcast to.
+  CheckGradients(session, "where_broadcast", {condition, Random({3}), Random({})},
+                 [](const std::vector<Blob>& in) { return weir::Where(in[0], in[1], in[2]); });
 }

@@ -566,3 +566,83 @@ def test_matmul_of_rank_3_and_4_multiplies_the_last_two_axes():
     three, four = job(a3, b3, a4, b4)
     np.testing.assert_allclose(three, a3 @ b3.transpose(0, 2, 1), rtol=1e-12)
     np.testing.assert_allclose(four, 2.0 * (a4 @ b4), rtol=1e-12)
+
+
+def test_where_is_numpys_with_broadcasting_and_its_gradient():
+    condition = np.array([[1], [0], [1]], np.int8)
+    x = np.arange(4, dtype=np.float64)
+    y = -np.ones((3, 4))
+
+    @flow.global_function(type="train")
+    def job(c: tp.Numpy.Placeholder((3, 1), dtype=flow.int8), a: tp.Numpy.Placeholder((3, 4), dtype=flow.double)) -> tp.Numpy:
+        v = flow.get_variable("v", shape=(4,), dtype=flow.double, initializer=flow.constant_initializer(0.0))
+        out = flow.where(c, v + flow.constant(x, dtype=flow.double), a)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [1.0]), momentum=0).minimize(
+            flow.math.reduce_sum(out))
+        return out
+
+    np.testing.assert_array_equal(job(condition, y), np.where(condition, x, y))
+    # d/dv of the sum: the rows where the condition holds, 2 of them.
+    np.testing.assert_array_equal(flow.get_all_variables()["v"].numpy(), -2.0 * np.ones(4))
+
+    @flow.global_function()
+    def scalars(c: tp.Numpy.Placeholder((3,), dtype=flow.int32), a: tp.Numpy.Placeholder((3,))) -> tp.Numpy:
+        return flow.where(c, a, 0.5)
+
+    np.testing.assert_array_equal(scalars(np.array([0, 2, 0], np.int32), np.ones(3, np.float32)), [0.5, 1, 0.5])
+    with pytest.raises(NotImplementedError, match="argwhere"):
+        @flow.global_function()
+        def argwhere(c: tp.Numpy.Placeholder((3,), dtype=flow.int32)) -> tp.Numpy:
+            return flow.where(c)
+        argwhere(np.zeros(3, np.int32))
+
+
+@pytest.mark.parametrize("lazy", [True, False])
+def test_lazy_adam_leaves_the_rows_a_batch_did_not_read(lazy):
+    @flow.global_function(type="train")
+    def job(ids: tp.Numpy.Placeholder((2,), dtype=flow.int32)) -> tp.Numpy:
+        table = flow.get_variable("table", shape=(4, 2), dtype=flow.double, initializer=flow.constant_initializer(1.0))
+        loss = flow.math.reduce_sum(flow.gather(table, ids))
+        optimizer = flow.optimizer.LazyAdam if lazy else flow.optimizer.Adam
+        kwargs = {} if lazy else {"do_bias_correction": True}
+        optimizer(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), **kwargs).minimize(loss)
+        return loss
+
+    job(np.array([0, 1], np.int32))
+    first = flow.get_all_variables()["table"].numpy().copy()
+    job(np.array([2, 2], np.int32))
+    second = flow.get_all_variables()["table"].numpy()
+    # Row 2 is read twice in the second step (gradient 2), at train step 1 (t = 2) with no earlier moments.
+    # (The learning rate reaches the update as a float32.)
+    m, v = 0.1 * 2, 0.001 * 4
+    rate = 0.1 * np.sqrt(1 - 0.999 ** 2) / (1 - 0.9 ** 2)
+    np.testing.assert_allclose(second[2], 1 - rate * m / (np.sqrt(v) + 1e-8), rtol=1e-7)
+    np.testing.assert_array_equal(second[3], [1, 1])
+    if lazy:
+        np.testing.assert_array_equal(second[:2], first[:2])  # their moments did not move them again
+    else:
+        assert np.all(second[:2] < first[:2])  # Adam's moments keep moving rows without a gradient
+
+
+def test_parallel_cast_keeps_the_values_and_lays_them_out_as_asked():
+    flow.config.cpu_device_num(2)
+    func_config = flow.FunctionConfig()
+    func_config.default_logical_view(flow.scope.consistent_view())
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+
+    @flow.global_function(type="train", function_config=func_config)
+    def job(inputs: tp.Numpy.Placeholder((4, 3))) -> tp.Numpy:
+        v = flow.get_variable("v", shape=(4, 3), dtype=flow.float, initializer=flow.constant_initializer(1.0))
+        y = flow.parallel_cast(inputs * v, distribute=flow.distribute.split(0),
+                               gradient_distribute=flow.distribute.broadcast())
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [1.0]), momentum=0).minimize(
+            flow.math.reduce_sum(y))
+        return y
+
+    np.testing.assert_array_equal(job(x), x)
+    np.testing.assert_array_equal(flow.get_all_variables()["v"].numpy(), 1 - x)
+    with pytest.raises(TypeError, match="flow.parallel_cast: distribute: expected flow.distribute"):
+        @flow.global_function()
+        def bad(inputs: tp.Numpy.Placeholder((4, 3))) -> tp.Numpy:
+            return flow.parallel_cast(inputs, distribute="split(0)")
+        bad(x)

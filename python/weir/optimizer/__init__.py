@@ -12,7 +12,7 @@ from weir.optimizer import grad_clipping, loss_scale, warmup
 from weir.optimizer import grad_clipping as _grad_clipping
 
 __all__ = [
-    "SGD", "Adam", "AdamW", "RMSProp", "LAMB",
+    "SGD", "Adam", "AdamW", "LazyAdam", "RMSProp", "LAMB",
     "PiecewiseConstantScheduler", "PiecewiseScalingScheduler", "CosineScheduler", "PolynomialScheduler",
     "PolynomialSchduler", "ExponentialScheduler", "InverseTimeScheduler", "NaturalExpScheduler",
     "LinearCosineScheduler", "grad_clipping", "warmup", "loss_scale",
@@ -212,6 +212,17 @@ class AdamW(Optimizer):
         super().__init__(c_optimizer, loss_scale_factor, grad_clipping, loss_scale_policy)
 
 
+class LazyAdam(Optimizer):
+    """Adam with bias correction that leaves an element alone where its gradient is 0 (OneFlow's
+    LazyAdam): embedding rows a batch did not read keep their values and moments."""
+
+    def __init__(self, lr_scheduler, beta1=0.9, beta2=0.999, epsilon=1e-8, loss_scale_factor=None, grad_clipping=None,
+                 train_step_lbn=None, loss_scale_policy=None):
+        c_optimizer = _C.adam(_schedule(lr_scheduler, "LazyAdam"), float(beta1), float(beta2), float(epsilon), True)
+        c_optimizer.lazy = True
+        super().__init__(c_optimizer, loss_scale_factor, grad_clipping, loss_scale_policy)
+
+
 class RMSProp(Optimizer):
     def __init__(self, lr_scheduler, decay_rate=0.99, epsilon=1e-8, centered=False, loss_scale_factor=None,
                  grad_clipping=None, train_step_lbn=None, loss_scale_policy=None):
@@ -221,6 +232,9 @@ class RMSProp(Optimizer):
 
 class LAMB(Optimizer):
     def __init__(self, lr_scheduler, beta1=0.9, beta2=0.999, epsilon=1e-6, weight_decay=0.0, loss_scale_factor=None,
-                 grad_clipping=None, train_step_lbn=None, loss_scale_policy=None):
-        super().__init__(_C.lamb(_schedule(lr_scheduler, "LAMB"), float(beta1), float(beta2), float(epsilon),
-                                 float(weight_decay)), loss_scale_factor, grad_clipping, loss_scale_policy)
+                 grad_clipping=None, train_step_lbn=None, loss_scale_policy=None, weight_decay_includes=None,
+                 weight_decay_excludes=None):
+        c_optimizer = _C.lamb(_schedule(lr_scheduler, "LAMB"), float(beta1), float(beta2), float(epsilon),
+                              float(weight_decay or 0.0))
+        _set_weight_decay_filter(c_optimizer, "LAMB", weight_decay_includes, weight_decay_excludes)
+        super().__init__(c_optimizer, loss_scale_factor, grad_clipping, loss_scale_policy)

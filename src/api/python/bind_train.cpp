@@ -113,6 +113,7 @@ void BindTraining(py::module_& m) {
   py::class_<Optimizer>(m, "Optimizer")
       .def_readwrite("loss_scale_factor", &Optimizer::loss_scale_factor)
       .def_readwrite("weight_decay_includes", &Optimizer::weight_decay_includes)
+      .def_readwrite("lazy", &Optimizer::lazy)
       .def_readwrite("weight_decay_excludes", &Optimizer::weight_decay_excludes)
       .def_property_readonly("learning_rate", [](const Optimizer& o) { return o.learning_rate; });
   m.def("sgd", &Sgd, py::arg("learning_rate"), py::arg("momentum"));

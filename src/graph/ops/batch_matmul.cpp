@@ -5,6 +5,7 @@
 
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
+#include "graph/ops/product_gradient.hpp"
 #include "weir/ops.hpp"
 
 namespace weir {
@@ -39,26 +40,8 @@ std::vector<TensorMeta> InferBatchMatMul(const InferContext& ctx) {
   return {{Shape(std::move(dims)), a.dtype}};
 }
 
-// As matmul's, per batch index: dop(a) = alpha·dy·op(b)^T, dop(b) = alpha·op(a)^T·dy, the transposes
-// folded into the flags.
 std::vector<Blob> BatchMatMulGradient(const GradContext& ctx) {
-  const auto& attrs = ctx.Get<MatMulAttrs>();
-  const Blob& a = ctx.inputs[0];
-  const Blob& b = ctx.inputs[1];
-  const Blob& dy = ctx.output_grads[0];
-  const double alpha = attrs.alpha;
-  Blob da, db;
-  if (ctx.needs_grad[0]) {
-    da = attrs.transpose_a
-             ? BatchMatMul(b, dy, {.transpose_a = attrs.transpose_b, .transpose_b = true, .alpha = alpha})
-             : BatchMatMul(dy, b, {.transpose_a = false, .transpose_b = !attrs.transpose_b, .alpha = alpha});
-  }
-  if (ctx.needs_grad[1]) {
-    db = attrs.transpose_b
-             ? BatchMatMul(dy, a, {.transpose_a = true, .transpose_b = attrs.transpose_a, .alpha = alpha})
-             : BatchMatMul(a, dy, {.transpose_a = !attrs.transpose_a, .transpose_b = false, .alpha = alpha});
-  }
-  return {da, db};
+  return ProductGradient(ctx, [](const Blob& x, const Blob& y, MatMulAttrs attrs) { return BatchMatMul(x, y, attrs); });
 }
 
 // Every batch axis splits a, b and the output alike; the product is linear in each operand.
@@ -76,9 +59,7 @@ WEIR_REGISTER_OP({.type = "batch_matmul",
                   .infer = InferBatchMatMul,
                   .gradient = BatchMatMulGradient,
                   .sbp = BatchMatMulSbp,
-                  .read_attrs = ReadAttrs<MatMulAttrs>(Attr("transpose_a", &MatMulAttrs::transpose_a),
-                                                      Attr("transpose_b", &MatMulAttrs::transpose_b),
-                                                      Attr("alpha", &MatMulAttrs::alpha))});
+                  .read_attrs = ProductAttrsReader()});
 
 }  // namespace
 }  // namespace internal

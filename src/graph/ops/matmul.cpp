@@ -1,6 +1,7 @@
 // matmul: out (m,n) = alpha * op(a) (m,k) · op(b) (k,n), op = optional transpose.
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
+#include "graph/ops/product_gradient.hpp"
 #include "weir/ops.hpp"
 
 namespace weir {
@@ -28,26 +29,8 @@ std::vector<TensorMeta> InferMatMul(const InferContext& ctx) {
   return {{Shape{m, n}, a.dtype}};
 }
 
-// y = alpha·op(a)·op(b), so dop(a) = alpha·dy·op(b)^T and dop(b) = alpha·op(a)^T·dy; each is
-// written as one matmul of the stored a, b and dy, with the transposes folded into the flags.
 std::vector<Blob> MatMulGradient(const GradContext& ctx) {
-  const auto& attrs = ctx.Get<MatMulAttrs>();
-  const Blob& a = ctx.inputs[0];
-  const Blob& b = ctx.inputs[1];
-  const Blob& dy = ctx.output_grads[0];
-  const double alpha = attrs.alpha;
-  Blob da, db;
-  if (ctx.needs_grad[0]) {
-    da = attrs.transpose_a
-             ? MatMul(b, dy, {.transpose_a = attrs.transpose_b, .transpose_b = true, .alpha = alpha})  // (k,m)
-             : MatMul(dy, b, {.transpose_a = false, .transpose_b = !attrs.transpose_b, .alpha = alpha});  // (m,k)
-  }
-  if (ctx.needs_grad[1]) {
-    db = attrs.transpose_b
-             ? MatMul(dy, a, {.transpose_a = true, .transpose_b = attrs.transpose_a, .alpha = alpha})  // (n,k)
-             : MatMul(a, dy, {.transpose_a = !attrs.transpose_a, .transpose_b = false, .alpha = alpha});  // (k,n)
-  }
-  return {da, db};
+  return ProductGradient(ctx, [](const Blob& x, const Blob& y, MatMulAttrs attrs) { return MatMul(x, y, attrs); });
 }
 
 // OneFlow's three matmul signatures (sbp_parallel.proto): rows of a split (data parallel), columns
@@ -69,9 +52,7 @@ WEIR_REGISTER_OP({.type = "matmul",
                   .infer = InferMatMul,
                   .gradient = MatMulGradient,
                   .sbp = MatMulSbp,
-                  .read_attrs = ReadAttrs<MatMulAttrs>(Attr("transpose_a", &MatMulAttrs::transpose_a),
-                                                      Attr("transpose_b", &MatMulAttrs::transpose_b),
-                                                      Attr("alpha", &MatMulAttrs::alpha))});
+                  .read_attrs = ProductAttrsReader()});
 
 }  // namespace
 }  // namespace internal

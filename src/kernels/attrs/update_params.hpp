@@ -13,7 +13,8 @@ template <typename T> RegularizedGradient<T> MakeRegularizedGradient(const Updat
 template <typename T> AdamConstants<T> MakeAdamConstants(const Optimizer& optimizer) {
   return {static_cast<T>(optimizer.beta1),     static_cast<T>(optimizer.beta2),
           static_cast<T>(1 - optimizer.beta1), static_cast<T>(1 - optimizer.beta2),
-          static_cast<T>(optimizer.epsilon),   static_cast<T>(optimizer.weight_decay)};
+          static_cast<T>(optimizer.epsilon),   static_cast<T>(optimizer.weight_decay),
+          optimizer.lazy};
 }
 
 }  // namespace weir::internal

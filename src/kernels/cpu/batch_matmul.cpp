@@ -7,6 +7,7 @@
 #include <cblas.h>
 
 #include "common/intra_op_pool.hpp"
+#include "kernels/batch_product.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/op_attrs.hpp"
 
@@ -24,42 +25,36 @@ void Gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, double al
 
 template <typename T> class BatchMatMulCpu final : public Kernel {
  public:
-  explicit BatchMatMulCpu(const KernelSetup& setup) : attrs_(setup.Get<MatMulAttrs>()) {
-    const Shape& a = setup.inputs[0].shape;
-    const Shape& b = setup.inputs[1].shape;
-    const int rank = a.Rank();
-    m_ = attrs_.transpose_a ? a[rank - 1] : a[rank - 2];
-    k_ = attrs_.transpose_a ? a[rank - 2] : a[rank - 1];
-    n_ = attrs_.transpose_b ? b[rank - 2] : b[rank - 1];
-    batches_ = setup.outputs[0].shape.NumElements() / std::max<std::int64_t>(1, m_ * n_);
-    if (m_ * n_ == 0) batches_ = 0;
-  }
+  explicit BatchMatMulCpu(const KernelSetup& setup)
+      : attrs_(setup.Get<MatMulAttrs>()), product_(BatchProductOf(setup.inputs[0].shape, setup.inputs[1].shape, attrs_)) {}
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     const T* a = inputs[0].As<T>();
     const T* b = inputs[1].As<T>();
     T* c = outputs[0].As<T>();
-    if (k_ == 0) {  // an empty sum is 0 (BLAS takes no leading dimension of 0)
-      std::fill(c, c + batches_ * m_ * n_, T{0});
+    const std::int64_t batches = product_.batches, m = product_.m, n = product_.n, k = product_.k;
+    if (batches * m * n == 0) return;
+    if (k == 0) {  // an empty sum is 0 (BLAS takes no leading dimension of 0)
+      std::fill(c, c + batches * m * n, T{0});
       return;
     }
-    const int lda = static_cast<int>(attrs_.transpose_a ? m_ : k_);
-    const int ldb = static_cast<int>(attrs_.transpose_b ? k_ : n_);
+    const int lda = static_cast<int>(attrs_.transpose_a ? m : k);
+    const int ldb = static_cast<int>(attrs_.transpose_b ? k : n);
     const CBLAS_TRANSPOSE ta = attrs_.transpose_a ? CblasTrans : CblasNoTrans;
     const CBLAS_TRANSPOSE tb = attrs_.transpose_b ? CblasTrans : CblasNoTrans;
     // A chunk of batch indices per intra-op thread.
-    const int chunks = static_cast<int>(std::min<std::int64_t>(batches_, IntraOpThreads()));
+    const int chunks = static_cast<int>(std::min<std::int64_t>(batches, IntraOpThreads()));
     ParallelFor(chunks, [&](int chunk) {
-      for (std::int64_t i = batches_ * chunk / chunks; i < batches_ * (chunk + 1) / chunks; ++i) {
-        Gemm(ta, tb, static_cast<int>(m_), static_cast<int>(n_), static_cast<int>(k_), attrs_.alpha, a + i * m_ * k_, lda,
-             b + i * k_ * n_, ldb, c + i * m_ * n_);
+      for (std::int64_t i = batches * chunk / chunks; i < batches * (chunk + 1) / chunks; ++i) {
+        Gemm(ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), attrs_.alpha, a + i * m * k, lda,
+             b + i * k * n, ldb, c + i * m * n);
       }
     });
   }
 
  private:
   MatMulAttrs attrs_;
-  std::int64_t m_ = 0, n_ = 0, k_ = 0, batches_ = 0;
+  BatchProduct product_;
 };
 
 WEIR_REGISTER_KERNELS {

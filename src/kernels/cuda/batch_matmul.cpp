@@ -2,6 +2,7 @@
 // batch_matmul.cu), on the device stream's handle.
 #include <cstdint>
 
+#include "kernels/batch_product.hpp"
 #include "kernels/cuda/cuda_kernel.hpp"
 #include "weir/op_attrs.hpp"
 
@@ -18,25 +19,18 @@ namespace {
 
 template <typename T> class BatchMatMulCuda final : public Kernel {
  public:
-  explicit BatchMatMulCuda(const KernelSetup& setup) : stream_(CudaStreamOf(setup)), attrs_(setup.Get<MatMulAttrs>()) {
-    const Shape& a = setup.inputs[0].shape;
-    const Shape& b = setup.inputs[1].shape;
-    const int rank = a.Rank();
-    m_ = attrs_.transpose_a ? a[rank - 1] : a[rank - 2];
-    k_ = attrs_.transpose_a ? a[rank - 2] : a[rank - 1];
-    n_ = attrs_.transpose_b ? b[rank - 2] : b[rank - 1];
-    batches_ = 1;
-    for (int d = 0; d + 2 < rank; ++d) batches_ *= a[d];
-  }
+  explicit BatchMatMulCuda(const KernelSetup& setup)
+      : stream_(CudaStreamOf(setup)), attrs_(setup.Get<MatMulAttrs>()),
+        product_(BatchProductOf(setup.inputs[0].shape, setup.inputs[1].shape, attrs_)) {}
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
-    cuda::BatchGemm<T>(stream_, attrs_.transpose_a, attrs_.transpose_b, batches_, m_, n_, k_, attrs_.alpha,
-                       inputs[0].As<T>(), inputs[1].As<T>(), outputs[0].As<T>());
+    cuda::BatchGemm<T>(stream_, attrs_.transpose_a, attrs_.transpose_b, product_.batches, product_.m, product_.n, product_.k,
+                       attrs_.alpha, inputs[0].As<T>(), inputs[1].As<T>(), outputs[0].As<T>());
   }
 
  private:
   void* stream_;
   MatMulAttrs attrs_;
-  std::int64_t m_ = 0, n_ = 0, k_ = 0, batches_ = 0;
+  BatchProduct product_;
 };
 
 WEIR_REGISTER_KERNELS {

@@ -30,6 +30,7 @@ template <typename T> struct AdamConstants {
   T beta1, beta2;
   T one_minus_beta1, one_minus_beta2;  // 1 − β in double first: 1 − 0.999f is 4.7e-5 off 0.001
   T epsilon, weight_decay;
+  bool lazy;  // LazyAdam: elements without a gradient are left alone
 };
 
 /// m = β1 m + (1 − β1) g'; v = β2 v + (1 − β2) g'²; p -= lr (m / (√v + ε) + wd p) (AdamW: wd > 0).
@@ -37,6 +38,7 @@ template <typename T>
 WEIR_HOST_DEVICE void AdamStep(T& p, T& m, T& v, T g, T lr, const AdamConstants<T>& c,
                                const RegularizedGradient<T>& regularized) {
   const T grad = regularized(g, p);
+  if (c.lazy && std::abs(grad) < T(1e-12)) return;  // OneFlow's LazyAdam threshold
   m = c.beta1 * m + c.one_minus_beta1 * grad;
   v = c.beta2 * v + c.one_minus_beta2 * grad * grad;
   p -= lr * (m / (std::sqrt(v) + c.epsilon) + c.weight_decay * p);

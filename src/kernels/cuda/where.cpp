@@ -1,0 +1,63 @@
+// where on CUDA: a thread per output element (the launcher in where.cu, the index arithmetic in
+// kernels/functors/where.hpp); elements moved as words of their size, as on the CPU.
+#include <cstdint>
+#include <memory>
+
+#include "kernels/cuda/cuda_kernel.hpp"
+#include "kernels/functors/where.hpp"
+
+namespace weir::internal {
+
+namespace cuda {
+/// out[i] = condition ? x : y at output element i's offsets (where.cu).
+template <typename Condition, typename Word>
+void Where(void* stream, const WherePlan& plan, const Condition* condition, const Word* x, const Word* y, Word* out,
+           std::int64_t count);
+}  // namespace cuda
+
+namespace {
+
+template <typename Condition, typename Word> class WhereCuda final : public Kernel {
+ public:
+  explicit WhereCuda(const KernelSetup& setup) : stream_(CudaStreamOf(setup)), count_(setup.outputs[0].shape.NumElements()) {
+    if (!PlanWhere(setup.inputs[0].shape.Dims(), setup.inputs[1].shape.Dims(), setup.inputs[2].shape.Dims(),
+                   setup.outputs[0].shape.Dims(), plan_)) {
+      throw std::invalid_argument(fmt::format("[where] '{}': the operands broadcast over more than {} axes that do not merge",
+                                              setup.op_name, BroadcastPlan::kMaxRank));
+    }
+  }
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    cuda::Where<Condition, Word>(stream_, plan_, inputs[0].As<Condition>(), inputs[1].As<Word>(), inputs[2].As<Word>(),
+                                 outputs[0].As<Word>(), count_);
+  }
+
+ private:
+  void* stream_;
+  std::int64_t count_;
+  WherePlan plan_;
+};
+
+template <typename Condition> std::unique_ptr<Kernel> MakeWhereOf(const KernelSetup& setup) {
+  switch (SizeOf(setup.inputs[1].dtype)) {
+    case 1: return std::make_unique<WhereCuda<Condition, std::uint8_t>>(setup);
+    case 4: return std::make_unique<WhereCuda<Condition, std::uint32_t>>(setup);
+    default: return std::make_unique<WhereCuda<Condition, std::uint64_t>>(setup);
+  }
+}
+
+std::unique_ptr<Kernel> MakeWhere(const KernelSetup& setup) {
+  switch (SizeOf(setup.inputs[0].dtype)) {
+    case 1: return MakeWhereOf<std::uint8_t>(setup);
+    case 4: return MakeWhereOf<std::int32_t>(setup);
+    default: return MakeWhereOf<std::int64_t>(setup);
+  }
+}
+
+WEIR_REGISTER_KERNELS {
+  for (DType dtype : {DType::kI8, DType::kU8, DType::kBool, DType::kI32, DType::kI64}) {
+    RegisterKernel({"where", Device::Kind::kCuda, dtype}, &MakeWhere);
+  }
+}
+
+}  // namespace
+}  // namespace weir::internal
