@@ -15,6 +15,7 @@ __all__ = [
     "avg_pool2d", "batch_normalization", "sparse_softmax_cross_entropy_with_logits",
     "softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits", "leaky_relu", "elu", "relu6",
     "hardtanh", "hardsigmoid", "hardswish", "mish", "swish", "sparse_cross_entropy", "moments",
+    "L1Loss", "MSELoss", "BCELoss", "MarginRankingLoss", "TripletMarginLoss",
 ]
 
 
@@ -226,3 +227,93 @@ def moments(x, axes, keepdims=False, name=None):
     if not keepdims:
         mean = ops.reshape(mean, [d for i, d in enumerate(x.shape) if i not in resolved], name=part("mean_reduced"))
     return mean, variance
+
+
+# --- OneFlow's losses over a batch (flow.nn.L1Loss and the rest): built from elementwise ops and a reduction.
+
+
+def _reduce_loss(loss, reduction, op, name):
+    """`loss` reduced as OneFlow's losses take `reduction`: "none", "mean" or "sum"."""
+    if reduction == "none":
+        return loss
+    part = None if name is None else f"{name}_reduce_{reduction}"
+    return _math.reduce_mean(loss, name=part) if reduction == "mean" else _math.reduce_sum(loss, name=part)
+
+
+def _check_reduction(reduction, op):
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{op}: reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
+
+
+def _check_same_shape(op, **blobs):
+    shapes = {what: tuple(blob.shape) for what, blob in blobs.items()}
+    if len(set(shapes.values())) > 1:
+        raise ValueError(f"{op}: {' and '.join(shapes)} must have one shape, got "
+                         f"{', '.join(str(shape) for shape in shapes.values())}")
+
+
+def L1Loss(input, target, reduction="mean", name=None):  # noqa: N802, A002 - OneFlow's names
+    """|target - input| elementwise, reduced ("none", "mean" or "sum")."""
+    op = "flow.nn.L1Loss"
+    input, target = check_blob(input, op, "input"), check_blob(target, op, "target")
+    _check_same_shape(op, input=input, target=target)
+    _check_reduction(reduction, op)
+    return _reduce_loss(_math.abs(target - input), reduction, op, name)
+
+
+def MSELoss(input, target, reduction="mean", name=None):  # noqa: N802, A002 - OneFlow's names
+    """(target - input)² elementwise, reduced ("none", "mean" or "sum")."""
+    op = "flow.nn.MSELoss"
+    input, target = check_blob(input, op, "input"), check_blob(target, op, "target")
+    _check_same_shape(op, input=input, target=target)
+    _check_reduction(reduction, op)
+    return _reduce_loss(_math.squared_difference(target, input), reduction, op, name)
+
+
+def BCELoss(input, target, weight=None, reduction="mean", name=None):  # noqa: N802, A002 - OneFlow's names
+    """Binary cross entropy -(t·ln σ(x) + (1 - t)·ln(1 - σ(x))), optionally weighted, reduced. As OneFlow's
+    BCELoss, the input passes through a sigmoid first."""
+    op = "flow.nn.BCELoss"
+    input, target = check_blob(input, op, "input"), check_blob(target, op, "target")
+    _check_same_shape(op, input=input, target=target)
+    _check_reduction(reduction, op)
+    probability = sigmoid(input)
+    loss = _math.negative(target * _math.log(probability) + (1 - target) * _math.log(1 - probability))
+    if weight is not None:
+        weight = check_blob(weight, op, "weight")
+        _check_same_shape(op, weight=weight, input=input)
+        loss = weight * loss
+    return _reduce_loss(loss, reduction, op, name)
+
+
+def MarginRankingLoss(input1, input2, target, margin=0.0, reduction="mean", name=None):  # noqa: N802
+    """max(0, -target·(input1 - input2) + margin) elementwise, reduced."""
+    op = "flow.nn.MarginRankingLoss"
+    input1, input2 = check_blob(input1, op, "input1"), check_blob(input2, op, "input2")
+    target = check_blob(target, op, "target")
+    _check_same_shape(op, input1=input1, input2=input2)
+    _check_reduction(reduction, op)
+    loss = _math.clip_by_value(_math.negative(target * (input1 - input2)) + float(margin), min_value=0.0)
+    return _reduce_loss(loss, reduction, op, name)
+
+
+def TripletMarginLoss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, reduction="mean",
+                      name=None):  # noqa: N802 - OneFlow's name
+    """max(‖a - p + eps‖_p - ‖a - n + eps‖_p + margin, 0) per row (the norms over axis 1), reduced."""
+    op = "flow.nn.TripletMarginLoss"
+    anchor = check_blob(anchor, op, "anchor")
+    positive, negative = check_blob(positive, op, "positive"), check_blob(negative, op, "negative")
+    _check_same_shape(op, anchor=anchor, positive=positive, negative=negative)
+    _check_reduction(reduction, op)
+    if swap:
+        raise NotImplementedError(f"{op}: swap=True is not supported (nor is it by OneFlow)")
+
+    def norm(x):
+        magnitude = _math.abs(x)
+        if float(p) == 2.0:
+            return _math.sqrt(_math.reduce_sum(_math.square(magnitude), axis=1))
+        return _math.pow(_math.reduce_sum(_math.pow(magnitude, float(p)), axis=1), 1.0 / float(p))
+
+    loss = _math.clip_by_value(norm(anchor - positive + float(eps)) - norm(anchor - negative + float(eps)) + float(margin),
+                               min_value=0.0)
+    return _reduce_loss(loss, reduction, op, name)

@@ -646,3 +646,47 @@ def test_parallel_cast_keeps_the_values_and_lays_them_out_as_asked():
         def bad(inputs: tp.Numpy.Placeholder((4, 3))) -> tp.Numpy:
             return flow.parallel_cast(inputs, distribute="split(0)")
         bad(x)
+
+
+def _loss_job(fn, *shapes):
+    """A predict job of two or three float32 placeholders returning fn(*blobs)."""
+    flow.clear_default_session()
+    if len(shapes) == 2:
+        @flow.global_function()
+        def pair(a: tp.Numpy.Placeholder(shapes[0]), b: tp.Numpy.Placeholder(shapes[1])) -> tp.Numpy:
+            return fn(a, b)
+        return pair
+
+    @flow.global_function()
+    def triple(a: tp.Numpy.Placeholder(shapes[0]), b: tp.Numpy.Placeholder(shapes[1]),
+               c: tp.Numpy.Placeholder(shapes[2])) -> tp.Numpy:
+        return fn(a, b, c)
+    return triple
+
+
+def test_the_batch_losses_give_oneflows_documented_values():
+    # The values OneFlow's own docs give for these inputs.
+    three = np.array([[1, 1, 1], [2, 2, 2], [7, 7, 7]], np.float32)
+    fours = np.full((3, 3), 4, np.float32)
+    ranks = np.arange(1, 10, dtype=np.float32).reshape(3, 3)
+    twos, threes = np.full((3, 3), 2, np.float32), np.full((3, 3), 3, np.float32)
+    labels = np.array([[0, 1, 0], [1, 0, 0], [0, 0, 1]], np.float32)
+    cases = [
+        (lambda x, y: flow.nn.L1Loss(x, y), (three, fours), 2.6666667),
+        (lambda x, y: flow.nn.L1Loss(x, y, reduction="sum"), (three, fours), 24.0),
+        (lambda x, y: flow.nn.MSELoss(x, y), (three, fours), 7.3333335),
+        (lambda x, y: flow.nn.MSELoss(x, y, reduction="sum"), (three, fours), 66.0),
+        # (3.3908320 exactly; ln(1 - σ(9)) cancels in float32, on OneFlow too: its docs give 3.390836)
+        (lambda x, y: flow.nn.BCELoss(x, y), (ranks, labels), 3.390832),
+        (lambda a, b, t: flow.nn.MarginRankingLoss(a, b, t, margin=1.0), (ranks, twos, threes), 0.5555556),
+        (lambda a, p, n: flow.nn.TripletMarginLoss(a, p, n, margin=1.0, p=2.0), (ranks, twos, threes), 1.8449262),
+    ]
+    for fn, inputs, expected in cases:
+        job = _loss_job(fn, *(x.shape for x in inputs))
+        np.testing.assert_allclose(job(*inputs), expected, rtol=1e-5)
+    job = _loss_job(lambda x, y: flow.nn.L1Loss(x, y, reduction="none"), (3, 3), (3, 3))
+    np.testing.assert_array_equal(job(three, fours), np.abs(fours - three))
+    with pytest.raises(ValueError, match="reduction must be 'none', 'mean' or 'sum', got 'avg'"):
+        _loss_job(lambda x, y: flow.nn.MSELoss(x, y, reduction="avg"), (3, 3), (3, 3))(three, fours)
+    with pytest.raises(ValueError, match="input and target must have one shape"):
+        _loss_job(lambda x, y: flow.nn.L1Loss(x, y), (3, 3), (3, 1))(three, fours[:, :1])
