@@ -15,7 +15,8 @@ __all__ = [
     "sign", "floor", "ceil", "round", "rint", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
     "acosh", "atanh", "erf", "erfc", "log_sigmoid", "gelu", "reciprocal_no_nan", "clip_by_value", "top_k",
     "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "squared_difference",
-    "unsorted_segment_sum", "unsorted_segment_sum_like",
+    "unsorted_segment_sum", "unsorted_segment_sum_like", "reduce_variance", "reduce_std", "reduce_euclidean_norm",
+    "reduce_logsumexp",
 ]
 
 
@@ -223,6 +224,40 @@ def reduce_max(input_tensor, axis=None, keepdims=False, name=None):
 def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
     x = check_blob(input_tensor, "flow.math.reduce_min", "input_tensor")
     return _reduce("reduce_min", x, axis, keepdims, name)
+
+
+def _named(name, part):
+    return None if name is None else f"{name}_{part}"
+
+
+def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
+    """The mean squared deviation from the mean over `axis` (the population variance)."""
+    x = check_blob(input_tensor, "flow.math.reduce_variance", "input_tensor")
+    mean = reduce_mean(x, axis, keepdims=True, name=_named(name, "mean"))
+    return reduce_mean(square(x - mean), axis, keepdims=keepdims, name=name)
+
+
+def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
+    """The square root of reduce_variance."""
+    x = check_blob(input_tensor, "flow.math.reduce_std", "input_tensor")
+    return sqrt(reduce_variance(x, axis, keepdims, name=_named(name, "variance")), name=name)
+
+
+def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False, name=None):
+    """sqrt(sum(x²)) over `axis`."""
+    x = check_blob(input_tensor, "flow.math.reduce_euclidean_norm", "input_tensor")
+    return sqrt(reduce_sum(square(x), axis, keepdims, name=_named(name, "sum")), name=name)
+
+
+def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
+    """log(sum(e^x)) over `axis`, computed as m + log(sum(e^(x - m))) with m the maximum, so that it
+    neither overflows nor underflows to -inf."""
+    x = check_blob(input_tensor, "flow.math.reduce_logsumexp", "input_tensor")
+    peak = reduce_max(x, axis, keepdims=True, name=_named(name, "max"))
+    total = reduce_sum(exp(x - peak), axis, keepdims=keepdims, name=_named(name, "sum"))
+    if not keepdims:
+        peak = reduce_max(x, axis, keepdims=False, name=_named(name, "max_reduced"))
+    return add(peak, log(total), name=name)
 
 
 # Blob's + - * / % ** build these ops.

@@ -690,3 +690,38 @@ def test_the_batch_losses_give_oneflows_documented_values():
         _loss_job(lambda x, y: flow.nn.MSELoss(x, y, reduction="avg"), (3, 3), (3, 3))(three, fours)
     with pytest.raises(ValueError, match="input and target must have one shape"):
         _loss_job(lambda x, y: flow.nn.L1Loss(x, y), (3, 3), (3, 1))(three, fours[:, :1])
+
+
+@pytest.mark.parametrize("axis,keepdims", [(None, False), (1, False), ([0, 2], True), (-1, True)])
+def test_the_composite_reductions_match_numpy_and_train(axis, keepdims):
+    x = np.random.default_rng(5).normal(size=(2, 3, 4)) * 3
+    numpy_axis = tuple(axis) if isinstance(axis, list) else axis
+
+    @flow.global_function()
+    def job(v: tp.Numpy.Placeholder((2, 3, 4), dtype=flow.double)) -> List[tp.Numpy]:
+        return [flow.math.reduce_variance(v, axis, keepdims), flow.math.reduce_std(v, axis, keepdims),
+                flow.math.reduce_euclidean_norm(v, axis, keepdims), flow.math.reduce_logsumexp(v, axis, keepdims)]
+
+    variance, std, norm, logsumexp = job(x)
+    np.testing.assert_allclose(variance, np.var(x, axis=numpy_axis, keepdims=keepdims), rtol=1e-12)
+    np.testing.assert_allclose(std, np.std(x, axis=numpy_axis, keepdims=keepdims), rtol=1e-12)
+    np.testing.assert_allclose(norm, np.sqrt(np.sum(x * x, axis=numpy_axis, keepdims=keepdims)), rtol=1e-12)
+    peak = np.max(x, axis=numpy_axis, keepdims=True)
+    expected = np.log(np.sum(np.exp(x - peak), axis=numpy_axis, keepdims=True)) + peak
+    if not keepdims:
+        expected = np.squeeze(expected, axis=numpy_axis) if numpy_axis is not None else expected.reshape(())
+    np.testing.assert_allclose(logsumexp, expected, rtol=1e-12)
+
+
+def test_reduce_logsumexp_neither_overflows_nor_loses_its_gradient():
+    @flow.global_function(type="train")
+    def job(v: tp.Numpy.Placeholder((3,), dtype=flow.double)) -> tp.Numpy:
+        w = flow.get_variable("w", shape=(3,), dtype=flow.double, initializer=flow.zeros_initializer())
+        out = flow.math.reduce_logsumexp(v + w)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [1.0]), momentum=0).minimize(out)
+        return out
+
+    x = np.array([1000.0, 1000.0, 0.0])
+    assert job(x) == pytest.approx(1000 + np.log(2))
+    # d logsumexp / dx is the softmax: (0.5, 0.5, e^-1000 / 2).
+    np.testing.assert_allclose(flow.get_all_variables()["w"].numpy(), [-0.5, -0.5, 0.0], atol=1e-12)
