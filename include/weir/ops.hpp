@@ -143,6 +143,11 @@ Blob UnsortedSegmentSum(const Blob& data, const Blob& segment_ids, std::int64_t 
 /// 2-D cross-correlation (no bias; OneFlow's flow.nn.conv2d). x (N,C,H,W) or (N,H,W,C); weight
 /// (out, C/groups, kh, kw) for NCHW, (out, kh, kw, C/groups) for NHWC.
 Blob Conv2D(const Blob& x, const Blob& weight, Conv2DAttrs attrs = {}, std::string_view name = {});
+/// The transposed convolution (OneFlow's flow.nn.conv2d_transpose): the adjoint of Conv2D(·, weight,
+/// attrs) on inputs of `output_shape`, applied to x, which has that convolution's output shape. weight
+/// is laid out as Conv2D's: (x's channels, the output's channels, kh, kw) for NCHW.
+Blob Conv2DTranspose(const Blob& x, const Blob& weight, Shape output_shape, Conv2DAttrs attrs = {},
+                     std::string_view name = {});
 
 /// The largest element of each window; padded positions never win. Its gradient goes to a single
 /// element per window: on ties, the first largest in row-major window order (f64 reference kernel;

@@ -15,7 +15,7 @@ __all__ = [
     "avg_pool2d", "batch_normalization", "sparse_softmax_cross_entropy_with_logits",
     "softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits", "leaky_relu", "elu", "relu6",
     "hardtanh", "hardsigmoid", "hardswish", "mish", "swish", "sparse_cross_entropy", "moments",
-    "L1Loss", "MSELoss", "BCELoss", "MarginRankingLoss", "TripletMarginLoss",
+    "L1Loss", "MSELoss", "BCELoss", "MarginRankingLoss", "TripletMarginLoss", "conv2d_transpose",
 ]
 
 
@@ -165,6 +165,45 @@ def conv2d(input, filters, strides, padding, data_format="NCHW", dilations=None,
     return add_op("conv2d", [x, w], op_name(name), strides=pair(strides, "strides", op, data_format),
                   dilations=pair(1 if dilations is None else dilations, "dilations", op, data_format),
                   padding=_padding(padding, op, data_format), data_format=data_format, groups=int(groups))
+
+
+def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None, padding="VALID",  # noqa: A002
+                     data_format="NCHW", name=None, input=None, filters=None, dilations=None):  # noqa: A002
+    """The transposed convolution: the adjoint of conv2d(·, filter, strides, padding) on inputs of
+    `output_shape`, applied to `value` (alias `input`), which has that convolution's output shape.
+    filter (alias `filters`): (value's channels, output channels, kh, kw) for NCHW, (value's channels,
+    kh, kw, output channels) for NHWC. padding: "SAME" or "VALID", with the output's extra rows and
+    columns (output_padding) where the convolution's windows do not reach."""
+    op = "flow.nn.conv2d_transpose"
+    if (value is None) == (input is None):
+        raise ValueError(f"{op}: give one of value and input")
+    if (filter is None) == (filters is None):
+        raise ValueError(f"{op}: give one of filter and filters")
+    x = check_blob(value if value is not None else input, op, "value")
+    w = check_blob(filter if filter is not None else filters, op, "filter")
+    data_format = check_format(data_format, op)
+    if output_shape is None or len(output_shape) != 4 or len(x.shape) != 4 or len(w.shape) != 4:
+        raise ValueError(f"{op}: value, filter and output_shape must be 4-D, got {tuple(x.shape)}, {tuple(w.shape)} "
+                         f"and {output_shape!r}")
+    if not isinstance(padding, str) or padding.upper() not in ("SAME", "VALID"):
+        raise ValueError(f"{op}: padding must be 'SAME' or 'VALID', got {padding!r}")
+    output_shape = [int(d) for d in output_shape]
+    stride = pair(strides, "strides", op, data_format)
+    dilation = pair(1 if dilations is None else dilations, "dilations", op, data_format)
+    nchw = data_format == "NCHW"
+    spatial_in = list(x.shape[2:] if nchw else x.shape[1:3])
+    spatial_out = output_shape[2:] if nchw else output_shape[1:3]
+    kernel = list(w.shape[2:] if nchw else w.shape[1:3])
+    for i in range(2):
+        extent = (kernel[i] - 1) * dilation[i] + 1
+        expected = ((spatial_out[i] + stride[i] - 1) // stride[i] if padding.upper() == "SAME"
+                    else (spatial_out[i] - extent) // stride[i] + 1)
+        if expected != spatial_in[i]:
+            raise ValueError(f"{op}: an output of shape {tuple(output_shape)} convolved with {padding.upper()} "
+                             f"padding and strides {tuple(stride)} gives {'height' if i == 0 else 'width'} {expected}, "
+                             f"but value {tuple(x.shape)} has {spatial_in[i]}")
+    return add_op("conv2d_grad_data", [x, w], op_name(name), shape=output_shape, strides=stride, dilations=dilation,
+                  padding=padding.upper(), data_format=data_format, groups=1)
 
 
 def _padding(padding, op, data_format):

@@ -294,6 +294,36 @@ TEST_CASE("conv2d f32 matches the reference on large convolutions (the batch spl
                        {.strides = {1, 2}, .dilations = {2, 2}, .padding = SamePadding(), .groups = 2}, rng);
 }
 
+TEST_CASE("conv2d_transpose is conv2d's adjoint: <convT(x, w), y> = <x, conv(y, w)>, and its gradients match finite differences") {
+  Session session;
+  struct Case {
+    const char* name;
+    Shape x, weight, out;
+    Conv2DAttrs attrs;
+  };
+  // (x is the convolution's output shape; out the transposed convolution's, the convolution's input.)
+  const std::vector<Case> cases{
+      {"same_stride2", {1, 3, 3, 4}, {3, 2, 3, 3}, {1, 2, 6, 8}, {.strides = {2, 2}, .padding = SamePadding()}},
+      {"same_odd_pad", {2, 2, 3, 3}, {2, 3, 2, 2}, {2, 3, 5, 5}, {.strides = {2, 2}, .padding = SamePadding()}},
+      {"valid_output_padding", {1, 2, 2, 2}, {2, 1, 3, 3}, {1, 1, 6, 6}, {.strides = {2, 2}}},
+      {"nhwc", {1, 2, 2, 3}, {3, 2, 2, 2}, {1, 4, 4, 2}, {.strides = {2, 2}, .padding = SamePadding(), .data_format = DataFormat::kNHWC}},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    const Tensor x = Random(c.x), w = Random(c.weight), y = Random(c.out);
+    JobBuilder builder(std::string("adjoint_") + c.name, JobType::kPredict, JobConfig{.default_dtype = DType::kF64});
+    const Blob bx = builder.Placeholder("x", c.x), bw = builder.Placeholder("w", c.weight), by = builder.Placeholder("y", c.out);
+    const Blob transposed = Conv2DTranspose(bx, bw, c.out, c.attrs);
+    CHECK(transposed.GetShape() == c.out);
+    builder.Output("left", ReduceSum(Mul(transposed, by)));
+    builder.Output("right", ReduceSum(Mul(bx, Conv2D(by, bw, c.attrs))));
+    const Outputs both = session.Call(builder.Build(), {x, w, y});
+    CHECK(both["left"].ToVector<double>()[0] == doctest::Approx(both["right"].ToVector<double>()[0]).epsilon(1e-12));
+    CheckGradients(session, std::string("conv_transpose_") + c.name, {x, w},
+                   Binary([&c](const Blob& a, const Blob& b) { return Conv2DTranspose(a, b, c.out, c.attrs); }));
+  }
+}
+
 TEST_CASE("conv2d gradients match finite differences") {
   Session session;
   const auto conv = [](Conv2DAttrs attrs) {

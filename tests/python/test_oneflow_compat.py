@@ -725,3 +725,26 @@ def test_reduce_logsumexp_neither_overflows_nor_loses_its_gradient():
     assert job(x) == pytest.approx(1000 + np.log(2))
     # d logsumexp / dx is the softmax: (0.5, 0.5, e^-1000 / 2).
     np.testing.assert_allclose(flow.get_all_variables()["w"].numpy(), [-0.5, -0.5, 0.0], atol=1e-12)
+
+
+def test_conv2d_transpose_upsamples_as_oneflows_and_trains():
+    # OneFlow's docs: a (1, 32, 32, 32) input, a 3x3 kernel, stride 2, SAME -> (1, 32, 64, 64).
+    @flow.global_function(type="train")
+    def job(x: tp.Numpy.Placeholder((1, 4, 8, 8))) -> tp.Numpy:
+        weight = flow.get_variable("deconv-weight", shape=(4, 2, 3, 3), dtype=flow.float,
+                                   initializer=flow.random_normal_initializer(stddev=0.1, seed=1))
+        out = flow.nn.conv2d_transpose(value=x, filter=weight, output_shape=(1, 2, 16, 16), strides=2, padding="SAME")
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0).minimize(
+            flow.math.reduce_mean(flow.math.square(out - 1.0)))
+        return out
+
+    x = np.random.default_rng(6).normal(size=(1, 4, 8, 8)).astype(np.float32)
+    first = job(x)
+    assert first.shape == (1, 2, 16, 16)
+    losses = [np.mean((job(x) - 1.0) ** 2) for _ in range(20)]
+    assert losses[-1] < np.mean((first - 1.0) ** 2) and losses[-1] < losses[0]
+    with pytest.raises(ValueError, match=r"gives height 8, but value \(1, 4, 7, 8\) has 7"):
+        @flow.global_function()
+        def mismatched(v: tp.Numpy.Placeholder((1, 4, 7, 8)), w: tp.Numpy.Placeholder((4, 2, 3, 3))) -> tp.Numpy:
+            return flow.nn.conv2d_transpose(v, w, output_shape=(1, 2, 16, 16), strides=2, padding="SAME")
+        mismatched(np.zeros((1, 4, 7, 8), np.float32), np.zeros((4, 2, 3, 3), np.float32))

@@ -1,10 +1,15 @@
 // conv2d_grad_data: dx of conv2d from dy and the weight (a transposed convolution); x's shape is
-// an attribute, since strides and padding make it ambiguous from dy's.
+// an attribute, since strides and padding make it ambiguous from dy's. Being conv2d's adjoint in x, it
+// is also flow.nn.conv2d_transpose (Conv2DTranspose), and has a gradient of its own.
+#include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
 #include "graph/ops/conv2d.hpp"
 #include "kernels/attrs/conv2d_attrs.hpp"
+#include "weir/ops.hpp"
 
-namespace weir::internal {
+namespace weir {
+
+namespace internal {
 namespace {
 
 std::vector<TensorMeta> InferConv2DGradData(const InferContext& ctx) {
@@ -20,14 +25,48 @@ std::vector<TensorMeta> InferConv2DGradData(const InferContext& ctx) {
   return {x};
 }
 
+// out = A_w^T(dy), A_w(x) = conv2d(x, w): the gradient for dy is A_w of the incoming gradient g, and for
+// the weight that of <A_w(g), dy> in w, conv2d's filter gradient with g as x and dy as dy.
+std::vector<Blob> GradDataGradient(const GradContext& ctx) {
+  const auto& attrs = ctx.Get<Conv2DGradAttrs>();
+  const Blob& dy = ctx.inputs[0];
+  const Blob& weight = ctx.inputs[1];
+  const Blob& g = ctx.output_grads[0];
+  const Shape weight_shape = weight.GetShape();  // copied: adding an op may reallocate the value list
+  Blob d_dy, d_weight;
+  if (ctx.needs_grad[0]) d_dy = Conv2D(g, weight, attrs.conv);
+  if (ctx.needs_grad[1]) d_weight = AddOp1("conv2d_grad_filter", {dy, g}, Conv2DGradAttrs{attrs.conv, weight_shape}, {});
+  return {d_dy, d_weight};
+}
+
 // dx of each image needs only that image's dy (and the whole weight).
 std::vector<SbpSignature> GradDataSbp(const SbpContext&) { return {{{Sbp::S(0), Sbp::B()}, {Sbp::S(0)}}}; }
+
+// By name: conv2d's attributes, and x's "shape" (conv2d_transpose's output shape).
+std::any ReadGradDataAttrs(std::string_view op_type, const AttrMap& attrs) {
+  AttrMap conv = attrs;
+  Conv2DGradAttrs read;
+  const auto shape = conv.find("shape");
+  if (shape == conv.end()) throw OpError(op_type, "needs the attribute 'shape' (x's shape, the output's)");
+  ReadAttr(op_type, "shape", shape->second, read.shape);
+  conv.erase(shape);
+  read.conv = std::any_cast<Conv2DAttrs>(FindOp("conv2d").read_attrs(op_type, conv));
+  return read;
+}
 
 WEIR_REGISTER_OP({.type = "conv2d_grad_data",
                   .num_inputs = 2,
                   .input_names = {"dy", "weight"},
                   .infer = InferConv2DGradData,
-                  .sbp = GradDataSbp});
+                  .gradient = GradDataGradient,
+                  .sbp = GradDataSbp,
+                  .read_attrs = ReadGradDataAttrs});
 
 }  // namespace
-}  // namespace weir::internal
+}  // namespace internal
+
+Blob Conv2DTranspose(const Blob& x, const Blob& weight, Shape output_shape, Conv2DAttrs attrs, std::string_view name) {
+  return internal::AddOp1("conv2d_grad_data", {x, weight}, internal::Conv2DGradAttrs{attrs, std::move(output_shape)}, name);
+}
+
+}  // namespace weir
