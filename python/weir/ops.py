@@ -18,7 +18,7 @@ __all__ = [
     "reshape", "transpose", "matmul", "cast", "identity", "constant", "zeros_like", "ones_like",
     "squeeze", "expand_dims", "flatten", "concat", "one_hot", "clip_by_value", "get_variable", "watch", "watch_diff",
     "slice", "slice_v2", "reverse", "constant_like", "broadcast_to_compatible_with", "broadcast_like", "stack",
-    "identity_n", "cast_to_static_shape", "ones", "zeros", "gather", "where", "parallel_cast",
+    "identity_n", "cast_to_static_shape", "ones", "zeros", "gather", "where", "parallel_cast", "pad",
 ]
 
 # Past either end of any axis: what an open end of a slice becomes (the op clamps it to the axis).
@@ -303,6 +303,28 @@ def parallel_cast(input, name=None, distribute=None, gradient_distribute=None): 
     return add_op("parallel_cast", [x], op_name(name),
                   distribute=_distribute.to_attr(distribute, "flow.parallel_cast: distribute"),
                   gradient_distribute=_distribute.to_attr(gradient_distribute, "flow.parallel_cast: gradient_distribute"))
+
+
+def pad(x, paddings, constant_value=0, name=None):
+    """`x` with `paddings[i] = (before, after)` elements of `constant_value` added on each side of axis i
+    (OneFlow's flow.pad). The gradient is the interior of the incoming one."""
+    op = "flow.pad"
+    x = check_blob(x, op, "x")
+    try:
+        pairs = [(int(before), int(after)) for before, after in paddings]
+    except (TypeError, ValueError):
+        raise TypeError(f"{op}: paddings must be a (before, after) pair of ints per axis, got {paddings!r}") from None
+    if len(pairs) != len(x.shape) or any(before < 0 or after < 0 for before, after in pairs):
+        raise ValueError(f"{op}: paddings must be {len(x.shape)} pairs of non-negative ints for x of shape "
+                         f"{tuple(x.shape)}, got {paddings!r}")
+    shape = [before + d + after for d, (before, after) in zip(x.shape, pairs)]
+    interior = {"shape": shape, "start": [before for before, _ in pairs],
+                "stop": [before + d for d, (before, _) in zip(x.shape, pairs)], "step": [1] * len(pairs)}
+    if constant_value == 0:
+        return add_op("slice_grad", [x], op_name(name), **interior)
+    padded = add_op("slice_grad", [x], "", **interior)
+    inside = add_op("slice_grad", [ones_like(x)], "", **interior)
+    return add_op("add", [padded, (1 - inside) * constant_value], op_name(name))
 
 
 def where(condition, x=None, y=None, name=None):

@@ -748,3 +748,26 @@ def test_conv2d_transpose_upsamples_as_oneflows_and_trains():
         def mismatched(v: tp.Numpy.Placeholder((1, 4, 7, 8)), w: tp.Numpy.Placeholder((4, 2, 3, 3))) -> tp.Numpy:
             return flow.nn.conv2d_transpose(v, w, output_shape=(1, 2, 16, 16), strides=2, padding="SAME")
         mismatched(np.zeros((1, 4, 7, 8), np.float32), np.zeros((4, 2, 3, 3), np.float32))
+
+
+@pytest.mark.parametrize("value", [0, 1.5])
+def test_pad_is_numpys_constant_pad_and_its_gradient_is_the_interior(value):
+    x = np.arange(6, dtype=np.float64).reshape(2, 3)
+    weights = np.random.default_rng(7).normal(size=(5, 4))
+    paddings = ((1, 2), (0, 1))
+
+    @flow.global_function(type="train")
+    def job(w: tp.Numpy.Placeholder((5, 4), dtype=flow.double)) -> tp.Numpy:
+        v = flow.get_variable("v", shape=(2, 3), dtype=flow.double, initializer=flow.zeros_initializer())
+        out = flow.pad(v + flow.constant(x, dtype=flow.double), paddings, constant_value=value)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [1.0]), momentum=0).minimize(
+            flow.math.reduce_sum(out * w))
+        return out
+
+    np.testing.assert_array_equal(job(weights), np.pad(x, paddings, constant_values=value))
+    np.testing.assert_array_equal(flow.get_all_variables()["v"].numpy(), -weights[1:3, 0:3])
+    with pytest.raises(ValueError, match=r"flow.pad: paddings must be 2 pairs of non-negative ints"):
+        @flow.global_function()
+        def bad(u: tp.Numpy.Placeholder((2, 3))) -> tp.Numpy:
+            return flow.pad(u, ((1, 1),))
+        bad(np.zeros((2, 3), np.float32))

@@ -1,7 +1,9 @@
-// slice_grad: dx of x's shape with dy where the slice took its elements from, zeros elsewhere.
+// slice_grad: dx of x's shape with dy where the slice took its elements from, zeros elsewhere. It is
+// also flow.pad (with a zero fill): linear in dy, its own gradient is the slice of the incoming one.
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
 #include "kernels/attrs/slice_attrs.hpp"
+#include "weir/ops.hpp"
 
 namespace weir::internal {
 namespace {
@@ -17,7 +19,28 @@ std::vector<TensorMeta> InferSliceGrad(const InferContext& ctx) {
   return {{attrs.x_shape, dy.dtype}};
 }
 
-WEIR_REGISTER_OP({.type = "slice_grad", .num_inputs = 1, .input_names = {"dy"}, .infer = InferSliceGrad});
+std::vector<Blob> SliceGradGradient(const GradContext& ctx) {
+  return {Slice(ctx.output_grads[0], ctx.Get<SliceGradAttrs>().slice)};
+}
+
+// By name: the slice's start, stop and step, and x's "shape" (the padded shape, for flow.pad).
+std::any ReadSliceGradAttrs(std::string_view op_type, const AttrMap& attrs) {
+  AttrMap slice = attrs;
+  SliceGradAttrs read;
+  const auto shape = slice.find("shape");
+  if (shape == slice.end()) throw OpError(op_type, "needs the attribute 'shape' (x's shape, the output's)");
+  ReadAttr(op_type, "shape", shape->second, read.x_shape);
+  slice.erase(shape);
+  read.slice = std::any_cast<SliceAttrs>(FindOp("slice").read_attrs(op_type, slice));
+  return read;
+}
+
+WEIR_REGISTER_OP({.type = "slice_grad",
+                  .num_inputs = 1,
+                  .input_names = {"dy"},
+                  .infer = InferSliceGrad,
+                  .gradient = SliceGradGradient,
+                  .read_attrs = ReadSliceGradAttrs});
 
 }  // namespace
 }  // namespace weir::internal
