@@ -90,6 +90,23 @@ std::invalid_argument OpError(std::string_view op_type, fmt::format_string<Args.
   return std::invalid_argument(fmt::format("[{}] {}", op_type, fmt::format(format, std::forward<Args>(args)...)));
 }
 
+/// The attributes of a backward op that users also build by name (conv2d_grad_data as
+/// conv2d_transpose, slice_grad as pad): another op's (`inner_op`'s, read by its reader) and the
+/// output's "shape".
+template <typename Attrs, typename Inner>
+AttrsReader ReadAttrsWithShape(std::string_view inner_op, Inner Attrs::*inner, Shape Attrs::*shape) {
+  return [inner_op, inner, shape](std::string_view op_type, const AttrMap& attrs) -> std::any {
+    AttrMap rest = attrs;
+    Attrs read;
+    const auto given = rest.find("shape");
+    if (given == rest.end()) throw OpError(op_type, "needs the attribute 'shape' (the output's shape)");
+    ReadAttr(op_type, "shape", given->second, read.*shape);
+    rest.erase(given);
+    read.*inner = std::any_cast<Inner>(FindOp(inner_op).read_attrs(op_type, rest));
+    return read;
+  };
+}
+
 /// Resolves a possibly negative axis against `rank`, or throws OpError naming `what`.
 int ResolveAxis(std::string_view op_type, std::string_view what, int axis, int rank);
 

@@ -42,25 +42,14 @@ std::vector<Blob> GradDataGradient(const GradContext& ctx) {
 // dx of each image needs only that image's dy (and the whole weight).
 std::vector<SbpSignature> GradDataSbp(const SbpContext&) { return {{{Sbp::S(0), Sbp::B()}, {Sbp::S(0)}}}; }
 
-// By name: conv2d's attributes, and x's "shape" (conv2d_transpose's output shape).
-std::any ReadGradDataAttrs(std::string_view op_type, const AttrMap& attrs) {
-  AttrMap conv = attrs;
-  Conv2DGradAttrs read;
-  const auto shape = conv.find("shape");
-  if (shape == conv.end()) throw OpError(op_type, "needs the attribute 'shape' (x's shape, the output's)");
-  ReadAttr(op_type, "shape", shape->second, read.shape);
-  conv.erase(shape);
-  read.conv = std::any_cast<Conv2DAttrs>(FindOp("conv2d").read_attrs(op_type, conv));
-  return read;
-}
-
 WEIR_REGISTER_OP({.type = "conv2d_grad_data",
                   .num_inputs = 2,
                   .input_names = {"dy", "weight"},
                   .infer = InferConv2DGradData,
                   .gradient = GradDataGradient,
                   .sbp = GradDataSbp,
-                  .read_attrs = ReadGradDataAttrs});
+                  // By name: conv2d's attributes and x's shape, conv2d_transpose's output shape.
+                  .read_attrs = ReadAttrsWithShape("conv2d", &Conv2DGradAttrs::conv, &Conv2DGradAttrs::shape)});
 
 }  // namespace
 }  // namespace internal

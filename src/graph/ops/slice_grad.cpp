@@ -23,24 +23,13 @@ std::vector<Blob> SliceGradGradient(const GradContext& ctx) {
   return {Slice(ctx.output_grads[0], ctx.Get<SliceGradAttrs>().slice)};
 }
 
-// By name: the slice's start, stop and step, and x's "shape" (the padded shape, for flow.pad).
-std::any ReadSliceGradAttrs(std::string_view op_type, const AttrMap& attrs) {
-  AttrMap slice = attrs;
-  SliceGradAttrs read;
-  const auto shape = slice.find("shape");
-  if (shape == slice.end()) throw OpError(op_type, "needs the attribute 'shape' (x's shape, the output's)");
-  ReadAttr(op_type, "shape", shape->second, read.x_shape);
-  slice.erase(shape);
-  read.slice = std::any_cast<SliceAttrs>(FindOp("slice").read_attrs(op_type, slice));
-  return read;
-}
-
 WEIR_REGISTER_OP({.type = "slice_grad",
                   .num_inputs = 1,
                   .input_names = {"dy"},
                   .infer = InferSliceGrad,
                   .gradient = SliceGradGradient,
-                  .read_attrs = ReadSliceGradAttrs});
+                  // By name: the slice's start, stop and step, and x's shape (the padded shape, for flow.pad).
+                  .read_attrs = ReadAttrsWithShape("slice", &SliceGradAttrs::slice, &SliceGradAttrs::x_shape)});
 
 }  // namespace
 }  // namespace weir::internal

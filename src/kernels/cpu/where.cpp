@@ -8,6 +8,7 @@
 
 #include "kernels/functors/where.hpp"
 #include "kernels/kernel.hpp"
+#include "kernels/word_dispatch.hpp"
 
 namespace weir::internal {
 namespace {
@@ -39,20 +40,13 @@ template <typename Condition, typename Word> class WhereCpu final : public Kerne
   WherePlan plan_;
 };
 
-template <typename Condition> std::unique_ptr<Kernel> MakeWhereOf(const KernelSetup& setup) {
-  switch (SizeOf(setup.inputs[1].dtype)) {
-    case 1: return std::make_unique<WhereCpu<Condition, std::uint8_t>>(setup);
-    case 4: return std::make_unique<WhereCpu<Condition, std::uint32_t>>(setup);
-    default: return std::make_unique<WhereCpu<Condition, std::uint64_t>>(setup);
-  }
-}
-
+// The condition as the word of its size (any nonzero takes x), x and y as words of theirs.
 std::unique_ptr<Kernel> MakeWhere(const KernelSetup& setup) {
-  switch (SizeOf(setup.inputs[0].dtype)) {
-    case 1: return MakeWhereOf<std::uint8_t>(setup);
-    case 4: return MakeWhereOf<std::int32_t>(setup);
-    default: return MakeWhereOf<std::int64_t>(setup);
-  }
+  return WithWordOf(setup.inputs[0].dtype, [&]<typename Condition>() {
+    return WithWordOf(setup.inputs[1].dtype, [&]<typename Word>() -> std::unique_ptr<Kernel> {
+      return std::make_unique<WhereCpu<Condition, Word>>(setup);
+    });
+  });
 }
 
 WEIR_REGISTER_KERNELS {

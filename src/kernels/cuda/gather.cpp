@@ -6,6 +6,7 @@
 
 #include "kernels/attrs/gather_attrs.hpp"
 #include "kernels/cuda/cuda_kernel.hpp"
+#include "kernels/word_dispatch.hpp"
 
 namespace weir::internal {
 
@@ -40,17 +41,11 @@ template <typename Word, typename Index> class GatherCuda final : public Kernel 
   DeviceReports reports_;
 };
 
-template <typename Word> std::unique_ptr<Kernel> MakeGatherOf(const KernelSetup& setup) {
-  if (setup.inputs[1].dtype == DType::kI64) return std::make_unique<GatherCuda<Word, std::int64_t>>(setup);
-  return std::make_unique<GatherCuda<Word, std::int32_t>>(setup);
-}
-
 std::unique_ptr<Kernel> MakeGather(const KernelSetup& setup) {
-  switch (SizeOf(setup.inputs[0].dtype)) {
-    case 1: return MakeGatherOf<std::uint8_t>(setup);
-    case 4: return MakeGatherOf<std::uint32_t>(setup);
-    default: return MakeGatherOf<std::uint64_t>(setup);
-  }
+  return WithWordOf(setup.inputs[0].dtype, [&]<typename Word>() -> std::unique_ptr<Kernel> {
+    if (setup.inputs[1].dtype == DType::kI64) return std::make_unique<GatherCuda<Word, std::int64_t>>(setup);
+    return std::make_unique<GatherCuda<Word, std::int32_t>>(setup);
+  });
 }
 
 WEIR_REGISTER_KERNELS {

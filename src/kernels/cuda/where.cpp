@@ -5,6 +5,7 @@
 
 #include "kernels/cuda/cuda_kernel.hpp"
 #include "kernels/functors/where.hpp"
+#include "kernels/word_dispatch.hpp"
 
 namespace weir::internal {
 
@@ -37,20 +38,13 @@ template <typename Condition, typename Word> class WhereCuda final : public Kern
   WherePlan plan_;
 };
 
-template <typename Condition> std::unique_ptr<Kernel> MakeWhereOf(const KernelSetup& setup) {
-  switch (SizeOf(setup.inputs[1].dtype)) {
-    case 1: return std::make_unique<WhereCuda<Condition, std::uint8_t>>(setup);
-    case 4: return std::make_unique<WhereCuda<Condition, std::uint32_t>>(setup);
-    default: return std::make_unique<WhereCuda<Condition, std::uint64_t>>(setup);
-  }
-}
-
+// The condition as the word of its size (any nonzero takes x), x and y as words of theirs.
 std::unique_ptr<Kernel> MakeWhere(const KernelSetup& setup) {
-  switch (SizeOf(setup.inputs[0].dtype)) {
-    case 1: return MakeWhereOf<std::uint8_t>(setup);
-    case 4: return MakeWhereOf<std::int32_t>(setup);
-    default: return MakeWhereOf<std::int64_t>(setup);
-  }
+  return WithWordOf(setup.inputs[0].dtype, [&]<typename Condition>() {
+    return WithWordOf(setup.inputs[1].dtype, [&]<typename Word>() -> std::unique_ptr<Kernel> {
+      return std::make_unique<WhereCuda<Condition, Word>>(setup);
+    });
+  });
 }
 
 WEIR_REGISTER_KERNELS {

@@ -37,8 +37,8 @@ void Where(void* stream, const WherePlan& plan, const Condition* condition, cons
   WEIR_INSTANTIATE(Condition, std::uint32_t)     \
   WEIR_INSTANTIATE(Condition, std::uint64_t)
 WEIR_INSTANTIATE_WORDS(std::uint8_t)
-WEIR_INSTANTIATE_WORDS(std::int32_t)
-WEIR_INSTANTIATE_WORDS(std::int64_t)
+WEIR_INSTANTIATE_WORDS(std::uint32_t)
+WEIR_INSTANTIATE_WORDS(std::uint64_t)
 #undef WEIR_INSTANTIATE_WORDS
 #undef WEIR_INSTANTIATE
 
