@@ -23,7 +23,6 @@ def main() -> int:
     with open(args.trace, encoding="utf-8") as f:
         events = json.load(f)["traceEvents"]
 
-    job_of_tid = {e["tid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["pid"] == 0}
     calls = defaultdict(dict)  # job -> call id -> [begin, end]
     for e in events:
         if e.get("cat") == "call":

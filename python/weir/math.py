@@ -252,12 +252,17 @@ def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False, name=None):
 def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
     """log(sum(e^x)) over `axis`, computed as m + log(sum(e^(x - m))) with m the maximum, so that it
     neither overflows nor underflows to -inf."""
-    x = check_blob(input_tensor, "flow.math.reduce_logsumexp", "input_tensor")
+    op = "flow.math.reduce_logsumexp"
+    x = check_blob(input_tensor, op, "input_tensor")
     peak = reduce_max(x, axis, keepdims=True, name=_named(name, "max"))
-    total = reduce_sum(exp(x - peak), axis, keepdims=keepdims, name=_named(name, "sum"))
-    if not keepdims:
-        peak = reduce_max(x, axis, keepdims=False, name=_named(name, "max_reduced"))
-    return add(peak, log(total), name=name)
+    kept = add(peak, log(reduce_sum(exp(x - peak), axis, keepdims=True, name=_named(name, "sum"))),
+               name=name if keepdims else _named(name, "kept"))
+    if keepdims:
+        return kept
+    # The reduced axes are 1s in `kept`: dropping them is a reshape, not a second maximum over x.
+    rank = len(x.shape)
+    reduced = set(range(rank)) if axis is None else {a % rank for a in axes_list(axis, op)}
+    return add_op("reshape", [kept], op_name(name), shape=[d for i, d in enumerate(x.shape) if i not in reduced])
 
 
 # Blob's + - * / % ** build these ops.
