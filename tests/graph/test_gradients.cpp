@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "gradient_check.hpp"
+#include "graph/op_registry.hpp"
+#include "kernels/attrs/dropout_attrs.hpp"
 #include "weir/weir.hpp"
 
 using namespace weir;
@@ -317,4 +319,53 @@ TEST_CASE("the gradient of an input the loss does not depend on is undefined") {
   CHECK_FALSE(grads[1].Defined());
   CHECK_FALSE(grads[2].Defined());
   CHECK(grads[3].Defined());  // d loss / d loss is the seed
+}
+
+TEST_CASE("broadcast_to, parallel_cast and pad (slice_grad) pass gradients back") {
+  Session session;
+  CheckGradients(session, "broadcast_to_rows", {Random({1, 3})}, Unary([](const Blob& x) {
+                   return internal::AddOpByName("broadcast_to", {x}, {{"shape", std::vector<std::int64_t>{4, 3}}}, "")[0];
+                 }));
+  CheckGradients(session, "broadcast_to_new_axes", {Random({3})}, Unary([](const Blob& x) {
+                   return internal::AddOpByName("broadcast_to", {x}, {{"shape", std::vector<std::int64_t>{2, 2, 3}}}, "")[0];
+                 }));
+  CheckGradients(session, "parallel_cast", {Random({2, 3})},
+                 Unary([](const Blob& x) { return Tanh(ParallelCast(x, {.value = Distribute::Broadcast()})); }));
+  // pad: x in the interior [1:3, 0:3:1] of a (4, 5) zero tensor, OneFlow's flow.pad.
+  CheckGradients(session, "pad", {Random({2, 3})}, Unary([](const Blob& x) {
+                   return internal::AddOpByName("slice_grad", {x},
+                                                {{"shape", std::vector<std::int64_t>{4, 5}},
+                                                 {"start", std::vector<std::int64_t>{1, 0}},
+                                                 {"stop", std::vector<std::int64_t>{3, 3}},
+                                                 {"step", std::vector<std::int64_t>{1, 1}}},
+                                                "")[0];
+                 }));
+}
+
+// Dropout draws a new mask at every call, so no finite difference can check it: its gradient must be
+// the incoming one through the call's own mask, times the scale.
+TEST_CASE("dropout's gradient is the incoming gradient through the call's mask, scaled") {
+  JobBuilder builder("dropout_gradient", JobType::kPredict, JobConfig{.default_dtype = DType::kF64});
+  const Blob x = builder.Placeholder("x", Shape{8, 16});
+  const Blob w = builder.Placeholder("w", Shape{8, 16});
+  const std::vector<Blob> dropped = internal::AddOp("dropout", {x}, internal::DropoutAttrs{.rate = 0.25, .seed = 7}, "drop");
+  const Blob loss = ReduceSum(Mul(dropped[0], w));
+  builder.Output("y", dropped[0]);
+  builder.Output("mask", dropped[1]);
+  builder.Output("dx", Gradients(loss, {x})[0]);
+  Session session;
+  const Job job = builder.Build();
+  const Tensor xs = Random({8, 16});
+  const Tensor ws = Random({8, 16});
+  const Outputs out = session.Call(job, {xs, ws});
+  const double scale = 1 / (1 - 0.25);
+  int kept = 0;
+  for (std::int64_t i = 0; i < xs.NumElements(); ++i) {
+    const bool keep = out[1].Data<std::uint8_t>()[i] != 0;
+    kept += keep ? 1 : 0;
+    CHECK(out[0].Data<double>()[i] == doctest::Approx(keep ? xs.Data<double>()[i] * scale : 0.0));
+    CHECK(out[2].Data<double>()[i] == doctest::Approx(keep ? ws.Data<double>()[i] * scale : 0.0));
+  }
+  CHECK(kept > 64);   // about 96 of 128 kept
+  CHECK(kept < 128);
 }

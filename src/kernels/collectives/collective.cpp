@@ -33,19 +33,19 @@ HostProcessGroup* HostGroupOf(const KernelSetup& setup) {
 
 class CollectiveKernel final : public Kernel {
  public:
-  explicit CollectiveKernel(const KernelSetup& setup)
-      : op_type_(setup.op_type), name_(setup.op_name), attrs_(setup.Get<CollectiveAttrs>()),
+  CollectiveKernel(const KernelSetup& setup, CollectiveKind kind)
+      : kind_(kind), op_type_(setup.op_type), name_(setup.op_name), attrs_(setup.Get<CollectiveAttrs>()),
         communicator_(MakeInProcessCommunicator(attrs_.devices)),
         outputs_(static_cast<std::size_t>(attrs_.devices)), processes_(HostGroupOf(setup)) {
     if (attrs_.across_processes && (processes_ == nullptr || attrs_.rank >= 0 ||
-                                    (op_type_ != "all_reduce" && op_type_ != "reduce_scatter"))) {
+                                    (kind_ != CollectiveKind::kAllReduce && kind_ != CollectiveKind::kReduceScatter))) {
       throw std::invalid_argument(fmt::format(
           "[{}] '{}': only a whole all_reduce or reduce_scatter actor reduces across processes, and only in a "
           "session of several processes", op_type_, name_));
     }
     const auto tensors = static_cast<std::size_t>(attrs_.tensors);
     if (tensors > 1) {
-      if (op_type_ != "all_reduce" || setup.outputs.size() != tensors ||
+      if (kind_ != CollectiveKind::kAllReduce || setup.outputs.size() != tensors ||
           setup.inputs.size() != tensors * static_cast<std::size_t>(attrs_.devices)) {
         throw std::invalid_argument(fmt::format(
             "[{}] '{}': a fusion bucket is an all_reduce of {} tensors: {} inputs and {} outputs expected, got {} and {}",
@@ -88,7 +88,7 @@ class CollectiveKernel final : public Kernel {
       ReducePiece(inputs, outputs[0], attrs_.axis, attrs_.rank, attrs_.op);
       return;
     }
-    if (op_type_ == "all_reduce") {
+    if (kind_ == CollectiveKind::kAllReduce) {
       // Each tensor's pieces into its one output, which every device of this process reads.
       const auto devices = static_cast<std::size_t>(attrs_.devices);
       for (std::size_t t = 0; t < outputs.size(); ++t) {
@@ -100,11 +100,11 @@ class CollectiveKernel final : public Kernel {
     }
     // One output shared by every device, or one per device.
     for (std::size_t r = 0; r < outputs_.size(); ++r) outputs_[r] = outputs[outputs.size() == 1 ? 0 : r];
-    if (op_type_ == "all_gather") {
+    if (kind_ == CollectiveKind::kAllGather) {
       communicator_->AllGather(inputs, outputs_, attrs_.axis);
-    } else if (op_type_ == "reduce_scatter") {
+    } else if (kind_ == CollectiveKind::kReduceScatter) {
       communicator_->ReduceScatter(inputs, outputs_, attrs_.axis, attrs_.op);
-    } else if (op_type_ == "all_to_all") {
+    } else if (kind_ == CollectiveKind::kAllToAll) {
       communicator_->AllToAll(inputs, outputs_, attrs_.axis, attrs_.out_axis);
     } else {  // scatter: one whole input, a piece per device
       communicator_->Scatter(inputs[0], outputs_, attrs_.axis);
@@ -130,6 +130,7 @@ class CollectiveKernel final : public Kernel {
     for (std::size_t t : in_place_tensors_) processes_->AllReduce(outputs[t], attrs_.op, name_);
   }
 
+  CollectiveKind kind_;
   std::string op_type_;
   std::string name_;
   CollectiveAttrs attrs_;
@@ -152,8 +153,8 @@ class CollectiveKernel final : public Kernel {
 // bytes move for a scatter: every process slices its own pieces.
 class SplitOverProcessesKernel final : public Kernel {
  public:
-  explicit SplitOverProcessesKernel(const KernelSetup& setup)
-      : op_type_(setup.op_type), name_(setup.op_name), attrs_(setup.Get<CollectiveAttrs>()), processes_(HostGroupOf(setup)) {
+  SplitOverProcessesKernel(const KernelSetup& setup, CollectiveKind kind)
+      : kind_(kind), op_type_(setup.op_type), name_(setup.op_name), attrs_(setup.Get<CollectiveAttrs>()), processes_(HostGroupOf(setup)) {
     if (processes_ == nullptr || static_cast<int>(attrs_.process_pieces.size()) != processes_->Size() + 1) {
       throw std::invalid_argument(fmt::format("[{}] '{}': its pieces are spread over {} processes, but the session has {}",
                                               op_type_, name_, static_cast<int>(attrs_.process_pieces.size()) - 1,
@@ -162,8 +163,8 @@ class SplitOverProcessesKernel final : public Kernel {
     rank_ = processes_->Rank();
     first_ = attrs_.process_pieces[static_cast<std::size_t>(rank_)];
     logical_ = {attrs_.logical, setup.inputs[0].dtype};
-    if (op_type_ == "all_to_all" || op_type_ == "reduce_scatter") PlanExchanges();
-    if (op_type_ == "all_gather") {
+    if (kind_ == CollectiveKind::kAllToAll || kind_ == CollectiveKind::kReduceScatter) PlanExchanges();
+    if (kind_ == CollectiveKind::kAllGather) {
       // The pieces' metas, and each process's pieces packed for its broadcast.
       std::size_t most = 0;
       for (int q = 0; q < processes_->Size(); ++q) {
@@ -177,22 +178,22 @@ class SplitOverProcessesKernel final : public Kernel {
       }
       packed_.resize(most);
     }
-    if (op_type_ == "reduce_scatter" || op_type_ == "all_to_all") whole_.resize(logical_.NumBytes());
-    if (op_type_ == "all_reduce" || op_type_ == "reduce_scatter") {
+    if (kind_ == CollectiveKind::kReduceScatter || kind_ == CollectiveKind::kAllToAll) whole_.resize(logical_.NumBytes());
+    if (kind_ == CollectiveKind::kAllReduce || kind_ == CollectiveKind::kReduceScatter) {
       local_ = MakeInProcessCommunicator(static_cast<int>(setup.inputs.size()));
     }
   }
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     const TensorView whole{whole_.data(), &logical_};
-    if (op_type_ == "all_reduce") {
+    if (kind_ == CollectiveKind::kAllReduce) {
       Sum(inputs, outputs[0]);
-    } else if (op_type_ == "all_gather") {
+    } else if (kind_ == CollectiveKind::kAllGather) {
       Gather(inputs, outputs[0]);
-    } else if (op_type_ == "reduce_scatter") {
+    } else if (kind_ == CollectiveKind::kReduceScatter) {
       ReduceScatter(inputs, whole);
       Pieces({whole.data, whole.meta}, attrs_.axis, outputs);
-    } else if (op_type_ == "all_to_all") {
+    } else if (kind_ == CollectiveKind::kAllToAll) {
       for (std::size_t j = 0; j < inputs.size(); ++j) CopyPieceIn(inputs[j], attrs_.axis, attrs_.devices, first_ + static_cast<int>(j), whole);
       Exchange(whole, [&](const Block& in, const std::byte* packed) { UnpackBox(packed, in.start, in.extent, whole); });
       Pieces({whole.data, whole.meta}, attrs_.out_axis, outputs);
@@ -227,7 +228,7 @@ class SplitOverProcessesKernel final : public Kernel {
       block.start[d] = begin;
       block.extent[d] = std::max<std::int64_t>(0, end - begin);
     };
-    if (op_type_ == "all_to_all") {
+    if (kind_ == CollectiveKind::kAllToAll) {
       narrow(attrs_.axis, RangeOf(from, attrs_.axis));
       narrow(attrs_.out_axis, RangeOf(to, attrs_.out_axis));
     } else {
@@ -251,7 +252,7 @@ class SplitOverProcessesKernel final : public Kernel {
     mine_ = BlockOf(rank_, rank_);
     outgoing_.resize(most);
     incoming_.resize(most);
-    if (op_type_ == "reduce_scatter") own_.resize(mine_.bytes);
+    if (kind_ == CollectiveKind::kReduceScatter) own_.resize(mine_.bytes);
   }
 
   // Step s: this process sends its block for process rank + s and receives process rank - s's block for
@@ -338,6 +339,7 @@ class SplitOverProcessesKernel final : public Kernel {
     }
   }
 
+  CollectiveKind kind_;
   std::string op_type_;
   std::string name_;
   CollectiveAttrs attrs_;
@@ -386,25 +388,27 @@ class TransferKernel final : public Kernel {
   HostProcessGroup* processes_;
 };
 
-std::unique_ptr<Kernel> MakeCollectiveKernel(const KernelSetup& setup) {
-  if (setup.op_type == "transfer") return std::make_unique<TransferKernel>(setup);
-  if (!setup.Get<CollectiveAttrs>().process_pieces.empty()) return std::make_unique<SplitOverProcessesKernel>(setup);
-  return std::make_unique<CollectiveKernel>(setup);
+template <CollectiveKind kKind> std::unique_ptr<Kernel> MakeCollectiveKernel(const KernelSetup& setup) {
+  if constexpr (kKind == CollectiveKind::kTransfer) {
+    return std::make_unique<TransferKernel>(setup);
+  } else {
+    if (!setup.Get<CollectiveAttrs>().process_pieces.empty()) return std::make_unique<SplitOverProcessesKernel>(setup, kKind);
+    return std::make_unique<CollectiveKernel>(setup, kKind);
+  }
 }
+
 
 }  // namespace
 
 WEIR_REGISTER_KERNELS {
-  for (std::string_view op : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "scatter", "transfer"}) {
-    for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
-      RegisterKernel({std::string(op), Device::Kind::kCpu, dtype}, &MakeCollectiveKernel);
-    }
-  }
-  // Splits, gathers and transfers copy bytes, so they take every dtype (labels, masks).
-  for (std::string_view op : {"all_gather", "all_to_all", "scatter", "transfer"}) {
-    for (DType dtype : kByteDTypes) {
-      RegisterKernel({std::string(op), Device::Kind::kCpu, dtype}, &MakeCollectiveKernel);
-    }
+  for (const CollectiveOpType& op : kCollectiveOpTypes) {
+    VisitCollectiveKind(op.kind, [&]<CollectiveKind kKind>() {
+      for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
+        RegisterKernel({op.op_type, Device::Kind::kCpu, dtype}, &MakeCollectiveKernel<kKind>);
+      }
+      if (!op.moves_bytes) return;
+      for (DType dtype : kByteDTypes) RegisterKernel({op.op_type, Device::Kind::kCpu, dtype}, &MakeCollectiveKernel<kKind>);
+    });
   }
 }
 

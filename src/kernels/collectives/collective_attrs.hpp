@@ -2,11 +2,41 @@
 // Attributes of the collective (boxing) actors the planner inserts; they are plan tasks, not graph
 // ops, and their op type names the collective: all_reduce, reduce_scatter, all_gather, all_to_all,
 // scatter, and transfer (a register's bytes from the process that made it to every other process).
+#include <cstdint>
 #include <vector>
 
 #include "kernels/collectives/communicator.hpp"
 
 namespace weir::internal {
+
+/// Which collective a kernel runs, as its op type names it; the kernel's registration gives it
+/// (kCollectiveOpTypes), so that kernels branch on the kind, not on the name.
+enum class CollectiveKind : std::uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kScatter, kTransfer };
+
+/// The collectives' op types and kinds, for registering their kernels: those that reduce take
+/// numbers; the others move bytes and take every dtype (labels, masks) too.
+struct CollectiveOpType {
+  const char* op_type;
+  CollectiveKind kind;
+  bool moves_bytes;
+};
+inline constexpr CollectiveOpType kCollectiveOpTypes[] = {
+    {"all_reduce", CollectiveKind::kAllReduce, false},  {"reduce_scatter", CollectiveKind::kReduceScatter, false},
+    {"all_gather", CollectiveKind::kAllGather, true},   {"all_to_all", CollectiveKind::kAllToAll, true},
+    {"scatter", CollectiveKind::kScatter, true},        {"transfer", CollectiveKind::kTransfer, true}};
+
+/// Calls visit.template operator()<kKind>() with `kind` as a compile-time constant (kernel factories
+/// take no arguments but the setup, so a registration instantiates one per kind).
+template <typename Visit> void VisitCollectiveKind(CollectiveKind kind, Visit&& visit) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce: return visit.template operator()<CollectiveKind::kAllReduce>();
+    case CollectiveKind::kAllGather: return visit.template operator()<CollectiveKind::kAllGather>();
+    case CollectiveKind::kReduceScatter: return visit.template operator()<CollectiveKind::kReduceScatter>();
+    case CollectiveKind::kAllToAll: return visit.template operator()<CollectiveKind::kAllToAll>();
+    case CollectiveKind::kScatter: return visit.template operator()<CollectiveKind::kScatter>();
+    case CollectiveKind::kTransfer: return visit.template operator()<CollectiveKind::kTransfer>();
+  }
+}
 
 struct CollectiveAttrs {
   ReduceOp op = ReduceOp::kSum;  // all_reduce, reduce_scatter

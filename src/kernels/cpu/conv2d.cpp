@@ -8,10 +8,11 @@
 namespace weir::internal {
 namespace {
 
-class Conv2DCpu final : public Conv2DDnnlKernel {
+// kFused: conv2d_bias_act, inputs (x, weight, bias).
+template <bool kFused> class Conv2DCpu final : public Conv2DDnnlKernel {
  public:
   explicit Conv2DCpu(const KernelSetup& setup) {
-    const bool fused = setup.op_type == "conv2d_bias_act";
+    constexpr bool fused = kFused;
     const Conv2DAttrs& attrs = fused ? setup.Get<FusedConv2DAttrs>().conv : setup.Get<Conv2DAttrs>();
     const Conv2DGeometry geometry =
         MakeConv2DGeometry(attrs, setup.inputs[0].shape, setup.inputs[1].shape, setup.outputs[0].shape);
@@ -37,8 +38,8 @@ class Conv2DCpu final : public Conv2DDnnlKernel {
 };
 
 WEIR_REGISTER_KERNELS {
-  RegisterKernel({"conv2d", Device::Kind::kCpu, DType::kF32}, &MakeKernel<Conv2DCpu>);
-  RegisterKernel({"conv2d_bias_act", Device::Kind::kCpu, DType::kF32}, &MakeKernel<Conv2DCpu>);
+  RegisterKernel({"conv2d", Device::Kind::kCpu, DType::kF32}, &MakeKernel<Conv2DCpu<false>>);
+  RegisterKernel({"conv2d_bias_act", Device::Kind::kCpu, DType::kF32}, &MakeKernel<Conv2DCpu<true>>);
   RegisterKernel({"conv2d", Device::Kind::kCpu, DType::kF64},
                  &MakeKernel<Conv2DReferenceCpu<Conv2DPass::kForward, double>>);
 }

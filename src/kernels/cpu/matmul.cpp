@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <unordered_map>
 #include <vector>
@@ -29,11 +30,14 @@ namespace {
 // costs more than it saves).
 constexpr double kParallelFlops = 4e6;
 
+// Which op the kernel runs: matmul, or one the planner fused (graph/fusion.cpp).
+enum class MatMulVariant : std::uint8_t { kPlain, kBiasAct, kSgdUpdate };
+
 class MatMulCpu final : public Kernel {
  public:
-  explicit MatMulCpu(const KernelSetup& setup) {
-    const bool fused = setup.op_type == "matmul_bias_act";
-    update_ = setup.op_type == "matmul_sgd_update";
+  MatMulCpu(const KernelSetup& setup, MatMulVariant variant) {
+    const bool fused = variant == MatMulVariant::kBiasAct;
+    update_ = variant == MatMulVariant::kSgdUpdate;
     const auto& attrs = fused     ? setup.Get<FusedMatMulAttrs>().matmul
                         : update_ ? setup.Get<FusedMatMulSgdAttrs>().matmul
                                   : setup.Get<MatMulAttrs>();
@@ -221,10 +225,14 @@ class MatMulF64Cpu final : public Kernel {
   blasint m_, n_, k_, lda_, ldb_, ldc_;
 };
 
+template <MatMulVariant kVariant> std::unique_ptr<Kernel> MakeMatMul(const KernelSetup& setup) {
+  return std::make_unique<MatMulCpu>(setup, kVariant);
+}
+
 WEIR_REGISTER_KERNELS {
-  RegisterKernel({"matmul", Device::Kind::kCpu, DType::kF32}, &MakeKernel<MatMulCpu>);
-  RegisterKernel({"matmul_bias_act", Device::Kind::kCpu, DType::kF32}, &MakeKernel<MatMulCpu>);
-  RegisterKernel({"matmul_sgd_update", Device::Kind::kCpu, DType::kF32}, &MakeKernel<MatMulCpu>);
+  RegisterKernel({"matmul", Device::Kind::kCpu, DType::kF32}, &MakeMatMul<MatMulVariant::kPlain>);
+  RegisterKernel({"matmul_bias_act", Device::Kind::kCpu, DType::kF32}, &MakeMatMul<MatMulVariant::kBiasAct>);
+  RegisterKernel({"matmul_sgd_update", Device::Kind::kCpu, DType::kF32}, &MakeMatMul<MatMulVariant::kSgdUpdate>);
   RegisterKernel({"matmul", Device::Kind::kCpu, DType::kF64}, &MakeKernel<MatMulF64Cpu>);
 }
 

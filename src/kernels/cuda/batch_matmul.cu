@@ -1,16 +1,18 @@
-// batch_matmul's launcher (kernels/cuda/batch_matmul.cpp declares it): cuBLAS's strided-batched GEMM.
-// Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, so B goes first (as blas.cu).
+// batch_matmul on CUDA: one strided-batched cuBLAS GEMM over every batch index, on the device stream's
+// handle. Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, so B goes first (as blas.cu).
 #include <cstdint>
+#include <tuple>
 
-#include "common/cuda_check.cuh"
 #include "common/cuda_handles.cuh"
+#include "kernels/batch_product.hpp"
+#include "kernels/cuda/cuda_kernel.hpp"
 #include "kernels/cuda/grid.cuh"
+#include "weir/op_attrs.hpp"
 
-namespace weir::internal::cuda {
-
+namespace weir::internal {
 namespace {
 
-int Dim(std::int64_t value, const char* what) { return LibraryDim(value, "batch_matmul", what); }
+int Dim(std::int64_t value, const char* what) { return cuda::LibraryDim(value, "batch_matmul", what); }
 
 cublasStatus_t BatchGemmCall(cublasHandle_t handle, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                              const float* alpha, const float* a, int lda, long long stride_a, const float* b, int ldb,
@@ -25,30 +27,42 @@ cublasStatus_t BatchGemmCall(cublasHandle_t handle, cublasOperation_t ta, cublas
                                    stride_c, batches);
 }
 
-}  // namespace
-
-template <typename T>
-void BatchGemm(void* stream, bool transpose_a, bool transpose_b, std::int64_t batches, std::int64_t m, std::int64_t n,
-               std::int64_t k, double alpha, const T* a, const T* b, T* c) {
-  if (batches == 0 || m == 0 || n == 0) return;
-  if (k == 0) {  // an empty sum: cuBLAS takes no leading dimension of 0, so C is zeroed here
-    WEIR_CUDA_CHECK(cudaMemsetAsync(c, 0, static_cast<std::size_t>(batches * m * n) * sizeof(T), Native(stream)));
-    return;
+template <typename T> class BatchMatMulCuda final : public Kernel {
+ public:
+  explicit BatchMatMulCuda(const KernelSetup& setup)
+      : stream_(CudaStreamOf(setup)), attrs_(setup.Get<MatMulAttrs>()),
+        product_(BatchProductOf(setup.inputs[0].shape, setup.inputs[1].shape, attrs_)) {}
+  // c[i] = alpha · op(a[i]) · op(b[i]) for i < batches, row-major.
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    const auto [batches, m, n, k] = std::tuple(product_.batches, product_.m, product_.n, product_.k);
+    T* c = outputs[0].As<T>();
+    if (batches == 0 || m == 0 || n == 0) return;
+    if (k == 0) {  // an empty sum: cuBLAS takes no leading dimension of 0, so C is zeroed here
+      cuda::Zero(stream_, c, static_cast<std::size_t>(batches * m * n) * sizeof(T));
+      return;
+    }
+    cublasHandle_t handle = CublasHandleOf(cuda::Native(stream_));
+    const int lda = Dim(attrs_.transpose_a ? m : k, "a's row length");
+    const int ldb = Dim(attrs_.transpose_b ? k : n, "b's row length");
+    const T scale = static_cast<T>(attrs_.alpha);
+    const T zero = 0;
+    WEIR_CUDA_CHECK(cublasSetPointerMode(handle, CUBLAS_POINTER_MODE_HOST));
+    WEIR_CUDA_CHECK(BatchGemmCall(handle, attrs_.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                  attrs_.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, Dim(n, "n"), Dim(m, "m"), Dim(k, "k"),
+                                  &scale, inputs[1].As<T>(), ldb, k * n, inputs[0].As<T>(), lda, m * k, &zero, c,
+                                  Dim(n, "n"), m * n, Dim(batches, "the batch count")));
   }
-  cublasHandle_t handle = CublasHandleOf(Native(stream));
-  const int lda = Dim(transpose_a ? m : k, "a's row length");
-  const int ldb = Dim(transpose_b ? k : n, "b's row length");
-  const T scale = static_cast<T>(alpha);
-  const T zero = 0;
-  WEIR_CUDA_CHECK(cublasSetPointerMode(handle, CUBLAS_POINTER_MODE_HOST));
-  WEIR_CUDA_CHECK(BatchGemmCall(handle, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                Dim(n, "n"), Dim(m, "m"), Dim(k, "k"), &scale, b, ldb, k * n, a, lda, m * k, &zero, c,
-                                Dim(n, "n"), m * n, Dim(batches, "the batch count")));
+
+ private:
+  void* stream_;
+  MatMulAttrs attrs_;
+  BatchProduct product_;
+};
+
+WEIR_REGISTER_KERNELS {
+  RegisterKernel({"batch_matmul", Device::Kind::kCuda, DType::kF32}, &MakeKernel<BatchMatMulCuda<float>>);
+  RegisterKernel({"batch_matmul", Device::Kind::kCuda, DType::kF64}, &MakeKernel<BatchMatMulCuda<double>>);
 }
 
-template void BatchGemm<float>(void*, bool, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, double,
-                               const float*, const float*, float*);
-template void BatchGemm<double>(void*, bool, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, double,
-                                const double*, const double*, double*);
-
-}  // namespace weir::internal::cuda
+}  // namespace
+}  // namespace weir::internal

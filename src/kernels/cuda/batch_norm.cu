@@ -1,11 +1,15 @@
-// Batch normalization's launchers: a block per channel, its threads striding over the channel's
-// elements (kernels/functors/batch_norm.hpp's layout and formulas, the CPU reference's), the
-// per-channel sums combined with BlockSum.
+// batch_norm, batch_norm_grad and batch_norm_moving_update on CUDA: the CPU reference's two-pass
+// statistics in double (kernels/functors/batch_norm.hpp's layout and formulas), a block per channel,
+// its threads striding over the channel's elements, the per-channel sums combined with BlockSum; on
+// any channel axis.
 #include <cstdint>
 
-#include "common/cuda_check.cuh"
+#include "kernels/attrs/batch_norm_attrs.hpp"
+#include "kernels/axis_split.hpp"
+#include "kernels/cuda/cuda_kernel.hpp"
 #include "kernels/cuda/grid.cuh"
-#include "kernels/cuda/launch.hpp"
+#include "kernels/functors/batch_norm.hpp"
+#include "weir/op_attrs.hpp"
 
 namespace weir::internal::cuda {
 
@@ -111,14 +115,68 @@ void BatchNormMovingUpdate(void* stream, T* moving_mean, T* moving_variance, con
   WEIR_CUDA_CHECK(cudaGetLastError());
 }
 
-#define WEIR_INSTANTIATE(T)                                                                                   \
-  template void BatchNorm<T>(void*, const ChannelLayout&, bool, double, const T*, const T*, const T*, const T*, \
-                             const T*, T*, T*, T*);                                                           \
-  template void BatchNormGrad<T>(void*, const ChannelLayout&, bool, double, const T*, const T*, const T*,      \
-                                 const T*, const T*, T*, T*, T*);                                             \
-  template void BatchNormMovingUpdate<T>(void*, T*, T*, const T*, const T*, std::int64_t, double, double);
-WEIR_INSTANTIATE(float)
-WEIR_INSTANTIATE(double)
-#undef WEIR_INSTANTIATE
-
 }  // namespace weir::internal::cuda
+
+namespace weir::internal {
+namespace {
+
+ChannelLayout LayoutAround(const Shape& x, int axis) {
+  const AxisSplit split(x, axis);
+  return {split.outer, split.n, split.inner};
+}
+
+// Forward inputs (x, gamma, beta, moving_mean, moving_variance), outputs (y[, mean, variance]); the
+// gradient's (kGrad) inputs (dy, x, gamma, mean, variance), outputs (dx, dgamma, dbeta).
+template <typename T, bool kGrad> class BatchNormCuda final : public Kernel {
+ public:
+  explicit BatchNormCuda(const KernelSetup& setup)
+      : stream_(CudaStreamOf(setup)), attrs_(setup.Get<BatchNormAttrs>()),
+        layout_(LayoutAround(setup.inputs[kGrad ? 1 : 0].shape, attrs_.axis)) {}
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    if constexpr (kGrad) {
+      cuda::BatchNormGrad<T>(stream_, layout_, attrs_.training, attrs_.epsilon, inputs[0].As<T>(), inputs[1].As<T>(),
+                             inputs[2].As<T>(), inputs[3].As<T>(), inputs[4].As<T>(), outputs[0].As<T>(),
+                             outputs[1].As<T>(), outputs[2].As<T>());
+    } else {
+      cuda::BatchNorm<T>(stream_, layout_, attrs_.training, attrs_.epsilon, inputs[0].As<T>(), inputs[1].As<T>(),
+                         inputs[2].As<T>(), inputs[3].As<T>(), inputs[4].As<T>(), outputs[0].As<T>(),
+                         attrs_.training ? outputs[1].As<T>() : nullptr, attrs_.training ? outputs[2].As<T>() : nullptr);
+    }
+  }
+
+ private:
+  void* stream_;
+  BatchNormAttrs attrs_;
+  ChannelLayout layout_;
+};
+
+// (moving_mean, moving_variance, batch mean, batch biased variance), the first two in place.
+template <typename T> class BatchNormMovingUpdateCuda final : public Kernel {
+ public:
+  explicit BatchNormMovingUpdateCuda(const KernelSetup& setup)
+      : stream_(CudaStreamOf(setup)), attrs_(setup.Get<BatchNormMovingUpdateAttrs>()),
+        channels_(setup.inputs[0].shape.NumElements()) {}
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView>) override {
+    // Bessel's correction; a single element per channel has no unbiased variance, so it stays biased.
+    const double unbias = attrs_.count > 1 ? static_cast<double>(attrs_.count) / static_cast<double>(attrs_.count - 1) : 1.0;
+    cuda::BatchNormMovingUpdate<T>(stream_, MutableOf<T>(inputs[0]), MutableOf<T>(inputs[1]),
+                                   inputs[2].As<T>(), inputs[3].As<T>(), channels_, attrs_.momentum, unbias);
+  }
+
+ private:
+  void* stream_;
+  BatchNormMovingUpdateAttrs attrs_;
+  std::int64_t channels_;
+};
+
+WEIR_REGISTER_KERNELS {
+  RegisterKernel({"batch_norm", Device::Kind::kCuda, DType::kF32}, &MakeKernel<BatchNormCuda<float, false>>);
+  RegisterKernel({"batch_norm", Device::Kind::kCuda, DType::kF64}, &MakeKernel<BatchNormCuda<double, false>>);
+  RegisterKernel({"batch_norm_grad", Device::Kind::kCuda, DType::kF32}, &MakeKernel<BatchNormCuda<float, true>>);
+  RegisterKernel({"batch_norm_grad", Device::Kind::kCuda, DType::kF64}, &MakeKernel<BatchNormCuda<double, true>>);
+  RegisterKernel({"batch_norm_moving_update", Device::Kind::kCuda, DType::kF32}, &MakeKernel<BatchNormMovingUpdateCuda<float>>);
+  RegisterKernel({"batch_norm_moving_update", Device::Kind::kCuda, DType::kF64}, &MakeKernel<BatchNormMovingUpdateCuda<double>>);
+}
+
+}  // namespace
+}  // namespace weir::internal

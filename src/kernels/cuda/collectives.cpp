@@ -67,8 +67,8 @@ void ReducePiecesOf(void* stream, std::span<const ConstTensorView> pieces, Reduc
 
 class NcclCollectiveCuda final : public Kernel {
  public:
-  explicit NcclCollectiveCuda(const KernelSetup& setup)
-      : op_type_(setup.op_type), name_(setup.op_name), attrs_(setup.Get<CollectiveAttrs>()),
+  NcclCollectiveCuda(const KernelSetup& setup, CollectiveKind kind)
+      : kind_(kind), op_type_(setup.op_type), name_(setup.op_name), attrs_(setup.Get<CollectiveAttrs>()),
         stream_(CudaStreamOf(setup)), group_(dynamic_cast<DeviceProcessGroup*>(setup.processes)),
         bytes_(setup.outputs.empty() ? 0 : setup.outputs[0].NumBytes()) {
     const bool spread = !attrs_.process_pieces.empty();
@@ -77,24 +77,24 @@ class NcclCollectiveCuda final : public Kernel {
           "[{}] '{}': one device's part of a reduce-scatter reads every device's piece where it is, which GPUs do not "
           "share; on GPUs a reduce-scatter is one collective actor", op_type_, name_));
     }
-    if (attrs_.tensors > 1 && (spread || op_type_ != "all_reduce")) {
+    if (attrs_.tensors > 1 && (spread || kind_ != CollectiveKind::kAllReduce)) {
       throw std::invalid_argument(fmt::format("[{}] '{}': only an all-reduce averages several tensors (a fusion bucket) "
                                               "on a GPU", op_type_, name_));
     }
-    const bool reduces = op_type_ == "all_reduce" || op_type_ == "reduce_scatter";
+    const bool reduces = kind_ == CollectiveKind::kAllReduce || kind_ == CollectiveKind::kReduceScatter;
     if (reduces && attrs_.devices > kMaxReducedPieces) {
       throw std::invalid_argument(fmt::format("[{}] '{}': a reduction on a GPU combines at most {} GPUs' pieces, got {}",
                                               op_type_, name_, kMaxReducedPieces, attrs_.devices));
     }
     if (attrs_.devices > 1 && !spread) {  // several GPUs of this process: every piece on this GPU
-      if (op_type_ == "reduce_scatter") {
+      if (kind_ == CollectiveKind::kReduceScatter) {
         logical_ = setup.inputs[0];
-      } else if (op_type_ == "all_to_all") {
+      } else if (kind_ == CollectiveKind::kAllToAll) {
         logical_ = {JoinedShape(setup.inputs, attrs_.axis), setup.inputs[0].dtype};
       }
-      if (op_type_ == "reduce_scatter" || op_type_ == "all_to_all") whole_.emplace(setup.device.index, logical_.NumBytes());
+      if (kind_ == CollectiveKind::kReduceScatter || kind_ == CollectiveKind::kAllToAll) whole_.emplace(setup.device.index, logical_.NumBytes());
     }
-    const bool needs_group = op_type_ == "transfer" || spread || attrs_.across_processes;
+    const bool needs_group = kind_ == CollectiveKind::kTransfer || spread || attrs_.across_processes;
     if (needs_group && group_ == nullptr) {
       throw std::invalid_argument(fmt::format("[{}] '{}' on a GPU needs the session's NCCL group (a session of several "
                                               "processes, each on a GPU)", op_type_, name_));
@@ -108,7 +108,7 @@ class NcclCollectiveCuda final : public Kernel {
                                               op_type_, name_, attrs_.devices, size));
     }
     logical_ = {attrs_.logical, setup.outputs[0].dtype};
-    if (op_type_ == "all_gather" || op_type_ == "all_to_all") {
+    if (kind_ == CollectiveKind::kAllGather || kind_ == CollectiveKind::kAllToAll) {
       // Every process's piece, packed one after the other, for the one group of broadcasts.
       std::size_t offset = 0;
       for (int q = 0; q < size; ++q) {
@@ -120,11 +120,11 @@ class NcclCollectiveCuda final : public Kernel {
       }
       packed_.emplace(setup.device.index, offset);
     }
-    if (op_type_ == "reduce_scatter" || op_type_ == "all_to_all") whole_.emplace(setup.device.index, logical_.NumBytes());
+    if (kind_ == CollectiveKind::kReduceScatter || kind_ == CollectiveKind::kAllToAll) whole_.emplace(setup.device.index, logical_.NumBytes());
   }
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
-    if (op_type_ == "transfer") {
+    if (kind_ == CollectiveKind::kTransfer) {
       // From the maker's process to the ones that read it: point to point, or a broadcast when every
       // process does (see the CPU's TransferKernel).
       const int rank = group_->Rank();
@@ -159,15 +159,15 @@ class NcclCollectiveCuda final : public Kernel {
  private:
   void RunSpread(const ConstTensorView& input, const TensorView& output) {
     const int size = group_->Size();
-    if (op_type_ == "all_reduce") {
+    if (kind_ == CollectiveKind::kAllReduce) {
       group_->AllReduce(input, output, attrs_.op, stream_, name_);
-    } else if (op_type_ == "all_gather") {
+    } else if (kind_ == CollectiveKind::kAllGather) {
       Gather(input, output.data);
-    } else if (op_type_ == "reduce_scatter") {
+    } else if (kind_ == CollectiveKind::kReduceScatter) {
       const TensorView whole{whole_->As<void>(), &logical_};
       group_->AllReduce(input, whole, attrs_.op, stream_, name_);
       CutPiece(stream_, whole.data, logical_, attrs_.axis, size, rank_, output.data);
-    } else if (op_type_ == "all_to_all") {
+    } else if (kind_ == CollectiveKind::kAllToAll) {
       Gather(input, whole_->As<void>());
       CutPiece(stream_, whole_->As<void>(), logical_, attrs_.out_axis, size, rank_, output.data);
     } else {  // scatter: every process holds the whole input and keeps its own piece
@@ -179,31 +179,31 @@ class NcclCollectiveCuda final : public Kernel {
   // them (kernels/collectives/collective.cpp); across processes, each result is then all-reduced.
   void RunLocal(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) {
     const int k = attrs_.devices;
-    if (op_type_ == "all_reduce") {
+    if (kind_ == CollectiveKind::kAllReduce) {
       for (std::size_t t = 0; t < outputs.size(); ++t) {
         ReducePiecesOf(stream_, inputs.subspan(t * static_cast<std::size_t>(k), static_cast<std::size_t>(k)), attrs_.op,
                        outputs[t]);
         if (attrs_.across_processes) AcrossProcesses(outputs[t]);
       }
-    } else if (op_type_ == "all_gather") {  // one whole output
+    } else if (kind_ == CollectiveKind::kAllGather) {  // one whole output
       for (int r = 0; r < k; ++r) {
         PutPiece(stream_, inputs[static_cast<std::size_t>(r)].data, *outputs[0].meta, attrs_.axis, k, r, outputs[0].data);
       }
-    } else if (op_type_ == "reduce_scatter") {  // k whole addends, a piece of the sum per GPU
+    } else if (kind_ == CollectiveKind::kReduceScatter) {  // k whole addends, a piece of the sum per GPU
       const TensorView whole{whole_->As<void>(), &logical_};
       ReducePiecesOf(stream_, inputs, attrs_.op, whole);
       if (attrs_.across_processes) AcrossProcesses(whole);
       for (int r = 0; r < k; ++r) {
         CutPiece(stream_, whole.data, logical_, attrs_.axis, k, r, outputs[static_cast<std::size_t>(r)].data);
       }
-    } else if (op_type_ == "all_to_all") {
+    } else if (kind_ == CollectiveKind::kAllToAll) {
       for (int r = 0; r < k; ++r) {
         PutPiece(stream_, inputs[static_cast<std::size_t>(r)].data, logical_, attrs_.axis, k, r, whole_->As<void>());
       }
       for (int r = 0; r < k; ++r) {
         CutPiece(stream_, whole_->As<void>(), logical_, attrs_.out_axis, k, r, outputs[static_cast<std::size_t>(r)].data);
       }
-    } else if (op_type_ == "scatter") {  // one whole input, a piece per GPU
+    } else if (kind_ == CollectiveKind::kScatter) {  // one whole input, a piece per GPU
       for (int r = 0; r < k; ++r) {
         CutPiece(stream_, inputs[0].data, *inputs[0].meta, attrs_.axis, k, r, outputs[static_cast<std::size_t>(r)].data);
       }
@@ -230,6 +230,7 @@ class NcclCollectiveCuda final : public Kernel {
     }
   }
 
+  CollectiveKind kind_;
   std::string op_type_;
   std::string name_;
   CollectiveAttrs attrs_;
@@ -244,19 +245,21 @@ class NcclCollectiveCuda final : public Kernel {
   std::optional<DeviceScratch> whole_;   // the whole tensor (reduce_scatter, all_to_all)
 };
 
+template <CollectiveKind kKind> std::unique_ptr<Kernel> MakeNcclCollective(const KernelSetup& setup) {
+  return std::make_unique<NcclCollectiveCuda>(setup, kKind);
+}
+
 }  // namespace
 
 WEIR_REGISTER_KERNELS {
-  for (std::string_view op : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "scatter", "transfer"}) {
-    for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
-      RegisterKernel({std::string(op), Device::Kind::kCuda, dtype}, &MakeKernel<NcclCollectiveCuda>);
-    }
-  }
-  // Gathers, scatters and transfers move bytes, so they take every dtype (labels, masks).
-  for (std::string_view op : {"all_gather", "all_to_all", "scatter", "transfer"}) {
-    for (DType dtype : kByteDTypes) {
-      RegisterKernel({std::string(op), Device::Kind::kCuda, dtype}, &MakeKernel<NcclCollectiveCuda>);
-    }
+  for (const CollectiveOpType& op : kCollectiveOpTypes) {
+    VisitCollectiveKind(op.kind, [&]<CollectiveKind kKind>() {
+      for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
+        RegisterKernel({op.op_type, Device::Kind::kCuda, dtype}, &MakeNcclCollective<kKind>);
+      }
+      if (!op.moves_bytes) return;
+      for (DType dtype : kByteDTypes) RegisterKernel({op.op_type, Device::Kind::kCuda, dtype}, &MakeNcclCollective<kKind>);
+    });
   }
 }
 

@@ -11,11 +11,12 @@
 namespace weir::internal {
 namespace {
 
-class ConcatCuda final : public Kernel {
+// kGrad: concat_grad, the whole split back into its parts.
+template <bool kGrad> class ConcatCuda final : public Kernel {
  public:
-  explicit ConcatCuda(const KernelSetup& setup) : stream_(CudaStreamOf(setup)), grad_(setup.op_type == "concat_grad") {
-    const std::span<const TensorMeta> parts = grad_ ? setup.outputs : setup.inputs;
-    int axis = grad_ ? setup.Get<ConcatGradAttrs>().axis : setup.Get<ConcatAttrs>().axis;
+  explicit ConcatCuda(const KernelSetup& setup) : stream_(CudaStreamOf(setup)) {
+    const std::span<const TensorMeta> parts = kGrad ? setup.outputs : setup.inputs;
+    int axis = kGrad ? setup.Get<ConcatGradAttrs>().axis : setup.Get<ConcatAttrs>().axis;
     if (axis < 0) axis += parts[0].shape.Rank();
     for (int d = 0; d < axis; ++d) outer_ *= parts[0].shape[d];
     for (const TensorMeta& part : parts) {
@@ -30,7 +31,7 @@ class ConcatCuda final : public Kernel {
     for (std::size_t i = 0; i < part_bytes_.size(); ++i) {
       const std::size_t bytes = part_bytes_[i];
       const auto rows = static_cast<std::size_t>(outer_);
-      if (grad_) {
+      if constexpr (kGrad) {
         cuda::CopyRows(stream_, outputs[i].data, bytes, static_cast<const std::byte*>(inputs[0].data) + offset, row_bytes_, bytes, rows);
       } else {
         cuda::CopyRows(stream_, static_cast<std::byte*>(outputs[0].data) + offset, row_bytes_, inputs[i].data, bytes, bytes, rows);
@@ -41,7 +42,6 @@ class ConcatCuda final : public Kernel {
 
  private:
   void* stream_;
-  bool grad_;
   std::int64_t outer_ = 1;
   std::vector<std::size_t> part_bytes_;  // per outer row
   std::size_t row_bytes_ = 0;
@@ -49,8 +49,8 @@ class ConcatCuda final : public Kernel {
 
 WEIR_REGISTER_KERNELS {
   for (DType dtype : kAllDTypes) {
-    RegisterKernel({"concat", Device::Kind::kCuda, dtype}, &MakeKernel<ConcatCuda>);
-    RegisterKernel({"concat_grad", Device::Kind::kCuda, dtype}, &MakeKernel<ConcatCuda>);
+    RegisterKernel({"concat", Device::Kind::kCuda, dtype}, &MakeKernel<ConcatCuda<false>>);
+    RegisterKernel({"concat_grad", Device::Kind::kCuda, dtype}, &MakeKernel<ConcatCuda<true>>);
   }
 }
 

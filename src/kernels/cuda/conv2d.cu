@@ -1,26 +1,54 @@
-// Convolutions through cuDNN 9's convolution API (the legacy one: deprecated in cuDNN 9 in favour of the
-// graph API, still supported, and far less code for three fixed ops). Descriptors and the algorithm
-// are chosen once, when the kernel is made, by timing cuDNN's algorithms on the shape (Choose). And the image
-// shift that pads or crops around an asymmetric (SAME) pad, which cuDNN cannot express. An NHWC
-// convolution runs in NCHW on transposed copies of its operands (in the workspace) where cuDNN has no
-// NHWC algorithm (f64: cuDNN 9.14 on an H200 offered none for the data gradient) or a much slower one.
+// conv2d, its two gradients and the planner-fused conv2d_bias_act on CUDA, through cuDNN: descriptors,
+// algorithm and workspace chosen once per kernel, i.e. per shape. cuDNN pads symmetrically; Weir's SAME pad puts the odd pixel after, so a convolution with unequal pads
+// runs on a padded copy of x (forward, filter gradient) or computes the padded dx and crops it (data
+// gradient), the copy in the kernel's scratch. conv2d_bias_act: the convolution, then the bias per
+// channel and the relu in place (cudnnConvolutionBiasActivationForward takes relu only with one
+// algorithm, and our bias add is one more pass either way).
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <vector>
 
-#include "common/cuda_check.cuh"
 #include "common/cuda_handles.cuh"
+#include "kernels/attrs/fused_attrs.hpp"
+#include "kernels/conv2d_geometry.hpp"
+#include "kernels/cuda/cuda_kernel.hpp"
 #include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.hpp"
 
 namespace weir::internal::cuda {
+
+/// A cuDNN convolution of one pass on `g` (symmetric pads: ImageShift pads the input otherwise), its
+/// descriptors and algorithm chosen once, on the current GPU (the fastest FP32-math algorithm cuDNN
+/// times there); f32 or f64. Run: forward
+/// (a = x, b = weight) -> y; backward data (a = dy, b = weight) -> dx; backward filter (a = dy, b = x) ->
+/// dweight; `out` is overwritten, `workspace` holds WorkspaceBytes() of device memory. An NHWC
+/// convolution cuDNN has no algorithm for runs in NCHW on transposed copies (in the workspace).
+class Convolution {
+ public:
+  Convolution(const Conv2DGeometry& g, Conv2DPass pass, bool f64);
+  ~Convolution();
+  Convolution(const Convolution&) = delete;
+  Convolution& operator=(const Convolution&) = delete;
+  std::size_t WorkspaceBytes() const;
+  void Run(void* stream, const void* a, const void* b, void* out, void* workspace) const;
+
+ private:
+  void RunCudnn(void* stream, const void* a, const void* b, void* out, void* workspace) const;
+  struct Descriptors;  // cuDNN's, below
+  std::unique_ptr<Descriptors> d_;
+};
+/// dst = src shifted (kernels/functors/conv2d.hpp: pads or crops images); float, double.
 
 namespace {
 
@@ -334,7 +362,99 @@ template <typename T> void ShiftImages(void* stream, const ImageShift& shift, co
   WEIR_CUDA_CHECK(cudaGetLastError());
 }
 
-template void ShiftImages<float>(void*, const ImageShift&, const float*, float*);
-template void ShiftImages<double>(void*, const ImageShift&, const double*, double*);
-
 }  // namespace weir::internal::cuda
+
+namespace weir::internal {
+namespace {
+
+// kFused: conv2d_bias_act (a forward pass), inputs (x, weight, bias).
+template <Conv2DPass kPass, typename T, bool kFused = false> class Conv2DCuda final : public Kernel {
+ public:
+  explicit Conv2DCuda(const KernelSetup& setup)
+      : stream_(CudaStreamOf(setup)),
+        geometry_(kFused ? MakeConv2DGeometry(setup.Get<FusedConv2DAttrs>().conv, setup.inputs[0].shape,
+                                              setup.inputs[1].shape, setup.outputs[0].shape)
+                         : MakeConv2DGeometry(kPass, setup)),
+        out_bytes_(setup.outputs[0].NumBytes()) {
+    // An empty operand: y and dx are empty (or an empty sum, zero), dweight an empty sum.
+    if (geometry_.XCount() == 0 || geometry_.YCount() == 0 || geometry_.WeightCount() == 0) return;
+    relu_ = kFused && setup.Get<FusedConv2DAttrs>().activation == FusedActivation::kRelu;
+    if (kFused) {
+      const Shape& y = setup.outputs[0].shape;
+      std::vector<std::int64_t> bias(4, 1);
+      bias[geometry_.nhwc ? 3 : 1] = geometry_.filters;
+      PlanBroadcast(y.Dims(), bias, y.Dims(), bias_plan_);
+    }
+    std::size_t padded_bytes = 0;
+    Conv2DGeometry cudnn_geometry = geometry_;
+    if (!geometry_.SymmetricPads()) {
+      shift_ = PadShift(geometry_, kPass == Conv2DPass::kBackwardData);
+      cudnn_geometry = Prepadded(geometry_);
+      padded_bytes = static_cast<std::size_t>(cudnn_geometry.XCount()) * sizeof(T);
+    }
+    convolution_ = std::make_unique<cuda::Convolution>(cudnn_geometry, kPass, std::is_same_v<T, double>);
+    // Scratch: cuDNN's workspace, then the padded image (256-byte aligned, as cudaMalloc's own).
+    workspace_bytes_ = (convolution_->WorkspaceBytes() + 255) / 256 * 256;
+    scratch_.emplace(setup.device.index, workspace_bytes_ + padded_bytes);
+  }
+
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    if (!convolution_) {
+      cuda::Zero(stream_, outputs[0].data, out_bytes_);
+      return;
+    }
+    void* workspace = scratch_->template As<void>();
+    T* padded = shift_ ? scratch_->template As<T>(workspace_bytes_) : nullptr;
+    const T* a = inputs[0].As<T>();
+    const T* b = inputs[1].As<T>();
+    T* out = outputs[0].As<T>();
+    switch (kPass) {
+      case Conv2DPass::kForward:  // (x, weight) -> y, x padded first if need be
+        if (shift_) cuda::ShiftImages<T>(stream_, *shift_, a, padded);
+        convolution_->Run(stream_, shift_ ? padded : a, b, out, workspace);
+        if (kFused) {
+          const std::int64_t count = geometry_.YCount();
+          cuda::BroadcastBinary<T>(stream_, cuda::Binary::kAdd, bias_plan_, out, inputs[2].As<T>(), out, count);
+          if (relu_) cuda::ActivationForward<T>(stream_, cuda::Activation::kRelu, out, out, count);
+        }
+        break;
+      case Conv2DPass::kBackwardData:  // (dy, weight) -> the padded dx, cropped
+        convolution_->Run(stream_, a, b, shift_ ? padded : out, workspace);
+        if (shift_) cuda::ShiftImages<T>(stream_, *shift_, padded, out);
+        break;
+      case Conv2DPass::kBackwardFilter:  // (dy, x) -> dweight, x padded first if need be
+        if (shift_) cuda::ShiftImages<T>(stream_, *shift_, b, padded);
+        convolution_->Run(stream_, a, shift_ ? padded : b, out, workspace);
+        break;
+    }
+  }
+
+ private:
+  void* stream_;
+  Conv2DGeometry geometry_;
+  std::size_t out_bytes_;
+  bool relu_ = false;
+  BroadcastPlan bias_plan_;               // conv2d_bias_act: the bias along y's channel axis
+  std::optional<ImageShift> shift_;       // unequal pads: x into the padded image, or the padded dx out
+  std::unique_ptr<cuda::Convolution> convolution_;  // null for an empty operand
+  std::size_t workspace_bytes_ = 0;
+  std::optional<DeviceScratch> scratch_;
+};
+
+WEIR_REGISTER_KERNELS {
+  RegisterKernel({"conv2d", Device::Kind::kCuda, DType::kF32}, &MakeKernel<Conv2DCuda<Conv2DPass::kForward, float>>);
+  RegisterKernel({"conv2d", Device::Kind::kCuda, DType::kF64}, &MakeKernel<Conv2DCuda<Conv2DPass::kForward, double>>);
+  RegisterKernel({"conv2d_bias_act", Device::Kind::kCuda, DType::kF32},
+                 &MakeKernel<Conv2DCuda<Conv2DPass::kForward, float, true>>);
+  RegisterKernel({"conv2d_grad_data", Device::Kind::kCuda, DType::kF32},
+                 &MakeKernel<Conv2DCuda<Conv2DPass::kBackwardData, float>>);
+  RegisterKernel({"conv2d_grad_data", Device::Kind::kCuda, DType::kF64},
+                 &MakeKernel<Conv2DCuda<Conv2DPass::kBackwardData, double>>);
+  RegisterKernel({"conv2d_grad_filter", Device::Kind::kCuda, DType::kF32},
+                 &MakeKernel<Conv2DCuda<Conv2DPass::kBackwardFilter, float>>);
+  RegisterKernel({"conv2d_grad_filter", Device::Kind::kCuda, DType::kF64},
+                 &MakeKernel<Conv2DCuda<Conv2DPass::kBackwardFilter, double>>);
+}
+
+}  // namespace
+}  // namespace weir::internal

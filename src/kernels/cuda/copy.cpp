@@ -13,19 +13,17 @@ namespace {
 // identity, reshape and parallel_cast (a layout hint): the input's bytes unchanged. device_copy (the
 // planner's copy between memories, graph/planner/device_copies.hpp): the same, from or to pinned host memory
 // or another device, on its device's host-to-device or device-to-host stream.
-class ByteCopyCuda final : public Kernel {
+template <bool kBetweenMemories> class ByteCopyCuda final : public Kernel {
  public:
-  explicit ByteCopyCuda(const KernelSetup& setup)
-      : stream_(CudaStreamOf(setup)), bytes_(setup.inputs[0].NumBytes()), between_memories_(setup.op_type == "device_copy") {}
+  explicit ByteCopyCuda(const KernelSetup& setup) : stream_(CudaStreamOf(setup)), bytes_(setup.inputs[0].NumBytes()) {}
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
-    if (between_memories_) cuda::CopyBetweenMemories(stream_, outputs[0].data, inputs[0].data, bytes_);
+    if constexpr (kBetweenMemories) cuda::CopyBetweenMemories(stream_, outputs[0].data, inputs[0].data, bytes_);
     else cuda::CopyOnDevice(stream_, outputs[0].data, inputs[0].data, bytes_);
   }
 
  private:
   void* stream_;
   std::size_t bytes_;
-  bool between_memories_;
 };
 
 // A constant, uploaded once with the kernel and copied on the device into the output slot at each
@@ -94,10 +92,10 @@ class LearningRateCuda final : public Kernel {
 
 WEIR_REGISTER_KERNELS {
   for (DType dtype : kAllDTypes) {
-    RegisterKernel({"identity", Device::Kind::kCuda, dtype}, &MakeKernel<ByteCopyCuda>);
-    RegisterKernel({"device_copy", Device::Kind::kCuda, dtype}, &MakeKernel<ByteCopyCuda>);
-    RegisterKernel({"reshape", Device::Kind::kCuda, dtype}, &MakeKernel<ByteCopyCuda>);
-    RegisterKernel({"parallel_cast", Device::Kind::kCuda, dtype}, &MakeKernel<ByteCopyCuda>);
+    RegisterKernel({"identity", Device::Kind::kCuda, dtype}, &MakeKernel<ByteCopyCuda<false>>);
+    RegisterKernel({"device_copy", Device::Kind::kCuda, dtype}, &MakeKernel<ByteCopyCuda<true>>);
+    RegisterKernel({"reshape", Device::Kind::kCuda, dtype}, &MakeKernel<ByteCopyCuda<false>>);
+    RegisterKernel({"parallel_cast", Device::Kind::kCuda, dtype}, &MakeKernel<ByteCopyCuda<false>>);
     RegisterKernel({"constant", Device::Kind::kCuda, dtype}, &MakeKernel<ConstantCuda>);
   }
   RegisterKernel({"increment", Device::Kind::kCuda, DType::kI64}, &MakeKernel<IncrementCuda>);

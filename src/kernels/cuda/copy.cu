@@ -1,20 +1,15 @@
-// Copies on a device stream: bytes (identity, reshape, constants), the train step's increment and
-// learning rate (kernels/functors/learning_rate.hpp), dtype
-// conversions (kernels/functors/cast.hpp, the CPU's) and broadcasts (kernels/functors/binary.hpp's plan).
+// Copies on a device stream: bytes (identity, reshape, constants), zeroes, the train step's increment
+// and learning rate (kernels/functors/learning_rate.hpp), dtype conversions (kernels/functors/cast.hpp, the CPU's) and broadcasts (kernels/functors/binary.hpp's plan).
 #include <cstdint>
 
 #include "common/cuda_check.cuh"
 #include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.hpp"
 #include "kernels/functors/cast.hpp"
-#include "kernels/functors/philox.hpp"
 
 namespace weir::internal::cuda {
 
 namespace {
-
-
-
 
 __global__ void IncrementKernel(std::int64_t* value) { ++*value; }
 
@@ -26,26 +21,6 @@ template <typename In, typename Out> __global__ void CastKernel(const In* x, Out
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
     y[i] = Convert<Out>(x[i]);
-  }
-}
-
-template <typename T>
-__global__ void DropoutKernel(const T* x, T* y, std::uint8_t* mask, std::int64_t count, std::uint64_t seed,
-                              const std::int64_t* calls, std::uint64_t threshold, T scale) {
-  const auto call = static_cast<std::uint64_t>(*calls);
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
-    const bool keep = DropoutKeeps(seed, call, static_cast<std::uint64_t>(i), threshold);
-    mask[i] = keep ? 1 : 0;
-    y[i] = keep ? x[i] * scale : T(0);
-  }
-}
-
-template <typename T>
-__global__ void DropoutGradKernel(const T* dy, const std::uint8_t* mask, T* dx, std::int64_t count, T scale) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
-    dx[i] = mask[i] ? dy[i] * scale : T(0);
   }
 }
 
@@ -83,26 +58,9 @@ void CopyRows(void* stream, void* dst, std::size_t dst_pitch, const void* src, s
   WEIR_CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, height, cudaMemcpyDeviceToDevice, Native(stream)));
 }
 
-template <typename T>
-void Dropout(void* stream, const T* x, T* y, std::uint8_t* mask, std::int64_t count, std::uint64_t seed,
-             const std::int64_t* call, std::uint64_t threshold, T scale) {
-  if (count == 0) return;
-  DropoutKernel<T><<<Blocks(count), kThreads, 0, Native(stream)>>>(x, y, mask, count, seed, call, threshold, scale);
-  WEIR_CUDA_CHECK(cudaGetLastError());
+void Zero(void* stream, void* memory, std::size_t bytes) {
+  if (bytes != 0) WEIR_CUDA_CHECK(cudaMemsetAsync(memory, 0, bytes, Native(stream)));
 }
-
-template <typename T> void DropoutGrad(void* stream, const T* dy, const std::uint8_t* mask, T* dx, std::int64_t count, T scale) {
-  if (count == 0) return;
-  DropoutGradKernel<T><<<Blocks(count), kThreads, 0, Native(stream)>>>(dy, mask, dx, count, scale);
-  WEIR_CUDA_CHECK(cudaGetLastError());
-}
-
-template void Dropout<float>(void*, const float*, float*, std::uint8_t*, std::int64_t, std::uint64_t, const std::int64_t*,
-                             std::uint64_t, float);
-template void Dropout<double>(void*, const double*, double*, std::uint8_t*, std::int64_t, std::uint64_t, const std::int64_t*,
-                              std::uint64_t, double);
-template void DropoutGrad<float>(void*, const float*, const std::uint8_t*, float*, std::int64_t, float);
-template void DropoutGrad<double>(void*, const double*, const std::uint8_t*, double*, std::int64_t, double);
 
 void Increment(void* stream, std::int64_t* value) {
   IncrementKernel<<<1, 1, 0, Native(stream)>>>(value);

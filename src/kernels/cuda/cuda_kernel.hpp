@@ -26,6 +26,10 @@ inline void* CudaStreamOf(const KernelSetup& setup) {
   return stream;
 }
 
+/// An input that an in-place writer (an optimizer update: the variable and its slots) writes: the plan
+/// gives the writer the register, after every other reader.
+template <typename T> T* MutableOf(const ConstTensorView& view) { return const_cast<T*>(view.As<T>()); }
+
 /// The broadcast plan of a binary op's inputs 0 and 1 into its output 0 (kernels/functors/binary.hpp):
 /// rank 0 when both operands have the output's layout. Throws naming the op when the walk has too
 /// many axes.

@@ -5,8 +5,11 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include <cuda_runtime.h>
+
+#include "common/cuda_check.cuh"
 
 #include "kernels/cuda/launch.hpp"
 
@@ -59,6 +62,15 @@ __device__ inline bool CheckIndex(std::int64_t position, std::int64_t index, std
   const auto key = static_cast<unsigned long long>((position << 32) | (static_cast<std::uint64_t>(index) & 0xffffffffull));
   atomicMin(reinterpret_cast<unsigned long long*>(report), key);
   return false;
+}
+
+/// Queues `kernel` over `count` elements (Blocks(count) blocks of kThreads, the kernel looping with
+/// WEIR_FOR_EACH_ELEMENT) on the stream, and checks the launch; nothing for no elements.
+template <typename... Params, typename... Args>
+void LaunchOver(void* stream, std::int64_t count, void (*kernel)(Params...), Args&&... args) {
+  if (count == 0) return;
+  kernel<<<Blocks(count), kThreads, 0, Native(stream)>>>(std::forward<Args>(args)...);
+  WEIR_CUDA_CHECK(cudaGetLastError());
 }
 
 template <typename T> __device__ T BlockSum(T value) {

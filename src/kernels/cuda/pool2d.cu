@@ -1,11 +1,15 @@
-// The pooling launchers: the window arithmetic of kernels/functors/pool2d.hpp (the CPU reference
-// kernels'). The gradients run a thread per input element over the windows that cover it, or, for max
-// pooling over windows that do not overlap, a thread per window.
+// max_pool2d, avg_pool2d and their gradients on CUDA: own kernels on the CPU reference's window
+// arithmetic (kernels/functors/pool2d.hpp), since Weir's SAME and ceil-mode pads are asymmetric and
+// cuDNN's pooling descriptors take one pad per dimension. Forward: a thread per output; the gradients:
+// a thread per input element summing over the windows that cover it (no atomics: deterministic). Max
+// picks the first largest of each window, as the CPU does.
 #include <cstdint>
 
-#include "common/cuda_check.cuh"
+#include "kernels/attrs/pool_attrs.hpp"
+#include "kernels/cuda/cuda_kernel.hpp"
 #include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.hpp"
+#include "kernels/pool2d_geometry.hpp"
 
 namespace weir::internal::cuda {
 
@@ -145,13 +149,53 @@ template <typename T> void AvgPool2DGrad(void* stream, const Pool2DGeometry& g, 
   WEIR_CUDA_CHECK(cudaGetLastError());
 }
 
-#define WEIR_INSTANTIATE(T)                                                                   \
-  template void MaxPool2D<T>(void*, const Pool2DGeometry&, const T*, T*);                     \
-  template void AvgPool2D<T>(void*, const Pool2DGeometry&, const T*, T*);                     \
-  template void MaxPool2DGrad<T>(void*, const Pool2DGeometry&, const T*, const T*, T*);       \
-  template void AvgPool2DGrad<T>(void*, const Pool2DGeometry&, const T*, T*);
-WEIR_INSTANTIATE(float)
-WEIR_INSTANTIATE(double)
-#undef WEIR_INSTANTIATE
-
 }  // namespace weir::internal::cuda
+
+namespace weir::internal {
+namespace {
+
+enum class PoolOp : std::uint8_t { kMax, kMaxGrad, kAvg, kAvgGrad };
+
+template <typename T, PoolOp kOp> class Pool2DCuda final : public Kernel {
+ public:
+  explicit Pool2DCuda(const KernelSetup& setup) : stream_(CudaStreamOf(setup)) {
+    // The geometry of pooling x into y, from whichever shapes the op has.
+    if constexpr (kOp == PoolOp::kMax || kOp == PoolOp::kAvg) {
+      geometry_ = MakePool2DGeometry(setup.Get<Pool2DAttrs>(), setup.inputs[0].shape, setup.outputs[0].shape);
+    } else if constexpr (kOp == PoolOp::kMaxGrad) {  // (dy, x) -> dx
+      geometry_ = MakePool2DGeometry(setup.Get<Pool2DAttrs>(), setup.inputs[1].shape, setup.inputs[0].shape);
+    } else {  // dy -> dx
+      geometry_ = MakePool2DGeometry(setup.Get<Pool2DGradAttrs>().pool, setup.outputs[0].shape, setup.inputs[0].shape);
+    }
+  }
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    if constexpr (kOp == PoolOp::kMax) {
+      cuda::MaxPool2D<T>(stream_, geometry_, inputs[0].As<T>(), outputs[0].As<T>());
+    } else if constexpr (kOp == PoolOp::kAvg) {
+      cuda::AvgPool2D<T>(stream_, geometry_, inputs[0].As<T>(), outputs[0].As<T>());
+    } else if constexpr (kOp == PoolOp::kMaxGrad) {
+      cuda::MaxPool2DGrad<T>(stream_, geometry_, inputs[0].As<T>(), inputs[1].As<T>(), outputs[0].As<T>());
+    } else {
+      cuda::AvgPool2DGrad<T>(stream_, geometry_, inputs[0].As<T>(), outputs[0].As<T>());
+    }
+  }
+
+ private:
+  void* stream_;
+  Pool2DGeometry geometry_;
+};
+
+template <PoolOp kOp> void RegisterPool(const char* op_type) {
+  RegisterKernel({op_type, Device::Kind::kCuda, DType::kF32}, &MakeKernel<Pool2DCuda<float, kOp>>);
+  RegisterKernel({op_type, Device::Kind::kCuda, DType::kF64}, &MakeKernel<Pool2DCuda<double, kOp>>);
+}
+
+WEIR_REGISTER_KERNELS {
+  RegisterPool<PoolOp::kMax>("max_pool2d");
+  RegisterPool<PoolOp::kMaxGrad>("max_pool2d_grad");
+  RegisterPool<PoolOp::kAvg>("avg_pool2d");
+  RegisterPool<PoolOp::kAvgGrad>("avg_pool2d_grad");
+}
+
+}  // namespace
+}  // namespace weir::internal

@@ -1,13 +1,19 @@
-// The reduction launcher: one block per output element (grid-striding over outputs), or, for a few
-// long sums, several blocks per output whose partials a second launch adds (ReduceSplit); the threads
-// stride over the reduced elements, accumulate in ReduceAcc (double for floats, wrapping uint64 for
-// integers, as the CPU does) and combine in shared memory.
+// reduce_sum, reduce_mean and reduce_sum_to on CUDA, over the merged-axes plan of
+// kernels/functors/reduce.hpp: one block per output element (grid-striding over outputs), or, for a
+// few long sums, several blocks per output whose partials a second launch adds (ReduceSplit); the
+// threads stride over the reduced elements, accumulate in ReduceAcc (double for floats, wrapping
+// uint64 for integers, as the CPU does) and combine in shared memory.
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <type_traits>
+#include <vector>
 
-#include "common/cuda_check.cuh"
+#include "kernels/attrs/reduce_axes.hpp"
+#include "kernels/cuda/cuda_kernel.hpp"
 #include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.hpp"
+#include "weir/op_attrs.hpp"
 
 namespace weir::internal::cuda {
 
@@ -57,101 +63,8 @@ __global__ void CombinePartsKernel(ReduceSplit split, std::int64_t reduced_count
   }
 }
 
-template <typename T, typename Op>
-__global__ void ExtremumKernel(ReductionPlan plan, const T* x, T* y, std::int64_t outputs) {
-  for (std::int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
-    T acc = Op::template Identity<T>();
-    for (std::int64_t r = threadIdx.x; r < plan.reduced_count; r += blockDim.x) acc = Op::Combine(acc, x[plan.Offset(o, r)]);
-    acc = BlockCombine(acc, [](T a, T b) { return Op::Combine(a, b); });
-    if (threadIdx.x == 0) y[o] = acc;
-  }
-}
-
-// A block per output: count the elements equal to y[o] (the ties), then spread dy[o] over them.
-template <typename T>
-__global__ void ExtremumGradKernel(ReductionPlan plan, const T* x, const T* y, const T* dy, T* dx, std::int64_t outputs) {
-  for (std::int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
-    std::int64_t count = 0;
-    for (std::int64_t r = threadIdx.x; r < plan.reduced_count; r += blockDim.x) count += x[plan.Offset(o, r)] == y[o];
-    const std::int64_t ties = BlockSum(count);
-    const T share = ties > 0 ? dy[o] / static_cast<T>(ties) : T(0);
-    for (std::int64_t r = threadIdx.x; r < plan.reduced_count; r += blockDim.x) {
-      const std::int64_t at = plan.Offset(o, r);
-      dx[at] = x[at] == y[o] ? share : T(0);
-    }
-  }
-}
-
-template <typename T> __global__ void AddSquaresKernel(const T* x, std::int64_t count, double* square_sum) {
-  double sum = 0;
-  WEIR_FOR_EACH_ELEMENT(i, count) { sum += static_cast<double>(x[i]) * x[i]; }
-  sum = BlockSum(sum);
-  if (threadIdx.x == 0) atomicAdd(square_sum, sum);
-}
-
-template <typename T>
-__global__ void ScaleByGlobalNormKernel(const T* x, T* y, std::int64_t count, const double* square_sum, double scale,
-                                        double clip) {
-  const double norm = scale * sqrt(*square_sum);
-  const T factor = static_cast<T>(clip / (norm > clip ? norm : clip));
-  WEIR_FOR_EACH_ELEMENT(i, count) { y[i] = x[i] * factor; }
-}
-
-
-}  // namespace
-
-template <typename T>
-void ReduceExtremum(void* stream, const ReductionPlan& plan, bool max, const T* x, T* y, std::int64_t outputs) {
-  if (outputs == 0) return;
-  if (max) {
-    ExtremumKernel<T, MaxOp><<<BlockPerItem(outputs), kThreads, 0, Native(stream)>>>(plan, x, y, outputs);
-  } else {
-    ExtremumKernel<T, MinOp><<<BlockPerItem(outputs), kThreads, 0, Native(stream)>>>(plan, x, y, outputs);
-  }
-  WEIR_CUDA_CHECK(cudaGetLastError());
-}
-
-template <typename T>
-void ReduceExtremumGrad(void* stream, const ReductionPlan& plan, const T* x, const T* y, const T* dy, T* dx,
-                        std::int64_t outputs) {
-  if (outputs == 0) return;
-  ExtremumGradKernel<T><<<BlockPerItem(outputs), kThreads, 0, Native(stream)>>>(plan, x, y, dy, dx,
-                                                                                                   outputs);
-  WEIR_CUDA_CHECK(cudaGetLastError());
-}
-
-template void ReduceExtremum<float>(void*, const ReductionPlan&, bool, const float*, float*, std::int64_t);
-template void ReduceExtremum<double>(void*, const ReductionPlan&, bool, const double*, double*, std::int64_t);
-template void ReduceExtremum<std::int32_t>(void*, const ReductionPlan&, bool, const std::int32_t*, std::int32_t*, std::int64_t);
-template void ReduceExtremum<std::int64_t>(void*, const ReductionPlan&, bool, const std::int64_t*, std::int64_t*, std::int64_t);
-template void ReduceExtremumGrad<float>(void*, const ReductionPlan&, const float*, const float*, const float*, float*,
-                                        std::int64_t);
-template void ReduceExtremumGrad<double>(void*, const ReductionPlan&, const double*, const double*, const double*, double*,
-                                         std::int64_t);
-
-void Zero(void* stream, void* memory, std::size_t bytes) {
-  if (bytes != 0) WEIR_CUDA_CHECK(cudaMemsetAsync(memory, 0, bytes, Native(stream)));
-}
-
-template <typename T> void AddSquares(void* stream, const T* x, std::int64_t count, double* square_sum) {
-  if (count == 0) return;
-  AddSquaresKernel<T><<<Blocks(count), kThreads, 0, Native(stream)>>>(x, count, square_sum);
-  WEIR_CUDA_CHECK(cudaGetLastError());
-}
-
-template <typename T>
-void ScaleByGlobalNorm(void* stream, const T* x, T* y, std::int64_t count, const double* square_sum, double scale,
-                       double clip) {
-  if (count == 0) return;
-  ScaleByGlobalNormKernel<T><<<Blocks(count), kThreads, 0, Native(stream)>>>(x, y, count, square_sum, scale, clip);
-  WEIR_CUDA_CHECK(cudaGetLastError());
-}
-
-template void AddSquares<float>(void*, const float*, std::int64_t, double*);
-template void AddSquares<double>(void*, const double*, std::int64_t, double*);
-template void ScaleByGlobalNorm<float>(void*, const float*, float*, std::int64_t, const double*, double, double);
-template void ScaleByGlobalNorm<double>(void*, const double*, double*, std::int64_t, const double*, double, double);
-
+/// y[o] = the sum (mean: / reduced count) of x's elements of output o along `plan`; with split.parts
+/// > 1 (ReduceSplit::For), `partials` holds outputs * parts ReduceAcc<T> of device memory.
 template <typename T>
 void Reduce(void* stream, const ReductionPlan& plan, bool mean, const T* x, T* y, std::int64_t outputs,
             const ReduceSplit& split, void* partials) {
@@ -170,12 +83,54 @@ void Reduce(void* stream, const ReductionPlan& plan, bool mean, const T* x, T* y
   WEIR_CUDA_CHECK(cudaGetLastError());
 }
 
-#define WEIR_INSTANTIATE_REDUCE(T) \
-  template void Reduce<T>(void*, const ReductionPlan&, bool, const T*, T*, std::int64_t, const ReduceSplit&, void*);
-WEIR_INSTANTIATE_REDUCE(float)
-WEIR_INSTANTIATE_REDUCE(double)
-WEIR_INSTANTIATE_REDUCE(std::int32_t)
-WEIR_INSTANTIATE_REDUCE(std::int64_t)
-#undef WEIR_INSTANTIATE_REDUCE
-
+}  // namespace
 }  // namespace weir::internal::cuda
+
+namespace weir::internal {
+namespace {
+
+ReductionPlan Plan(const KernelSetup& setup, const std::vector<bool>& reduced) {
+  return ReductionPlanOf(setup.inputs[0].shape, reduced, setup.op_type, setup.op_name);
+}
+
+// kSumTo: reduce_sum_to, which sums x down to its output's shape; kMean: reduce_mean.
+template <typename T, bool kSumTo, bool kMean> class ReduceCuda final : public Kernel {
+ public:
+  explicit ReduceCuda(const KernelSetup& setup)
+      : stream_(CudaStreamOf(setup)),
+        plan_(Plan(setup, kSumTo ? SummedAxesOf(setup.inputs[0].shape, setup.outputs[0].shape)
+                                 : ReducedAxesOf(setup.inputs[0].shape, setup.Get<ReduceAttrs>()))),
+        outputs_(setup.outputs[0].shape.NumElements()),
+        split_(ReduceSplit::For(outputs_, plan_.reduced_count)) {
+    if (split_.parts > 1) {
+      partials_.emplace(setup.device.index, static_cast<std::size_t>(outputs_ * split_.parts) * sizeof(ReduceAcc<T>));
+    }
+  }
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    cuda::Reduce<T>(stream_, plan_, kMean, inputs[0].As<T>(), outputs[0].As<T>(), outputs_, split_,
+                    partials_ ? partials_->template As<void>() : nullptr);
+  }
+
+ private:
+  void* stream_;
+  ReductionPlan plan_;
+  std::int64_t outputs_;
+  ReduceSplit split_;
+  std::optional<DeviceScratch> partials_;  // each output's partial sums, where several blocks share one
+};
+
+WEIR_REGISTER_KERNELS {
+  RegisterKernel({"reduce_sum", Device::Kind::kCuda, DType::kF32}, &MakeKernel<ReduceCuda<float, false, false>>);
+  RegisterKernel({"reduce_sum", Device::Kind::kCuda, DType::kF64}, &MakeKernel<ReduceCuda<double, false, false>>);
+  RegisterKernel({"reduce_sum", Device::Kind::kCuda, DType::kI32}, &MakeKernel<ReduceCuda<std::int32_t, false, false>>);
+  RegisterKernel({"reduce_sum", Device::Kind::kCuda, DType::kI64}, &MakeKernel<ReduceCuda<std::int64_t, false, false>>);
+  RegisterKernel({"reduce_sum_to", Device::Kind::kCuda, DType::kF32}, &MakeKernel<ReduceCuda<float, true, false>>);
+  RegisterKernel({"reduce_sum_to", Device::Kind::kCuda, DType::kF64}, &MakeKernel<ReduceCuda<double, true, false>>);
+  RegisterKernel({"reduce_sum_to", Device::Kind::kCuda, DType::kI32}, &MakeKernel<ReduceCuda<std::int32_t, true, false>>);
+  RegisterKernel({"reduce_sum_to", Device::Kind::kCuda, DType::kI64}, &MakeKernel<ReduceCuda<std::int64_t, true, false>>);
+  RegisterKernel({"reduce_mean", Device::Kind::kCuda, DType::kF32}, &MakeKernel<ReduceCuda<float, false, true>>);
+  RegisterKernel({"reduce_mean", Device::Kind::kCuda, DType::kF64}, &MakeKernel<ReduceCuda<double, false, true>>);
+}
+
+}  // namespace
+}  // namespace weir::internal

@@ -1,14 +1,23 @@
-// scalar and scalar_grad on CUDA: kernels/functors/scalar.hpp through the elementwise launcher.
-// Integer division (x / s, s / x) stays on the CPU, where a zero divisor fails the call.
+// scalar and scalar_grad on CUDA: a grid-stride loop over kernels/functors/scalar.hpp, the CPU
+// kernels' math. Integer division (x / s, s / x) stays on the CPU, where a zero divisor fails the call.
 #include <cstdint>
 #include <type_traits>
 
 #include "kernels/cuda/cuda_kernel.hpp"
-#include "kernels/cuda/launch.hpp"
+#include "kernels/cuda/grid.cuh"
+#include "kernels/functors/scalar.hpp"
 #include "weir/op_attrs.hpp"
 
 namespace weir::internal {
 namespace {
+
+template <typename T> __global__ void ScalarKernel(ScalarOpKind kind, T value, const T* x, T* y, std::int64_t count) {
+  WEIR_FOR_EACH_ELEMENT(i, count) { y[i] = ApplyScalar(kind, x[i], value); }
+}
+template <typename T>
+__global__ void ScalarGradKernel(ScalarOpKind kind, T value, const T* dy, const T* x, T* dx, std::int64_t count) {
+  WEIR_FOR_EACH_ELEMENT(i, count) { dx[i] = ScalarGrad(kind, dy[i], x[i], value); }
+}
 
 template <typename T> class ScalarCuda final : public Kernel {
  public:
@@ -21,7 +30,7 @@ template <typename T> class ScalarCuda final : public Kernel {
     }
   }
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
-    cuda::Scalar<T>(stream_, kind_, value_, inputs[0].As<T>(), outputs[0].As<T>(), count_);
+    cuda::LaunchOver(stream_, count_, &ScalarKernel<T>, kind_, value_, inputs[0].As<T>(), outputs[0].As<T>(), count_);
   }
 
  private:
@@ -38,7 +47,8 @@ template <typename T> class ScalarGradCuda final : public Kernel {
       : stream_(CudaStreamOf(setup)), kind_(setup.Get<ScalarAttrs>().kind),
         value_(static_cast<T>(setup.Get<ScalarAttrs>().value)), count_(setup.inputs[0].shape.NumElements()) {}
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
-    cuda::ScalarGrad<T>(stream_, kind_, value_, inputs[0].As<T>(), inputs[1].As<T>(), outputs[0].As<T>(), count_);
+    cuda::LaunchOver(stream_, count_, &ScalarGradKernel<T>, kind_, value_, inputs[0].As<T>(), inputs[1].As<T>(),
+                     outputs[0].As<T>(), count_);
   }
 
  private:

@@ -1,16 +1,53 @@
-// cuBLAS launchers. Weir's tensors are row-major and cuBLAS is column-major: a row-major C = op(A) op(B)
-// is the column-major C^T = op(B)^T op(A)^T, so B goes first and the shapes are read transposed.
+// matmul on CUDA through cuBLAS, on the device stream's handle; and the
+// planner-fused matmul_bias_act in one cuBLASLt matmul whose epilogue adds the bias and applies the
+// relu (FusedGemm), or, where cuBLASLt offers no algorithm for the shapes, the GEMM and then the bias
+// and the relu in place (two more elementwise launches).
 #include <climits>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
-#include "common/cuda_check.cuh"
 #include "common/cuda_handles.cuh"
+#include "kernels/attrs/fused_attrs.hpp"
+#include "kernels/cuda/cuda_kernel.hpp"
 #include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.hpp"
+#include "weir/op_attrs.hpp"
 
 namespace weir::internal::cuda {
+
+/// matmul_bias_act's GEMM in one cuBLASLt matmul with its BIAS or RELU_BIAS epilogue: row-major C (m x n)
+/// = alpha op(A) op(B) + bias (one row of n, added to every row), then relu if asked. The descriptors
+/// and the algorithm are chosen once, for the shapes, from cuBLASLt's heuristics; Ready() is false
+/// when it offers none (the kernel then adds the bias and the relu itself). float.
+class FusedGemm {
+ public:
+  FusedGemm(void* stream, bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
+            bool relu);
+  ~FusedGemm();
+  FusedGemm(const FusedGemm&) = delete;
+  FusedGemm& operator=(const FusedGemm&) = delete;
+  bool Ready() const;
+  void Run(void* stream, const float* a, const float* b, const float* bias, float* c);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Row-major C (m x n) = alpha op(A) op(B) through cuBLAS on the stream's handle; A is (m x k) or,
+/// transposed, (k x m); B is (k x n) or (n x k). float, double.
+template <typename T>
+void Gemm(void* stream, bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
+          const T* a, const T* b, T* c);
+
+/// Row-major C += (factor · *lr) op(A) op(B): the scale read on the device (cuBLAS in device pointer
+/// mode, `scalars` two T of device scratch for alpha and beta). float.
+template <typename T>
+void GemmAccumulate(void* stream, bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                    const float* lr, double factor, const T* a, const T* b, T* c, T* scalars);
 
 namespace {
 
@@ -53,9 +90,6 @@ void GemmAccumulate(void* stream, bool transpose_a, bool transpose_b, std::int64
   WEIR_CUDA_CHECK(status);
 }
 
-template void GemmAccumulate<float>(void*, bool, bool, std::int64_t, std::int64_t, std::int64_t, const float*, double,
-                                    const float*, const float*, float*, float*);
-
 template <typename T>
 void Gemm(void* stream, bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
           const T* a, const T* b, T* c) {
@@ -74,10 +108,6 @@ void Gemm(void* stream, bool transpose_a, bool transpose_b, std::int64_t m, std:
   WEIR_CUDA_CHECK(GemmCall(handle, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
                            Dim(n, "n"), Dim(m, "m"), Dim(k, "k"), &scale, b, ldb, a, lda, &zero, c, Dim(n, "n")));
 }
-
-template void Gemm<float>(void*, bool, bool, std::int64_t, std::int64_t, std::int64_t, double, const float*, const float*, float*);
-template void Gemm<double>(void*, bool, bool, std::int64_t, std::int64_t, std::int64_t, double, const double*, const double*,
-                           double*);
 
 }  // namespace weir::internal::cuda
 
@@ -166,3 +196,85 @@ void FusedGemm::Run(void* stream, const float* a, const float* b, const float* b
 }
 
 }  // namespace weir::internal::cuda
+
+namespace weir::internal {
+namespace {
+
+// kFused: matmul_bias_act, inputs (a, b, bias).
+template <typename T, bool kFused = false> class MatMulCuda final : public Kernel {
+ public:
+  explicit MatMulCuda(const KernelSetup& setup)
+      : stream_(CudaStreamOf(setup)), attrs_(kFused ? setup.Get<FusedMatMulAttrs>().matmul : setup.Get<MatMulAttrs>()),
+        relu_(kFused && setup.Get<FusedMatMulAttrs>().activation == FusedActivation::kRelu) {
+    const Shape& a = setup.inputs[0].shape;
+    const Shape& b = setup.inputs[1].shape;
+    m_ = attrs_.transpose_a ? a[1] : a[0];
+    k_ = attrs_.transpose_a ? a[0] : a[1];
+    n_ = attrs_.transpose_b ? b[0] : b[1];
+    if (!kFused) return;
+    PlanBroadcast({m_, n_}, {n_}, {m_, n_}, bias_rows_);
+    if constexpr (std::is_same_v<T, float>) {
+      epilogue_.emplace(stream_, attrs_.transpose_a, attrs_.transpose_b, m_, n_, k_, attrs_.alpha, relu_);
+      if (!epilogue_->Ready()) epilogue_.reset();
+    }
+  }
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    T* c = outputs[0].As<T>();
+    if constexpr (std::is_same_v<T, float>) {
+      if (epilogue_) {
+        epilogue_->Run(stream_, inputs[0].As<T>(), inputs[1].As<T>(), inputs[2].As<T>(), c);
+        return;
+      }
+    }
+    cuda::Gemm<T>(stream_, attrs_.transpose_a, attrs_.transpose_b, m_, n_, k_, attrs_.alpha, inputs[0].As<T>(),
+                  inputs[1].As<T>(), c);
+    if (!kFused) return;
+    cuda::BroadcastBinary<T>(stream_, cuda::Binary::kAdd, bias_rows_, c, inputs[2].As<T>(), c, m_ * n_);
+    if (relu_) cuda::ActivationForward<T>(stream_, cuda::Activation::kRelu, c, c, m_ * n_);
+  }
+
+ private:
+  void* stream_;
+  MatMulAttrs attrs_;
+  bool relu_;
+  std::int64_t m_ = 0, n_ = 0, k_ = 0;
+  BroadcastPlan bias_rows_;  // the bias row over C's rows
+  std::optional<cuda::FusedGemm> epilogue_;  // matmul_bias_act in one cuBLASLt call, where it has an algorithm
+};
+
+// matmul_sgd_update: (a, b, variable, lr) -> variable += (−lr · gradient_scale · alpha) op(a) op(b),
+// in place, the gradient never a tensor; the scale is formed on the device from the learning rate.
+class MatMulSgdUpdateCuda final : public Kernel {
+ public:
+  explicit MatMulSgdUpdateCuda(const KernelSetup& setup)
+      : stream_(CudaStreamOf(setup)), attrs_(setup.Get<FusedMatMulSgdAttrs>().matmul),
+        factor_(-setup.Get<FusedMatMulSgdAttrs>().gradient_scale * attrs_.alpha), scratch_(setup.device.index, 2 * sizeof(float)) {
+    const Shape& a = setup.inputs[0].shape;
+    const Shape& b = setup.inputs[1].shape;
+    m_ = attrs_.transpose_a ? a[1] : a[0];
+    k_ = attrs_.transpose_a ? a[0] : a[1];
+    n_ = attrs_.transpose_b ? b[0] : b[1];
+  }
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView>) override {
+    cuda::GemmAccumulate<float>(stream_, attrs_.transpose_a, attrs_.transpose_b, m_, n_, k_, inputs[3].As<float>(), factor_,
+                                inputs[0].As<float>(), inputs[1].As<float>(), MutableOf<float>(inputs[2]),
+                                scratch_.As<float>());
+  }
+
+ private:
+  void* stream_;
+  MatMulAttrs attrs_;
+  double factor_;
+  DeviceScratch scratch_;
+  std::int64_t m_ = 0, n_ = 0, k_ = 0;
+};
+
+WEIR_REGISTER_KERNELS {
+  RegisterKernel({"matmul_sgd_update", Device::Kind::kCuda, DType::kF32}, &MakeKernel<MatMulSgdUpdateCuda>);
+  RegisterKernel({"matmul", Device::Kind::kCuda, DType::kF32}, &MakeKernel<MatMulCuda<float>>);
+  RegisterKernel({"matmul", Device::Kind::kCuda, DType::kF64}, &MakeKernel<MatMulCuda<double>>);
+  RegisterKernel({"matmul_bias_act", Device::Kind::kCuda, DType::kF32}, &MakeKernel<MatMulCuda<float, true>>);
+}
+
+}  // namespace
+}  // namespace weir::internal
