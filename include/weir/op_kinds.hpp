@@ -52,7 +52,10 @@ namespace weir {
   X(kErfc, "erfc")             /* 1 - erf x */      \
   X(kLogSigmoid, "log_sigmoid") /* -softplus(-x) */ \
   X(kGelu, "gelu")             /* x·Φ(x), exact */  \
-  X(kReciprocalNoNan, "reciprocal_no_nan") /* 1/x, 0 at 0 */
+  X(kReciprocalNoNan, "reciprocal_no_nan") /* 1/x, 0 at 0 */ \
+  X(kRelu, "relu")             /* max(x, 0) */      \
+  X(kSigmoid, "sigmoid")       /* 1 / (1 + e^-x) */ \
+  X(kTanh, "tanh")
 
 /// Elementwise comparisons, numpy-broadcast; the result is int8 1 or 0, as OneFlow 0.3's
 /// broadcast_equal and its siblings give. NaN compares unequal to everything, itself included.

@@ -88,6 +88,9 @@ def _unary(kind):
 
 
 exp = _unary("exp")
+relu = _unary("relu")
+sigmoid = _unary("sigmoid")
+tanh = _unary("tanh")
 log = _unary("log")
 sqrt = _unary("sqrt")
 rsqrt = _unary("rsqrt")
@@ -178,18 +181,6 @@ def add_n(inputs, name=None):
             raise ValueError(f"flow.math.add_n: inputs[{index}] has shape {blob.shape}, inputs[0] has {total.shape}")
         total = add_op("add", [total, blob], op_name(name) if index == len(inputs) - 1 else "")
     return total
-
-
-def relu(x, name=None):
-    return add_op("relu", [check_blob(x, "flow.math.relu", "x")], op_name(name))
-
-
-def sigmoid(x, name=None):
-    return add_op("sigmoid", [check_blob(x, "flow.math.sigmoid", "x")], op_name(name))
-
-
-def tanh(x, name=None):
-    return add_op("tanh", [check_blob(x, "flow.math.tanh", "x")], op_name(name))
 
 
 def _reduce(op, x, axis, keepdims, name):

@@ -34,6 +34,10 @@ struct Readers {
   }
 };
 
+bool IsRelu(const OpNode& node) {
+  return node.type == "unary" && std::any_cast<const UnaryAttrs&>(node.attrs).kind == UnaryOpKind::kRelu;
+}
+
 bool AllF32(const JobGraph& graph, const OpNode& node) {
   for (int value : node.inputs) {
     if (graph.values[static_cast<std::size_t>(value)].meta.dtype != DType::kF32) return false;
@@ -110,7 +114,7 @@ std::vector<FusedChain> FindFusedChains(const JobGraph& graph, const std::vector
     chain.nodes = {static_cast<int>(n), bias_add};
     chain.inputs = {head.inputs[0], head.inputs[1], add.inputs[1]};
     const int relu = readers.Sole(graph, add.outputs[0], 0);
-    const bool with_relu = relu >= 0 && graph.nodes[static_cast<std::size_t>(relu)].type == "relu";
+    const bool with_relu = relu >= 0 && IsRelu(graph.nodes[static_cast<std::size_t>(relu)]);
     if (with_relu) chain.nodes.push_back(relu);
     const FusedActivation activation = with_relu ? FusedActivation::kRelu : FusedActivation::kNone;
     if (head.type == "conv2d") {

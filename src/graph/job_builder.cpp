@@ -283,7 +283,7 @@ std::vector<Blob> AddOp(std::string_view type, const std::vector<Blob>& inputs, 
     input_values.push_back(inputs[i].ValueId());
   }
   CheckBuilding(*graph, type);
-  const std::string node_name = UniqueName(*graph, type, name);
+  const std::string node_name = UniqueName(*graph, def.name_stem ? def.name_stem(attrs) : std::string(type), name);
   const InferContext context{type, node_name, &attrs, metas};
   std::vector<TensorMeta> output_metas = def.infer(context);
 

@@ -19,7 +19,7 @@ const std::vector<int> kNhwcToNchw{0, 3, 1, 2};
 const std::vector<int> kOihwToOhwi{0, 2, 3, 1};
 
 // Ops that act on every element alike, so they commute with a transpose.
-bool IsLayoutFreeElementwise(std::string_view type) { return type == "relu" || type == "sigmoid" || type == "tanh"; }
+bool IsLayoutFreeElementwise(std::string_view type) { return type == "unary"; }
 
 class ChannelsLast {
  public:

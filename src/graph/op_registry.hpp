@@ -65,6 +65,9 @@ struct OpDef {
   /// Adds the op for generic callers where that takes more than its own node (batch_norm's moving
   /// update); empty: AddOp.
   std::function<std::vector<Blob>(const std::vector<Blob>& inputs, const std::any& attrs, std::string_view name)> build;
+  /// The stem of the op's automatic names (`<stem>_<n>`) from its attributes, for an op type that
+  /// runs many functions (unary: "relu_3", not "unary_3"); empty: the op type.
+  std::function<std::string(const std::any& attrs)> name_stem;
 };
 
 void RegisterOp(OpDef def);

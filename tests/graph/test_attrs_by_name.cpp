@@ -43,8 +43,8 @@ TEST_CASE("attributes by name: unknown ops, unknown names and wrong types are er
   CHECK_THROWS_WITH_AS(internal::AddOpByName("matmul", {x, x}, AttrMap{{"transpose", true}}, ""),
                        "[matmul] has no attribute 'transpose' (its attributes: transpose_a, transpose_b, alpha)",
                        std::invalid_argument);
-  CHECK_THROWS_WITH_AS(internal::AddOpByName("relu", {x}, AttrMap{{"alpha", 0.1}}, ""),
-                       "[relu] has no attribute 'alpha' (its attributes: none)", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(internal::AddOpByName("identity", {x}, AttrMap{{"alpha", 0.1}}, ""),
+                       "[identity] has no attribute 'alpha' (its attributes: none)", std::invalid_argument);
   CHECK_THROWS_WITH_AS(internal::AddOpByName("softmax", {x}, AttrMap{{"axis", 1.5}}, ""),
                        "[softmax] attribute 'axis': expected an int, got a float", std::invalid_argument);
   CHECK_THROWS_WITH_AS(internal::AddOpByName("unary", {x}, AttrMap{{"kind", std::string("cube")}}, ""),

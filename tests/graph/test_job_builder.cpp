@@ -34,8 +34,8 @@ TEST_CASE("inference errors name the op and show the shapes") {
                        std::invalid_argument);
   Blob i = builder.Placeholder("i", Shape{100, 784}, DType::kI32);
   CHECK_THROWS_WITH_AS(MatMul(x, i), "[matmul] dtypes differ: f32 vs i32", std::invalid_argument);
-  CHECK_THROWS_WITH_AS(Relu(i), "[relu] expects a floating input, got i32", std::invalid_argument);
-  CHECK_THROWS_WITH_AS(Relu(Blob()), "[relu] input 'x' is an undefined blob", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(Relu(i), "[unary] relu expects a floating (f32 or f64) x, got i32", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(Relu(Blob()), "[unary] input 'x' is an undefined blob", std::invalid_argument);
 }
 
 TEST_CASE("builder misuse is refused") {

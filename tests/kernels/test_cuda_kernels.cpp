@@ -94,14 +94,6 @@ std::vector<Sample> Samples() {
       }
     }
   }
-  for (const char* op : {"relu", "sigmoid", "tanh"}) {
-    for (const Shape& shape : kElementwiseShapes) {
-      for (DType dtype : {DType::kF32, DType::kF64}) {
-        samples.push_back({op, std::any(), {{shape, dtype}}, {{shape, dtype}}});
-        samples.push_back({std::string(op) + "_grad", std::any(), {{shape, dtype}, {shape, dtype}}, {{shape, dtype}}});
-      }
-    }
-  }
   for (int k = 0; k <= static_cast<int>(ScalarOpKind::kPow); ++k) {
     const auto kind = static_cast<ScalarOpKind>(k);
     for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {

@@ -36,7 +36,8 @@ TEST_CASE("matmul rejects mismatched inner dims naming both shapes") {
 
 TEST_CASE("relu") {
   const Tensor x = Tensor::FromVector<float>({4}, {-1, 0, 2, -3.5});
-  CHECK(RunOp("relu", {}, {x})[0].ToVector<float>() == std::vector<float>{0, 0, 2, 0});
+  CHECK(RunOp("unary", weir::UnaryAttrs{.kind = weir::UnaryOpKind::kRelu}, {x})[0].ToVector<float>() ==
+        std::vector<float>{0, 0, 2, 0});
 }
 
 TEST_CASE("matmul f64 runs through dgemm with transposes and alpha") {

@@ -193,25 +193,27 @@ TEST_CASE("scalar rejects values its dtype cannot take") {
 }
 
 TEST_CASE("sigmoid is stable for large |x|") {
+  const weir::UnaryAttrs sigmoid{.kind = weir::UnaryOpKind::kSigmoid};
   const Tensor x = Tensor::FromVector<double>({5}, {0, 2, -2, 100, -100});
-  CheckClose<double>(RunOp("sigmoid", {}, {x})[0], {5}, {0.5, 0.8807970779778823, 0.11920292202211755, 1, 0}, 1e-12);
-  CHECK(RunOp("sigmoid", {}, {x})[0].ToVector<double>()[4] == doctest::Approx(3.720075976020836e-44).epsilon(1e-9).scale(0));
-  const auto y = RunOp("sigmoid", {}, {Tensor::FromVector<float>({4}, {0, 2, 1000, -1000})})[0].ToVector<float>();
+  CheckClose<double>(RunOp("unary", sigmoid, {x})[0], {5}, {0.5, 0.8807970779778823, 0.11920292202211755, 1, 0}, 1e-12);
+  CHECK(RunOp("unary", sigmoid, {x})[0].ToVector<double>()[4] == doctest::Approx(3.720075976020836e-44).epsilon(1e-9).scale(0));
+  const auto y = RunOp("unary", sigmoid, {Tensor::FromVector<float>({4}, {0, 2, 1000, -1000})})[0].ToVector<float>();
   CHECK(y[0] == 0.5f);
   CHECK(y[1] == doctest::Approx(0.8807970779778823));
   CHECK(y[2] == 1.0f);
   CHECK(y[3] == 0.0f);
-  CHECK_THROWS_WITH_AS(RunOp("sigmoid", {}, {Tensor(Shape{2}, DType::kI32)}), "[sigmoid] expects a floating input, got i32",
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("unary", sigmoid, {Tensor(Shape{2}, DType::kI32)}),
+                       "[unary] sigmoid expects a floating (f32 or f64) x, got i32", std::invalid_argument);
 }
 
 TEST_CASE("tanh") {
-  CheckClose<float>(RunOp("tanh", {}, {Tensor::FromVector<float>({4}, {0, 0.5, -1, 20})})[0], {4},
+  const weir::UnaryAttrs tanh{.kind = weir::UnaryOpKind::kTanh};
+  CheckClose<float>(RunOp("unary", tanh, {Tensor::FromVector<float>({4}, {0, 0.5, -1, 20})})[0], {4},
                     {0, 0.46211715726000974, -0.7615941559557649, 1});
-  CheckClose<double>(RunOp("tanh", {}, {Tensor::FromVector<double>({2}, {-0.5, 1000})})[0], {2}, {-0.46211715726000974, 1},
-                     1e-12);
-  CHECK_THROWS_WITH_AS(RunOp("tanh", {}, {Tensor(Shape{2}, DType::kI64)}), "[tanh] expects a floating input, got i64",
-                       std::invalid_argument);
+  CheckClose<double>(RunOp("unary", tanh, {Tensor::FromVector<double>({2}, {-0.5, 1000})})[0], {2},
+                     {-0.46211715726000974, 1}, 1e-12);
+  CHECK_THROWS_WITH_AS(RunOp("unary", tanh, {Tensor(Shape{2}, DType::kI64)}),
+                       "[unary] tanh expects a floating (f32 or f64) x, got i64", std::invalid_argument);
 }
 
 TEST_CASE("cast converts floats, saturating into integers") {

@@ -226,6 +226,9 @@ TEST_CASE("unary kinds on hand-computed values, f32 and f64") {
       {UnaryOpKind::kLogSigmoid, &line, {-2.1269280110429727, -0.9740769841801067, -0.4740769841801067, -0.1269280110429725}},
       {UnaryOpKind::kGelu, &line, {-0.04550026389635842, -0.15426876936299344, 0.34573123063700656, 1.9544997361036416}},
       {UnaryOpKind::kReciprocalNoNan, &with_zero, {-0.5, 0, 2, 0.5}},
+      {UnaryOpKind::kRelu, &line, {0, 0, 0.5, 2}},
+      {UnaryOpKind::kSigmoid, &line, {0.11920292202211755, 0.3775406687981454, 0.6224593312018546, 0.8807970779778823}},
+      {UnaryOpKind::kTanh, &line, {-0.9640275800758169, -0.46211715726000974, 0.46211715726000974, 0.9640275800758169}},
   };
   // Every kind has a case here.
   CHECK(cases.size() + 1 == std::size(weir::kUnaryOpKindNames));  // kRound: below

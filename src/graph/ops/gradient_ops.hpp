@@ -9,12 +9,6 @@
 
 namespace weir::internal {
 
-/// relu_grad: dy where y = relu(x) is positive, else 0.
-Blob ReluGrad(const Blob& dy, const Blob& y);
-/// sigmoid_grad: dy · y · (1 − y) for y = sigmoid(x).
-Blob SigmoidGrad(const Blob& dy, const Blob& y);
-/// tanh_grad: dy · (1 − y²) for y = tanh(x).
-Blob TanhGrad(const Blob& dy, const Blob& y);
 /// softmax_grad: y · (dy − sum(dy · y along axis)) for y = softmax(x, axis).
 Blob SoftmaxGrad(const Blob& dy, const Blob& y, int axis);
 /// scalar_grad: d(x (op) s)/dx · dy for every ScalarOpKind, in one pass.

@@ -30,7 +30,10 @@ std::vector<Blob> UnaryGradient(const GradContext& ctx) {
 
 WEIR_REGISTER_OP({.type = "unary", .num_inputs = 1, .input_names = {"x"}, .infer = InferUnary, .gradient = UnaryGradient,
                   .sbp = ElementwiseRule(),
-                  .read_attrs = ReadAttrs<UnaryAttrs>(Attr("kind", &UnaryAttrs::kind))});
+                  .read_attrs = ReadAttrs<UnaryAttrs>(Attr("kind", &UnaryAttrs::kind)),
+                  .name_stem = [](const std::any& attrs) {
+                    return std::string(UnaryKindName(std::any_cast<const UnaryAttrs&>(attrs).kind));
+                  }});
 
 }  // namespace
 }  // namespace internal
@@ -56,6 +59,9 @@ WEIR_UNARY_FUNCTION(Ceil, kCeil)
 WEIR_UNARY_FUNCTION(Round, kRound)
 WEIR_UNARY_FUNCTION(Sin, kSin)
 WEIR_UNARY_FUNCTION(Cos, kCos)
+WEIR_UNARY_FUNCTION(Relu, kRelu)
+WEIR_UNARY_FUNCTION(Sigmoid, kSigmoid)
+WEIR_UNARY_FUNCTION(Tanh, kTanh)
 #undef WEIR_UNARY_FUNCTION
 
 }  // namespace weir

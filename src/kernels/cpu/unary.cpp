@@ -1,12 +1,13 @@
 // unary and unary_grad on the CPU. Each kind is a functor (kernels/functors/unary.hpp, which the CUDA
-// kernels share); the kernel picks the loop for its kind
-// once, when the task is created, so Run is one plain loop over contiguous data with no
-// per-element branch on the kind, which the compiler can vectorise.
+// kernels share); the kernel picks the loop for its kind once, when the task is created, so Run is
+// one plain loop over contiguous data with no per-element branch on the kind, which the compiler can
+// vectorise, split over the intra-op pool when large (kernels/cpu/elementwise.hpp).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/cpu/elementwise.hpp"
 #include "kernels/functors/unary.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/op_attrs.hpp"
@@ -17,11 +18,12 @@ namespace {
 template <typename T> using ForwardLoop = void (*)(const T* x, T* y, std::int64_t count);
 template <typename T> using GradLoop = void (*)(const T* dy, const T* v, T* dx, std::int64_t count);
 
-template <typename T, typename Fn> void Forward(const T* x, T* y, std::int64_t count) {
+template <typename T, typename Fn> void Forward(const T* __restrict x, T* __restrict y, std::int64_t count) {
   for (std::int64_t i = 0; i < count; ++i) y[i] = Fn::template Fwd<T>(x[i]);
 }
 
-template <typename T, typename Fn> void Backward(const T* dy, const T* v, T* dx, std::int64_t count) {
+template <typename T, typename Fn>
+void Backward(const T* __restrict dy, const T* __restrict v, T* __restrict dx, std::int64_t count) {
   for (std::int64_t i = 0; i < count; ++i) dx[i] = Fn::template Grad<T>(v[i], dy[i]);
 }
 
@@ -40,7 +42,9 @@ template <typename T> class UnaryCpu final : public Kernel {
   }
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
-    loop_(inputs[0].As<T>(), outputs[0].As<T>(), count_);
+    const T* x = inputs[0].As<T>();
+    T* y = outputs[0].As<T>();
+    ForEachRange(count_, [&](std::int64_t begin, std::int64_t end) { loop_(x + begin, y + begin, end - begin); });
   }
 
  private:
@@ -55,7 +59,10 @@ template <typename T> class UnaryGradCpu final : public Kernel {
         loop_(VisitUnaryKind(setup.Get<UnaryAttrs>().kind, []<typename Fn>() -> GradLoop<T> { return &Backward<T, Fn>; })) {}
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
-    loop_(inputs[0].As<T>(), inputs[1].As<T>(), outputs[0].As<T>(), count_);
+    const T* dy = inputs[0].As<T>();
+    const T* v = inputs[1].As<T>();
+    T* dx = outputs[0].As<T>();
+    ForEachRange(count_, [&](std::int64_t begin, std::int64_t end) { loop_(dy + begin, v + begin, dx + begin, end - begin); });
   }
 
  private:

@@ -415,7 +415,7 @@ template <Conv2DPass kPass, typename T, bool kFused = false> class Conv2DCuda fi
         if (kFused) {
           const std::int64_t count = geometry_.YCount();
           cuda::BroadcastBinary<T>(stream_, cuda::Binary::kAdd, bias_plan_, out, inputs[2].As<T>(), out, count);
-          if (relu_) cuda::ActivationForward<T>(stream_, cuda::Activation::kRelu, out, out, count);
+          if (relu_) cuda::Relu<T>(stream_, out, out, count);
         }
         break;
       case Conv2DPass::kBackwardData:  // (dy, weight) -> the padded dx, cropped

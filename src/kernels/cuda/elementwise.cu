@@ -1,7 +1,6 @@
 // The generic elementwise launchers that several ops' kernels share: binary maps with broadcasting
-// (add, bias_add, the fused matmul and conv2d epilogues) and the activations (relu, sigmoid, tanh, also
-// the fused epilogues), one grid-stride loop template over a functor of kernels/functors/ (the CPU
-// kernels' math), instantiated per kind and dtype.
+// (add, bias_add, the fused matmul and conv2d epilogues) and the fused epilogues' relu, grid-stride
+// loops over the functors of kernels/functors/ (the CPU kernels' math), instantiated per kind and dtype.
 #include <cstdint>
 #include <stdexcept>
 #include <type_traits>
@@ -15,12 +14,8 @@ namespace weir::internal::cuda {
 
 namespace {
 
-template <typename T, typename Fn> __global__ void ForwardKernel(const T* x, T* y, std::int64_t count) {
-  WEIR_FOR_EACH_ELEMENT(i, count) { y[i] = Fn::template Fwd<T>(x[i]); }
-}
-// dx = act'(y) dy.
-template <typename T, typename Fn> __global__ void GradKernel(const T* dy, const T* y, T* dx, std::int64_t count) {
-  WEIR_FOR_EACH_ELEMENT(i, count) { dx[i] = Fn::template Grad<T>(dy[i], y[i]); }
+template <typename T> __global__ void ReluKernel(const T* x, T* y, std::int64_t count) {
+  WEIR_FOR_EACH_ELEMENT(i, count) { y[i] = ReluFn::Fwd(x[i]); }
 }
 
 template <typename T, typename Op>
@@ -64,20 +59,8 @@ void BroadcastBinary(void* stream, Binary kind, const BroadcastPlan& plan, const
   }
 }
 
-template <typename T> void ActivationForward(void* stream, Activation kind, const T* x, T* y, std::int64_t count) {
-  switch (kind) {
-    case Activation::kRelu: return LaunchOver(stream, count, &ForwardKernel<T, ReluFn>, x, y, count);
-    case Activation::kSigmoid: return LaunchOver(stream, count, &ForwardKernel<T, SigmoidFn>, x, y, count);
-    case Activation::kTanh: return LaunchOver(stream, count, &ForwardKernel<T, TanhFn>, x, y, count);
-  }
-}
-
-template <typename T> void ActivationGrad(void* stream, Activation kind, const T* dy, const T* y, T* dx, std::int64_t count) {
-  switch (kind) {
-    case Activation::kRelu: return LaunchOver(stream, count, &GradKernel<T, ReluFn>, dy, y, dx, count);
-    case Activation::kSigmoid: return LaunchOver(stream, count, &GradKernel<T, SigmoidFn>, dy, y, dx, count);
-    case Activation::kTanh: return LaunchOver(stream, count, &GradKernel<T, TanhFn>, dy, y, dx, count);
-  }
+template <typename T> void Relu(void* stream, const T* x, T* y, std::int64_t count) {
+  LaunchOver(stream, count, &ReluKernel<T>, x, y, count);
 }
 
 #define WEIR_INSTANTIATE(T) \
@@ -87,11 +70,7 @@ WEIR_INSTANTIATE(double)
 WEIR_INSTANTIATE(std::int32_t)
 WEIR_INSTANTIATE(std::int64_t)
 #undef WEIR_INSTANTIATE
-#define WEIR_INSTANTIATE(T)                                                                \
-  template void ActivationForward<T>(void*, Activation, const T*, T*, std::int64_t);       \
-  template void ActivationGrad<T>(void*, Activation, const T*, const T*, T*, std::int64_t);
-WEIR_INSTANTIATE(float)
-WEIR_INSTANTIATE(double)
-#undef WEIR_INSTANTIATE
+template void Relu<float>(void*, const float*, float*, std::int64_t);
+template void Relu<double>(void*, const double*, double*, std::int64_t);
 
 }  // namespace weir::internal::cuda

@@ -1,6 +1,6 @@
 #pragma once
 // The generic CUDA launchers that several ops' kernels share: copies, casts and broadcasts of bytes,
-// the binary maps and activations (also the fused matmul and conv2d epilogues), zeroing, the train
+// the binary maps and the relu of the fused matmul and conv2d epilogues, zeroing, the train
 // step's increment and learning rate, and the report ring of DeviceReports. Plain C++ with no CUDA
 // type, so that the kernels written as .cpp files (compiled by the host compiler into libweir_cuda)
 // call them without CUDA headers. `stream` is the cudaStream_t of the kernel's device stream
@@ -60,11 +60,8 @@ template <typename T> void BroadcastCopy(void* stream, const BroadcastPlan& plan
 /// arrays in device memory.
 void LearningRate(void* stream, const ScheduleView& view, const std::int64_t* train_step, float* lr);
 
-enum class Activation : std::uint8_t { kRelu, kSigmoid, kTanh };
-/// y = act(x); float, double.
-template <typename T> void ActivationForward(void* stream, Activation kind, const T* x, T* y, std::int64_t count);
-/// dx = act'(y) dy from the forward output y; float, double.
-template <typename T> void ActivationGrad(void* stream, Activation kind, const T* dy, const T* y, T* dx, std::int64_t count);
+/// y = max(x, 0) (kernels/functors/activation.hpp): the fused matmul and conv2d epilogues' relu; float, double.
+template <typename T> void Relu(void* stream, const T* x, T* y, std::int64_t count);
 
 enum class Binary : std::uint8_t { kAdd, kSub, kMul, kDiv, kMod, kMaximum, kMinimum };
 /// out = a (kind) b with broadcasting along `plan` (kernels/functors/binary.hpp; rank 0 or a plan of

@@ -230,7 +230,7 @@ template <typename T, bool kFused = false> class MatMulCuda final : public Kerne
                   inputs[1].As<T>(), c);
     if (!kFused) return;
     cuda::BroadcastBinary<T>(stream_, cuda::Binary::kAdd, bias_rows_, c, inputs[2].As<T>(), c, m_ * n_);
-    if (relu_) cuda::ActivationForward<T>(stream_, cuda::Activation::kRelu, c, c, m_ * n_);
+    if (relu_) cuda::Relu<T>(stream_, c, c, m_ * n_);
   }
 
  private:

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "kernels/functors/activation.hpp"
 #include "kernels/functors/arithmetic.hpp"
 #include "kernels/functors/host_device.hpp"
 #include "weir/op_kinds.hpp"
@@ -200,6 +201,23 @@ template <> struct UnaryFn<UnaryOpKind::kReciprocalNoNan> : PositiveInputs {
   template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return x == T(0) ? T(0) : T(1) / x; }
   // -dy·y², which is 0 where x was 0.
   template <typename T> static WEIR_HOST_DEVICE T Grad(T y, T dy) { return -dy * y * y; }
+};
+// The activations, from kernels/functors/activation.hpp (which the fused matmul and conv2d epilogues
+// also use); their gradients read the output y.
+template <> struct UnaryFn<UnaryOpKind::kRelu> : UnaryTraits {
+  static constexpr bool kGradUsesOutput = true;
+  template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return ReluFn::Fwd(x); }
+  template <typename T> static WEIR_HOST_DEVICE T Grad(T y, T dy) { return ReluFn::Grad(dy, y); }
+};
+template <> struct UnaryFn<UnaryOpKind::kSigmoid> : UnaryTraits {
+  static constexpr bool kGradUsesOutput = true;
+  template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return SigmoidFn::Fwd(x); }
+  template <typename T> static WEIR_HOST_DEVICE T Grad(T y, T dy) { return SigmoidFn::Grad(dy, y); }
+};
+template <> struct UnaryFn<UnaryOpKind::kTanh> : UnaryTraits {
+  static constexpr bool kGradUsesOutput = true;
+  template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) { return TanhFn::Fwd(x); }
+  template <typename T> static WEIR_HOST_DEVICE T Grad(T y, T dy) { return TanhFn::Grad(dy, y); }
 };
 
 /// Calls `visit.template operator()<Fn>()` with the functor of `kind` (host code).
