@@ -12,13 +12,13 @@ from weir._blob import Blob, install_operators, is_blob, to_c_dtype
 from weir._ops_util import add_op, check_blob, op_name, wrap
 from weir._ops_util import constant_like as _constant_of
 from weir._signature import watch_value_converter
-from weir.math import clip_by_value
+from weir.math import clip_by_value, not_equal
 
 __all__ = [
     "reshape", "transpose", "matmul", "cast", "identity", "constant", "zeros_like", "ones_like",
     "squeeze", "expand_dims", "flatten", "concat", "one_hot", "clip_by_value", "get_variable", "watch", "watch_diff",
     "slice", "slice_v2", "reverse", "constant_like", "broadcast_to_compatible_with", "broadcast_like", "stack",
-    "identity_n", "cast_to_static_shape", "ones", "zeros", "gather", "where", "parallel_cast", "pad",
+    "identity_n", "cast_to_static_shape", "ones", "zeros", "gather", "dim_gather", "where", "parallel_cast", "pad",
 ]
 
 # Past either end of any axis: what an open end of a slice becomes (the op clamps it to the axis).
@@ -294,6 +294,41 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
         raise NotImplementedError(f"flow.gather: batch_dims other than 0 (flow.gather's batch_gather) is not "
                                   f"supported yet, got {batch_dims}")
     return add_op("gather", [params, indices], op_name(name), axis=0 if axis is None else int(axis))
+
+
+def dim_gather(input, dim, index, name=None):  # noqa: A002 - OneFlow's name
+    """input's elements that `index` picks along `dim` (OneFlow's flow.dim_gather, NumPy's
+    take_along_axis): out[p] = input[p with its `dim` coordinate replaced by index[p]]. `index` (int32
+    or int64) has input's rank and, on every other axis, at most input's extent; the result has
+    index's shape. An index outside [0, input.shape[dim]) fails the call. Built as a gather of the
+    flattened input at each element's offset, so the gradient adds dy back where each element came
+    from (unsorted_segment_sum)."""
+    op = "flow.dim_gather"
+    x = check_blob(input, op, "input")
+    idx = check_blob(index, op, "index")
+    rank = len(x.shape)
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or not -rank <= dim < rank:
+        raise ValueError(f"{op}: dim must be an int in [{-rank}, {rank}) for input of shape {tuple(x.shape)}, "
+                         f"got {dim!r}")
+    dim = int(dim) % rank
+    if idx.dtype not in (dtypes.int32, dtypes.int64):
+        raise TypeError(f"{op}: index must be int32 or int64, got {idx.dtype.name}")
+    if len(idx.shape) != rank or any(i > n for d, (i, n) in enumerate(zip(idx.shape, x.shape)) if d != dim):
+        raise ValueError(f"{op}: index must have input's rank {rank} and at most input's extent on every axis but "
+                         f"dim {dim}: input {tuple(x.shape)}, index {tuple(idx.shape)}")
+    strides = [int(np.prod(x.shape[d + 1:], dtype=np.int64)) for d in range(rank)]
+    coords = np.indices(tuple(idx.shape), dtype=np.int64)
+    base = np.zeros(tuple(idx.shape), np.int64)
+    for d in range(rank):
+        if d != dim:
+            base += coords[d] * strides[d]
+    picked = cast(idx, dtypes.int64) if idx.dtype != dtypes.int64 else idx
+    offsets = picked * strides[dim] + constant(base, dtypes.int64)
+    # An index out of range would land on another row's element: point it past the end instead, so
+    # that the gather fails the call naming its position.
+    outside = not_equal(clip_by_value(picked, 0, x.shape[dim] - 1), picked)
+    offsets = where(outside, constant(-1, dtypes.int64, ()), offsets)
+    return gather(reshape(x, [-1]), offsets, axis=0, name=name)
 
 
 def parallel_cast(input, name=None, distribute=None, gradient_distribute=None):  # noqa: A002 - OneFlow's name

@@ -771,3 +771,66 @@ def test_pad_is_numpys_constant_pad_and_its_gradient_is_the_interior(value):
         def bad(u: tp.Numpy.Placeholder((2, 3))) -> tp.Numpy:
             return flow.pad(u, ((1, 1),))
         bad(np.zeros((2, 3), np.float32))
+
+
+def _dim_scatter_add(src, dim, index, shape):
+    out = np.zeros(shape)
+    for position in np.ndindex(*src.shape):
+        target = list(position)
+        target[dim] = index[position]
+        out[tuple(target)] += src[position]
+    return out
+
+
+@pytest.mark.parametrize("input_shape,index_shape,dim,dtype,index_dtype", [
+    ((2, 2), (2, 2), 1, np.float32, np.int32),
+    ((2, 2), (2, 2), 0, np.float64, np.int64),
+    ((8, 3, 2), (4, 3, 2), 0, np.float32, np.int64),
+    ((3, 5, 4), (3, 2, 4), -2, np.float64, np.int32),
+    ((4, 6), (3, 2), 1, np.float64, np.int32),  # fewer rows than input: take_along_axis on input[:3]
+])
+def test_dim_gather_is_take_along_axis_and_its_gradient_scatters_back(input_shape, index_shape, dim, dtype, index_dtype):
+    rng = np.random.default_rng(7)
+    x = rng.random(input_shape).astype(dtype)
+    index = rng.integers(0, input_shape[dim], index_shape).astype(index_dtype)
+    fdtype = flow.float32 if dtype == np.float32 else flow.float64
+    grads = []
+
+    @flow.global_function(type="train")
+    def job(p: tp.Numpy.Placeholder(input_shape, dtype=fdtype),
+            i: tp.Numpy.Placeholder(index_shape, dtype=flow.int32 if index_dtype == np.int32 else flow.int64)) -> tp.Numpy:
+        v = flow.get_variable("v", shape=input_shape, dtype=fdtype, initializer=flow.zeros_initializer())
+        x_plus = v + p
+        y = flow.dim_gather(x_plus, dim, i)
+        flow.watch_diff(x_plus, grads.append)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [1e-3]), momentum=0).minimize(y)
+        return y
+
+    y = job(x, index)
+    sliced = x[tuple(slice(0, n) if d != dim % len(input_shape) else slice(None) for d, n in enumerate(index_shape))]
+    np.testing.assert_array_equal(y, np.take_along_axis(sliced, index, dim))
+    np.testing.assert_allclose(grads[0], _dim_scatter_add(np.ones(index_shape), dim % len(input_shape), index, input_shape))
+
+
+def test_dim_gather_refuses_bad_arguments_and_an_index_out_of_range():
+    @flow.global_function()
+    def job(p: tp.Numpy.Placeholder((2, 3)), i: tp.Numpy.Placeholder((2, 2), dtype=flow.int32)) -> tp.Numpy:
+        return flow.dim_gather(p, 1, i, name="picked")
+
+    with pytest.raises(Exception, match=r"\[gather\] index -1 at position 3 is outside \[0, 6\)"):
+        job(np.zeros((2, 3), np.float32), np.array([[0, 2], [1, 3]], np.int32))
+    with pytest.raises(ValueError, match=r"flow.dim_gather: dim must be an int in \[-2, 2\) for input of shape \(2, 3\), got 2"):
+        @flow.global_function()
+        def bad_dim(p: tp.Numpy.Placeholder((2, 3)), i: tp.Numpy.Placeholder((2, 2), dtype=flow.int32)) -> tp.Numpy:
+            return flow.dim_gather(p, 2, i)
+        bad_dim(np.zeros((2, 3), np.float32), np.zeros((2, 2), np.int32))
+    with pytest.raises(ValueError, match=r"index must have input's rank 2 .* input \(2, 3\), index \(3, 2\)"):
+        @flow.global_function()
+        def too_many_rows(p: tp.Numpy.Placeholder((2, 3)), i: tp.Numpy.Placeholder((3, 2), dtype=flow.int32)) -> tp.Numpy:
+            return flow.dim_gather(p, 1, i)
+        too_many_rows(np.zeros((2, 3), np.float32), np.zeros((3, 2), np.int32))
+    with pytest.raises(TypeError, match="flow.dim_gather: index must be int32 or int64, got float32"):
+        @flow.global_function()
+        def float_index(p: tp.Numpy.Placeholder((2, 3)), i: tp.Numpy.Placeholder((2, 2))) -> tp.Numpy:
+            return flow.dim_gather(p, 1, i)
+        float_index(np.zeros((2, 3), np.float32), np.zeros((2, 2), np.float32))
