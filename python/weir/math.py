@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from weir import _C
-from weir._blob import install_operators, is_blob, is_scalar
+from weir import _C, dtypes
+from weir._blob import Blob, install_operators, is_blob, is_scalar, to_c_dtype
 from weir._ops_util import add_op, axes_list, check_blob, constant_like, op_name
 
 __all__ = [
@@ -16,7 +16,7 @@ __all__ = [
     "acosh", "atanh", "erf", "erfc", "log_sigmoid", "gelu", "reciprocal_no_nan", "clip_by_value", "top_k",
     "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "squared_difference",
     "unsorted_segment_sum", "unsorted_segment_sum_like", "reduce_variance", "reduce_std", "reduce_euclidean_norm",
-    "reduce_logsumexp",
+    "reduce_logsumexp", "l2_normalize", "xdivy", "xlogy", "reduce_any", "reduce_all", "in_top_k", "tril",
 ]
 
 
@@ -254,6 +254,93 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
     rank = len(x.shape)
     reduced = set(range(rank)) if axis is None else {a % rank for a in axes_list(axis, op)}
     return add_op("reshape", [kept], op_name(name), shape=[d for i, d in enumerate(x.shape) if i not in reduced])
+
+
+def l2_normalize(input, axis=None, epsilon=1e-12, name=None):  # noqa: A002 - OneFlow's name
+    """x / sqrt(max(sum(x², axis), epsilon)) (OneFlow's flow.math.l2_normalize, whose kernel takes the
+    maximum; axis None: every axis). Where the sum is below epsilon no gradient flows through the norm."""
+    op = "flow.math.l2_normalize"
+    x = check_blob(input, op, "input")
+    if x.dtype not in (dtypes.float32, dtypes.float64):
+        raise TypeError(f"{op}: input must be float32 or float64, got {x.dtype.name}")
+    squares = reduce_sum(square(x), axis, keepdims=True, name=_named(name, "square_x_sum"))
+    return multiply(x, rsqrt(maximum(squares, float(epsilon))), name=name)
+
+
+def _where(condition, x, y, name=""):
+    return add_op("where", [condition, x, y], name)
+
+
+def _zero_where_x_is_zero(op, x, y, f, name):
+    """where(x == 0, 0, f(x, y')) with y' = 1 where x is 0, so that neither the value nor the gradient
+    of the branch not taken is a NaN (0 / 0, log 0)."""
+    x = check_blob(x, op, "x")
+    y = check_blob(y, op, "y") if is_blob(y) else constant_like(y, x)
+    zero_x = equal(x, 0)
+    safe_y = _where(zero_x, constant_like(1, y), y)
+    return _where(zero_x, constant_like(0, x), f(x, safe_y), op_name(name))
+
+
+def xdivy(x, y, name=None):
+    """x / y, and 0 where x is 0 (y = 0 included), with numpy broadcasting."""
+    return _zero_where_x_is_zero("flow.math.xdivy", x, y, divide, name)
+
+
+def xlogy(x, y, name=None):
+    """x · log(y), and 0 where x is 0 (y = 0 included), with numpy broadcasting."""
+    return _zero_where_x_is_zero("flow.math.xlogy", x, y, lambda a, b: a * log(b), name)
+
+
+def _reduce_logical(op, reduce, input_tensor, axis, keepdims, name):
+    x = check_blob(input_tensor, f"flow.math.{op}", "input_tensor")
+    truth = add_op("cast", [not_equal(x, 0)], "", dtype=to_c_dtype(dtypes.int32, op))
+    reduced = reduce(truth, axis, keepdims, name=_named(name, "reduced"))
+    return add_op("cast", [reduced], op_name(name), dtype=to_c_dtype(dtypes.int8, op))
+
+
+def reduce_any(input_tensor, axis=None, keepdims=False, name=None):
+    """1 (int8) where some element over `axis` is nonzero, else 0; over no elements, 0."""
+    return _reduce_logical("reduce_any", reduce_max, input_tensor, axis, keepdims, name)
+
+
+def reduce_all(input_tensor, axis=None, keepdims=False, name=None):
+    """1 (int8) where every element over `axis` is nonzero, else 0; over no elements, 1."""
+    return _reduce_logical("reduce_all", reduce_min, input_tensor, axis, keepdims, name)
+
+
+def in_top_k(targets, predictions, k, name=None):
+    """1 (int8) for each row of `predictions` (N, C) whose target class (targets: N int32/int64) is
+    among its k largest, ties included (fewer than k classes score higher), as OneFlow's and
+    TensorFlow's in_top_k; a target outside [0, C) fails the call."""
+    op = "flow.math.in_top_k"
+    targets = check_blob(targets, op, "targets")
+    predictions = check_blob(predictions, op, "predictions")
+    if len(predictions.shape) != 2 or tuple(targets.shape) != (predictions.shape[0],):
+        raise ValueError(f"{op}: predictions must be (N, C) and targets (N,), got predictions "
+                         f"{tuple(predictions.shape)} and targets {tuple(targets.shape)}")
+    if targets.dtype not in (dtypes.int32, dtypes.int64):
+        raise TypeError(f"{op}: targets must be int32 or int64, got {targets.dtype.name}")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"{op}: k must be an int, got {k!r}")
+    hot = add_op("one_hot", [targets], "", depth=int(predictions.shape[1]), dtype=to_c_dtype(dtypes.int32, op))
+    picked = reduce_sum(_where(hot, predictions, constant_like(0, predictions)), axis=1, keepdims=True)
+    higher = add_op("cast", [greater(predictions, picked)], "", dtype=to_c_dtype(dtypes.int32, op))
+    return less(reduce_sum(higher, axis=1), int(k), name=name)
+
+
+def tril(x, diagonal=0, fill_value=0, name=None):
+    """x's lower triangle over its last two axes: the elements with column − row <= diagonal, the
+    others `fill_value` (OneFlow's flow.math.tril)."""
+    op = "flow.math.tril"
+    x = check_blob(x, op, "x")
+    if len(x.shape) < 2:
+        raise ValueError(f"{op}: x needs at least 2 axes, got shape {tuple(x.shape)}")
+    if isinstance(diagonal, bool) or not isinstance(diagonal, (int, np.integer)):
+        raise TypeError(f"{op}: diagonal must be an int, got {diagonal!r}")
+    rows, cols = x.shape[-2], x.shape[-1]
+    keep = np.tril(np.ones((rows, cols), np.int8), int(diagonal))
+    mask = Blob(x._job.constant(np.ascontiguousarray(keep), ""), x._job)
+    return _where(mask, x, constant_like(fill_value, x), op_name(name))
 
 
 # Blob's + - * / % ** build these ops.

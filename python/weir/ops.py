@@ -12,13 +12,14 @@ from weir._blob import Blob, install_operators, is_blob, to_c_dtype
 from weir._ops_util import add_op, check_blob, op_name, wrap
 from weir._ops_util import constant_like as _constant_of
 from weir._signature import watch_value_converter
-from weir.math import clip_by_value, not_equal
+from weir.math import clip_by_value, not_equal, reduce_sum
 
 __all__ = [
     "reshape", "transpose", "matmul", "cast", "identity", "constant", "zeros_like", "ones_like",
     "squeeze", "expand_dims", "flatten", "concat", "one_hot", "clip_by_value", "get_variable", "watch", "watch_diff",
     "slice", "slice_v2", "reverse", "constant_like", "broadcast_to_compatible_with", "broadcast_like", "stack",
     "identity_n", "cast_to_static_shape", "ones", "zeros", "gather", "dim_gather", "where", "parallel_cast", "pad",
+    "count_not_finite", "multi_count_not_finite",
 ]
 
 # Past either end of any axis: what an open end of a slice becomes (the op clamps it to the axis).
@@ -329,6 +330,25 @@ def dim_gather(input, dim, index, name=None):  # noqa: A002 - OneFlow's name
     outside = not_equal(clip_by_value(picked, 0, x.shape[dim] - 1), picked)
     offsets = where(outside, constant(-1, dtypes.int64, ()), offsets)
     return gather(reshape(x, [-1]), offsets, axis=0, name=name)
+
+
+def count_not_finite(x, name=None):
+    """The number of x's elements that are inf or NaN, as an int64 blob of shape (1,) (OneFlow's
+    flow.count_not_finite). x - x is NaN exactly there, and NaN is unequal to everything."""
+    return multi_count_not_finite([x], name)
+
+
+def multi_count_not_finite(x, name=None):
+    """count_not_finite summed over a list of blobs (OneFlow's flow.multi_count_not_finite)."""
+    op = "flow.multi_count_not_finite"
+    blobs = [check_blob(b, op, f"x[{i}]") for i, b in enumerate(x)]
+    if not blobs:
+        raise ValueError(f"{op}: expected at least one blob")
+    counts = [reduce_sum(cast(not_equal(b - b, 0), dtypes.int64)) for b in blobs]
+    total = counts[0]
+    for count in counts[1:]:
+        total = total + count
+    return reshape(total, [1], name=name)
 
 
 def parallel_cast(input, name=None, distribute=None, gradient_distribute=None):  # noqa: A002 - OneFlow's name

@@ -834,3 +834,74 @@ def test_dim_gather_refuses_bad_arguments_and_an_index_out_of_range():
         def float_index(p: tp.Numpy.Placeholder((2, 3)), i: tp.Numpy.Placeholder((2, 2))) -> tp.Numpy:
             return flow.dim_gather(p, 1, i)
         float_index(np.zeros((2, 3), np.float32), np.zeros((2, 2), np.float32))
+
+
+def test_l2_normalize_xdivy_xlogy_and_their_gradients():
+    x = np.array([[3.0, 4.0, 0.0], [0.0, 0.0, 0.0]])
+    y = np.array([[2.0, 0.0, 0.0], [1.0, 0.5, 4.0]])
+    grads = {}
+
+    @flow.global_function(type="train")
+    def job(a: tp.Numpy.Placeholder((2, 3), dtype=flow.double), b: tp.Numpy.Placeholder((2, 3), dtype=flow.double)
+            ) -> List[tp.Numpy]:
+        v = flow.get_variable("v", shape=(2, 3), dtype=flow.double, initializer=flow.zeros_initializer())
+        xa, yb = v + a, v + b
+        flow.watch_diff(xa, lambda g: grads.setdefault("x", g.numpy()))
+        flow.watch_diff(yb, lambda g: grads.setdefault("y", g.numpy()))
+        normalized = flow.math.l2_normalize(xa, axis=1, epsilon=1e-6)
+        divided = flow.math.xdivy(xa, yb)
+        logged = flow.math.xlogy(xa, yb)
+        loss = flow.math.reduce_sum(normalized * 2 + divided + logged)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.0]), momentum=0).minimize(loss)
+        return [normalized, divided, logged]
+
+    normalized, divided, logged = job(x, y)
+    np.testing.assert_allclose(normalized, [[0.6, 0.8, 0.0], [0.0, 0.0, 0.0]])
+    np.testing.assert_allclose(divided, [[1.5, np.inf, 0.0], [0.0, 0.0, 0.0]])
+    np.testing.assert_allclose(logged, [[3 * np.log(2.0), -np.inf, 0.0], [0.0, 0.0, 0.0]])
+    # Row 0 of the normalization: d/dx of 2·x/|x| summed is 2(1 − x·Σx/|x|²)/|x|; row 1 is below
+    # epsilon, where the norm is the constant sqrt(epsilon).
+    norm = 5.0
+    expected = 2 * (1 - x[0] * x[0].sum() / norm**2) / norm
+    expected_x = np.zeros_like(x)
+    expected_x[0] = expected + [1 / 2.0 + np.log(2.0), 0, 0]  # x/y and x·log y where x != 0
+    expected_x[0, 1] = np.nan  # 4 / 0 and 4·log 0: their gradients are infinite
+    expected_x[1] = 2 / np.sqrt(1e-6)
+    got = grads["x"]
+    np.testing.assert_allclose(got[0, [0, 2]], expected_x[0, [0, 2]], rtol=1e-12)
+    np.testing.assert_allclose(got[1], expected_x[1], rtol=1e-9)
+    # Where x is 0, neither xdivy nor xlogy passes a gradient to y, and none is a NaN.
+    assert np.all(np.isfinite(grads["y"][:, 2])) and np.all(grads["y"][1] == 0)
+    np.testing.assert_allclose(grads["y"][0, 0], -3 / 4 + 3 / 2)
+
+
+def test_reduce_any_all_in_top_k_and_tril():
+    @flow.global_function()
+    def job(m: tp.Numpy.Placeholder((2, 3), dtype=flow.int32), p: tp.Numpy.Placeholder((3, 4)),
+            t: tp.Numpy.Placeholder((3,), dtype=flow.int64)) -> List[tp.Numpy]:
+        return [flow.math.reduce_any(m, axis=1), flow.math.reduce_all(m, axis=1), flow.math.reduce_all(m),
+                flow.math.in_top_k(t, p, 2), flow.math.tril(p, diagonal=1, fill_value=-1.0)]
+
+    m = np.array([[0, 2, 0], [1, 1, -3]], np.int32)
+    p = np.array([[0.1, 0.9, 0.5, 0.5], [0.3, 0.2, 0.1, 0.0], [0.5, 0.5, 0.5, 0.6]], np.float32)
+    t = np.array([2, 2, 0], np.int64)
+    any_, all_, all_of_all, top, lower = job(m, p, t)
+    np.testing.assert_array_equal(any_, [1, 1])
+    np.testing.assert_array_equal(all_, [0, 1])
+    assert all_of_all == 0 and any_.dtype == np.int8
+    # Row 0: class 2 ties with class 3 for second place (in); row 1: two score higher (out); row 2:
+    # only class 3 scores higher than class 0 (in, ties included).
+    np.testing.assert_array_equal(top, [1, 0, 1])
+    np.testing.assert_array_equal(lower, np.where(np.tril(np.ones((3, 4)), 1) == 1, p, -1.0))
+
+
+def test_count_not_finite_counts_inf_and_nan():
+    @flow.global_function()
+    def job(a: tp.Numpy.Placeholder((2, 3)), b: tp.Numpy.Placeholder((4,), dtype=flow.double)) -> List[tp.Numpy]:
+        return [flow.count_not_finite(a), flow.multi_count_not_finite([a, b])]
+
+    a = np.array([[1, np.inf, np.nan], [-np.inf, 0, 2]], np.float32)
+    b = np.array([np.nan, 1e308, -1e308, 3], np.float64)
+    one, both = job(a, b)
+    assert one.shape == (1,) and one.dtype == np.int64 and one[0] == 3
+    assert both[0] == 4
