@@ -905,3 +905,12 @@ def test_count_not_finite_counts_inf_and_nan():
     one, both = job(a, b)
     assert one.shape == (1,) and one.dtype == np.int64 and one[0] == 3
     assert both[0] == 4
+
+
+def test_the_modules_oneflow_programs_import_by_path():
+    import weir.core.operator.op_conf_pb2 as op_conf_util
+    import weir.python.framework.distribute as distribute_util
+
+    assert (op_conf_util.kNone, op_conf_util.kTanH, op_conf_util.kSigmoid, op_conf_util.kRelu) == (0, 1, 2, 3)
+    assert distribute_util.split(1) is flow.distribute.split(1)
+    assert distribute_util.broadcast() is flow.distribute.broadcast()

@@ -1,0 +1,1 @@
+"""``oneflow.core.operator``: the op-configuration names OneFlow's programs import."""

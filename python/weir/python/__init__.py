@@ -1,0 +1,1 @@
+"""Where OneFlow's programs import framework modules from (``oneflow.python``)."""

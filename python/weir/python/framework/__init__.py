@@ -1,0 +1,1 @@
+"""``oneflow.python.framework``: the framework modules OneFlow's programs import by path."""
