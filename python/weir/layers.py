@@ -12,7 +12,8 @@ from weir import ops as _ops
 from weir._image import check_format, pair, padding_spec
 from weir._ops_util import check_blob, wrap
 
-__all__ = ["dense", "conv2d", "batch_normalization", "layer_norm"]
+__all__ = ["dense", "conv2d", "batch_normalization", "batch_normalization_relu", "batch_normalization_add_relu",
+           "layer_norm"]
 
 _warned_zero_dense = False  # flow.layers.dense's zero-kernel warning is given once per process
 
@@ -139,6 +140,32 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=0.001, center=Tr
         ),
         x,
     )
+
+
+def batch_normalization_relu(inputs, axis=-1, momentum=0.99, epsilon=0.001, center=True, scale=True,
+                             beta_initializer=None, gamma_initializer=None, beta_regularizer=None,
+                             gamma_regularizer=None, moving_mean_initializer=None, moving_variance_initializer=None,
+                             trainable=True, training=True, name=None):
+    """relu(batch_normalization(inputs, ...)): OneFlow's fused form (ResNet-50's train_fp32.sh), here
+    the two ops, with the same variables as batch_normalization."""
+    normalized = batch_normalization(inputs, axis, momentum, epsilon, center, scale, beta_initializer, gamma_initializer,
+                                     beta_regularizer, gamma_regularizer, moving_mean_initializer,
+                                     moving_variance_initializer, trainable, training, name)
+    return _math.relu(normalized)
+
+
+def batch_normalization_add_relu(inputs, addend=None, axis=-1, momentum=0.99, epsilon=0.001, center=True, scale=True,
+                                 beta_initializer=None, gamma_initializer=None, beta_regularizer=None,
+                                 gamma_regularizer=None, moving_mean_initializer=None, moving_variance_initializer=None,
+                                 trainable=True, training=True, name=None):
+    """relu(batch_normalization(inputs, ...) + addend), addend None: batch_normalization_relu
+    (OneFlow's fused residual form, ResNet-50's)."""
+    normalized = batch_normalization(inputs, axis, momentum, epsilon, center, scale, beta_initializer, gamma_initializer,
+                                     beta_regularizer, gamma_regularizer, moving_mean_initializer,
+                                     moving_variance_initializer, trainable, training, name)
+    if addend is not None:
+        normalized = normalized + check_blob(addend, "flow.layers.batch_normalization_add_relu", "addend")
+    return _math.relu(normalized)
 
 
 def layer_norm(inputs, center=True, scale=True, trainable=True, begin_norm_axis=1, begin_params_axis=-1,

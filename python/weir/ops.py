@@ -255,11 +255,13 @@ def flatten(input, start_dim=0, end_dim=-1, name=None):  # noqa: A002 - OneFlow'
     return wrap(_C.flatten(x._c, int(start_dim), int(end_dim), op_name(name)), x)
 
 
-def concat(inputs, axis=0, max_dim_size=None, name=None):
+def concat(inputs=None, axis=0, max_dim_size=None, name=None, values=None):
     """Joins blobs of one dtype along `axis` (their other dimensions equal). `max_dim_size`, OneFlow's
     bound for dynamic blobs, is checked: the joined axis may not be longer (the result has its actual
-    length)."""
-    inputs = list(inputs)
+    length). `values` is OneFlow's older name for `inputs` (Inception's)."""
+    if (inputs is None) == (values is None):
+        raise TypeError("flow.concat: give the blobs as inputs or as values, not both or neither")
+    inputs = list(inputs if inputs is not None else values)
     if not inputs:
         raise ValueError("flow.concat: expected at least one blob")
     for index, blob in enumerate(inputs):

@@ -914,3 +914,26 @@ def test_the_modules_oneflow_programs_import_by_path():
     assert (op_conf_util.kNone, op_conf_util.kTanH, op_conf_util.kSigmoid, op_conf_util.kRelu) == (0, 1, 2, 3)
     assert distribute_util.split(1) is flow.distribute.split(1)
     assert distribute_util.broadcast() is flow.distribute.broadcast()
+
+
+def test_concat_takes_values_and_the_fused_batch_norm_layers_are_bn_then_relu():
+    x = np.array([[1.0, -2.0], [3.0, 0.5], [-1.0, 4.0], [2.0, 2.0]])
+    addend = np.array([[0.5, 0.5], [-10.0, 0.0], [0.0, 0.0], [1.0, -1.0]])
+
+    @flow.global_function()
+    def job(a: tp.Numpy.Placeholder((4, 2), dtype=flow.double), b: tp.Numpy.Placeholder((4, 2), dtype=flow.double)
+            ) -> List[tp.Numpy]:
+        return [flow.concat(values=[a, b], axis=1),
+                flow.layers.batch_normalization(a, axis=1, training=False, name="plain"),
+                flow.layers.batch_normalization_relu(a, axis=1, training=False, name="bn_relu"),
+                flow.layers.batch_normalization_add_relu(a, addend=b, axis=1, training=False, name="bn_add_relu")]
+
+    joined, plain, bn_relu, bn_add_relu = job(x, addend)
+    np.testing.assert_array_equal(joined, np.concatenate([x, addend], axis=1))
+    np.testing.assert_allclose(bn_relu, np.maximum(plain, 0))
+    np.testing.assert_allclose(bn_add_relu, np.maximum(plain + addend, 0))
+    with pytest.raises(TypeError, match="flow.concat: give the blobs as inputs or as values"):
+        @flow.global_function()
+        def both(a: tp.Numpy.Placeholder((2,))) -> tp.Numpy:
+            return flow.concat([a], values=[a])
+        both(np.zeros(2, np.float32))
