@@ -101,25 +101,21 @@ void Task::ActAsync(MessageSink& sink) {
     act->failed = act->failed || slot.failed;
   }
   for (std::size_t j = 0; j < desc_.produced.size(); ++j) act->produced_slots.push_back(protocol_.ProducedSlot(j));
-  if (!act->failed) {
+  if (!act->failed || kernel_->JoinsPeersInFailedCalls()) {
     // The views of this act: the next act (another slot) may be submitted before this one runs.
     std::vector<ConstTensorView> inputs = input_views_;
     std::vector<TensorView> outputs = output_views_;
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-      const std::size_t k = static_cast<std::size_t>(desc_.input_slots[i]);
-      inputs[i].data = store_.Slot(desc_.consumed[k], protocol_.ConsumedSlot(k)).data;
-    }
-    for (std::size_t j = 0; j < outputs.size(); ++j) {
-      outputs[j].data = store_.Slot(desc_.produced[j], protocol_.ProducedSlot(j)).data;
-    }
+    BindViews(inputs, outputs);
     device_stream_->Submit([kernel = kernel_.get(), inputs = std::move(inputs), outputs = std::move(outputs),
-                            threads = desc_.intra_op_threads, act] {
+                            threads = desc_.intra_op_threads, failed = act->failed, act] {
       try {
         SingleThreadedMath();
         SetIntraOpThreadLimit(threads);
-        kernel->Run(inputs, outputs);
+        if (failed) kernel->RunFailedCall(inputs, outputs);
+        else kernel->Run(inputs, outputs);
       } catch (...) {
-        act->error = std::current_exception();  // read after the event, which orders it
+        // A failed call's act only tells the other processes; the call has its error already.
+        if (!failed) act->error = std::current_exception();  // read after the event, which orders it
       }
     });
   }
@@ -212,6 +208,16 @@ void Task::Record(std::uint8_t instrument, Clock::time_point start, Clock::time_
   if (instrument & kInstrumentTrace) firings_.push_back({TraceNanos(start), nanos, call != nullptr ? call->call_id : -1, phase});
 }
 
+void Task::BindViews(std::vector<ConstTensorView>& inputs, std::vector<TensorView>& outputs) {
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const std::size_t k = static_cast<std::size_t>(desc_.input_slots[i]);
+    inputs[i].data = store_.Slot(desc_.consumed[k], protocol_.ConsumedSlot(k)).data;
+  }
+  for (std::size_t j = 0; j < outputs.size(); ++j) {
+    outputs[j].data = store_.Slot(desc_.produced[j], protocol_.ProducedSlot(j)).data;
+  }
+}
+
 bool Task::Work(CallRecord*& call) {
   bool failed = false;
   if (desc_.kind == TaskKind::kSourceTick) {
@@ -247,13 +253,7 @@ bool Task::Work(CallRecord*& call) {
     }
     case TaskKind::kKernel:
       if (!failed) {
-        for (std::size_t i = 0; i < input_views_.size(); ++i) {
-          const std::size_t k = static_cast<std::size_t>(desc_.input_slots[i]);
-          input_views_[i].data = store_.Slot(desc_.consumed[k], protocol_.ConsumedSlot(k)).data;
-        }
-        for (std::size_t j = 0; j < output_views_.size(); ++j) {
-          output_views_[j].data = store_.Slot(desc_.produced[j], protocol_.ProducedSlot(j)).data;
-        }
+        BindViews(input_views_, output_views_);
         try {
           SingleThreadedMath();  // kernels split their own work over the intra-op pool
           SetIntraOpThreadLimit(desc_.intra_op_threads);  // within their device's share of the cores
@@ -261,6 +261,14 @@ bool Task::Work(CallRecord*& call) {
         } catch (...) {
           call->Fail(std::current_exception());
           failed = true;
+        }
+      } else if (kernel_->JoinsPeersInFailedCalls()) {
+        // The other processes wait for this one in the collective: it joins, and tells them the call
+        // failed. The call has its error already; what this act finds adds nothing to it.
+        BindViews(input_views_, output_views_);
+        try {
+          kernel_->RunFailedCall(input_views_, output_views_);
+        } catch (...) {
         }
       }
       break;

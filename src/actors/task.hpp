@@ -98,6 +98,8 @@ class Task {
   void ActAsync(MessageSink& sink);
   /// The firing's work (copy or kernel); returns whether the piece failed.
   bool Work(CallRecord*& call);
+  /// Points the views at this act's slots: the consumed registers' for inputs, the produced ones' for outputs.
+  void BindViews(std::vector<ConstTensorView>& inputs, std::vector<TensorView>& outputs);
   using Clock = std::chrono::steady_clock;
   /// Counts a firing's host time (profiling) and appends it to Firings() (tracing), as `instrument` says.
   void Record(std::uint8_t instrument, Clock::time_point start, Clock::time_point end, const CallRecord* call,

@@ -57,6 +57,12 @@ class Kernel {
   /// from one Run to the next; Weir's CUDA kernels keep such state on the device (dropout's call count,
   /// the reports' ring) and are all capturable.
   virtual bool Capturable() const { return true; }
+  /// Whether the kernel exchanges with other processes (a collective across processes): it then acts
+  /// in every call, one that failed before it included, so that every process's collectives stay
+  /// paired call for call; for a call that already failed here the runtime calls RunFailedCall
+  /// instead of Run (the inputs then hold nothing meaningful), which tells the other processes.
+  virtual bool JoinsPeersInFailedCalls() const { return false; }
+  virtual void RunFailedCall(std::span<const ConstTensorView> /*inputs*/, std::span<const TensorView> /*outputs*/) {}
 };
 
 using KernelFactory = std::unique_ptr<Kernel> (*)(const KernelSetup& setup);

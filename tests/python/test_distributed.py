@@ -62,12 +62,22 @@ rng = np.random.default_rng(0)
 for step in range(6):
     x = rng.standard_normal((GLOBAL, 8)).astype(np.float32)
     y = rng.integers(0, 4, GLOBAL).astype(np.int32)
-    if view == "mirrored":
-        first = rank * devices * per
-        loss = train([x[first + d * per: first + (d + 1) * per] for d in range(devices)],
-                     [y[first + d * per: first + (d + 1) * per] for d in range(devices)])
-    else:
-        loss = train(x, y)
+    if mode == "skip2" and step == 2:
+        continue
+    if mode == "badlabel" and step == 2:
+        y[GLOBAL - 1] = 99  # out of range, in the last process's rows
+    try:
+        if view == "mirrored":
+            first = rank * devices * per
+            loss = train([x[first + d * per: first + (d + 1) * per] for d in range(devices)],
+                         [y[first + d * per: first + (d + 1) * per] for d in range(devices)])
+        else:
+            loss = train(x, y)
+    except Exception as error:
+        if mode != "badlabel":
+            raise
+        print(f"step {step} failed: {error}", flush=True)
+        continue
     if mode == "die" and rank == int(os.environ.get("DIE_RANK", "1")) and step == 2:
         os.kill(os.getpid(), signal.SIGKILL)
     print(f"step {step} done", flush=True)
@@ -172,6 +182,32 @@ def test_mirrored_training_across_processes_matches_one_process(program, tmp_pat
     assert done.stdout.count("checkpoint ok") == processes
     for rank in range(processes):
         _assert_same(one_process, _variables(tmp_path / f"run_{rank}.npz"))
+
+
+@pytest.mark.parametrize("view,collectives", [("mirrored", "shm"), ("mirrored", "gloo"), ("consistent", "shm")])
+def test_a_call_that_fails_in_one_process_fails_in_every_process_and_trains_nothing(program, tmp_path, view,
+                                                                                     collectives):
+    # Step 2's last label is out of range: only the last process's part of the batch has it. Every
+    # process's call fails (the others' naming it), their collectives stay paired, and the processes
+    # end as one process that skipped step 2 (before, the others went on, paired with the next call's
+    # collectives, and trained on garbage).
+    done = _launch(program, 2, str(tmp_path / "run"), view, "1", "badlabel", collectives=collectives)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("step 2 failed") == 2, done.stdout
+    assert "[sparse_softmax_cross_entropy] label 99 at row 5 is outside [0, 4)" in done.stdout, done.stdout
+    assert "the call failed in process rank 1 (its error is there)" in done.stdout, done.stdout
+    assert done.stdout.count("step 5 done") == 2
+    skipped = _single(program, str(tmp_path / "skipped"), view, "1", "skip2")
+    assert skipped.returncode == 0, skipped.stdout + skipped.stderr
+    expected = _variables(tmp_path / "skipped_0.npz")
+    for rank in range(2):
+        got = _variables(tmp_path / f"run_{rank}.npz")
+        if view == "consistent":  # a job split over processes has no commit barrier: its step counter moved
+            assert got.pop("System-Train-TrainStep-train") == expected["System-Train-TrainStep-train"] + 1
+            expected_here = {k: v for k, v in expected.items() if k != "System-Train-TrainStep-train"}
+        else:
+            expected_here = expected
+        _assert_same(expected_here, got)
 
 
 def test_a_rank_that_saves_after_rank_0_has_written_the_checkpoint_is_not_refused(program, tmp_path):

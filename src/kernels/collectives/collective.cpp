@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -31,12 +32,46 @@ HostProcessGroup* HostGroupOf(const KernelSetup& setup) {
   return group;
 }
 
+// Before each collective across processes every process says whether its call failed before it (a
+// label out of range in its part of the batch): a flag per rank, summed over the group, so that every
+// process gets the same flags. A call that failed anywhere then skips the collective's data
+// everywhere, and fails where it had not, naming the processes where it did: no process goes on with
+// a collective the others left, so the processes' collectives stay paired call for call, and none
+// applies updates computed from another's failed part.
+class CallOutcome {
+ public:
+  explicit CallOutcome(HostProcessGroup* group)
+      : group_(group), flags_(group != nullptr ? static_cast<std::size_t>(group->Size()) : 0),
+        meta_{Shape{static_cast<std::int64_t>(flags_.size())}, DType::kI64} {}
+
+  /// Whether the call failed in some process (the same answer everywhere); throws KernelError naming
+  /// the processes where it did when it had not failed in this one.
+  bool FailedAnywhere(bool failed_here, std::string_view op_type, std::string_view name) {
+    std::fill(flags_.begin(), flags_.end(), 0);
+    flags_[static_cast<std::size_t>(group_->Rank())] = failed_here ? 1 : 0;
+    group_->AllReduce({flags_.data(), &meta_}, ReduceOp::kSum, name);
+    if (std::all_of(flags_.begin(), flags_.end(), [](std::int64_t flag) { return flag == 0; })) return false;
+    if (failed_here) return true;
+    std::string ranks;
+    for (std::size_t r = 0; r < flags_.size(); ++r) {
+      if (flags_[r] != 0) ranks += fmt::format("{}{}", ranks.empty() ? "" : ", ", r);
+    }
+    throw KernelError(fmt::format("[{}] '{}': the call failed in process rank {} (its error is there); this process "
+                                  "stops it too, so that no process applies its updates", op_type, name, ranks));
+  }
+
+ private:
+  HostProcessGroup* group_;
+  std::vector<std::int64_t> flags_;
+  TensorMeta meta_;
+};
+
 class CollectiveKernel final : public Kernel {
  public:
   CollectiveKernel(const KernelSetup& setup, CollectiveKind kind)
       : kind_(kind), op_type_(setup.op_type), name_(setup.op_name), attrs_(setup.Get<CollectiveAttrs>()),
         communicator_(MakeInProcessCommunicator(attrs_.devices)),
-        outputs_(static_cast<std::size_t>(attrs_.devices)), processes_(HostGroupOf(setup)) {
+        outputs_(static_cast<std::size_t>(attrs_.devices)), processes_(HostGroupOf(setup)), outcome_(processes_) {
     if (attrs_.across_processes && (processes_ == nullptr || attrs_.rank >= 0 ||
                                     (kind_ != CollectiveKind::kAllReduce && kind_ != CollectiveKind::kReduceScatter))) {
       throw std::invalid_argument(fmt::format(
@@ -83,7 +118,13 @@ class CollectiveKernel final : public Kernel {
     packed_.resize(packed);
   }
 
+  bool JoinsPeersInFailedCalls() const override { return attrs_.across_processes; }
+  void RunFailedCall(std::span<const ConstTensorView>, std::span<const TensorView>) override {
+    outcome_.FailedAnywhere(true, op_type_, name_);
+  }
+
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    if (attrs_.across_processes) outcome_.FailedAnywhere(false, op_type_, name_);
     if (attrs_.rank >= 0) {  // this device's piece of a reduce-scatter, computed on its own stream
       ReducePiece(inputs, outputs[0], attrs_.axis, attrs_.rank, attrs_.op);
       return;
@@ -137,6 +178,7 @@ class CollectiveKernel final : public Kernel {
   std::unique_ptr<Communicator> communicator_;
   std::vector<TensorView> outputs_;
   HostProcessGroup* processes_;
+  CallOutcome outcome_;
   // The outputs that cross the processes packed into one buffer, and those that cross in place (one
   // collective each); an empty output crosses not at all.
   std::vector<std::size_t> packed_tensors_;
@@ -154,7 +196,8 @@ class CollectiveKernel final : public Kernel {
 class SplitOverProcessesKernel final : public Kernel {
  public:
   SplitOverProcessesKernel(const KernelSetup& setup, CollectiveKind kind)
-      : kind_(kind), op_type_(setup.op_type), name_(setup.op_name), attrs_(setup.Get<CollectiveAttrs>()), processes_(HostGroupOf(setup)) {
+      : kind_(kind), op_type_(setup.op_type), name_(setup.op_name), attrs_(setup.Get<CollectiveAttrs>()),
+        processes_(HostGroupOf(setup)), outcome_(processes_) {
     if (processes_ == nullptr || static_cast<int>(attrs_.process_pieces.size()) != processes_->Size() + 1) {
       throw std::invalid_argument(fmt::format("[{}] '{}': its pieces are spread over {} processes, but the session has {}",
                                               op_type_, name_, static_cast<int>(attrs_.process_pieces.size()) - 1,
@@ -184,7 +227,13 @@ class SplitOverProcessesKernel final : public Kernel {
     }
   }
 
+  bool JoinsPeersInFailedCalls() const override { return true; }
+  void RunFailedCall(std::span<const ConstTensorView>, std::span<const TensorView>) override {
+    outcome_.FailedAnywhere(true, op_type_, name_);
+  }
+
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    outcome_.FailedAnywhere(false, op_type_, name_);
     const TensorView whole{whole_.data(), &logical_};
     if (kind_ == CollectiveKind::kAllReduce) {
       Sum(inputs, outputs[0]);
@@ -344,6 +393,7 @@ class SplitOverProcessesKernel final : public Kernel {
   std::string name_;
   CollectiveAttrs attrs_;
   HostProcessGroup* processes_;
+  CallOutcome outcome_;
   int rank_ = 0;
   int first_ = 0;
   TensorMeta logical_;
@@ -364,13 +414,19 @@ class SplitOverProcessesKernel final : public Kernel {
 class TransferKernel final : public Kernel {
  public:
   explicit TransferKernel(const KernelSetup& setup)
-      : name_(setup.op_name), attrs_(setup.Get<CollectiveAttrs>()), processes_(HostGroupOf(setup)) {
+      : name_(setup.op_name), attrs_(setup.Get<CollectiveAttrs>()), processes_(HostGroupOf(setup)), outcome_(processes_) {
     if (processes_ == nullptr) {
       throw std::invalid_argument(fmt::format("[transfer] '{}' needs a session of several processes", name_));
     }
   }
 
+  bool JoinsPeersInFailedCalls() const override { return true; }
+  void RunFailedCall(std::span<const ConstTensorView>, std::span<const TensorView>) override {
+    outcome_.FailedAnywhere(true, "transfer", name_);
+  }
+
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    outcome_.FailedAnywhere(false, "transfer", name_);
     const int rank = processes_->Rank();
     if (attrs_.readers.empty()) {
       if (rank == attrs_.root) std::memcpy(outputs[0].data, inputs[0].data, outputs[0].meta->NumBytes());
@@ -386,6 +442,7 @@ class TransferKernel final : public Kernel {
   std::string name_;
   CollectiveAttrs attrs_;
   HostProcessGroup* processes_;
+  CallOutcome outcome_;
 };
 
 template <CollectiveKind kKind> std::unique_ptr<Kernel> MakeCollectiveKernel(const KernelSetup& setup) {
