@@ -63,9 +63,11 @@ test-release: build data
 test-python: venv data
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/python
 
+# -O1 (what ASan's authors advise) and -g1 (line tables: reports keep their file:line) with assertions
+# on: the build compiles in about half the time of -O2 -g, the longest step of `make test`.
 $(BUILD_SAN)/build.ninja:
-	meson setup $(BUILD_SAN) -Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false \
-	  -Dcuda=disabled -Dtests=true -Dpython=disabled $(MESON_FLAGS)
+	meson setup $(BUILD_SAN) -Doptimization=1 -Ddebug=false -Db_ndebug=false -Dcpp_args=-g1 \
+	  -Db_sanitize=address,undefined -Db_lundef=false -Dcuda=disabled -Dtests=true -Dpython=disabled $(MESON_FLAGS)
 
 test-sanitize: setup $(BUILD_SAN)/build.ninja
 	scripts/reconfigure-on-new-sources.sh $(BUILD_SAN)
