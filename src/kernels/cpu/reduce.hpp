@@ -10,6 +10,7 @@
 
 #include "common/intra_op_pool.hpp"
 #include "common/tensor_meta.hpp"
+#include "kernels/attrs/reduce_axes.hpp"
 #include "kernels/cpu/elementwise.hpp"
 #include "kernels/functors/reduce.hpp"
 #include "weir/op_attrs.hpp"
@@ -27,8 +28,7 @@ struct MergedReduction {
 
   MergedReduction(const Shape& x, const ReduceAttrs& attrs) {
     const int rank = x.Rank();
-    std::vector<bool> reduced(static_cast<std::size_t>(rank), attrs.axes.empty());
-    for (int axis : attrs.axes) reduced[static_cast<std::size_t>(axis < 0 ? axis + rank : axis)] = true;
+    const std::vector<bool> reduced = ReducedAxesOf(x, attrs);
     std::vector<bool> merged_reduced;
     for (int i = 0; i < rank; ++i) {
       if (x[i] == 1) continue;
@@ -66,8 +66,7 @@ template <typename T> class Reduction {
       : in_count_(input.shape.NumElements()), out_count_(output.shape.NumElements()) {
     const Shape& x = input.shape;
     const int rank = x.Rank();
-    std::vector<bool> reduced(static_cast<std::size_t>(rank), attrs.axes.empty());
-    for (int axis : attrs.axes) reduced[static_cast<std::size_t>(axis < 0 ? axis + rank : axis)] = true;
+    const std::vector<bool> reduced = ReducedAxesOf(x, attrs);
     for (int i = 0; i < rank; ++i) {
       if (reduced[static_cast<std::size_t>(i)]) reduced_count_ *= x[i];
     }

@@ -87,34 +87,6 @@ __global__ void MovingUpdateKernel(T* moving_mean, T* moving_variance, const T* 
 }
 
 }  // namespace
-
-template <typename T>
-void BatchNorm(void* stream, const ChannelLayout& layout, bool training, double epsilon, const T* x, const T* gamma,
-               const T* beta, const T* moving_mean, const T* moving_variance, T* y, T* mean, T* variance) {
-  if (layout.channels == 0) return;
-  BatchNormKernel<T><<<BlockPerItem(layout.channels), kThreads, 0, Native(stream)>>>(
-      layout, training, epsilon, x, gamma, beta, moving_mean, moving_variance, y, mean, variance);
-  WEIR_CUDA_CHECK(cudaGetLastError());
-}
-
-template <typename T>
-void BatchNormGrad(void* stream, const ChannelLayout& layout, bool training, double epsilon, const T* dy, const T* x,
-                   const T* gamma, const T* mean, const T* variance, T* dx, T* dgamma, T* dbeta) {
-  if (layout.channels == 0) return;
-  BatchNormGradKernel<T><<<BlockPerItem(layout.channels), kThreads, 0, Native(stream)>>>(
-      layout, training, epsilon, dy, x, gamma, mean, variance, dx, dgamma, dbeta);
-  WEIR_CUDA_CHECK(cudaGetLastError());
-}
-
-template <typename T>
-void BatchNormMovingUpdate(void* stream, T* moving_mean, T* moving_variance, const T* mean, const T* variance,
-                           std::int64_t channels, double momentum, double unbias) {
-  if (channels == 0) return;
-  MovingUpdateKernel<T><<<Blocks(channels), kThreads, 0, Native(stream)>>>(moving_mean, moving_variance, mean, variance,
-                                                                            channels, momentum, unbias);
-  WEIR_CUDA_CHECK(cudaGetLastError());
-}
-
 }  // namespace weir::internal::cuda
 
 namespace weir::internal {
@@ -134,13 +106,14 @@ template <typename T, bool kGrad> class BatchNormCuda final : public Kernel {
         layout_(LayoutAround(setup.inputs[kGrad ? 1 : 0].shape, attrs_.axis)) {}
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     if constexpr (kGrad) {
-      cuda::BatchNormGrad<T>(stream_, layout_, attrs_.training, attrs_.epsilon, inputs[0].As<T>(), inputs[1].As<T>(),
-                             inputs[2].As<T>(), inputs[3].As<T>(), inputs[4].As<T>(), outputs[0].As<T>(),
-                             outputs[1].As<T>(), outputs[2].As<T>());
+      cuda::LaunchPerItem(stream_, layout_.channels, &cuda::BatchNormGradKernel<T>, layout_, attrs_.training,
+                          attrs_.epsilon, inputs[0].As<T>(), inputs[1].As<T>(), inputs[2].As<T>(), inputs[3].As<T>(),
+                          inputs[4].As<T>(), outputs[0].As<T>(), outputs[1].As<T>(), outputs[2].As<T>());
     } else {
-      cuda::BatchNorm<T>(stream_, layout_, attrs_.training, attrs_.epsilon, inputs[0].As<T>(), inputs[1].As<T>(),
-                         inputs[2].As<T>(), inputs[3].As<T>(), inputs[4].As<T>(), outputs[0].As<T>(),
-                         attrs_.training ? outputs[1].As<T>() : nullptr, attrs_.training ? outputs[2].As<T>() : nullptr);
+      cuda::LaunchPerItem(stream_, layout_.channels, &cuda::BatchNormKernel<T>, layout_, attrs_.training, attrs_.epsilon,
+                          inputs[0].As<T>(), inputs[1].As<T>(), inputs[2].As<T>(), inputs[3].As<T>(), inputs[4].As<T>(),
+                          outputs[0].As<T>(), attrs_.training ? outputs[1].As<T>() : nullptr,
+                          attrs_.training ? outputs[2].As<T>() : nullptr);
     }
   }
 
@@ -159,8 +132,8 @@ template <typename T> class BatchNormMovingUpdateCuda final : public Kernel {
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView>) override {
     // Bessel's correction; a single element per channel has no unbiased variance, so it stays biased.
     const double unbias = attrs_.count > 1 ? static_cast<double>(attrs_.count) / static_cast<double>(attrs_.count - 1) : 1.0;
-    cuda::BatchNormMovingUpdate<T>(stream_, MutableOf<T>(inputs[0]), MutableOf<T>(inputs[1]),
-                                   inputs[2].As<T>(), inputs[3].As<T>(), channels_, attrs_.momentum, unbias);
+    cuda::LaunchOver(stream_, channels_, &cuda::MovingUpdateKernel<T>, MutableOf<T>(inputs[0]), MutableOf<T>(inputs[1]),
+                     inputs[2].As<T>(), inputs[3].As<T>(), channels_, attrs_.momentum, unbias);
   }
 
  private:

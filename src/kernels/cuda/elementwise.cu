@@ -37,7 +37,6 @@ void LaunchBinary(void* stream, const BroadcastPlan& plan, const T* a, const T* 
 template <typename T>
 void BroadcastBinary(void* stream, Binary kind, const BroadcastPlan& plan, const T* a, const T* b, T* out,
                      std::int64_t count) {
-  if (count == 0) return;
   switch (kind) {
     case Binary::kAdd: return LaunchBinary<T, AddOp>(stream, plan, a, b, out, count);
     case Binary::kSub: return LaunchBinary<T, SubOp>(stream, plan, a, b, out, count);

@@ -73,6 +73,15 @@ void LaunchOver(void* stream, std::int64_t count, void (*kernel)(Params...), Arg
   WEIR_CUDA_CHECK(cudaGetLastError());
 }
 
+/// Queues `kernel` with a block of kThreads per item (a channel, an output; BlockPerItem caps the
+/// grid, the kernel strides blocks over the rest) on the stream, and checks the launch; nothing for no items.
+template <typename... Params, typename... Args>
+void LaunchPerItem(void* stream, std::int64_t items, void (*kernel)(Params...), Args&&... args) {
+  if (items == 0) return;
+  kernel<<<BlockPerItem(items), kThreads, 0, Native(stream)>>>(std::forward<Args>(args)...);
+  WEIR_CUDA_CHECK(cudaGetLastError());
+}
+
 template <typename T> __device__ T BlockSum(T value) {
   return BlockCombine(value, [](T a, T b) { return a + b; });
 }

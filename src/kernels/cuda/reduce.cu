@@ -68,19 +68,14 @@ __global__ void CombinePartsKernel(ReduceSplit split, std::int64_t reduced_count
 template <typename T>
 void Reduce(void* stream, const ReductionPlan& plan, bool mean, const T* x, T* y, std::int64_t outputs,
             const ReduceSplit& split, void* partials) {
-  if (outputs == 0) return;
   if (split.parts <= 1) {
-    ReduceKernel<T><<<BlockPerItem(outputs), kThreads, 0, Native(stream)>>>(plan, mean, x, y, outputs);
-    WEIR_CUDA_CHECK(cudaGetLastError());
+    LaunchPerItem(stream, outputs, &ReduceKernel<T>, plan, mean, x, y, outputs);
     return;
   }
   auto* sums = static_cast<ReduceAcc<T>*>(partials);
   const std::int64_t blocks = outputs * split.parts;
-  ReducePartsKernel<T><<<BlockPerItem(blocks), kThreads, 0, Native(stream)>>>(plan, split, x, sums, blocks);
-  WEIR_CUDA_CHECK(cudaGetLastError());
-  CombinePartsKernel<T><<<BlockPerItem(outputs), kThreads, 0, Native(stream)>>>(split, plan.reduced_count, mean, sums, y,
-                                                                                 outputs);
-  WEIR_CUDA_CHECK(cudaGetLastError());
+  LaunchPerItem(stream, blocks, &ReducePartsKernel<T>, plan, split, x, sums, blocks);
+  LaunchPerItem(stream, outputs, &CombinePartsKernel<T>, split, plan.reduced_count, mean, sums, y, outputs);
 }
 
 }  // namespace

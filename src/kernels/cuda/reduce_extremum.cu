@@ -38,13 +38,6 @@ __global__ void ExtremumGradKernel(ReductionPlan plan, const T* x, const T* y, c
   }
 }
 
-template <typename Kernel, typename... Args>
-void LaunchPerOutput(void* stream, std::int64_t outputs, Kernel kernel, Args... args) {
-  if (outputs == 0) return;
-  kernel<<<cuda::BlockPerItem(outputs), cuda::kThreads, 0, cuda::Native(stream)>>>(args..., outputs);
-  WEIR_CUDA_CHECK(cudaGetLastError());
-}
-
 // Op: MaxOp (reduce_max) or MinOp (reduce_min).
 template <typename T, typename Op> class ReduceExtremumCuda final : public Kernel {
  public:
@@ -54,7 +47,7 @@ template <typename T, typename Op> class ReduceExtremumCuda final : public Kerne
                               setup.op_type, setup.op_name)),
         outputs_(setup.outputs[0].shape.NumElements()) {}
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
-    LaunchPerOutput(stream_, outputs_, &ExtremumKernel<T, Op>, plan_, inputs[0].As<T>(), outputs[0].As<T>());
+    cuda::LaunchPerItem(stream_, outputs_, &ExtremumKernel<T, Op>, plan_, inputs[0].As<T>(), outputs[0].As<T>(), outputs_);
   }
 
  private:
@@ -72,8 +65,8 @@ template <typename T> class ReduceExtremumGradCuda final : public Kernel {
                               setup.op_type, setup.op_name)),
         outputs_(setup.inputs[1].shape.NumElements()) {}
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
-    LaunchPerOutput(stream_, outputs_, &ExtremumGradKernel<T>, plan_, inputs[0].As<T>(), inputs[1].As<T>(),
-                    inputs[2].As<T>(), outputs[0].As<T>());
+    cuda::LaunchPerItem(stream_, outputs_, &ExtremumGradKernel<T>, plan_, inputs[0].As<T>(), inputs[1].As<T>(),
+                        inputs[2].As<T>(), outputs[0].As<T>(), outputs_);
   }
 
  private:
