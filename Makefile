@@ -83,6 +83,7 @@ bench: build venv
 	WEIR_BENCH_DEPS=1 scripts/setup.sh
 	$(BUILD)/bench/actor_overhead
 	/usr/bin/python3 bench/compare_pytorch.py --build $(BUILD)
+	/usr/bin/python3 bench/amp.py --build $(BUILD)
 	/usr/bin/python3 bench/async_pipeline.py --build $(BUILD)
 	/usr/bin/python3 bench/data_parallel.py
 	/usr/bin/python3 bench/multi_process.py --build $(BUILD)

@@ -5,6 +5,7 @@
 //   mlp:   784 -> 512 relu -> 10
 //   lenet: conv 32 5x5 SAME relu, max pool 2, conv 64 5x5 SAME relu, max pool 2, dense 512 relu, dense 10
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -47,10 +48,18 @@ inline weir::Blob Logits(const std::string& model, const weir::Blob& images) {
   throw std::invalid_argument(fmt::format("--model: expected mlp or lenet, got {}", model));
 }
 
-/// Inputs images f32 (100, 1, 28, 28) and labels i32 (100); output "loss" f32 (100). channels_last:
-/// JobConfig::channels_last_convolutions (the convolutions run in NHWC internally).
-inline weir::Job TrainJob(const std::string& model, bool channels_last = true) {
-  weir::JobBuilder builder("train_job", weir::JobType::kTrain, weir::JobConfig{.channels_last_convolutions = channels_last});
+/// The jobs' config: channels_last is JobConfig::channels_last_convolutions (the convolutions run in
+/// NHWC internally); `mixed`: JobConfig::mixed_precision (unset: f32).
+inline weir::JobConfig BenchConfig(bool channels_last, std::optional<weir::JobConfig::MixedPrecision> mixed) {
+  weir::JobConfig config{.channels_last_convolutions = channels_last};
+  config.mixed_precision = mixed;
+  return config;
+}
+
+/// Inputs images f32 (100, 1, 28, 28) and labels i32 (100); output "loss" f32 (100).
+inline weir::Job TrainJob(const std::string& model, bool channels_last = true,
+                          std::optional<weir::JobConfig::MixedPrecision> mixed = std::nullopt) {
+  weir::JobBuilder builder("train_job", weir::JobType::kTrain, BenchConfig(channels_last, mixed));
   const weir::Blob images = builder.Placeholder("images", weir::Shape{kBatch, 1, 28, 28});
   const weir::Blob labels = builder.Placeholder("labels", weir::Shape{kBatch}, weir::DType::kI32);
   const weir::Blob loss = weir::SparseSoftmaxCrossEntropy(labels, Logits(model, images), "softmax_loss");
@@ -60,8 +69,9 @@ inline weir::Job TrainJob(const std::string& model, bool channels_last = true) {
 }
 
 /// Input images f32 (100, 1, 28, 28); output "predictions" i32 (100), the argmax of the logits.
-inline weir::Job InferJob(const std::string& model, bool channels_last = true) {
-  weir::JobBuilder builder("infer_job", weir::JobType::kPredict, weir::JobConfig{.channels_last_convolutions = channels_last});
+inline weir::Job InferJob(const std::string& model, bool channels_last = true,
+                          std::optional<weir::JobConfig::MixedPrecision> mixed = std::nullopt) {
+  weir::JobBuilder builder("infer_job", weir::JobType::kPredict, BenchConfig(channels_last, mixed));
   const weir::Blob images = builder.Placeholder("images", weir::Shape{kBatch, 1, 28, 28});
   builder.Output("predictions", weir::ArgMax(Logits(model, images)));
   return builder.Build();

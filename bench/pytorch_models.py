@@ -19,6 +19,7 @@ A sweep of thread settings on this machine found torch 1 + OpenBLAS 2 best for t
 torch 2 + OpenBLAS 1 with channels_last best for LeNet on the 2-core VM.
 """
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -40,6 +41,7 @@ def parse_args():
     parser.add_argument("--blas-threads", type=int, default=1)
     parser.add_argument("--omp-wait-policy", choices=["PASSIVE", "ACTIVE"], default=None)
     parser.add_argument("--channels-last", action="store_true")
+    parser.add_argument("--amp", action="store_true", help="torch.autocast('cpu', dtype=torch.bfloat16) around forward and loss")
     parser.add_argument("--no-async", action="store_true", help="accepted for symmetry with train_step; ignored")
     args = parser.parse_args()
     if args.steps == -1:
@@ -89,13 +91,17 @@ def main():
                 torch.randint(0, 10, (BATCH,))) for _ in range(POOL_BATCHES)]
 
     last_loss = [0.0]
+    # PyTorch's CPU mixed precision: autocast runs the products in bfloat16 (its recipe: forward and loss
+    # under autocast, backward outside it).
+    autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if args.amp else contextlib.nullcontext
 
     def train(steps):
         start = time.perf_counter()
         for i in range(steps):
             images, labels = batches[i % POOL_BATCHES]
             optimizer.zero_grad(set_to_none=True)
-            loss = loss_fn(model(images), labels)
+            with autocast():
+                loss = loss_fn(model(images), labels)
             loss.backward()
             optimizer.step()
         seconds = time.perf_counter() - start
@@ -104,7 +110,7 @@ def main():
 
     def infer(steps):
         start = time.perf_counter()
-        with torch.no_grad():
+        with torch.no_grad(), autocast():
             for i in range(steps):
                 predictions = model(batches[i % POOL_BATCHES][0]).argmax(dim=1)
         seconds = time.perf_counter() - start
@@ -124,7 +130,8 @@ def main():
     infer_med = statistics.median(infer_s)
     print(f"pytorch {args.model}: batch {BATCH}, {args.steps} steps per run, median of {args.repeats} runs, "
           f"torch threads {torch.get_num_threads()}, OpenBLAS threads {args.blas_threads}, "
-          f"OMP_WAIT_POLICY {args.omp_wait_policy or 'unset'}, channels_last {args.channels_last}")
+          f"OMP_WAIT_POLICY {args.omp_wait_policy or 'unset'}, channels_last {args.channels_last}, "
+          f"autocast bf16 {args.amp}")
     print(f"{'':<28} {'per s':>10} {'ms':>10}")
     print(f"{'train step':<28} {args.steps / train_med:>10.1f} {1e3 * train_med / args.steps:>10.3f}")
     print(f"{'inference':<28} {args.steps / infer_med:>10.1f} {1e3 * infer_med / args.steps:>10.3f}")
@@ -132,7 +139,7 @@ def main():
         "bench": "train_step", "impl": "pytorch", "model": args.model, "torch_version": torch.__version__,
         "batch": BATCH, "steps": args.steps, "repeats": args.repeats,
         "torch_threads": torch.get_num_threads(), "blas_threads": args.blas_threads,
-        "omp_wait_policy": args.omp_wait_policy, "channels_last": args.channels_last,
+        "omp_wait_policy": args.omp_wait_policy, "channels_last": args.channels_last, "amp": args.amp,
         "train_steps_per_s": round(args.steps / train_med, 2),
         "train_ms_per_step": round(1e3 * train_med / args.steps, 4),
         "infer_calls_per_s": round(args.steps / infer_med, 2),

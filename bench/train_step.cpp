@@ -5,7 +5,7 @@
 //
 // Usage: train_step [--model mlp|lenet] [--steps N] [--repeats R] [--warmup W]
 //                   [--scheduler-threads T] (0 = default) [--no-async] [--profile]
-//                   [--gpu] [--no-stream-graphs] [--copy-streams] [--nchw] [--no-infer] [--trace FILE]
+//                   [--gpu] [--no-stream-graphs] [--copy-streams] [--nchw] [--amp] [--no-infer] [--trace FILE]
 //                   [--cpu-device-streams]
 // --gpu: the jobs run on one GPU (SessionOptions::gpu_devices = 1; fails rather than fall back to the CPU);
 // --no-stream-graphs: an actor and a launch per kernel instead of one CUDA graph per stream.
@@ -16,6 +16,7 @@
 // submitted to a stream, completed through its poller (with WEIR_CPU_STREAM_LATENCY_US, a stand-in for
 // a GPU's device time).
 // --nchw: the convolutions run in NCHW as written (JobConfig::channels_last_convolutions off).
+// --amp: mixed precision (JobConfig::mixed_precision: bf16 on a CPU that has it, f16 on a GPU).
 // --profile: after the timed runs, one more sync train run and one inference run under the
 // session's profiler, whose tables (per-actor busy time, call latency) go to stderr.
 // --trace FILE: after the timed runs, 20 more sync train steps under the session's timeline trace,
@@ -62,6 +63,7 @@ struct Args {
   bool copy_streams = false;
   bool cpu_device_streams = false;
   bool channels_last = true;
+  bool amp = false;
   bool infer = true;
   std::string trace;  // empty: no trace
 };
@@ -81,6 +83,7 @@ Args Parse(int argc, char** argv) {
         {"--gpu", &Args::gpu, true},                 {"--no-stream-graphs", &Args::stream_graphs, false},
         {"--no-infer", &Args::infer, false},         {"--copy-streams", &Args::copy_streams, true},
         {"--nchw", &Args::channels_last, false},     {"--cpu-device-streams", &Args::cpu_device_streams, true},
+        {"--amp", &Args::amp, true},
     };
     const auto it = std::find_if(std::begin(kSwitches), std::end(kSwitches), [&](const Switch& s) { return flag == s.name; });
     if (it != std::end(kSwitches)) {
@@ -210,8 +213,15 @@ double PeakRssMb() {
 
 int main(int argc, char** argv) try {
   const Args args = Parse(argc, argv);
-  const weir::Job train = bench::TrainJob(args.model, args.channels_last);
-  const weir::Job infer = bench::InferJob(args.model, args.channels_last);
+  std::optional<weir::JobConfig::MixedPrecision> mixed;
+  if (args.amp) {
+    const weir::Device::Kind device = args.gpu ? weir::Device::Kind::kCuda : weir::Device::Kind::kCpu;
+    const std::optional<weir::DType> dtype = weir::MixedPrecisionDType(device);
+    if (!dtype) throw std::invalid_argument("--amp: this CPU has no native bf16 (AVX512_BF16 or AMX)");
+    mixed = weir::JobConfig::MixedPrecision{.dtype = *dtype, .device = device};
+  }
+  const weir::Job train = bench::TrainJob(args.model, args.channels_last, mixed);
+  const weir::Job infer = bench::InferJob(args.model, args.channels_last, mixed);
   weir::SessionOptions options;
   options.scheduler_threads = args.scheduler_threads;
   options.max_calls_in_flight = kMaxCallsInFlight;

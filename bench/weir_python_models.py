@@ -2,7 +2,9 @@
 @flow.global_function jobs, timed with sync calls on random data (batch 100, SGD lr 0.1 momentum 0,
 sparse softmax cross entropy, truncated_normal(0.1) kernels; LeNet without dropout, as train_step).
 
-    .venv/bin/python bench/weir_python_models.py --model mlp|lenet [--steps N] [--repeats R]
+    .venv/bin/python bench/weir_python_models.py --model mlp|lenet [--steps N] [--repeats R] [--amp]
+
+--amp: func_config.enable_auto_mixed_precision(True) (bfloat16 products on CPUs that have them).
 
 Each repeat times --steps train calls (numpy in, the loss as numpy out) and --steps inference calls
 (argmax predictions out); the figures are medians over --repeats. Last line: one JSON object.
@@ -30,6 +32,7 @@ def parse_args():
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=-1, help="default: max(steps / 5, 20 MLP, 3 LeNet)")
     parser.add_argument("--no-async", action="store_true", help="accepted for symmetry with train_step; ignored")
+    parser.add_argument("--amp", action="store_true", help="enable_auto_mixed_precision(True)")
     args = parser.parse_args()
     if args.steps == -1:
         args.steps = 200 if args.model == "mlp" else 20
@@ -60,8 +63,11 @@ def lenet(images):
     return flow.layers.dense(hidden, 10, kernel_initializer=initializer, name="dense2")
 
 
-def make_jobs(model):
-    @flow.global_function(type="train")
+def make_jobs(model, amp=False):
+    config = flow.FunctionConfig()
+    config.enable_auto_mixed_precision(amp)
+
+    @flow.global_function(type="train", function_config=config)
     def train_job(images: tp.Numpy.Placeholder((BATCH, 1, 28, 28), dtype=flow.float),
                   labels: tp.Numpy.Placeholder((BATCH,), dtype=flow.int32)) -> tp.Numpy:
         logits = model(images)
@@ -69,7 +75,7 @@ def make_jobs(model):
         flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0).minimize(loss)
         return loss
 
-    @flow.global_function(type="predict")
+    @flow.global_function(type="predict", function_config=config)
     def infer_job(images: tp.Numpy.Placeholder((BATCH, 1, 28, 28), dtype=flow.float)) -> tp.Numpy:
         return flow.math.argmax(model(images))
 
@@ -79,7 +85,7 @@ def make_jobs(model):
 def main():
     args = parse_args()
     try:
-        train_job, infer_job = make_jobs(mlp if args.model == "mlp" else lenet)
+        train_job, infer_job = make_jobs(mlp if args.model == "mlp" else lenet, args.amp)
     except AttributeError as error:  # an op the Python API does not have yet
         sys.exit(f"weir_python_models: {args.model} needs {error}")
     random = np.random.default_rng(1234)
@@ -114,12 +120,13 @@ def main():
 
     train_med = statistics.median(train_s)
     infer_med = statistics.median(infer_s)
-    print(f"weir python {args.model}: batch {BATCH}, {args.steps} steps per run, median of {args.repeats} runs")
+    print(f"weir python {args.model}{' amp' if args.amp else ''}: batch {BATCH}, {args.steps} steps per run, "
+          f"median of {args.repeats} runs")
     print(f"{'':<28} {'per s':>10} {'ms':>10}")
     print(f"{'train step, sync':<28} {args.steps / train_med:>10.1f} {1e3 * train_med / args.steps:>10.3f}")
     print(f"{'inference, sync':<28} {args.steps / infer_med:>10.1f} {1e3 * infer_med / args.steps:>10.3f}")
     print(json.dumps({
-        "bench": "train_step", "impl": "weir_python", "model": args.model,
+        "bench": "train_step", "impl": "weir_python", "model": args.model, "amp": args.amp,
         "batch": BATCH, "steps": args.steps, "repeats": args.repeats,
         "train_steps_per_s": round(args.steps / train_med, 2),
         "train_ms_per_step": round(1e3 * train_med / args.steps, 4),

@@ -75,6 +75,9 @@ if $prebuilt; then
   # Calls in flight together (8): the steps per second a pipeline of calls reaches.
   checks+=("train-step-async|$build/bench/train_step --gpu --model mlp --steps 200 --repeats 5")
   checks+=("train-step-async-lenet|$build/bench/train_step --gpu --model lenet --steps 100 --repeats 3")
+  # Mixed precision (f16 matmuls on the GPU; convolutions stay f32): against the two rows above.
+  checks+=("train-step-amp-mlp|$build/bench/train_step --gpu --amp --model mlp --steps 200 --repeats 5")
+  checks+=("train-step-amp-lenet|$build/bench/train_step --gpu --amp --model lenet --steps 100 --repeats 3")
   # Idle actor threads that poll about 0.5 ms instead of a few us (no wake-ups, a core spinning).
   checks+=("train-step-idle-poll|env WEIR_IDLE_POLL_ATTEMPTS=30000 $build/bench/train_step --gpu --model mlp --steps 200 --repeats 5 --no-async --no-infer")
   # Each actor's busy time and the call latency (the session's profiler), on stderr; then 20 steps under

@@ -6,22 +6,26 @@
 
 #include <fmt/format.h>
 
+#include "weir/half.hpp"
+
 namespace weir {
 
 /// Element type of a tensor.
-enum class DType : std::uint8_t { kF32, kF64, kI32, kI64, kU8, kBool, kI8 };
+enum class DType : std::uint8_t { kF32, kF64, kI32, kI64, kU8, kBool, kI8, kF16, kBF16 };
 
 /// Every element type, for registering a kernel that moves bytes whatever they mean.
-inline constexpr DType kAllDTypes[] = {DType::kF32, DType::kF64, DType::kI32, DType::kI64,
-                                       DType::kU8,  DType::kI8,  DType::kBool};
+inline constexpr DType kAllDTypes[] = {DType::kF32, DType::kF64,  DType::kI32, DType::kI64, DType::kU8,
+                                       DType::kI8,  DType::kBool, DType::kF16, DType::kBF16};
 /// The one-byte types: kernels that only move elements handle them as std::uint8_t.
 inline constexpr DType kByteDTypes[] = {DType::kU8, DType::kI8, DType::kBool};
+/// The 16-bit floating types (weir/half.hpp): storage for mixed precision.
+inline constexpr DType kHalfDTypes[] = {DType::kF16, DType::kBF16};
 
 /// Bytes per element.
 std::size_t SizeOf(DType dtype);
-/// Short lower-case name: "f32", "f64", "i32", "i64", "u8", "i8", "bool".
+/// Short lower-case name: "f32", "f64", "i32", "i64", "u8", "i8", "bool", "f16", "bf16".
 std::string_view Name(DType dtype);
-/// True for kF32 and kF64.
+/// True for kF32, kF64, kF16 and kBF16.
 bool IsFloating(DType dtype);
 
 /// Maps a C++ element type to its DType.
@@ -33,6 +37,8 @@ template <> constexpr DType DTypeOf<std::int64_t>() { return DType::kI64; }
 template <> constexpr DType DTypeOf<std::uint8_t>() { return DType::kU8; }
 template <> constexpr DType DTypeOf<std::int8_t>() { return DType::kI8; }
 template <> constexpr DType DTypeOf<bool>() { return DType::kBool; }
+template <> constexpr DType DTypeOf<float16>() { return DType::kF16; }
+template <> constexpr DType DTypeOf<bfloat16>() { return DType::kBF16; }
 
 }  // namespace weir
 

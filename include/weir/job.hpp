@@ -73,7 +73,20 @@ struct JobConfig {
   LogicalView view = LogicalView::kConsistent;
   /// Where ops outside any placement scope run; unset: every device of the session.
   std::optional<Placement> default_placement;
+  /// Automatic mixed precision (OneFlow's enable_auto_mixed_precision): matmul, batch_matmul and
+  /// conv2d run in `dtype` (kBF16 or kF16) wherever `device` has kernels for them and their
+  /// gradients; the rest of the job, the variables (master weights) and their updates stay f32.
+  /// Unset: every op runs in the dtype its inputs have.
+  struct MixedPrecision {
+    DType dtype = DType::kBF16;
+    Device::Kind device = Device::Kind::kCpu;
+  };
+  std::optional<MixedPrecision> mixed_precision;
 };
+
+/// The dtype JobConfig::mixed_precision should use on `device`: bf16 on a CPU that runs it natively
+/// (AVX512_BF16 or AMX), f16 on CUDA; nullopt where 16-bit products would be slower than f32.
+std::optional<DType> MixedPrecisionDType(Device::Kind device);
 
 /// A value inside a job being built: the output of a placeholder or of an op.
 class Blob {
@@ -138,6 +151,9 @@ class Job {
   const std::vector<PlaceholderInfo>& Placeholders() const;
   /// Output names in result order.
   std::vector<std::string> OutputNames() const;
+  /// The ops JobConfig::mixed_precision runs in 16 bits (0 when it is unset, or the device has no
+  /// 16-bit kernels for the job's products).
+  int MixedPrecisionOps() const;
   bool Defined() const { return graph_ != nullptr; }
 
   explicit Job(std::shared_ptr<const internal::JobGraph> graph) : graph_(std::move(graph)) {}

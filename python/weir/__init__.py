@@ -38,6 +38,7 @@ from weir._function import FunctionConfig, function_config, global_function
 from weir._session import clear_default_session, sync_default_session
 from weir.checkpoint import get_all_variables, load_variables
 from weir.dtypes import (
+    bfloat16,
     bool_,
     char,
     convert_oneflow_dtype_to_numpy_dtype,

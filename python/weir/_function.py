@@ -43,10 +43,10 @@ class _Setter:
 
 
 # OneFlow's other FunctionConfig options (v0.3/v0.4). Weir acts on train.primary_lr and
-# train.model_update_conf (flow.losses.add_loss's optimizer); the rest are performance and backend
+# train.model_update_conf (flow.losses.add_loss's optimizer) and enable_auto_mixed_precision; the rest are performance and backend
 # knobs (cuDNN, memory reuse, fusion, XLA/TensorRT, quantization) that Weir decides by itself or does
 # not have: they are recorded in ``config.flags`` and noticed once each.
-_ACTED_ON = frozenset({"train.primary_lr", "train.model_update_conf"})
+_ACTED_ON = frozenset({"train.primary_lr", "train.model_update_conf", "enable_auto_mixed_precision"})
 _OPTIONS = _ACTED_ON | frozenset({
     "default_initializer_conf", "exp_run_conf", "use_memory_allocation_algorithm_v2",
     "static_mem_alloc_policy_white_list.has", "static_mem_alloc_policy_white_list.add",
@@ -75,6 +75,12 @@ _OPTIONS = _ACTED_ON | frozenset({
 _NOTICED = set()
 
 
+def _notice_once(key: str, message: str) -> None:
+    if key not in _NOTICED:
+        _NOTICED.add(key)
+        print(f"[weir] {message}", file=sys.stderr)
+
+
 def _option(config, path):
     """The setter of option `path`, or of a group of them (``train``, ``qat``); AttributeError for a
     name OneFlow's FunctionConfig does not have."""
@@ -86,7 +92,9 @@ def _option(config, path):
 class FunctionConfig:
     """OneFlow's ``flow.FunctionConfig()``: ``config.default_data_type(flow.float)``,
     ``config.default_logical_view(flow.scope.mirrored_view())``,
-    ``config.default_placement_scope(flow.scope.placement(...))``. OneFlow's other options are
+    ``config.default_placement_scope(flow.scope.placement(...))``,
+    ``config.enable_auto_mixed_precision(True)`` (matmul, batch_matmul and conv2d in bfloat16 on CPUs
+    with AVX512_BF16 or AMX, float16 on GPUs; docs/python.md). OneFlow's other options are
     accepted and recorded in ``config.flags``; those Weir does not act on (performance knobs it decides
     by itself) print a notice once each; a name OneFlow does not have is an AttributeError."""
 
@@ -148,9 +156,8 @@ class FunctionConfig:
                                  f"{', '.join(sorted(o for o in _OPTIONS if o.startswith(path + '.')))}")
         if path.startswith("train."):
             warnings.warn(f"func_config.{path} has been deprecated; use flow.optimizer", DeprecationWarning, stacklevel=3)
-        if path not in _ACTED_ON and path not in _NOTICED:
-            _NOTICED.add(path)
-            print(f"[weir] FunctionConfig.{path}({value!r}) is recorded but has no effect in Weir", file=sys.stderr)
+        if path not in _ACTED_ON:
+            _notice_once(path, f"FunctionConfig.{path}({value!r}) is recorded but has no effect in Weir")
         self.flags[path] = value
 
     def __getattr__(self, name):
@@ -304,12 +311,16 @@ class JobFunction:
     def _trace(self, session) -> _Compiled:
         name = self.__name__
         job_type = _C.JobType.train if self.job_type == "train" else _C.JobType.predict
+        on_cuda = bool(session.config.gpu_device_num)
+        mixed_precision = self._mixed_precision_dtype(on_cuda)
         builder = _C.JobBuilder(
             name,
             job_type,
             to_c_dtype(self.config.default_data_type_value),
             channels_last_convolutions=self.config.channels_last_convolutions_value,
             mirrored=scope._current_view(self.config) == "mirrored",
+            mixed_precision=mixed_precision,
+            on_cuda=on_cuda,
         )
         if self.config.default_placement_scope_value is not None:
             self.config.default_placement_scope_value.push_to(builder)
@@ -339,12 +350,25 @@ class JobFunction:
                 # Nothing to compute (an empty body returning None): calls only check their inputs.
                 return _Compiled(session, None, template)
         job = builder.build()
+        if mixed_precision is not None and job.mixed_precision_ops == 0:
+            _notice_once(f"mixed:{name}", f"enable_auto_mixed_precision: job {name} has no matmul, batch_matmul or "
+                         f"conv2d with {mixed_precision.name} kernels on this device: it runs in float32")
         try:
             session.c_session().compile(job)
         except Exception as error:
             error.weir_op_sites = context.op_sites  # where the op the planner names was made
             raise
         return _Compiled(session, job, template)
+
+    def _mixed_precision_dtype(self, on_cuda: bool):
+        """The 16-bit dtype of enable_auto_mixed_precision(True) on this session's device, or None."""
+        if not self.config.flags.get("enable_auto_mixed_precision", False):
+            return None
+        dtype = _C.mixed_precision_dtype(on_cuda)
+        if dtype is None:
+            _notice_once("mixed:cpu", "enable_auto_mixed_precision: this CPU has no native bfloat16 (AVX512_BF16 or "
+                         "AMX), where bfloat16 products would be slower than float32: jobs run in float32")
+        return dtype
 
     def _compiled(self) -> _Compiled:
         session = _session.default_session()

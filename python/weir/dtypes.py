@@ -3,12 +3,15 @@
 A :class:`DType` is an immutable singleton naming one element type and its NumPy
 equivalent.  The module constants mirror OneFlow v0.2's exported set
 (``float32``/``float``, ``float64``/``double``, ``float16``, ``int8``/``char``,
-``int32``, ``int64``, ``uint8``) plus ``bool_``.
+``int32``, ``int64``, ``uint8``) plus ``bool_`` and ``bfloat16``.
 
 The C++ core computes in f32, f64, i32, i64, u8, i8 and bool (int8 and uint8 are
 stored, moved, sliced, concatenated, cast and returned; arithmetic takes the wider
-types); ``float16`` exists as a name so that programs mentioning it import and annotate
-cleanly; the core rejects placeholders of that type when the job is compiled.
+types). ``float16`` and ``bfloat16`` are the storage types of mixed precision: they are
+cast to and from, stored in checkpoints, and the products (matmul, conv2d) run in
+bfloat16 on CPUs with AVX512_BF16; other ops need float32 inputs. NumPy has no bfloat16:
+a bfloat16 result reaches Python as a float32 array (exactly), and ``bfloat16.numpy_dtype``
+is float32.
 
 Public helpers:
 
@@ -31,6 +34,7 @@ __all__ = [
     "float64",
     "double",
     "float16",
+    "bfloat16",
     "int8",
     "char",
     "int32",
@@ -70,6 +74,7 @@ class DType:
 float32 = DType("float32", np.float32)
 float64 = DType("float64", np.float64)
 float16 = DType("float16", np.float16)
+bfloat16 = DType("bfloat16", np.float32)  # numpy has none: values travel as float32
 int8 = DType("int8", np.int8)
 int32 = DType("int32", np.int32)
 int64 = DType("int64", np.int64)
@@ -82,10 +87,10 @@ float = float32  # noqa: A001 - OneFlow's public name
 double = float64
 char = int8  # OneFlow maps kChar to numpy int8
 
-_ALL = (float32, float64, float16, int8, int32, int64, uint8, bool_)
+_ALL = (float32, float64, float16, bfloat16, int8, int32, int64, uint8, bool_)
 _BY_NAME = {d.name: d for d in _ALL}
 _BY_NAME.update({"float": float32, "double": float64, "char": int8, "bool_": bool_, "half": float16})
-_BY_NUMPY = {d.numpy_dtype: d for d in _ALL}
+_BY_NUMPY = {d.numpy_dtype: d for d in _ALL if d is not bfloat16}
 
 
 def _supported_names() -> str:

@@ -95,9 +95,13 @@ def _check_shape(where: str, shape) -> tuple:
 
 def _check_dtype(where: str, dtype) -> _dtypes.DType:
     try:
-        return _dtypes.as_dtype(dtype)
+        checked = _dtypes.as_dtype(dtype)
     except TypeError as e:
         raise TypeError(f"{where}: dtype must be a weir dtype (e.g. flow.float32), got {dtype!r}: {e}") from None
+    if checked is _dtypes.bfloat16:
+        raise TypeError(f"{where}: dtype bfloat16: numpy has no bfloat16 arrays to pass; use a float32 placeholder "
+                        "and flow.cast(x, flow.bfloat16)")
+    return checked
 
 
 def _check_batch_axis(where: str, batch_axis, rank: int, allow_none: bool):

@@ -200,6 +200,8 @@ std::string_view OneFlowDataTypeName(DType dtype) {
     case DType::kU8: return "kUInt8";
     case DType::kI8: return "kInt8";
     case DType::kBool: return "kBool";
+    case DType::kF16: return "kFloat16";
+    case DType::kBF16: return "kBFloat16";
   }
   return "kInvalidDataType";
 }
@@ -213,8 +215,8 @@ struct OneFlowDataType {
 constexpr OneFlowDataType kOneFlowDataTypes[] = {
     {"kChar", 1, DType::kI8},            {"kFloat", 2, DType::kF32},      {"kDouble", 3, DType::kF64},
     {"kInt8", 4, DType::kI8},          {"kInt32", 5, DType::kI32},      {"kInt64", 6, DType::kI64},
-    {"kUInt8", 7, DType::kU8},           {"kOFRecord", 8, std::nullopt},  {"kFloat16", 9, std::nullopt},
-    {"kTensorBuffer", 10, std::nullopt}, {"kBFloat16", 11, std::nullopt}, {"kBool", 12, DType::kBool},
+    {"kUInt8", 7, DType::kU8},           {"kOFRecord", 8, std::nullopt},  {"kFloat16", 9, DType::kF16},
+    {"kTensorBuffer", 10, std::nullopt}, {"kBFloat16", 11, DType::kBF16}, {"kBool", 12, DType::kBool},
 };
 
 void CheckVariableName(const std::string& name) {

@@ -191,7 +191,9 @@ bool Representable(double value, DType dtype) {
     case DType::kI8: return value >= -128.0 && value <= 127.0;
     case DType::kBool: return value == 0.0 || value == 1.0;
     case DType::kF32:
-    case DType::kF64: return true;
+    case DType::kF64:
+    case DType::kF16:
+    case DType::kBF16: return true;
   }
   return false;
 }
@@ -367,13 +369,19 @@ Tensor Initialize(const Initializer& init, const Shape& shape, DType dtype, std:
       case DType::kU8: FillConstant<std::uint8_t>(tensor, init.value); break;
       case DType::kI8: FillConstant<std::int8_t>(tensor, init.value); break;
       case DType::kBool: FillConstant<bool>(tensor, init.value); break;
+      case DType::kF16: FillConstant<float16>(tensor, init.value); break;
+      case DType::kBF16: FillConstant<bfloat16>(tensor, init.value); break;
     }
     return tensor;
   }
   const Draw draw = DrawFor(init, shape);
   const std::uint64_t seed = init.seed.value_or(default_seed);
-  if (dtype == DType::kF32) FillRandom<float>(tensor, draw, seed);
-  else FillRandom<double>(tensor, draw, seed);
+  switch (dtype) {
+    case DType::kF64: FillRandom<double>(tensor, draw, seed); break;
+    case DType::kF16: FillRandom<float16>(tensor, draw, seed); break;
+    case DType::kBF16: FillRandom<bfloat16>(tensor, draw, seed); break;
+    default: FillRandom<float>(tensor, draw, seed); break;  // Validate let only floating dtypes through
+  }
   return tensor;
 }
 

@@ -11,6 +11,8 @@ std::size_t SizeOf(DType dtype) {
     case DType::kU8: return 1;
     case DType::kI8: return 1;
     case DType::kBool: return 1;
+    case DType::kF16: return 2;
+    case DType::kBF16: return 2;
   }
   return 0;
 }
@@ -24,10 +26,14 @@ std::string_view Name(DType dtype) {
     case DType::kU8: return "u8";
     case DType::kI8: return "i8";
     case DType::kBool: return "bool";
+    case DType::kF16: return "f16";
+    case DType::kBF16: return "bf16";
   }
   return "?";
 }
 
-bool IsFloating(DType dtype) { return dtype == DType::kF32 || dtype == DType::kF64; }
+bool IsFloating(DType dtype) {
+  return dtype == DType::kF32 || dtype == DType::kF64 || dtype == DType::kF16 || dtype == DType::kBF16;
+}
 
 }  // namespace weir

@@ -55,6 +55,8 @@ template <typename T> void AppendValues(std::string& out, const void* raw, std::
     if (i > 0) out += ", ";
     if constexpr (std::is_same_v<T, std::uint8_t> || std::is_same_v<T, std::int8_t>) {
       out += fmt::format("{}", static_cast<int>(data[i]));
+    } else if constexpr (std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>) {
+      out += fmt::format("{}", static_cast<float>(data[i]));
     } else {
       out += fmt::format("{}", data[i]);
     }
@@ -76,6 +78,8 @@ std::string Tensor::ToString() const {
     case DType::kU8: AppendValues<std::uint8_t>(out, RawData(), NumElements()); break;
     case DType::kI8: AppendValues<std::int8_t>(out, RawData(), NumElements()); break;
     case DType::kBool: AppendValues<bool>(out, RawData(), NumElements()); break;
+    case DType::kF16: AppendValues<float16>(out, RawData(), NumElements()); break;
+    case DType::kBF16: AppendValues<bfloat16>(out, RawData(), NumElements()); break;
   }
   return out + "])";
 }

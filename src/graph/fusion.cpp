@@ -38,13 +38,6 @@ bool IsRelu(const OpNode& node) {
   return node.type == "unary" && std::any_cast<const UnaryAttrs&>(node.attrs).kind == UnaryOpKind::kRelu;
 }
 
-bool AllF32(const JobGraph& graph, const OpNode& node) {
-  for (int value : node.inputs) {
-    if (graph.values[static_cast<std::size_t>(value)].meta.dtype != DType::kF32) return false;
-  }
-  return true;
-}
-
 // The axis of the head's output that bias_add must add along, or -1 if the head cannot fuse.
 int BiasAxis(const JobGraph& graph, const OpNode& head) {
   const Shape& out = graph.values[static_cast<std::size_t>(head.outputs[0])].meta.shape;
@@ -62,6 +55,23 @@ int BiasAxis(const JobGraph& graph, const OpNode& head) {
   return -1;
 }
 
+// Whether every input of `node` has `dtype`.
+bool AllOf(const JobGraph& graph, const OpNode& node, DType dtype) {
+  for (int value : node.inputs) {
+    if (graph.values[static_cast<std::size_t>(value)].meta.dtype != dtype) return false;
+  }
+  return true;
+}
+
+// Products whose CPU kernels take bf16 operands and write an f32 result (oneDNN's mixed data types).
+bool IsLowPrecisionHead(const std::string& type) {
+  return type == "matmul" || type == "conv2d" || type == "conv2d_grad_data" || type == "conv2d_grad_filter";
+}
+
+bool IsCastTo(const OpNode& node, DType dtype) {
+  return node.type == "cast" && std::any_cast<const CastAttrs&>(node.attrs).dtype == dtype;
+}
+
 // An SGD step that only scales the gradient: what a matmul's output scale and sum post-op compute.
 bool IsPlainSgd(const OpNode& node) {
   if (node.type != "sgd_update" || node.inputs.size() != 3) return false;
@@ -71,17 +81,33 @@ bool IsPlainSgd(const OpNode& node) {
 
 }  // namespace
 
-std::vector<FusedChain> FindFusedChains(const JobGraph& graph, const std::vector<bool>& live) {
+std::vector<FusedChain> FindFusedChains(const JobGraph& graph, const std::vector<bool>& live, bool fuse_casts) {
   const Readers readers(graph, live);
   const std::vector<bool> written = WrittenValues(graph, live);
   std::vector<FusedChain> chains;
   for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
     const OpNode& head = graph.nodes[n];
-    if (!live[n] || (head.type != "conv2d" && head.type != "matmul") || !AllF32(graph, head)) continue;
-    const int axis = BiasAxis(graph, head);
-    if (axis < 0) continue;
+    if (!live[n]) continue;
+    // A bf16 product whose result is cast to f32 (mixed precision) writes f32 itself: the chain
+    // starts with both, and what follows reads the cast's output.
+    int cast = -1;
+    if (fuse_casts && head.outputs.size() == 1 && AllOf(graph, head, DType::kBF16) && IsLowPrecisionHead(head.type)) {
+      cast = readers.Sole(graph, head.outputs[0], 0);
+      if (cast >= 0 && !IsCastTo(graph.nodes[static_cast<std::size_t>(cast)], DType::kF32)) cast = -1;
+      if (cast < 0) continue;
+    } else if ((head.type != "conv2d" && head.type != "matmul") || !AllOf(graph, head, DType::kF32)) {
+      continue;
+    }
+    std::vector<int> nodes{static_cast<int>(n)};
+    if (cast >= 0) nodes.push_back(cast);
+    const int result = graph.nodes[static_cast<std::size_t>(nodes.back())].outputs[0];
+    const int axis = head.type == "conv2d" || head.type == "matmul" ? BiasAxis(graph, head) : -1;
+    if (axis < 0) {
+      if (cast >= 0) chains.push_back({head.type, nodes, head.inputs, head.attrs});
+      continue;
+    }
     if (head.type == "matmul") {
-      const int update = readers.Sole(graph, head.outputs[0], 1);  // sgd_update(variable, gradient, lr)
+      const int update = readers.Sole(graph, result, 1);  // sgd_update(variable, gradient, lr)
       // A matmul fused with the update of one variable must not read another variable that some update
       // writes: that update waits for every reader of its variable, the fused kernel among them, and when
       // it is itself fused with a matmul reading the first variable (y = x @ w, both variables, plain
@@ -94,26 +120,30 @@ std::vector<FusedChain> FindFusedChains(const JobGraph& graph, const std::vector
           !written_elsewhere(head.inputs[0]) && !written_elsewhere(head.inputs[1])) {
         const OpNode& sgd = graph.nodes[static_cast<std::size_t>(update)];
         const auto& update_attrs = std::any_cast<const UpdateAttrs&>(sgd.attrs);
+        nodes.push_back(update);
         chains.push_back({"matmul_sgd_update",
-                          {static_cast<int>(n), update},
+                          nodes,
                           {head.inputs[0], head.inputs[1], sgd.inputs[0], sgd.inputs[2]},
                           FusedMatMulSgdAttrs{std::any_cast<const MatMulAttrs&>(head.attrs),
                                               update_attrs.gradient_scale}});
         continue;
       }
     }
-    const int bias_add = readers.Sole(graph, head.outputs[0], 0);
-    if (bias_add < 0) continue;
-    const OpNode& add = graph.nodes[static_cast<std::size_t>(bias_add)];
-    if (add.type != "bias_add" || !AllF32(graph, add)) continue;
+    const int bias_add = readers.Sole(graph, result, 0);
+    const OpNode* add = bias_add >= 0 ? &graph.nodes[static_cast<std::size_t>(bias_add)] : nullptr;
     const int rank = graph.values[static_cast<std::size_t>(head.outputs[0])].meta.shape.Rank();
-    const int add_axis = std::any_cast<const BiasAddAttrs&>(add.attrs).axis;
-    if ((add_axis < 0 ? add_axis + rank : add_axis) != axis) continue;
+    const int add_axis = add != nullptr && add->type == "bias_add" ? std::any_cast<const BiasAddAttrs&>(add->attrs).axis : -9;
+    if (add == nullptr || add->type != "bias_add" || !AllOf(graph, *add, DType::kF32) ||
+        (add_axis < 0 ? add_axis + rank : add_axis) != axis) {
+      if (cast >= 0) chains.push_back({head.type, nodes, head.inputs, head.attrs});
+      continue;
+    }
 
     FusedChain chain;
-    chain.nodes = {static_cast<int>(n), bias_add};
-    chain.inputs = {head.inputs[0], head.inputs[1], add.inputs[1]};
-    const int relu = readers.Sole(graph, add.outputs[0], 0);
+    nodes.push_back(bias_add);
+    chain.nodes = nodes;
+    chain.inputs = {head.inputs[0], head.inputs[1], add->inputs[1]};
+    const int relu = readers.Sole(graph, add->outputs[0], 0);
     const bool with_relu = relu >= 0 && IsRelu(graph.nodes[static_cast<std::size_t>(relu)]);
     if (with_relu) chain.nodes.push_back(relu);
     const FusedActivation activation = with_relu ? FusedActivation::kRelu : FusedActivation::kNone;

@@ -1,5 +1,6 @@
 // JobBuilder, Blob and Job: the public face of the job IR.
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 
 #include <fmt/ranges.h>
@@ -7,6 +8,7 @@
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
 #include "graph/layout_pass.hpp"
+#include "graph/mixed_precision_pass.hpp"
 #include "graph/train_lowering.hpp"
 #include "weir/job.hpp"
 #include "weir/optimizers.hpp"
@@ -79,6 +81,7 @@ std::string Blob::Name() const { return Value(graph_, value_).name; }
 const std::string& Job::Name() const { return graph_->name; }
 JobType Job::Type() const { return graph_->type; }
 const JobConfig& Job::Config() const { return graph_->config; }
+int Job::MixedPrecisionOps() const { return graph_->mixed_precision_ops; }
 const std::vector<PlaceholderInfo>& Job::Placeholders() const { return graph_->placeholders; }
 std::vector<std::string> Job::OutputNames() const {
   std::vector<std::string> names;
@@ -178,6 +181,12 @@ Job JobBuilder::Build() {
   }
   // Before autodiff, so that the backward pass follows the layout chosen here.
   if (graph_->config.channels_last_convolutions) internal::UseChannelsLastConvolutions(graph_);
+  // After the layout pass, whose f32 NHWC convolutions it then runs in 16 bits.
+  if (const auto& mixed = graph_->config.mixed_precision; mixed && mixed->dtype != DType::kBF16 && mixed->dtype != DType::kF16) {
+    throw std::invalid_argument(fmt::format("[build] job '{}': JobConfig::mixed_precision.dtype: expected bf16 or f16, got {}",
+                                            graph_->name, mixed->dtype));
+  }
+  graph_->mixed_precision_ops = internal::UseMixedPrecision(graph_);
   if (graph_->type == JobType::kTrain) {
     if (!graph_->optimizer) {
       throw std::invalid_argument(fmt::format(
@@ -342,6 +351,29 @@ Blob AddConstant(const std::shared_ptr<JobGraph>& graph, const Tensor& value, st
 
 Blob AddOp1(std::string_view type, const std::vector<Blob>& inputs, std::any attrs, std::string_view name) {
   return AddOp(type, inputs, std::move(attrs), name).front();
+}
+
+void RestoreTopologicalOrder(JobGraph& graph) {
+  const std::size_t count = graph.nodes.size();
+  const auto producer = [&graph](int value) { return graph.values[static_cast<std::size_t>(value)].producer; };
+  std::vector<int> order;
+  std::vector<char> state(count, 0);  // 0 new, 1 visiting, 2 placed
+  std::function<void(int)> visit = [&](int node) {
+    if (state[static_cast<std::size_t>(node)] != 0) return;
+    state[static_cast<std::size_t>(node)] = 1;
+    for (int input : graph.nodes[static_cast<std::size_t>(node)].inputs) visit(producer(input));
+    state[static_cast<std::size_t>(node)] = 2;
+    order.push_back(node);
+  };
+  for (std::size_t n = 0; n < count; ++n) visit(static_cast<int>(n));
+  std::vector<OpNode> sorted;
+  sorted.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    OpNode& node = graph.nodes[static_cast<std::size_t>(order[i])];
+    for (int output : node.outputs) graph.values[static_cast<std::size_t>(output)].producer = static_cast<int>(i);
+    sorted.push_back(std::move(node));
+  }
+  graph.nodes = std::move(sorted);
 }
 
 }  // namespace internal

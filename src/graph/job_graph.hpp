@@ -71,6 +71,7 @@ struct JobGraph {
   std::vector<int> placement_scopes;
   bool built = false;
   int next_auto_name = 0;
+  int mixed_precision_ops = 0;  // ops the mixed-precision pass runs in 16 bits
 };
 
 /// The placement of nodes added now: the innermost open scope, or -1 (the default).
@@ -101,5 +102,8 @@ Blob AddVariable(const std::shared_ptr<JobGraph>& graph, const std::string& name
 Blob AddConstant(const std::shared_ptr<JobGraph>& graph, const Tensor& value, std::string_view name);
 /// AddOp for single-output ops.
 Blob AddOp1(std::string_view type, const std::vector<Blob>& inputs, std::any attrs, std::string_view name);
+/// After a rewrite appended ops that earlier nodes now read: restores producer-first order (depth
+/// first from each node in the old order, so untouched parts keep their order).
+void RestoreTopologicalOrder(JobGraph& graph);
 
 }  // namespace weir::internal

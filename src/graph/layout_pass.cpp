@@ -1,6 +1,5 @@
 #include "graph/layout_pass.hpp"
 
-#include <functional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -39,7 +38,7 @@ class ChannelsLast {
     for (auto& [name, value] : graph_->outputs) value = Exported(value);
     for (WatchSpec& watch : graph_->watches) watch.value = Exported(watch.value);  // forward watches only
     if (graph_->loss_value >= 0) graph_->loss_value = Exported(graph_->loss_value);
-    SortTopologically();
+    RestoreTopologicalOrder(*graph_);
   }
 
  private:
@@ -115,30 +114,6 @@ class ChannelsLast {
       it->second = Transpose(B(converted_.at(value)), {kNhwcToNchw}, producer + "/nchw_out").ValueId();
     }
     return it->second;
-  }
-
-  // New ops were appended, but old consumers now read some of them: restore producer-first order
-  // (depth first from each node in the old order, so untouched parts keep their order).
-  void SortTopologically() {
-    const std::size_t count = graph_->nodes.size();
-    std::vector<int> order;
-    std::vector<char> state(count, 0);  // 0 new, 1 visiting, 2 placed
-    std::function<void(int)> visit = [&](int node) {
-      if (state[static_cast<std::size_t>(node)] != 0) return;
-      state[static_cast<std::size_t>(node)] = 1;
-      for (int input : graph_->nodes[static_cast<std::size_t>(node)].inputs) visit(Value(input).producer);
-      state[static_cast<std::size_t>(node)] = 2;
-      order.push_back(node);
-    };
-    for (std::size_t n = 0; n < count; ++n) visit(static_cast<int>(n));
-    std::vector<OpNode> sorted;
-    sorted.reserve(count);
-    for (std::size_t i = 0; i < count; ++i) {
-      OpNode& node = graph_->nodes[static_cast<std::size_t>(order[i])];
-      for (int output : node.outputs) graph_->values[static_cast<std::size_t>(output)].producer = static_cast<int>(i);
-      sorted.push_back(std::move(node));
-    }
-    graph_->nodes = std::move(sorted);
   }
 
   std::shared_ptr<JobGraph> graph_;

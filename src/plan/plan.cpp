@@ -87,6 +87,15 @@ std::string Escape(std::string_view text) {
   return out;
 }
 
+// A kernel's element types as a line of its label: "\nbf16" (its first input's), "\nf32->bf16" where
+// its first output's differs (a cast); mixed precision shows in the plan this way.
+std::string KernelDTypes(const TaskDesc& task) {
+  if (task.kind != TaskKind::kKernel || task.input_metas.empty()) return "";
+  const DType in = task.input_metas[0].dtype;
+  if (task.output_metas.empty() || task.output_metas[0].dtype == in) return fmt::format("\\n{}", in);
+  return fmt::format("\\n{}->{}", in, task.output_metas[0].dtype);
+}
+
 }  // namespace
 
 std::string Plan::ToDot() const {
@@ -98,8 +107,8 @@ std::string Plan::ToDot() const {
       if (task.stream != static_cast<int>(s)) continue;
       const std::string detail = task.kind == TaskKind::kKernel ? task.op_type : std::string(Name(task.kind));
       const std::string device = DeviceName(task);
-      dot += fmt::format("    t{} [label=\"{}\\n{}\\n{}\"{}];\n", task.id, Escape(task.name), Escape(detail), device,
-                         task.kind == TaskKind::kKernel ? "" : ", style=rounded");
+      dot += fmt::format("    t{} [label=\"{}\\n{}\\n{}{}\"{}];\n", task.id, Escape(task.name), Escape(detail), device,
+                         KernelDTypes(task), task.kind == TaskKind::kKernel ? "" : ", style=rounded");
     }
     dot += "  }\n";
   }

@@ -72,6 +72,15 @@ std::map<std::string, Tensor> EveryKind() {
   variables["scalar"] = Tensor::Scalar<float>(-0.0f);
   variables["empty"] = Tensor(Shape{0, 3}, DType::kF32);
   variables["empty-i64"] = Tensor(Shape{0}, DType::kI64);
+  // Mixed precision's storage types: kFloat16 and kBFloat16 in the meta, two bytes per value.
+  Tensor f16(Shape{3}, DType::kF16), bf16(Shape{2}, DType::kBF16);
+  f16.Data<float16>()[0] = float16(1.5f);
+  f16.Data<float16>()[1] = float16(-65504.f);
+  f16.Data<float16>()[2] = float16(6e-8f);
+  bf16.Data<bfloat16>()[0] = bfloat16(3.0e38f);
+  bf16.Data<bfloat16>()[1] = bfloat16(-0.1f);
+  variables["f16"] = f16;
+  variables["bf16"] = bf16;
   return variables;
 }
 
@@ -404,10 +413,9 @@ TEST_CASE("checkpoint: unknown and unsupported data_types are named") {
   const std::vector<std::pair<std::string, std::string>> cases{
       {"kFoo", "unknown data_type 'kFoo'"},
       {"42", "unknown data_type '42'"},
-      {"kFloat16", "data_type kFloat16 is not supported by Weir"},
-      {"kBFloat16", "data_type kBFloat16 is not supported by Weir"},
+      {"kOFRecord", "data_type kOFRecord is not supported by Weir"},
       {"kTensorBuffer", "data_type kTensorBuffer is not supported by Weir"},
-      {"9", "data_type kFloat16 is not supported by Weir"},  // data_type.proto's number for kFloat16
+      {"10", "data_type kTensorBuffer is not supported by Weir"},  // data_type.proto's number for kTensorBuffer
   };
   for (const auto& [data_type, expected] : cases) {
     CAPTURE(data_type);

@@ -869,6 +869,10 @@ std::string DataTypeName(DType dtype) {
       return "kInt8";
     case DType::kBool:
       return "kBool";
+    case DType::kF16:
+      return "kFloat16";
+    case DType::kBF16:
+      return "kBFloat16";
   }
   return "kInvalidDataType";
 }

@@ -440,7 +440,7 @@ TEST_CASE("a trace records every firing and call between StartTrace and StopTrac
 TEST_CASE("SupportedOps lists each device's kernels and their dtypes") {
   const auto cpu = SupportedOps("cpu");
   REQUIRE(cpu.count("matmul") == 1);
-  CHECK(cpu.at("matmul") == std::vector<DType>{DType::kF32, DType::kF64});
+  CHECK(cpu.at("matmul") == std::vector<DType>{DType::kF32, DType::kF64, DType::kBF16});
   for (const auto& [op, dtypes] : SupportedOps("gpu")) {
     CAPTURE(op);
     CHECK(cpu.count(op) == 1);  // every CUDA kernel has a CPU kernel, its conformance reference

@@ -57,6 +57,9 @@ namespace {
 // Ops whose CUDA kernels the conformance samples cannot run: a transfer needs the processes of a
 // session (tests/api/test_gpu_sessions.cpp runs it between processes, one GPU each).
 const std::set<std::string> kSampledElsewhere = {"transfer"};
+// CUDA kernels of a dtype the CPU has no kernel for, each checked by a test of its own against the
+// CPU's f32 kernel: f16 matmul (the CPU's mixed precision is bf16).
+const std::set<std::pair<std::string, DType>> kCheckedAgainstF32 = {{"matmul", DType::kF16}};
 
 struct Sample {
   std::string op;
@@ -236,7 +239,7 @@ std::vector<Sample> Samples() {
       {Shape{3, 1, 5}, Shape{1, 4, 5}, Shape{3, 4, 5}}, {Shape{2, 1, 3, 1}, Shape{5, 1, 4}, Shape{2, 5, 3, 4}},
       {Shape{0, 3}, Shape{3}, Shape{0, 3}},       {Shape{}, Shape{1}, Shape{1}}};
   for (const char* op : {"add", "sub", "mul", "div", "mod", "maximum", "minimum"}) {
-    for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
+    for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kF16, DType::kBF16}) {
       const bool integer_division = std::string(op) == "div" || std::string(op) == "mod";
       if (integer_division && (dtype == DType::kI32 || dtype == DType::kI64)) continue;  // the CPU's
       for (const auto& [a, b, out] : layouts) samples.push_back({op, std::any(), {{a, dtype}, {b, dtype}}, {{out, dtype}}});
@@ -519,7 +522,7 @@ std::vector<Sample> Samples() {
   for (const Product& p : {Product{1, 1, 1, false, false}, Product{7, 5, 3, false, false}, Product{7, 5, 3, true, false},
                            Product{7, 5, 3, false, true}, Product{33, 65, 17, true, true}, Product{4, 0, 3, false, false},
                            Product{0, 4, 3, false, false}, Product{128, 256, 64, false, true}}) {
-    for (DType dtype : {DType::kF32, DType::kF64}) {
+    for (DType dtype : {DType::kF32, DType::kF64, DType::kBF16}) {
       const Shape a = p.ta ? Shape{p.k, p.m} : Shape{p.m, p.k};
       const Shape b = p.tb ? Shape{p.n, p.k} : Shape{p.k, p.n};
       samples.push_back({"matmul", MatMulAttrs{p.ta, p.tb, 0.5}, {{a, dtype}, {b, dtype}}, {{Shape{p.m, p.n}, dtype}}});
@@ -590,6 +593,13 @@ std::vector<Sample> Samples() {
       }
     }
   }
+  // The 16-bit types have kernels for mixed precision's ops only: their samples of other ops go.
+  std::erase_if(samples, [](const Sample& sample) {
+    const DType dtype = sample.inputs.empty() ? sample.outputs[0].dtype : sample.inputs[0].dtype;
+    if (dtype != DType::kF16 && dtype != DType::kBF16) return false;
+    return FindKernel({sample.op, Device::Kind::kCpu, dtype}) == nullptr ||
+           FindKernel({sample.op, Device::Kind::kCuda, dtype}) == nullptr;
+  });
   return samples;
 }
 
@@ -618,7 +628,8 @@ Tensor RandomTensor(const TensorMeta& meta, const Sample& sample, std::mt19937& 
       case DType::kU8: t.Data<std::uint8_t>()[i] = static_cast<std::uint8_t>(integer(random)); break;
       case DType::kI8: t.Data<std::int8_t>()[i] = static_cast<std::int8_t>(integer(random)); break;
       case DType::kBool: t.Data<bool>()[i] = integer(random) % 2 == 0; break;
-      default: FAIL("no random values for ", meta.ToString());
+      case DType::kF16: t.Data<float16>()[i] = float16(static_cast<float>(sample.ties ? random() % 3 : real(random))); break;
+      case DType::kBF16: t.Data<bfloat16>()[i] = bfloat16(static_cast<float>(sample.ties ? random() % 3 : real(random))); break;
     }
   }
   return t;
@@ -710,7 +721,7 @@ TEST_CASE("every CUDA kernel has conformance samples, and the CPU kernels run th
     RunOn(Device::Kind::kCpu, sample, inputs);  // a sample the GPU day can use: valid for the CPU kernel
   }
   for (const KernelKey& key : RegisteredKernels(Device::Kind::kCuda)) {
-    if (kSampledElsewhere.count(key.op_type) > 0) continue;
+    if (kSampledElsewhere.count(key.op_type) > 0 || kCheckedAgainstF32.count({key.op_type, key.dtype}) > 0) continue;
     CHECK_MESSAGE(sampled.count({key.op_type, key.dtype}) == 1,
                   fmt::format("no conformance sample for the CUDA kernel of {} ({})", key.op_type, key.dtype));
   }
@@ -796,6 +807,19 @@ TEST_CASE("CUDA kernels compute what the CPU kernels compute, on random inputs a
         case DType::kF64:
           CheckAgrees(cpu[j].ToVector<double>(), gpu[j].ToVector<double>(), {.relative = 1e-9, .absolute = 1e-12, .norm = 1e-9});
           break;
+        case DType::kF16:
+        case DType::kBF16: {
+          // oneDNN and cuBLAS sum in different orders, then round to 8 (bf16) or 11 (f16) bits.
+          const auto widened = [](const Tensor& t) {
+            std::vector<float> values;
+            for (std::int64_t i = 0; i < t.NumElements(); ++i) {
+              values.push_back(t.GetDType() == DType::kF16 ? float(t.Data<float16>()[i]) : float(t.Data<bfloat16>()[i]));
+            }
+            return values;
+          };
+          CheckAgrees(widened(cpu[j]), widened(gpu[j]), {.relative = 1e-2, .absolute = 1e-2, .norm = 1e-2});
+          break;
+        }
         default:  // integers, u8 and bool: the same bytes
           CHECK(std::memcmp(cpu[j].RawData(), gpu[j].RawData(), cpu[j].NumBytes()) == 0);
       }
@@ -803,6 +827,30 @@ TEST_CASE("CUDA kernels compute what the CPU kernels compute, on random inputs a
     ++compared;
   }
   MESSAGE(fmt::format("{} samples compared on {}", compared, CudaDescribe()));
+}
+
+TEST_CASE("the CUDA f16 matmul computes the CPU's f32 product of the same values, rounded to f16" *
+          doctest::skip(CudaDeviceCount() == 0)) {
+  std::mt19937 random(13);
+  for (const auto& [ta, tb] : {std::pair{false, false}, std::pair{true, false}, std::pair{false, true}}) {
+    const std::int64_t m = 33, k = 300, n = 17;
+    const Shape a = ta ? Shape{k, m} : Shape{m, k};
+    const Shape b = tb ? Shape{n, k} : Shape{k, n};
+    const Sample half{"matmul", MatMulAttrs{ta, tb, 0.5}, {{a, DType::kF16}, {b, DType::kF16}}, {{Shape{m, n}, DType::kF16}}};
+    const Sample single{"matmul", MatMulAttrs{ta, tb, 0.5}, {{a, DType::kF32}, {b, DType::kF32}}, {{Shape{m, n}, DType::kF32}}};
+    std::vector<Tensor> halves, singles;
+    for (const TensorMeta& meta : half.inputs) {
+      halves.push_back(RandomTensor(meta, half, random));
+      Tensor widened(meta.shape, DType::kF32);
+      for (std::int64_t i = 0; i < widened.NumElements(); ++i) widened.Data<float>()[i] = halves.back().Data<float16>()[i];
+      singles.push_back(widened);
+    }
+    const Tensor gpu = RunOn(Device::Kind::kCuda, half, halves)[0];
+    const Tensor cpu = RunOn(Device::Kind::kCpu, single, singles)[0];
+    std::vector<float> got;
+    for (std::int64_t i = 0; i < gpu.NumElements(); ++i) got.push_back(gpu.Data<float16>()[i]);
+    CheckAgrees(cpu.ToVector<float>(), got, {.relative = 2e-3, .absolute = 2e-3, .norm = 2e-3});
+  }
 }
 
 TEST_CASE("a label out of range fails on the GPU with the CPU's error" *

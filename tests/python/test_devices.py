@@ -264,11 +264,11 @@ def test_first_api_docs_programs_train_on_two_devices_like_one_device():
 
 def test_supported_ops_say_what_runs_where():
     cpu = flow.supported_ops("cpu")
-    assert cpu["matmul"] == ["f32", "f64"]
+    assert cpu["matmul"] == ["f32", "f64", "bf16"]
     assert "sparse_softmax_cross_entropy" in cpu and "conv2d" in cpu
     gpu = flow.supported_ops("gpu")
     assert set(gpu) <= set(cpu)  # every CUDA kernel has its CPU twin (the conformance reference)
     if gpu:  # a build with CUDA
-        assert gpu["matmul"] == ["f32", "f64"]
+        assert gpu["matmul"] == ["f32", "f64", "f16", "bf16"]
     with pytest.raises(ValueError, match="device must be 'cpu' or 'gpu', got 'tpu'"):
         flow.supported_ops("tpu")

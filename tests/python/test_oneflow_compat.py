@@ -440,7 +440,7 @@ def test_dynamic_loss_scale_says_once_that_float32_steps_train_unscaled(capsys):
     np.testing.assert_array_equal(_train_scaled({"loss_scale_policy": policy}), _train_scaled({}))
     _train_scaled({"loss_scale_policy": policy})
     err = capsys.readouterr().err
-    assert err.count("acts with mixed precision") == 1
+    assert err.count("steps train unscaled") == 1
     assert "increment_period=20" in err
 
 

@@ -124,8 +124,9 @@ def _loss_scale_factor(name, loss_scale_factor, loss_scale_policy):
     if isinstance(loss_scale_policy, loss_scale.dynamic_loss_scale):
         if "dynamic_loss_scale" not in _NOTICED:
             _NOTICED.add("dynamic_loss_scale")
-            print(f"[weir] {name}: {loss_scale_policy!r} acts with mixed precision, which Weir does not run yet; "
-                  "steps train unscaled in float32", file=sys.stderr)
+            print(f"[weir] {name}: {loss_scale_policy!r}: Weir does not skip non-finite steps or adapt the scale "
+                  "yet; steps train unscaled (bfloat16, Weir's mixed precision on the CPU, needs no loss scaling)",
+                  file=sys.stderr)
         return None
     raise TypeError(f"{name}: loss_scale_policy must come from flow.optimizer.loss_scale, got {loss_scale_policy!r}")
 

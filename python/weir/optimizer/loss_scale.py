@@ -1,9 +1,10 @@
 """``flow.optimizer.loss_scale``: how an optimizer scales the loss before the backward pass (OneFlow's
 ``loss_scale_policy=``). ``static_loss_scale(f)`` multiplies the loss by f and divides every gradient
 by f before the update (the optimizer's ``loss_scale_factor``). ``dynamic_loss_scale`` adjusts the
-factor to keep float16 gradients finite: it acts with mixed precision, which Weir does not run yet, so
-its steps train unscaled in float32 (in float32 a power-of-two scale changes no gradient bit anyway)
-and the optimizer says so once."""
+factor to keep float16 gradients finite. Weir's mixed precision on the CPU runs bfloat16, which has
+float32's range and needs no scaling; the dynamic policy itself (skipping steps whose gradients are
+not finite) is not implemented yet, so its steps train unscaled (a power-of-two scale changes no
+gradient bit in float32 or bfloat16 anyway) and the optimizer says so once."""
 
 from __future__ import annotations
 

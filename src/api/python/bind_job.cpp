@@ -62,8 +62,13 @@ void BindJob(py::module_& m) {
            }),
            py::arg("kind"), py::arg("axis") = 0);
 
+  m.def(
+      "mixed_precision_dtype",
+      [](bool on_cuda) { return MixedPrecisionDType(on_cuda ? Device::Kind::kCuda : Device::Kind::kCpu); },
+      py::arg("on_cuda"));
   py::class_<Job>(m, "Job")
       .def_property_readonly("name", &Job::Name)
+      .def_property_readonly("mixed_precision_ops", &Job::MixedPrecisionOps)
       .def_property_readonly("type", &Job::Type)
       .def_property_readonly("output_names", &Job::OutputNames)
       .def_property_readonly("placeholders", [](const Job& job) {
@@ -74,14 +79,19 @@ void BindJob(py::module_& m) {
 
   py::class_<JobBuilder>(m, "JobBuilder")
       .def(py::init([](std::string name, JobType type, DType default_dtype, bool channels_last_convolutions,
-                       bool mirrored) {
-             return JobBuilder(std::move(name), type,
-                               JobConfig{.default_dtype = default_dtype,
-                                         .channels_last_convolutions = channels_last_convolutions,
-                                         .view = mirrored ? LogicalView::kMirrored : LogicalView::kConsistent});
+                       bool mirrored, std::optional<DType> mixed_precision, bool on_cuda) {
+             JobConfig config{.default_dtype = default_dtype,
+                              .channels_last_convolutions = channels_last_convolutions,
+                              .view = mirrored ? LogicalView::kMirrored : LogicalView::kConsistent};
+             if (mixed_precision) {
+               config.mixed_precision = JobConfig::MixedPrecision{
+                   .dtype = *mixed_precision, .device = on_cuda ? Device::Kind::kCuda : Device::Kind::kCpu};
+             }
+             return JobBuilder(std::move(name), type, std::move(config));
            }),
            py::arg("name"), py::arg("type"), py::arg("default_dtype") = DType::kF32,
-           py::arg("channels_last_convolutions") = true, py::arg("mirrored") = false)
+           py::arg("channels_last_convolutions") = true, py::arg("mirrored") = false,
+           py::arg("mixed_precision") = std::nullopt, py::arg("on_cuda") = false)
       .def("push_placement",
            [](JobBuilder& b, std::string device_tag, const std::vector<std::string>& machine_device_ids) {
              b.PushPlacement(Placement(std::move(device_tag), machine_device_ids));

@@ -16,15 +16,19 @@ py::dtype NumpyDType(DType dtype) {
     case DType::kU8: return py::dtype::of<std::uint8_t>();
     case DType::kI8: return py::dtype::of<std::int8_t>();
     case DType::kBool: return py::dtype::of<bool>();
+    case DType::kF16: return py::dtype("float16");
+    // numpy has no bfloat16: its values reach Python widened to float32 (exactly; see ToArray).
+    case DType::kBF16: return py::dtype::of<float>();
   }
   throw std::invalid_argument("[weir._C] unknown dtype");
 }
 
 DType FromNumpyDType(const py::dtype& dtype, std::string_view what) {
   for (DType candidate : kAllDTypes) {
+    if (candidate == DType::kBF16) continue;  // float32 arrays are float32
     if (NumpyDType(candidate).is(dtype) || NumpyDType(candidate).equal(dtype)) return candidate;
   }
-  throw std::invalid_argument(fmt::format("{}: numpy dtype {} has no Weir dtype (float32, float64, int32, int64, uint8, bool)",
+  throw std::invalid_argument(fmt::format("{}: numpy dtype {} has no Weir dtype (float32, float64, float16, int32, int64, int8, uint8, bool)",
                                           what, py::str(static_cast<const py::object&>(dtype)).cast<std::string>()));
 }
 
@@ -57,6 +61,13 @@ Tensor CopyArray(const py::array& array, std::string_view what) {
 
 py::array ToArray(const Tensor& tensor) {
   std::vector<py::ssize_t> shape(tensor.GetShape().Dims().begin(), tensor.GetShape().Dims().end());
+  if (tensor.GetDType() == DType::kBF16) {
+    py::array_t<float> widened(shape);
+    const auto* from = static_cast<const bfloat16*>(tensor.RawData());
+    float* to = widened.mutable_data();
+    for (std::int64_t i = 0; i < tensor.NumElements(); ++i) to[i] = from[i];
+    return widened;
+  }
   // The capsule owns a copy of the tensor handle, so the storage lives as long as the array.
   auto* owner = new Tensor(tensor);
   py::capsule capsule(owner, [](void* p) { delete static_cast<Tensor*>(p); });

@@ -24,7 +24,8 @@ DType FromNumpyDType(const py::dtype& dtype, std::string_view what);
 Tensor BorrowArray(const py::array& array, std::string_view what);
 /// A tensor holding a copy of the array (async calls, constants, variable values).
 Tensor CopyArray(const py::array& array, std::string_view what);
-/// A numpy array sharing the tensor's storage (no copy); the array keeps the storage alive.
+/// A numpy array sharing the tensor's storage (no copy); the array keeps the storage alive. A bfloat16
+/// tensor, which numpy cannot hold, comes back as a float32 copy (every bfloat16 is a float32).
 py::array ToArray(const Tensor& tensor);
 
 /// Owns a Python callable that C++ may copy and destroy on threads that do not hold the GIL

@@ -14,7 +14,9 @@ PYBIND11_MODULE(_C, m) {
       .value("int64", weir::DType::kI64)
       .value("uint8", weir::DType::kU8)
       .value("int8", weir::DType::kI8)
-      .value("bool", weir::DType::kBool);
+      .value("bool", weir::DType::kBool)
+      .value("float16", weir::DType::kF16)
+      .value("bfloat16", weir::DType::kBF16);
   m.def("numpy_dtype", &weir::python::NumpyDType, py::arg("dtype"));
   weir::python::BindJob(m);
   weir::python::BindTraining(m);

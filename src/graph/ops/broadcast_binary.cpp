@@ -14,7 +14,9 @@ std::vector<TensorMeta> InferBroadcastBinary(const InferContext& ctx) {
   const TensorMeta& a = ctx.inputs[0];
   const TensorMeta& b = ctx.inputs[1];
   if (a.dtype != b.dtype) throw OpError(ctx.op_type, "dtypes differ: {} vs {}", a.dtype, b.dtype);
-  if (a.dtype != DType::kF32 && a.dtype != DType::kF64 && a.dtype != DType::kI32 && a.dtype != DType::kI64) {
+  // f16 and bf16 pass here; which ops have 16-bit kernels (add: mixed precision's gradient sums) is
+  // the kernels' to say when the job compiles.
+  if (!IsFloating(a.dtype) && a.dtype != DType::kI32 && a.dtype != DType::kI64) {
     throw OpError(ctx.op_type, "expects f32, f64, i32 or i64 inputs, got {}", a.dtype);
   }
   return {{BroadcastShapes(ctx.op_type, a.shape, b.shape), a.dtype}};

@@ -17,7 +17,9 @@ std::vector<TensorMeta> InferCast(const InferContext& ctx) {
     case DType::kI64:
     case DType::kU8:
     case DType::kI8:
-    case DType::kBool: break;
+    case DType::kBool:
+    case DType::kF16:
+    case DType::kBF16: break;
     default:
       throw OpError(ctx.op_type, "unknown target dtype {}", static_cast<int>(attrs.dtype));
   }

@@ -7,7 +7,7 @@ namespace weir::internal {
 FusedKernels ChooseFusedKernels(const JobGraph& graph, const std::vector<bool>& live, const Topology& topology,
                                 const PlanOptions& options) {
   FusedKernels fused;
-  fused.chains = FindFusedChains(graph, live);
+  fused.chains = FindFusedChains(graph, live, options.device_kind == Device::Kind::kCpu);
   if (topology.all_devices > 1 || topology.across_processes) {
     std::erase_if(fused.chains, [](const FusedChain& chain) { return chain.op_type == "matmul_sgd_update"; });
   }

@@ -26,6 +26,9 @@ template <typename Op> void RegisterBinary(const char* op_type) {
 
 WEIR_REGISTER_KERNELS {
   RegisterBinary<AddOp>("add");
+  // Mixed precision sums gradients of float16/bfloat16 values (in float, rounded once per element).
+  RegisterKernel({"add", Device::Kind::kCpu, DType::kF16}, &MakeKernel<BroadcastBinaryCpu<float16, AddOp>>);
+  RegisterKernel({"add", Device::Kind::kCpu, DType::kBF16}, &MakeKernel<BroadcastBinaryCpu<bfloat16, AddOp>>);
   RegisterBinary<SubOp>("sub");
   RegisterBinary<MulOp>("mul");
   RegisterBinary<DivOp>("div");

@@ -1,19 +1,22 @@
 // cast on the CPU: one kernel per (input, output) dtype pair, picked when the task is created; the
 // conversion is kernels/functors/cast.hpp (the CUDA kernel's too).
 // Float to integer saturates and maps NaN to 0 (a plain out-of-range conversion is undefined);
-// integer narrowing wraps; anything to bool is value != 0.
-#include <cmath>
+// integer narrowing wraps; anything to bool is value != 0; to float16/bfloat16 rounds to nearest even.
 #include <cstdint>
-#include <limits>
 #include <memory>
-#include <type_traits>
 
+#include "common/intra_op_pool.hpp"
 #include "kernels/functors/cast.hpp"
 #include "kernels/kernel.hpp"
+#include "kernels/word_dispatch.hpp"
 #include "weir/op_attrs.hpp"
 
 namespace weir::internal {
 namespace {
+
+// Casts of at least this many elements are split over the intra-op pool: mixed precision casts
+// activations and weights every step, and one core converts about a gigabyte per second.
+constexpr std::int64_t kParallelElements = 1 << 16;
 
 template <typename In, typename Out> class CastCpu final : public Kernel {
  public:
@@ -22,31 +25,29 @@ template <typename In, typename Out> class CastCpu final : public Kernel {
     const In* x = inputs[0].As<In>();
     Out* y = outputs[0].As<Out>();
     const std::int64_t count = inputs[0].NumElements();
-    for (std::int64_t i = 0; i < count; ++i) y[i] = Convert<Out>(x[i]);
+    if (count < kParallelElements) {
+      Convert(x, y, 0, count);
+      return;
+    }
+    const int chunks = IntraOpThreads();
+    ParallelFor(chunks, [&](int i) { Convert(x, y, count * i / chunks, count * (i + 1) / chunks); });
+  }
+
+ private:
+  static void Convert(const In* x, Out* y, std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) y[i] = internal::Convert<Out>(x[i]);
   }
 };
 
-template <typename In> std::unique_ptr<Kernel> MakeCast(const KernelSetup& setup) {
-  switch (setup.Get<CastAttrs>().dtype) {
-    case DType::kF32: return std::make_unique<CastCpu<In, float>>(setup);
-    case DType::kF64: return std::make_unique<CastCpu<In, double>>(setup);
-    case DType::kI32: return std::make_unique<CastCpu<In, std::int32_t>>(setup);
-    case DType::kI64: return std::make_unique<CastCpu<In, std::int64_t>>(setup);
-    case DType::kU8: return std::make_unique<CastCpu<In, std::uint8_t>>(setup);
-    case DType::kI8: return std::make_unique<CastCpu<In, std::int8_t>>(setup);
-    case DType::kBool: return std::make_unique<CastCpu<In, bool>>(setup);
-  }
-  return nullptr;  // unreachable: the switch covers every dtype
+std::unique_ptr<Kernel> MakeCast(const KernelSetup& setup) {
+  return WithTypeOf(setup.inputs[0].dtype, [&]<typename In>() {
+    return WithTypeOf(setup.Get<CastAttrs>().dtype,
+                      [&]<typename Out>() -> std::unique_ptr<Kernel> { return std::make_unique<CastCpu<In, Out>>(setup); });
+  });
 }
 
 WEIR_REGISTER_KERNELS {
-  RegisterKernel({"cast", Device::Kind::kCpu, DType::kF32}, &MakeCast<float>);
-  RegisterKernel({"cast", Device::Kind::kCpu, DType::kF64}, &MakeCast<double>);
-  RegisterKernel({"cast", Device::Kind::kCpu, DType::kI32}, &MakeCast<std::int32_t>);
-  RegisterKernel({"cast", Device::Kind::kCpu, DType::kI64}, &MakeCast<std::int64_t>);
-  RegisterKernel({"cast", Device::Kind::kCpu, DType::kU8}, &MakeCast<std::uint8_t>);
-  RegisterKernel({"cast", Device::Kind::kCpu, DType::kI8}, &MakeCast<std::int8_t>);
-  RegisterKernel({"cast", Device::Kind::kCpu, DType::kBool}, &MakeCast<bool>);
+  for (DType dtype : kAllDTypes) RegisterKernel({"cast", Device::Kind::kCpu, dtype}, &MakeCast);
 }
 
 }  // namespace

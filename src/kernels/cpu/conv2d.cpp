@@ -1,4 +1,4 @@
-// conv2d forward on the CPU: f32 through oneDNN's convolution_forward (primitives, reorders and
+// conv2d forward on the CPU: f32 and bf16 through oneDNN's convolution_forward (primitives, reorders and
 // scratchpads made once per task; large batches split over the intra-op pool), f64 through the
 // reference loops. conv2d_bias_act (planner-fused conv2d + bias_add [+ relu]) is the same kernel
 // with oneDNN's bias and relu post-op, saving two passes over y.
@@ -22,8 +22,9 @@ template <bool kFused> class Conv2DCpu final : public Conv2DDnnlKernel {
       relu.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
       primitive_attr.set_post_ops(relu);
     }
-    Init(Conv2DPass::kForward, geometry, [&](const Conv2DGeometry& g) {
-      const Conv2DDnnlDescs d = MakeConv2DDnnlDescs(g);
+    const dnnl::memory::data_type type = DnnlDataType(setup.inputs[0].dtype), out = DnnlDataType(setup.outputs[0].dtype);
+    Init(Conv2DPass::kForward, setup, geometry, [&](const Conv2DGeometry& g) {
+      const Conv2DDnnlDescs d = MakeConv2DDnnlDescs(g, Conv2DPass::kForward, type, out);
       const dnnl::memory::desc bias({g.filters}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::x);
       const auto desc = MakeConv2DForwardDesc(d, UseBlockedData(g), primitive_attr, fused ? &bias : nullptr);
       Conv2DPrimitive made{dnnl::convolution_forward(desc),
@@ -39,6 +40,9 @@ template <bool kFused> class Conv2DCpu final : public Conv2DDnnlKernel {
 
 WEIR_REGISTER_KERNELS {
   RegisterKernel({"conv2d", Device::Kind::kCpu, DType::kF32}, &MakeKernel<Conv2DCpu<false>>);
+  // bf16 (mixed precision): the result bf16, or f32 where the planner fused the product with its cast.
+  RegisterKernel({"conv2d", Device::Kind::kCpu, DType::kBF16}, &MakeKernel<Conv2DCpu<false>>);
+  RegisterKernel({"conv2d_bias_act", Device::Kind::kCpu, DType::kBF16}, &MakeKernel<Conv2DCpu<true>>);
   RegisterKernel({"conv2d_bias_act", Device::Kind::kCpu, DType::kF32}, &MakeKernel<Conv2DCpu<true>>);
   RegisterKernel({"conv2d", Device::Kind::kCpu, DType::kF64},
                  &MakeKernel<Conv2DReferenceCpu<Conv2DPass::kForward, double>>);

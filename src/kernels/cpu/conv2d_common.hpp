@@ -45,24 +45,28 @@ template <Conv2DPass kPass, typename T> class Conv2DReferenceCpu final : public 
 };
 
 /// The oneDNN descriptors of a convolution in the user's layouts (nchw/nhwc data; oihw, goihw or
-/// ohwi weights), with oneDNN's dilation (d - 1) and pads.
+/// ohwi weights) of element type `type` (f32, bf16), with oneDNN's dilation (d - 1) and pads; the
+/// result of `pass` (y, dx or dweight) of type `out_type` (f32 for bf16 operands fused with their
+/// cast to f32, graph/fusion.cpp; else `type`).
 struct Conv2DDnnlDescs {
   dnnl::memory::desc x, weight, y;
   dnnl::memory::dims strides, dilations, pad_l, pad_r;
 };
 
-inline Conv2DDnnlDescs MakeConv2DDnnlDescs(const Conv2DGeometry& g) {
+inline Conv2DDnnlDescs MakeConv2DDnnlDescs(const Conv2DGeometry& g, Conv2DPass pass, dnnl::memory::data_type type,
+                                           dnnl::memory::data_type out_type) {
   using tag = dnnl::memory::format_tag;
-  const auto f32 = dnnl::memory::data_type::f32;
+  const auto of = [&](Conv2DPass result) { return pass == result ? out_type : type; };
   const tag data_tag = g.nhwc ? tag::nhwc : tag::nchw;
   Conv2DDnnlDescs d;
-  d.x = dnnl::memory::desc({g.batch, g.channels, g.in_h, g.in_w}, f32, data_tag);
-  d.y = dnnl::memory::desc({g.batch, g.filters, g.out_h, g.out_w}, f32, data_tag);
+  d.x = dnnl::memory::desc({g.batch, g.channels, g.in_h, g.in_w}, of(Conv2DPass::kBackwardData), data_tag);
+  d.y = dnnl::memory::desc({g.batch, g.filters, g.out_h, g.out_w}, of(Conv2DPass::kForward), data_tag);
+  const auto weight_type = of(Conv2DPass::kBackwardFilter);
   if (g.groups == 1) {
-    d.weight = dnnl::memory::desc({g.filters, g.channels, g.kernel_h, g.kernel_w}, f32, g.nhwc ? tag::ohwi : tag::oihw);
+    d.weight = dnnl::memory::desc({g.filters, g.channels, g.kernel_h, g.kernel_w}, weight_type, g.nhwc ? tag::ohwi : tag::oihw);
   } else {  // (out, C/groups, kh, kw) or, for NHWC, (out, kh, kw, C/groups): out runs over the groups
-    d.weight = dnnl::memory::desc({g.groups, g.filters / g.groups, g.channels / g.groups, g.kernel_h, g.kernel_w}, f32,
-                                  g.nhwc ? tag::gohwi : tag::goihw);
+    d.weight = dnnl::memory::desc({g.groups, g.filters / g.groups, g.channels / g.groups, g.kernel_h, g.kernel_w},
+                                  weight_type, g.nhwc ? tag::gohwi : tag::goihw);
   }
   d.strides = {g.strides[0], g.strides[1]};
   d.dilations = {g.dilations[0] - 1, g.dilations[1] - 1};
@@ -132,7 +136,8 @@ inline dnnl::primitive_attr UserScratchpad() {
 }
 
 /// The forward primitive descriptor of `d`: what the forward kernel runs and what the backward
-/// kernels pass oneDNN as their hint. `blocked_data`: x and y in the layout oneDNN prefers.
+/// kernels pass oneDNN as their hint (descriptors of one data type: a bf16 backward pass writing f32
+/// hints with its bf16 forward). `blocked_data`: x and y in the layout oneDNN prefers.
 /// `bias`: a fused bias (conv2d_bias_act), else none.
 inline dnnl::convolution_forward::primitive_desc MakeConv2DForwardDesc(const Conv2DDnnlDescs& d, bool blocked_data,
                                                                        const dnnl::primitive_attr& attr = {},
@@ -173,20 +178,27 @@ class Conv2DDnnlKernel : public Kernel {
       std::fill_n(static_cast<char*>(outputs[0].data), outputs[0].meta->NumBytes(), 0);
       return;
     }
-    const Registers registers{inputs[0].As<float>(), inputs[1].As<float>(),
-                              inputs.size() > 2 ? inputs[2].As<float>() : nullptr, outputs[0].As<float>()};
+    const auto bytes = [](const void* data) { return static_cast<std::byte*>(const_cast<void*>(data)); };
+    const Registers registers{bytes(inputs[0].data), bytes(inputs[1].data),
+                              inputs.size() > 2 ? bytes(inputs[2].data) : nullptr, bytes(outputs[0].data)};
     ParallelFor(static_cast<int>(chunks_.size()), [this, &registers](int i) { RunChunk(i, registers); });
     // Chunks past the first left partial filter gradients in their own buffers.
-    float* out = outputs[0].As<float>();
     for (std::size_t i = 1; i < chunks_.size(); ++i) {
-      const std::vector<float>& partial = chunks_[i].partial;
-      for (std::size_t e = 0; e < partial.size(); ++e) out[e] += partial[e];
+      if (out_dtype_ == DType::kBF16) {
+        AddPartial(outputs[0].As<bfloat16>(), reinterpret_cast<const bfloat16*>(chunks_[i].partial.data()));
+      } else {
+        AddPartial(outputs[0].As<float>(), reinterpret_cast<const float*>(chunks_[i].partial.data()));
+      }
     }
   }
 
  protected:
-  /// Splits `g`'s batch into chunks and builds each chunk's primitive with `build`.
-  template <typename BuildFn> void Init(Conv2DPass pass, const Conv2DGeometry& g, BuildFn&& build) {
+  /// Splits `g`'s batch into chunks and builds each chunk's primitive with `build`; `setup`'s dtypes:
+  /// the inputs' (f32 or bf16) and the output's (the same, or f32 for bf16 inputs).
+  template <typename BuildFn> void Init(Conv2DPass pass, const KernelSetup& setup, const Conv2DGeometry& g, BuildFn&& build) {
+    element_size_ = SizeOf(setup.inputs[0].dtype);
+    out_dtype_ = setup.outputs[0].dtype;
+    out_element_size_ = SizeOf(out_dtype_);
     if (g.batch == 0) return;
     const double flops = 2.0 * static_cast<double>(g.batch * g.filters * g.out_h * g.out_w) *
                          static_cast<double>(g.channels / g.groups * g.kernel_h * g.kernel_w);
@@ -223,7 +235,7 @@ class Conv2DDnnlKernel : public Kernel {
           break;
         case Conv2DPass::kBackwardFilter:  // (dy, x) -> dweight, a partial sum past the first chunk
           chunk.offsets = {begin * y_image, begin * x_image, 0};
-          if (i > 0) chunk.partial.resize(static_cast<std::size_t>(weight_size));
+          if (i > 0) chunk.partial.resize(static_cast<std::size_t>(weight_size) * out_element_size_);
           break;
       }
     }
@@ -231,10 +243,10 @@ class Conv2DDnnlKernel : public Kernel {
 
  private:
   struct Registers {
-    const float* a;
-    const float* b;
-    const float* bias;  // fused kernels only
-    float* out;
+    std::byte* a;
+    std::byte* b;
+    std::byte* bias;  // fused kernels only
+    std::byte* out;
   };
   struct Chunk {
     dnnl::primitive primitive;
@@ -244,14 +256,16 @@ class Conv2DDnnlKernel : public Kernel {
     std::optional<DnnlOperand> bias;
     std::vector<dnnl_exec_arg_t> args;
     std::array<std::int64_t, 3> offsets{};  // in elements, into a, b and out
-    std::vector<float> partial;             // the filter gradient of chunks past the first
+    std::vector<std::byte> partial;         // the filter gradient of chunks past the first
   };
 
   void RunChunk(int i, const Registers& registers) {
     Chunk& chunk = chunks_[static_cast<std::size_t>(i)];
-    chunk.operands[0].Bind(registers.a + chunk.offsets[0]);
-    chunk.operands[1].Bind(registers.b + chunk.offsets[1]);
-    chunk.operands[2].Bind(chunk.partial.empty() ? registers.out + chunk.offsets[2] : chunk.partial.data());
+    const auto at = [this](std::byte* base, std::int64_t offset) { return base + offset * static_cast<std::int64_t>(element_size_); };
+    chunk.operands[0].Bind(at(registers.a, chunk.offsets[0]));
+    chunk.operands[1].Bind(at(registers.b, chunk.offsets[1]));
+    chunk.operands[2].Bind(chunk.partial.empty() ? registers.out + chunk.offsets[2] * static_cast<std::int64_t>(out_element_size_)
+                                                 : chunk.partial.data());
     chunk.operands[0].Import(chunk.stream);
     chunk.operands[1].Import(chunk.stream);
     if (chunk.bias) {
@@ -263,7 +277,15 @@ class Conv2DDnnlKernel : public Kernel {
     chunk.stream.wait();
   }
 
+  // out += partial over the filter gradient (in float; bfloat16 rounds once per element).
+  template <typename T> void AddPartial(T* out, const T* partial) const {
+    const std::size_t count = chunks_.back().partial.size() / sizeof(T);
+    for (std::size_t e = 0; e < count; ++e) out[e] = T(static_cast<float>(out[e]) + static_cast<float>(partial[e]));
+  }
+
   std::vector<Chunk> chunks_;
+  DType out_dtype_ = DType::kF32;
+  std::size_t element_size_ = 4, out_element_size_ = 4;  // the inputs', the output's
 };
 
 /// Whether x and y (or their gradients) go through the layout oneDNN prefers (nChw16c here) rather

@@ -53,11 +53,17 @@ class MatMulCpu final : public Kernel {
     const dnnl::memory::dim m = attrs.transpose_a ? a[1] : a[0];
     const dnnl::memory::dim k = attrs.transpose_a ? a[0] : a[1];
     const dnnl::memory::dim n = attrs.transpose_b ? b[0] : b[1];
+    // Mixed precision: bf16 operands may write an f32 result (a product fused with its cast) and add
+    // an f32 bias; the update's result is its variable.
+    const DType out_dtype = update_ ? setup.inputs[2].dtype : setup.outputs[0].dtype;
     type_ = DnnlDataType(setup.inputs[0].dtype);
+    out_type_ = DnnlDataType(out_dtype);
     element_size_ = SizeOf(setup.inputs[0].dtype);
+    out_element_size_ = SizeOf(out_dtype);
+    bias_element_size_ = fused ? SizeOf(setup.inputs[2].dtype) : 0;
     has_bias_ = fused;
     if (m == 0 || n == 0 || k == 0) {  // nothing to multiply; an empty sum is 0
-      output_bytes_ = static_cast<std::size_t>(m * n) * element_size_;
+      output_bytes_ = static_cast<std::size_t>(m * n) * out_element_size_;
       empty_rows_ = m;
       empty_relu_ = fused && setup.Get<FusedMatMulAttrs>().activation == FusedActivation::kRelu;
       return;
@@ -96,10 +102,11 @@ class MatMulCpu final : public Kernel {
       chunk.c_offset = split_m_ ? begin * n : begin;
       chunk.a_desc = dnnl::memory::desc({rows, k}, type_, a_strides);
       chunk.b_desc = dnnl::memory::desc({k, cols}, type_, b_strides);
-      chunk.c_desc = dnnl::memory::desc({rows, cols}, type_, dnnl::memory::dims{n, 1});
+      chunk.c_desc = dnnl::memory::desc({rows, cols}, out_type_, dnnl::memory::dims{n, 1});
       // A fused bias is one row, broadcast over C's rows; a column chunk reads its slice of it.
       chunk.bias_offset = split_m_ ? 0 : begin;
-      chunk.bias_desc = dnnl::memory::desc({1, cols}, type_, dnnl::memory::dims{cols, 1});
+      chunk.bias_desc = dnnl::memory::desc({1, cols}, fused ? DnnlDataType(setup.inputs[2].dtype) : out_type_,
+                                           dnnl::memory::dims{cols, 1});
       const dnnl::matmul::primitive_desc desc(
           has_bias_ ? dnnl::matmul::desc(chunk.a_desc, chunk.b_desc, chunk.bias_desc, chunk.c_desc)
                     : dnnl::matmul::desc(chunk.a_desc, chunk.b_desc, chunk.c_desc),
@@ -148,8 +155,8 @@ class MatMulCpu final : public Kernel {
       Chunk& chunk = chunks_[static_cast<std::size_t>(i)];
       chunk.a.set_data_handle(a + chunk.a_offset * element_size_);
       chunk.b.set_data_handle(b + chunk.b_offset * element_size_);
-      chunk.c.set_data_handle(c + chunk.c_offset * element_size_);
-      if (has_bias_) chunk.bias.set_data_handle(bias + chunk.bias_offset * element_size_);
+      chunk.c.set_data_handle(c + chunk.c_offset * out_element_size_);
+      if (has_bias_) chunk.bias.set_data_handle(bias + chunk.bias_offset * bias_element_size_);
       chunk.primitive.execute(chunk.stream, chunk.args);
       chunk.stream.wait();
     });
@@ -179,7 +186,7 @@ class MatMulCpu final : public Kernel {
     chunks_.resize(static_cast<std::size_t>(std::max(count, 1)));
   }
 
-  dnnl::memory::data_type type_{};
+  dnnl::memory::data_type type_{}, out_type_{};  // the operands', the result's
   bool has_bias_ = false;  // matmul_bias_act
   bool update_ = false;    // matmul_sgd_update
   double update_scale_ = 0;  // -gradient_scale * alpha; times the learning rate per call
@@ -187,7 +194,7 @@ class MatMulCpu final : public Kernel {
   bool empty_relu_ = false;           // ... and whether matmul_bias_act's relu applies to its bias rows
   float scale_ = 0;          // this call's output scale, which every chunk reads
   bool split_m_ = true;
-  std::size_t element_size_ = 4;
+  std::size_t element_size_ = 4, out_element_size_ = 4, bias_element_size_ = 4;
   std::size_t output_bytes_ = 0;  // empty products only
   std::vector<Chunk> chunks_;
 };
@@ -234,6 +241,11 @@ WEIR_REGISTER_KERNELS {
   RegisterKernel({"matmul_bias_act", Device::Kind::kCpu, DType::kF32}, &MakeMatMul<MatMulVariant::kBiasAct>);
   RegisterKernel({"matmul_sgd_update", Device::Kind::kCpu, DType::kF32}, &MakeMatMul<MatMulVariant::kSgdUpdate>);
   RegisterKernel({"matmul", Device::Kind::kCpu, DType::kF64}, &MakeKernel<MatMulF64Cpu>);
+  // bf16 (mixed precision): oneDNN's AVX512_BF16 / AMX kernels, accumulating in f32; the result bf16,
+  // or f32 where the planner fused the product with its cast to f32 (graph/fusion.cpp).
+  RegisterKernel({"matmul", Device::Kind::kCpu, DType::kBF16}, &MakeMatMul<MatMulVariant::kPlain>);
+  RegisterKernel({"matmul_bias_act", Device::Kind::kCpu, DType::kBF16}, &MakeMatMul<MatMulVariant::kBiasAct>);
+  RegisterKernel({"matmul_sgd_update", Device::Kind::kCpu, DType::kBF16}, &MakeMatMul<MatMulVariant::kSgdUpdate>);
 }
 
 }  // namespace

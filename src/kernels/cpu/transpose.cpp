@@ -4,6 +4,7 @@
 
 #include "kernels/cpu/strided_copy.hpp"
 #include "kernels/kernel.hpp"
+#include "kernels/word_dispatch.hpp"
 #include "weir/op_attrs.hpp"
 
 namespace weir::internal {
@@ -40,14 +41,10 @@ template <typename T> class TransposeCpu final : public Kernel {
 };
 
 WEIR_REGISTER_KERNELS {
-  for (DType dtype : kByteDTypes) {
-    RegisterKernel({"transpose", Device::Kind::kCpu, dtype}, &MakeKernel<TransposeCpu<std::uint8_t>>);
-  }
-  for (DType dtype : {DType::kF32, DType::kI32}) {
-    RegisterKernel({"transpose", Device::Kind::kCpu, dtype}, &MakeKernel<TransposeCpu<std::uint32_t>>);
-  }
-  for (DType dtype : {DType::kF64, DType::kI64}) {
-    RegisterKernel({"transpose", Device::Kind::kCpu, dtype}, &MakeKernel<TransposeCpu<std::uint64_t>>);
+  // Elements move as words of their size: one instantiation per size serves every dtype.
+  for (DType dtype : kAllDTypes) {
+    RegisterKernel({"transpose", Device::Kind::kCpu, dtype},
+                   WithWordOf(dtype, []<typename Word>() { return &MakeKernel<TransposeCpu<Word>>; }));
   }
 }
 

@@ -35,6 +35,9 @@ template <cuda::Binary kKind> void Register(const char* op, bool integers) {
 
 WEIR_REGISTER_KERNELS {
   Register<cuda::Binary::kAdd>("add", true);
+  // Mixed precision sums the gradients of 16-bit values.
+  RegisterKernel({"add", Device::Kind::kCuda, DType::kF16}, &MakeKernel<BinaryCuda<float16, cuda::Binary::kAdd>>);
+  RegisterKernel({"add", Device::Kind::kCuda, DType::kBF16}, &MakeKernel<BinaryCuda<bfloat16, cuda::Binary::kAdd>>);
   Register<cuda::Binary::kSub>("sub", true);
   Register<cuda::Binary::kMul>("mul", true);
   Register<cuda::Binary::kDiv>("div", false);

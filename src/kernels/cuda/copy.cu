@@ -1,11 +1,10 @@
 // Copies on a device stream: bytes (identity, reshape, constants), zeroes, the train step's increment
-// and learning rate (kernels/functors/learning_rate.hpp), dtype conversions (kernels/functors/cast.hpp, the CPU's) and broadcasts (kernels/functors/binary.hpp's plan).
+// and learning rate (kernels/functors/learning_rate.hpp) and broadcasts (kernels/functors/binary.hpp's plan).
 #include <cstdint>
 
 #include "common/cuda_check.cuh"
 #include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.hpp"
-#include "kernels/functors/cast.hpp"
 
 namespace weir::internal::cuda {
 
@@ -15,13 +14,6 @@ __global__ void IncrementKernel(std::int64_t* value) { ++*value; }
 
 __global__ void LearningRateKernel(ScheduleView view, const std::int64_t* train_step, float* lr) {
   *lr = static_cast<float>(ScheduledLearningRate(view, *train_step));
-}
-
-template <typename In, typename Out> __global__ void CastKernel(const In* x, Out* y, std::int64_t count) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
-    y[i] = Convert<Out>(x[i]);
-  }
 }
 
 template <typename T> __global__ void BroadcastCopyKernel(BroadcastPlan plan, const T* x, T* out, std::int64_t count) {
@@ -72,12 +64,6 @@ void LearningRate(void* stream, const ScheduleView& view, const std::int64_t* tr
   WEIR_CUDA_CHECK(cudaGetLastError());
 }
 
-template <typename In, typename Out> void Cast(void* stream, const In* x, Out* y, std::int64_t count) {
-  if (count == 0) return;
-  CastKernel<In, Out><<<Blocks(count), kThreads, 0, Native(stream)>>>(x, y, count);
-  WEIR_CUDA_CHECK(cudaGetLastError());
-}
-
 template <typename T> void BroadcastCopy(void* stream, const BroadcastPlan& plan, const T* x, T* out, std::int64_t count) {
   if (count == 0) return;
   BroadcastCopyKernel<T><<<Blocks(count), kThreads, 0, Native(stream)>>>(plan, x, out, count);
@@ -85,24 +71,8 @@ template <typename T> void BroadcastCopy(void* stream, const BroadcastPlan& plan
 }
 
 template void BroadcastCopy<std::uint8_t>(void*, const BroadcastPlan&, const std::uint8_t*, std::uint8_t*, std::int64_t);
+template void BroadcastCopy<std::uint16_t>(void*, const BroadcastPlan&, const std::uint16_t*, std::uint16_t*, std::int64_t);
 template void BroadcastCopy<std::uint32_t>(void*, const BroadcastPlan&, const std::uint32_t*, std::uint32_t*, std::int64_t);
 template void BroadcastCopy<std::uint64_t>(void*, const BroadcastPlan&, const std::uint64_t*, std::uint64_t*, std::int64_t);
-
-#define WEIR_CAST_TO(In)                                                        \
-  template void Cast<In, float>(void*, const In*, float*, std::int64_t);       \
-  template void Cast<In, double>(void*, const In*, double*, std::int64_t);     \
-  template void Cast<In, std::int32_t>(void*, const In*, std::int32_t*, std::int64_t); \
-  template void Cast<In, std::int64_t>(void*, const In*, std::int64_t*, std::int64_t); \
-  template void Cast<In, std::uint8_t>(void*, const In*, std::uint8_t*, std::int64_t); \
-  template void Cast<In, std::int8_t>(void*, const In*, std::int8_t*, std::int64_t);   \
-  template void Cast<In, bool>(void*, const In*, bool*, std::int64_t);
-WEIR_CAST_TO(float)
-WEIR_CAST_TO(double)
-WEIR_CAST_TO(std::int32_t)
-WEIR_CAST_TO(std::int64_t)
-WEIR_CAST_TO(std::uint8_t)
-WEIR_CAST_TO(std::int8_t)
-WEIR_CAST_TO(bool)
-#undef WEIR_CAST_TO
 
 }  // namespace weir::internal::cuda

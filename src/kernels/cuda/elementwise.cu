@@ -9,6 +9,7 @@
 #include "kernels/cuda/launch.hpp"
 #include "kernels/functors/activation.hpp"
 #include "kernels/functors/binary.hpp"
+#include "weir/half.hpp"
 
 namespace weir::internal::cuda {
 
@@ -37,24 +38,30 @@ void LaunchBinary(void* stream, const BroadcastPlan& plan, const T* a, const T* 
 template <typename T>
 void BroadcastBinary(void* stream, Binary kind, const BroadcastPlan& plan, const T* a, const T* b, T* out,
                      std::int64_t count) {
-  switch (kind) {
-    case Binary::kAdd: return LaunchBinary<T, AddOp>(stream, plan, a, b, out, count);
-    case Binary::kSub: return LaunchBinary<T, SubOp>(stream, plan, a, b, out, count);
-    case Binary::kMul: return LaunchBinary<T, MulOp>(stream, plan, a, b, out, count);
-    case Binary::kDiv:
-      if constexpr (std::is_integral_v<T>) {
-        throw std::invalid_argument("[div] integer division has no CUDA kernel (a zero divisor must fail the call)");
-      } else {
-        return LaunchBinary<T, FloatDivOp>(stream, plan, a, b, out, count);
-      }
-    case Binary::kMod:
-      if constexpr (std::is_integral_v<T>) {
-        throw std::invalid_argument("[mod] integer modulo has no CUDA kernel (a zero divisor must fail the call)");
-      } else {
-        return LaunchBinary<T, FloatFloorModOp>(stream, plan, a, b, out, count);
-      }
-    case Binary::kMaximum: return LaunchBinary<T, MaximumOp>(stream, plan, a, b, out, count);
-    case Binary::kMinimum: return LaunchBinary<T, MinimumOp>(stream, plan, a, b, out, count);
+  if constexpr (std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>) {
+    // 16-bit values are mixed precision's: only their gradients are summed.
+    if (kind != Binary::kAdd) throw std::invalid_argument("[binary] float16 and bfloat16 have a CUDA kernel for add only");
+    return LaunchBinary<T, AddOp>(stream, plan, a, b, out, count);
+  } else {
+    switch (kind) {
+      case Binary::kAdd: return LaunchBinary<T, AddOp>(stream, plan, a, b, out, count);
+      case Binary::kSub: return LaunchBinary<T, SubOp>(stream, plan, a, b, out, count);
+      case Binary::kMul: return LaunchBinary<T, MulOp>(stream, plan, a, b, out, count);
+      case Binary::kDiv:
+        if constexpr (std::is_integral_v<T>) {
+          throw std::invalid_argument("[div] integer division has no CUDA kernel (a zero divisor must fail the call)");
+        } else {
+          return LaunchBinary<T, FloatDivOp>(stream, plan, a, b, out, count);
+        }
+      case Binary::kMod:
+        if constexpr (std::is_integral_v<T>) {
+          throw std::invalid_argument("[mod] integer modulo has no CUDA kernel (a zero divisor must fail the call)");
+        } else {
+          return LaunchBinary<T, FloatFloorModOp>(stream, plan, a, b, out, count);
+        }
+      case Binary::kMaximum: return LaunchBinary<T, MaximumOp>(stream, plan, a, b, out, count);
+      case Binary::kMinimum: return LaunchBinary<T, MinimumOp>(stream, plan, a, b, out, count);
+    }
   }
 }
 
@@ -68,6 +75,8 @@ WEIR_INSTANTIATE(float)
 WEIR_INSTANTIATE(double)
 WEIR_INSTANTIATE(std::int32_t)
 WEIR_INSTANTIATE(std::int64_t)
+WEIR_INSTANTIATE(float16)
+WEIR_INSTANTIATE(bfloat16)
 #undef WEIR_INSTANTIATE
 template void Relu<float>(void*, const float*, float*, std::int64_t);
 template void Relu<double>(void*, const double*, double*, std::int64_t);

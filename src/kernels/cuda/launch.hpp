@@ -49,11 +49,8 @@ template <typename T>
 void ReducePieces(void* stream, const T* const* pieces, int count, bool mean, T* out, std::int64_t elements);
 /// ++*value on the device (the train step).
 void Increment(void* stream, std::int64_t* value);
-/// y = Convert<Out>(x) (kernels/functors/cast.hpp); In and Out: float, double, int32_t, int64_t,
-/// uint8_t, int8_t, bool.
-template <typename In, typename Out> void Cast(void* stream, const In* x, Out* y, std::int64_t count);
-/// out[i] = x[the plan's a-offset of i] (PlanBroadcast, PlanGather); T: uint8_t, uint32_t, uint64_t (the
-/// bytes of 1-, 4- and 8-byte dtypes).
+/// out[i] = x[the plan's a-offset of i] (PlanBroadcast, PlanGather); T: uint8_t, uint16_t, uint32_t, uint64_t
+/// (the bytes of 1-, 2-, 4- and 8-byte dtypes).
 template <typename T> void BroadcastCopy(void* stream, const BroadcastPlan& plan, const T* x, T* out, std::int64_t count);
 
 /// *lr = the schedule's learning rate at *train_step (kernels/functors/learning_rate.hpp); `view`'s
@@ -65,7 +62,8 @@ template <typename T> void Relu(void* stream, const T* x, T* y, std::int64_t cou
 
 enum class Binary : std::uint8_t { kAdd, kSub, kMul, kDiv, kMod, kMaximum, kMinimum };
 /// out = a (kind) b with broadcasting along `plan` (kernels/functors/binary.hpp; rank 0 or a plan of
-/// count elements); T: float, double, int32_t, int64_t (integers: not kDiv, kMod).
+/// count elements); T: float, double, int32_t, int64_t (integers: not kDiv, kMod), float16 and bfloat16
+/// (kAdd only).
 template <typename T>
 void BroadcastBinary(void* stream, Binary kind, const BroadcastPlan& plan, const T* a, const T* b, T* out,
                      std::int64_t count);

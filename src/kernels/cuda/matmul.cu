@@ -38,7 +38,8 @@ class FusedGemm {
 };
 
 /// Row-major C (m x n) = alpha op(A) op(B) through cuBLAS on the stream's handle; A is (m x k) or,
-/// transposed, (k x m); B is (k x n) or (n x k). float, double.
+/// transposed, (k x m); B is (k x n) or (n x k). float, double, and float16 / bfloat16 (tensor cores,
+/// accumulating in float).
 template <typename T>
 void Gemm(void* stream, bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
           const T* a, const T* b, T* c);
@@ -63,6 +64,24 @@ cublasStatus_t GemmCall(cublasHandle_t handle, cublasOperation_t ta, cublasOpera
                         double* c, int ldc) {
   return cublasDgemm(handle, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
+
+// Mixed precision's products: 16-bit operands and result, float accumulation and scalars.
+cublasStatus_t GemmCall(cublasHandle_t handle, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                        const float* alpha, const float16* a, int lda, const float16* b, int ldb, const float* beta,
+                        float16* c, int ldc) {
+  return cublasGemmEx(handle, ta, tb, m, n, k, alpha, a, CUDA_R_16F, lda, b, CUDA_R_16F, ldb, beta, c, CUDA_R_16F, ldc,
+                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
+cublasStatus_t GemmCall(cublasHandle_t handle, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                        const float* alpha, const bfloat16* a, int lda, const bfloat16* b, int ldb, const float* beta,
+                        bfloat16* c, int ldc) {
+  return cublasGemmEx(handle, ta, tb, m, n, k, alpha, a, CUDA_R_16BF, lda, b, CUDA_R_16BF, ldb, beta, c, CUDA_R_16BF,
+                      ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
+
+// The type of alpha and beta: float for the 16-bit types.
+template <typename T>
+using GemmScalar = std::conditional_t<std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>, float, T>;
 
 // alpha = factor · *lr, beta = 1, on the device.
 template <typename T> __global__ void AccumulateScalarsKernel(const float* lr, double factor, T* scalars) {
@@ -102,8 +121,8 @@ void Gemm(void* stream, bool transpose_a, bool transpose_b, std::int64_t m, std:
   // Row-major leading dimensions: A is (m x k) or (k x m), B is (k x n) or (n x k).
   const int lda = Dim(transpose_a ? m : k, "a's row length");
   const int ldb = Dim(transpose_b ? k : n, "b's row length");
-  const T scale = static_cast<T>(alpha);
-  const T zero = 0;
+  const GemmScalar<T> scale = static_cast<GemmScalar<T>>(alpha);
+  const GemmScalar<T> zero = 0;
   WEIR_CUDA_CHECK(cublasSetPointerMode(handle, CUBLAS_POINTER_MODE_HOST));
   WEIR_CUDA_CHECK(GemmCall(handle, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
                            Dim(n, "n"), Dim(m, "m"), Dim(k, "k"), &scale, b, ldb, a, lda, &zero, c, Dim(n, "n")));
@@ -228,9 +247,10 @@ template <typename T, bool kFused = false> class MatMulCuda final : public Kerne
     }
     cuda::Gemm<T>(stream_, attrs_.transpose_a, attrs_.transpose_b, m_, n_, k_, attrs_.alpha, inputs[0].As<T>(),
                   inputs[1].As<T>(), c);
-    if (!kFused) return;
-    cuda::BroadcastBinary<T>(stream_, cuda::Binary::kAdd, bias_rows_, c, inputs[2].As<T>(), c, m_ * n_);
-    if (relu_) cuda::Relu<T>(stream_, c, c, m_ * n_);
+    if constexpr (kFused) {  // (float and double only: the planner fuses f32 products)
+      cuda::BroadcastBinary<T>(stream_, cuda::Binary::kAdd, bias_rows_, c, inputs[2].As<T>(), c, m_ * n_);
+      if (relu_) cuda::Relu<T>(stream_, c, c, m_ * n_);
+    }
   }
 
  private:
@@ -273,6 +293,8 @@ WEIR_REGISTER_KERNELS {
   RegisterKernel({"matmul_sgd_update", Device::Kind::kCuda, DType::kF32}, &MakeKernel<MatMulSgdUpdateCuda>);
   RegisterKernel({"matmul", Device::Kind::kCuda, DType::kF32}, &MakeKernel<MatMulCuda<float>>);
   RegisterKernel({"matmul", Device::Kind::kCuda, DType::kF64}, &MakeKernel<MatMulCuda<double>>);
+  RegisterKernel({"matmul", Device::Kind::kCuda, DType::kF16}, &MakeKernel<MatMulCuda<float16>>);
+  RegisterKernel({"matmul", Device::Kind::kCuda, DType::kBF16}, &MakeKernel<MatMulCuda<bfloat16>>);
   RegisterKernel({"matmul_bias_act", Device::Kind::kCuda, DType::kF32}, &MakeKernel<MatMulCuda<float, true>>);
 }
 

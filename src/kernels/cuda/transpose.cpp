@@ -5,6 +5,7 @@
 
 #include "kernels/cuda/cuda_kernel.hpp"
 #include "kernels/cuda/launch.hpp"
+#include "kernels/word_dispatch.hpp"
 #include "weir/op_attrs.hpp"
 
 namespace weir::internal {
@@ -37,14 +38,10 @@ template <typename T> class TransposeCuda final : public Kernel {
 };
 
 WEIR_REGISTER_KERNELS {
-  for (DType dtype : kByteDTypes) {
-    RegisterKernel({"transpose", Device::Kind::kCuda, dtype}, &MakeKernel<TransposeCuda<std::uint8_t>>);
-  }
-  for (DType dtype : {DType::kF32, DType::kI32}) {
-    RegisterKernel({"transpose", Device::Kind::kCuda, dtype}, &MakeKernel<TransposeCuda<std::uint32_t>>);
-  }
-  for (DType dtype : {DType::kF64, DType::kI64}) {
-    RegisterKernel({"transpose", Device::Kind::kCuda, dtype}, &MakeKernel<TransposeCuda<std::uint64_t>>);
+  // Elements move as words of their size: one instantiation per size serves every dtype.
+  for (DType dtype : kAllDTypes) {
+    RegisterKernel({"transpose", Device::Kind::kCuda, dtype},
+                   WithWordOf(dtype, []<typename Word>() { return &MakeKernel<TransposeCuda<Word>>; }));
   }
 }
 

@@ -13,7 +13,7 @@ template <typename T> WEIR_HOST_DEVICE T ArithAdd(T a, T b) {
     using U = std::make_unsigned_t<T>;
     return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
   } else {
-    return a + b;
+    return T(a + b);  // T(): float16/bfloat16 compute in float
   }
 }
 
@@ -22,7 +22,7 @@ template <typename T> WEIR_HOST_DEVICE T ArithSub(T a, T b) {
     using U = std::make_unsigned_t<T>;
     return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
   } else {
-    return a - b;
+    return T(a - b);  // T(): float16/bfloat16 compute in float
   }
 }
 
@@ -31,7 +31,7 @@ template <typename T> WEIR_HOST_DEVICE T ArithMul(T a, T b) {
     using U = std::make_unsigned_t<T>;
     return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
   } else {
-    return a * b;
+    return T(a * b);  // T(): float16/bfloat16 compute in float
   }
 }
 

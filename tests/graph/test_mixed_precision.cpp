@@ -1,0 +1,242 @@
+// Mixed precision (graph/mixed_precision_pass.hpp): what the pass rewrites, that the bf16 product
+// kernels match f32 within bf16's precision, and that training under it follows f32 training.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "graph/job_graph.hpp"
+#include "graph/planner.hpp"
+#include "weir/weir.hpp"
+
+using namespace weir;
+
+namespace {
+
+Tensor Random(Shape shape, unsigned seed, float scale = 1.f) {
+  Tensor t(std::move(shape), DType::kF32);
+  std::mt19937 random(seed);
+  std::uniform_real_distribution<float> uniform(-scale, scale);
+  for (std::int64_t i = 0; i < t.NumElements(); ++i) t.Data<float>()[i] = uniform(random);
+  return t;
+}
+
+JobConfig Mixed(bool on) {
+  JobConfig config;
+  if (on) config.mixed_precision = JobConfig::MixedPrecision{.dtype = DType::kBF16, .device = Device::Kind::kCpu};
+  return config;
+}
+
+// Whether this CPU runs bf16 products (oneDNN needs AVX512 for them at all).
+bool CpuRunsBFloat16() { return MixedPrecisionDType(Device::Kind::kCpu).has_value(); }
+
+// Live nodes (the pass leaves the replaced ones unread) of `type` whose output has `dtype`.
+int CountOps(const Job& job, const std::string& type, DType dtype) {
+  const internal::JobGraph& graph = *job.Graph();
+  int count = 0;
+  for (const internal::OpNode& node : graph.nodes) {
+    if (node.type != type || node.name.ends_with("/f32_op")) continue;
+    if (graph.values[static_cast<std::size_t>(node.outputs[0])].meta.dtype == dtype) ++count;
+  }
+  return count;
+}
+
+// A small CNN and MLP head: conv-bias-relu-pool, flatten, two dense layers, the second weight also
+// read by a second matmul (so its bf16 copy has two readers).
+struct Net {
+  Blob images, logits, hidden;
+};
+
+Net Build(JobBuilder& builder) {
+  Net net;
+  net.images = builder.Placeholder("images", Shape{8, 3, 8, 8});
+  const Initializer init = TruncatedNormalInitializer(0.0, 0.2);
+  Conv2DOptions conv{.kernel_size = {3, 3}, .padding = SamePadding(), .activation = Activation::kRelu,
+                     .kernel_initializer = init};
+  conv.name = "conv1";
+  const Blob pool = MaxPool2D(Conv2DLayer(net.images, 4, conv), {.ksize = {2, 2}, .strides = {2, 2}}, "pool1");
+  net.hidden = Dense(Reshape(pool, {{8, -1}}), 16, {.activation = Activation::kRelu, .kernel_initializer = init, .name = "dense1"});
+  const Blob w = builder.Variable("w2", {.shape = Shape{16, 5}, .initializer = init});
+  net.logits = Add(MatMul(net.hidden, w), MatMul(Relu(net.hidden), w));
+  return net;
+}
+
+double WorstRelative(const Tensor& got, const Tensor& want) {
+  REQUIRE(got.GetShape() == want.GetShape());
+  double scale = 1e-6, worst = 0;
+  for (std::int64_t i = 0; i < want.NumElements(); ++i) scale = std::max(scale, std::fabs(double{want.Data<float>()[i]}));
+  for (std::int64_t i = 0; i < want.NumElements(); ++i) {
+    worst = std::max(worst, std::fabs(double{got.Data<float>()[i]} - double{want.Data<float>()[i]}) / scale);
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("mixed precision runs products in bf16, casts each value once and keeps outputs f32") {
+  JobBuilder builder("mixed", JobType::kPredict, Mixed(true));
+  const Net net = Build(builder);
+  builder.Output("logits", net.logits);
+  builder.Output("hidden", net.hidden);
+  const Job job = builder.Build();
+  CHECK(job.MixedPrecisionOps() >= 4);
+  CHECK(CountOps(job, "conv2d", DType::kBF16) == 1);
+  CHECK(CountOps(job, "matmul", DType::kBF16) == 3);
+  CHECK(CountOps(job, "matmul", DType::kF32) == 0);
+  const internal::JobGraph& graph = *job.Graph();
+  // w2 is read by two bf16 products through one cast; each product's result is cast back once.
+  int w2_casts = 0;
+  for (const internal::OpNode& node : graph.nodes) {
+    if (node.type != "cast" || node.inputs.empty()) continue;
+    const internal::OpNode& producer = graph.nodes[static_cast<std::size_t>(graph.values[static_cast<std::size_t>(node.inputs[0])].producer)];
+    if (producer.type == "variable" && std::any_cast<const internal::VariableAttrs&>(producer.attrs).name == "w2") ++w2_casts;
+  }
+  CHECK(w2_casts == 1);
+  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+    for (int input : graph.nodes[n].inputs) CHECK(graph.values[static_cast<std::size_t>(input)].producer < static_cast<int>(n));
+  }
+  for (const auto& [name, value] : graph.outputs) CHECK(graph.values[static_cast<std::size_t>(value)].meta.dtype == DType::kF32);
+
+  JobBuilder off("f32", JobType::kPredict, Mixed(false));
+  off.Output("logits", Build(off).logits);
+  const Job unchanged = off.Build();
+  CHECK(unchanged.MixedPrecisionOps() == 0);
+  CHECK(CountOps(unchanged, "matmul", DType::kBF16) == 0);
+  CHECK(CountOps(unchanged, "cast", DType::kBF16) == 0);
+}
+
+TEST_CASE("on the CPU the planner fuses each bf16 product with its cast back to f32 and what follows") {
+  JobBuilder builder("fused", JobType::kTrain, Mixed(true));
+  const Net net = Build(builder);
+  const Blob labels = builder.Placeholder("labels", Shape{8}, DType::kI32);
+  builder.Minimize(Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.0), ReduceMean(SparseSoftmaxCrossEntropy(labels, net.logits)));
+  const Job job = builder.Build();
+  const auto plan = internal::CompilePlan(job.Graph(), {});
+  std::map<std::string, int> bf16_kernels;
+  int casts_to_f32 = 0;
+  for (const internal::TaskDesc& task : plan->tasks) {
+    if (task.kind != internal::TaskKind::kKernel || task.input_metas.empty()) continue;
+    const bool from_bf16 = task.input_metas[0].dtype == DType::kBF16;
+    if (task.op_type == "cast" && from_bf16) ++casts_to_f32;
+    if (from_bf16 && task.op_type != "cast") ++bf16_kernels[task.op_type];
+  }
+  // conv1 + bias + relu and dense1 + bias + relu in one kernel each; the weight gradient of dense1's
+  // plain-SGD update in the update; every other product writes f32 itself. w2's two products sum
+  // their bf16 gradients (an add) before the one cast back.
+  CHECK(bf16_kernels["conv2d_bias_act"] == 1);
+  CHECK(bf16_kernels["matmul_bias_act"] == 1);
+  CHECK(bf16_kernels["matmul_sgd_update"] >= 1);
+  CHECK(bf16_kernels["conv2d_grad_filter"] == 1);
+  CHECK(bf16_kernels.count("bias_add") == 0);
+  CHECK(casts_to_f32 <= 2);
+}
+
+TEST_CASE("mixed precision leaves ops without 16-bit kernels and values whose gradient is watched in f32") {
+  // The CPU has no f16 product kernels: an f16 job on it keeps f32 and says it converted nothing.
+  JobConfig f16 = Mixed(true);
+  f16.mixed_precision->dtype = DType::kF16;
+  JobBuilder half("half", JobType::kPredict, f16);
+  half.Output("logits", Build(half).logits);
+  const Job unconverted = half.Build();
+  CHECK(unconverted.MixedPrecisionOps() == 0);
+  CHECK(CountOps(unconverted, "matmul", DType::kF32) == 3);
+
+  JobBuilder watched("watched", JobType::kTrain, Mixed(true));
+  const Blob x = watched.Placeholder("x", Shape{4, 3});
+  const Blob w = watched.Variable("w", {.shape = Shape{3, 2}, .initializer = ConstantInitializer(0.5)});
+  const Blob product = MatMul(x, w);
+  WatchDiff(product, [](const Tensor&) {});
+  watched.Minimize(Sgd(PiecewiseConstantScheduler({}, {0.1})), ReduceMean(MatMul(product, w, {.transpose_b = true})));
+  const Job job = watched.Build();
+  CHECK(CountOps(job, "matmul", DType::kF32) >= 1);  // the product whose gradient is watched
+  CHECK(CountOps(job, "matmul", DType::kBF16) >= 1);  // the other one
+
+  JobConfig bad = Mixed(true);
+  bad.mixed_precision->dtype = DType::kF64;
+  JobBuilder wrong("wrong", JobType::kPredict, bad);
+  wrong.Output("logits", Build(wrong).logits);
+  CHECK_THROWS_WITH_AS(wrong.Build(), "[build] job 'wrong': JobConfig::mixed_precision.dtype: expected bf16 or f16, got f64",
+                       std::invalid_argument);
+}
+
+TEST_CASE("bf16 products match f32 on bf16-rounded inputs within bf16's precision") {
+  if (!CpuRunsBFloat16()) {
+    MESSAGE("skipped: this CPU has no native bf16 (AVX512_BF16 or AMX)");
+    return;
+  }
+  // The same products in f32 on inputs rounded to bf16: the bf16 kernels accumulate in f32 and round
+  // the result once, so they differ by at most a few bf16 ulps (2^-8 relative) of the largest output.
+  const Tensor a = Random(Shape{37, 300}, 1), b = Random(Shape{300, 29}, 2);
+  const Tensor x = Random(Shape{5, 7, 9, 6}, 3), w = Random(Shape{4, 3, 3, 6}, 4);  // NHWC data, OHWI filters
+  Tensor results[2][2];
+  for (int low = 0; low < 2; ++low) {
+    JobBuilder builder(low ? "bf16" : "f32", JobType::kPredict);
+    const DType dtype = low ? DType::kBF16 : DType::kF32;
+    const auto in = [&](const char* name, const Tensor& t) {
+      // Both jobs see the bf16-rounded inputs; only the product's dtype differs.
+      const Blob rounded = Cast(builder.Placeholder(name, t.GetShape()), {.dtype = DType::kBF16});
+      return Cast(rounded, {.dtype = dtype});
+    };
+    const Blob a_in = in("a", a), b_in = in("b", b), x_in = in("x", x), w_in = in("w", w);  // in call order
+    const Blob product = MatMul(a_in, b_in);
+    const Blob conv = Conv2D(x_in, w_in, {.padding = SamePadding(), .data_format = DataFormat::kNHWC});
+    builder.Output("product", Cast(product, {.dtype = DType::kF32}));
+    builder.Output("conv", Cast(conv, {.dtype = DType::kF32}));
+    Session session;
+    const Outputs out = session.Call(builder.Build(), {a, b, x, w});
+    results[low][0] = out[0].Clone();
+    results[low][1] = out[1].Clone();
+  }
+  CHECK(WorstRelative(results[1][0], results[0][0]) < 1.0 / 128);
+  CHECK(WorstRelative(results[1][1], results[0][1]) < 1.0 / 128);
+}
+
+TEST_CASE("training under mixed precision follows f32 training: losses, gradients and weights") {
+  if (!CpuRunsBFloat16()) {
+    MESSAGE("skipped: this CPU has no native bf16 (AVX512_BF16 or AMX)");
+    return;
+  }
+  const Tensor images = Random(Shape{8, 3, 8, 8}, 5);
+  const Tensor labels = Tensor::FromVector<std::int32_t>({8}, {0, 3, 1, 4, 2, 2, 0, 1});
+  std::vector<double> losses[2];
+  std::map<std::string, Tensor> variables[2];
+  Tensor hidden_grad[2];  // the first step's gradient of an f32 value between bf16 products
+  for (int on = 0; on < 2; ++on) {
+    JobBuilder builder("train", JobType::kTrain, Mixed(on == 1));
+    const Net net = Build(builder);
+    const Blob label_blob = builder.Placeholder("labels", Shape{8}, DType::kI32);
+    const Blob loss = ReduceMean(SparseSoftmaxCrossEntropy(label_blob, net.logits));
+    WatchDiff(net.hidden, [&hidden_grad, on](const Tensor& t) {
+      if (!hidden_grad[on].Defined()) hidden_grad[on] = t.Clone();
+    });
+    builder.Minimize(Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.9), loss);
+    builder.Output("loss", loss);
+    const Job job = builder.Build();
+    if (on == 1) CHECK(job.MixedPrecisionOps() >= 4);
+    SessionOptions options;
+    options.seed = 11;
+    Session session(options);
+    for (int step = 0; step < 20; ++step) {
+      losses[on].push_back(session.Call(job, {images, labels})[0].Data<float>()[0]);
+      if (step == 0) variables[on] = session.GetVariables();  // one update from the same weights
+    }
+  }
+  // Over 20 steps the two trajectories drift apart (bf16 rounds each product), but the losses stay
+  // within a few percent and both learn; one step from the same weights agrees to bf16's precision.
+  CHECK(losses[1].back() < 0.5 * losses[1].front());
+  for (std::size_t step = 0; step < losses[0].size(); ++step) {
+    CAPTURE(step);
+    CHECK(std::fabs(losses[1][step] - losses[0][step]) <= 0.03 * std::fabs(losses[0][step]) + 0.01);
+  }
+  CHECK(WorstRelative(hidden_grad[1], hidden_grad[0]) < 0.02);
+  for (const auto& [name, value] : variables[0]) {
+    if (value.GetDType() != DType::kF32) continue;
+    CAPTURE(name);
+    CHECK(variables[1].at(name).GetDType() == DType::kF32);  // master weights stay f32
+    CHECK(WorstRelative(variables[1].at(name), value) < 0.02);
+  }
+}
