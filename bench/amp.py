@@ -9,8 +9,9 @@ Each configuration runs in its own process, alternated and rotated over --rounds
                (bench/compare_pytorch.py's candidates plus torch 2 threads + OpenBLAS 2 PASSIVE), with and
                without --amp (torch.autocast("cpu", dtype=torch.bfloat16) around forward and loss);
                "PyTorch" is the best candidate's median, chosen per model, phase and precision
-  peaks        bench/bf16_peak (build folder): oneDNN bf16 and f32 matmuls 2048^3 on 2 threads, what each
-               configuration's GFLOP/s is a share of (FLOPs per step as bench/compare_pytorch.py)
+  peaks        bench/bf16_peak (build folder): oneDNN bf16 and f32 matmuls 2048^3 on 2 threads, and
+               OpenBLAS's sgemm (benchlib.py): what each configuration's GFLOP/s is a share of (the bf16
+               peak for AMP, the faster f32 one for fp32; FLOPs per step as bench/compare_pytorch.py)
 The peer runs at its best: PyTorch's processes run without OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE when its
 float32 results are right without them (bench/compare_pytorch.py's check). Prints medians over the
 processes and the ratios (> 1 = the first faster); last line: one JSON object with, per model,
@@ -28,7 +29,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import ROOT, ProcessFailed, QuietRunner, median_of, rounded, run_process  # noqa: E402
+from benchlib import (ROOT, ProcessFailed, QuietRunner, median_of, peak_of, rounded, run_process,  # noqa: E402
+                      sgemm_argv)
 from compare_pytorch import (DEFAULT_TORCH_CONFIGS, INFER_FLOP, ONE_THREAD, TRAIN_FLOP,  # noqa: E402
                              choose_peer_environment, peer_run, torch_flags, torch_label)
 
@@ -102,9 +104,12 @@ def timings(args):
         sys.exit(f"amp: {peak_binary} not found; build it with `ninja -C {args.build} bench/bf16_peak`")
     runner = QuietRunner(max_foreign=0.3, retries=2, quiet_budget=300, timeout=args.timeout)
     peaks = [runner.run([peak_binary], {"OMP_NUM_THREADS": "2"}) for _ in range(2)]
+    sgemm = [peer_run(runner, peer, sgemm_argv(args.python, 2, peer["keep_hints"])) for _ in range(2)]
     bf16_peak = max(p["bf16_gflops"] for p in peaks)
-    f32_peak = max(p["f32_gflops"] for p in peaks)
-    print(f"peaks (oneDNN matmul 2048^3, 2 threads): bf16 {bf16_peak:.1f} GFLOP/s, f32 {f32_peak:.1f} GFLOP/s")
+    # f32: the faster of oneDNN's and OpenBLAS's (bench/compare_pytorch.py's sgemm peak).
+    f32_peak = max(max(p["f32_gflops"] for p in peaks), peak_of(sgemm))
+    print(f"peaks (2 threads): bf16 {bf16_peak:.1f} GFLOP/s (oneDNN matmul 2048^3), f32 {f32_peak:.1f} GFLOP/s "
+          f"(oneDNN {max(p['f32_gflops'] for p in peaks):.1f}, OpenBLAS sgemm {peak_of(sgemm):.1f})")
 
     configs = configurations(args)
     results = {}

@@ -95,3 +95,20 @@ def pop_namespace() -> None:
     else:
         _local.namespaces = getattr(_local, "namespaces", [])[:-1]
 
+
+def layer_name(name, op: str, default: str = "") -> str:
+    """The layer's scoped name; a name given may be used once per job (OneFlow's reuse=False). A layer
+    left unnamed takes `default`, then `default_1`, `default_2`...: programs that stack unnamed dense
+    layers (the docs' hybrid_parallelism_mlp.py) get one set of variables per layer."""
+    context = current(op)
+    if name is None:
+        full, n = scoped_name(default), 0
+        while full in context.layer_names:
+            n += 1
+            full = scoped_name(f"{default}_{n}")
+    else:
+        full = scoped_name(name)
+        if full in context.layer_names:
+            raise ValueError(f"{op}: job {context.function_name} already has a layer named {full!r}")
+    context.layer_names.add(full)
+    return full

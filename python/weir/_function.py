@@ -311,7 +311,8 @@ class JobFunction:
     def _trace(self, session) -> _Compiled:
         name = self.__name__
         job_type = _C.JobType.train if self.job_type == "train" else _C.JobType.predict
-        on_cuda = bool(session.config.gpu_device_num)
+        # Where the session runs (a GPU session on a machine without one runs on the CPU).
+        on_cuda = session.c_session().resource()["gpu_device_num"] > 0
         mixed_precision = self._mixed_precision_dtype(on_cuda)
         builder = _C.JobBuilder(
             name,

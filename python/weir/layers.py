@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
 from weir import _C, _context, distribute, initializers
 from weir import math as _math
 from weir import nn as _nn
@@ -13,7 +15,7 @@ from weir._image import check_format, pair, padding_spec
 from weir._ops_util import check_blob, wrap
 
 __all__ = ["dense", "conv2d", "batch_normalization", "batch_normalization_relu", "batch_normalization_add_relu",
-           "layer_norm"]
+           "layer_norm", "upsample_2d", "prelu", "conv1d"]
 
 _warned_zero_dense = False  # flow.layers.dense's zero-kernel warning is given once per process
 
@@ -24,24 +26,6 @@ def _regularizer(value, what):
     if not isinstance(value, _C.Regularizer):
         raise TypeError(f"{what}: expected a flow.regularizers value, got {value!r}")
     return value
-
-
-def _layer_name(name, op: str, default: str = "") -> str:
-    """The layer's scoped name; a name given may be used once per job (OneFlow's reuse=False). A layer
-    left unnamed takes `default`, then `default_1`, `default_2`...: programs that stack unnamed dense
-    layers (the docs' hybrid_parallelism_mlp.py) get one set of variables per layer."""
-    context = _context.current(op)
-    if name is None:
-        full, n = _context.scoped_name(default), 0
-        while full in context.layer_names:
-            n += 1
-            full = _context.scoped_name(f"{default}_{n}")
-    else:
-        full = _context.scoped_name(name)
-        if full in context.layer_names:
-            raise ValueError(f"{op}: job {context.function_name} already has a layer named {full!r}")
-    context.layer_names.add(full)
-    return full
 
 
 def _activate(out, activation, name):
@@ -62,7 +46,7 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
     x = check_blob(inputs, "flow.layers.dense", "inputs")
     if int(units) <= 0:
         raise ValueError(f"flow.layers.dense: units must be positive, got {units}")
-    full = _layer_name(name, "flow.layers.dense", "Dense")
+    full = _context.layer_name(name, "flow.layers.dense", "Dense")
     if kernel_initializer is None and trainable and not _warned_zero_dense:
         _warned_zero_dense = True
         warnings.warn(
@@ -96,7 +80,7 @@ def conv2d(inputs, filters, kernel_size=1, strides=1, padding="VALID", data_form
         raise ValueError(f"{op}: weight_name/bias_name are not supported; variables are named <name>-weight/-bias")
     data_format = check_format(data_format, op)
     kind, pads = padding_spec(padding, op, data_format)
-    full = _layer_name(name, op, "Conv2d")
+    full = _context.layer_name(name, op, "Conv2d")
     kernel_init = None if kernel_initializer is None else initializers.resolve(kernel_initializer, f"{op}: kernel_initializer")
     out = wrap(
         _C.conv2d_layer(
@@ -122,7 +106,7 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=0.001, center=Tr
     moving statistics. Unnamed layers are "BatchNorm", "BatchNorm_1", ... as dense and conv2d."""
     op = "flow.layers.batch_normalization"
     x = check_blob(inputs, op, "inputs")
-    full = _layer_name(name, op, "BatchNorm")
+    full = _context.layer_name(name, op, "BatchNorm")
     zeros, ones = _C.constant_initializer(0.0), _C.constant_initializer(1.0)
     context = _context.current(op)
     # OneFlow trains the statistics only where a backward pass runs: train jobs.
@@ -184,7 +168,7 @@ def layer_norm(inputs, center=True, scale=True, trainable=True, begin_norm_axis=
     if not -rank <= int(begin_params_axis) < rank:
         raise ValueError(f"{op}: begin_params_axis must be in [{-rank}, {rank}) for inputs of shape "
                          f"{tuple(x.shape)}, got {begin_params_axis}")
-    full = _layer_name(name, op, "LayerNorm")
+    full = _context.layer_name(name, op, "LayerNorm")
     layer = full[len(_context.scoped_name("")):]  # get_variable adds the namespaces again
     norm_axis = int(begin_norm_axis) % rank
     mean, variance = _nn.moments(x, list(range(norm_axis, rank)), keepdims=True)
@@ -200,3 +184,109 @@ def layer_norm(inputs, center=True, scale=True, trainable=True, begin_norm_axis=
                                  initializer=initializers.zeros_initializer(), trainable=bool(trainable))
         y = y + _ops.reshape(beta, broadcast_shape)
     return y
+
+
+def _resize_matrix(size, scale, interpolation, dtype):
+    """(size·scale, size): row o holds the weights of the input positions output position o reads.
+    Nearest: input floor(o / scale). Bilinear: half-pixel centers, src = max((o + 0.5) / scale - 0.5, 0),
+    lerped between floor(src) and the next position (clamped to the last)."""
+    out = int(size * scale)
+    matrix = np.zeros((out, size), dtype=dtype)
+    for o in range(out):
+        if interpolation == "nearest":
+            matrix[o, min(int(np.floor(o / scale)), size - 1)] = 1
+        else:
+            src = max((o + 0.5) / scale - 0.5, 0.0)
+            low = min(int(np.floor(src)), size - 1)
+            high = min(low + 1, size - 1)
+            weight = src - low
+            matrix[o, low] += 1 - weight
+            matrix[o, high] += weight
+    return matrix
+
+
+def upsample_2d(x, size=(2, 2), data_format="NCHW", interpolation="nearest", name=None):
+    """Images scaled up by integer factors `size` (an int, or (height, width)): nearest neighbour or
+    bilinear (half-pixel centers, as OneFlow's and PyTorch's align_corners=False). Built as products with
+    constant interpolation matrices along each axis, so the gradient is theirs. Unnamed ops are numbered
+    (OneFlow names every one "Upsample2D", so that a second one in a job clashes)."""
+    op = "flow.layers.upsample_2d"
+    x = check_blob(x, op, "x")
+    raw = [size, size] if np.isscalar(size) else list(size)
+    if len(raw) != 2 or any(isinstance(s, bool) or not float(s).is_integer() or s < 1 for s in raw):
+        raise ValueError(f"{op}: size must be a positive integer scale factor or a pair of them, got {size!r}")
+    scales = [int(s) for s in raw]
+    if interpolation not in ("nearest", "bilinear"):
+        raise ValueError(f"{op}: interpolation must be 'nearest' or 'bilinear', got {interpolation!r}")
+    if data_format not in ("NCHW", "NHWC"):
+        raise ValueError(f"{op}: data_format must be 'NCHW' or 'NHWC', got {data_format!r}")
+    if len(x.shape) != 4:
+        raise ValueError(f"{op}: x must be 4-D, got shape {tuple(x.shape)}")
+    if data_format == "NHWC":
+        x = _ops.transpose(x, [0, 3, 1, 2])
+    batch, channels, height, width = x.shape
+    scale_h, scale_w = int(scales[0]), int(scales[1])
+    dtype = x.dtype.numpy_dtype
+    rows = _ops.reshape(x, [batch * channels * height, width])
+    along_w = _ops.matmul(rows, _ops.constant(_resize_matrix(width, scale_w, interpolation, dtype), dtype=x.dtype), transpose_b=True)
+    columns = _ops.transpose(_ops.reshape(along_w, [batch * channels, height, width * scale_w]), [0, 2, 1])
+    along_h = _ops.matmul(_ops.reshape(columns, [-1, height]),
+                          _ops.constant(_resize_matrix(height, scale_h, interpolation, dtype), dtype=x.dtype), transpose_b=True)
+    images = _ops.transpose(_ops.reshape(along_h, [batch * channels, width * scale_w, height * scale_h]), [0, 2, 1])
+    y = _ops.reshape(images, [batch, channels, height * scale_h, width * scale_w])
+    return _ops.transpose(y, [0, 2, 3, 1], name=name) if data_format == "NHWC" else _ops.identity(y, name=name)
+
+
+def prelu(inputs, alpha_initializer=None, alpha_regularizer=None, shared_axes=None, trainable=True, name="PRelu",
+          model_distribute=None):
+    """max(x, 0) + alpha · min(x, 0) with a learned "<name>-alpha" of inputs.shape[1:] (1 along each of
+    `shared_axes`, counted on the inputs' axes from 1), constant 0 at first unless `alpha_initializer`."""
+    op = "flow.layers.prelu"
+    x = check_blob(inputs, op, "inputs")
+    shape = list(x.shape[1:])
+    for axis in shared_axes or []:
+        if not 1 <= int(axis) < len(x.shape):
+            raise ValueError(f"{op}: shared_axes must be in [1, {len(x.shape)}), got {shared_axes!r}")
+        shape[int(axis) - 1] = 1
+    full = _context.layer_name(name, op, "PRelu")
+    layer = full[len(_context.scoped_name("")):]
+    alpha = _ops.get_variable(f"{layer}-alpha", shape=shape, dtype=x.dtype,
+                              initializer=alpha_initializer or initializers.constant_initializer(0.0),
+                              regularizer=alpha_regularizer, trainable=bool(trainable),
+                              distribute=model_distribute)
+    return _math.relu(x) - alpha * _math.relu(_math.negative(x))
+
+
+def conv1d(inputs, filters, kernel_size=1, strides=1, padding="VALID", data_format="NCW", dilation_rate=1, groups=1,
+           activation=None, use_bias=True, kernel_initializer=None, bias_initializer=None, kernel_regularizer=None,
+           bias_regularizer=None, trainable=True, name=None, weight_name=None, bias_name=None):
+    """1-D convolution with variables "<name>-weight" (filters, C/groups, k) for NCW or (filters, k,
+    C/groups) for NWC, and "<name>-bias" (filters); initializers as conv2d's (xavier_uniform over the
+    data format's fans, zeros). Runs as conv2d over images of height 1."""
+    op = "flow.layers.conv1d"
+    x = check_blob(inputs, op, "inputs")
+    if weight_name is not None or bias_name is not None:
+        raise ValueError(f"{op}: weight_name/bias_name are not supported; variables are named <name>-weight/-bias")
+    if data_format not in ("NCW", "NWC"):
+        raise ValueError(f"{op}: data_format must be 'NCW' or 'NWC', got {data_format!r}")
+    if len(x.shape) != 3:
+        raise ValueError(f"{op}: inputs must be 3-D, got shape {tuple(x.shape)}")
+    channels = x.shape[1] if data_format == "NCW" else x.shape[2]
+    if int(groups) <= 0 or channels % int(groups) != 0 or int(filters) % int(groups) != 0:
+        raise ValueError(f"{op}: groups ({groups}) must divide the channels ({channels}) and filters ({filters})")
+    size = _nn._one(kernel_size, "kernel_size", op)
+    full = _context.layer_name(name, op, "Conv1d")
+    layer = full[len(_context.scoped_name("")):]
+    per_group = channels // int(groups)
+    shape = [int(filters), per_group, size] if data_format == "NCW" else [int(filters), size, per_group]
+    fans = "channels_first" if data_format == "NCW" else "channels_last"
+    weight = _ops.get_variable(f"{layer}-weight", shape=shape, dtype=x.dtype,
+                               initializer=kernel_initializer or initializers.xavier_uniform_initializer(fans),
+                               regularizer=kernel_regularizer, trainable=bool(trainable))
+    out = _nn.conv1d(x, weight, strides, padding, data_format=data_format, dilations=dilation_rate, groups=groups)
+    if use_bias:
+        bias = _ops.get_variable(f"{layer}-bias", shape=[int(filters)], dtype=x.dtype,
+                                 initializer=bias_initializer or initializers.zeros_initializer(),
+                                 regularizer=bias_regularizer, trainable=bool(trainable))
+        out = _nn.bias_add(out, bias, data_format=data_format)
+    return _activate(out, activation, full)

@@ -17,6 +17,7 @@ __all__ = [
     "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "squared_difference",
     "unsorted_segment_sum", "unsorted_segment_sum_like", "reduce_variance", "reduce_std", "reduce_euclidean_norm",
     "reduce_logsumexp", "l2_normalize", "xdivy", "xlogy", "reduce_any", "reduce_all", "in_top_k", "tril",
+    "atan2", "floordiv",
 ]
 
 
@@ -366,3 +367,45 @@ def unsorted_segment_sum_like(data, segment_ids, like, axis=0, name=None):
         raise ValueError(f"flow.math.unsorted_segment_sum_like: axis must be in [{-rank}, {rank}) for like of shape "
                          f"{tuple(like.shape)}, got {axis}")
     return unsorted_segment_sum(data, segment_ids, like.shape[int(axis)], axis=axis, name=name)
+
+
+def _same_shape_and_dtype(op, x, y):
+    """OneFlow's binary math ops of this kind take two blobs of one shape and dtype (no broadcasting)."""
+    x, y = check_blob(x, op, "x"), check_blob(y, op, "y")
+    if tuple(x.shape) != tuple(y.shape) or x.dtype != y.dtype:
+        raise ValueError(f"{op}: x and y must have one shape and dtype, got {tuple(x.shape)} {x.dtype.name} and "
+                         f"{tuple(y.shape)} {y.dtype.name}")
+    return x, y
+
+
+def atan2(x, y, name=None):
+    """The angle of the point (y, x) in radians, in [-π, π]: atan(x / y) in the right quadrant (x the
+    numerator, as OneFlow's). Gradients y / (x² + y²) and -x / (x² + y²). Built as 2·atan(x / (r + y))
+    with r = √(x² + y²), which holds everywhere but on the non-positive y axis (x = 0, y ≤ 0), where the
+    angle is π (or 0 at the origin) and its gradient is taken as 0."""
+    op = "flow.math.atan2"
+    x, y = _same_shape_and_dtype(op, x, y)
+    if x.dtype not in (dtypes.float32, dtypes.float64):
+        raise TypeError(f"{op}: x and y must be float32 or float64, got {x.dtype.name}")
+    zero = constant_like(0, x)
+    x_is_zero = equal(x, 0)
+    on_axis = _where(x_is_zero, less_equal(y, 0), constant_like(0, x_is_zero))  # int8: x = 0 and y ≤ 0
+    one = constant_like(1, x)
+    squares = _where(on_axis, one, square(x) + square(y))  # no 0 under the square root (its gradient)
+    denominator = _where(on_axis, one, sqrt(squares) + y)
+    angle = 2.0 * atan(divide(x, denominator))
+    axis_angle = _where(less(y, 0), constant_like(np.pi, x), zero)
+    return _where(on_axis, axis_angle, angle, op_name(name))
+
+
+def floordiv(x, y, name=None):
+    """floor(x / y) elementwise (x and y of one shape and dtype). Integers round toward negative
+    infinity as Python's //: (x - x mod y) / y, exact; a divisor of 0 fails the call. No gradient flows
+    through it (it is piecewise constant)."""
+    op = "flow.math.floordiv"
+    x, y = _same_shape_and_dtype(op, x, y)
+    if x.dtype in (dtypes.float32, dtypes.float64):
+        return floor(divide(x, y), name=name)
+    if x.dtype not in (dtypes.int32, dtypes.int64):
+        raise TypeError(f"{op}: x and y must be float32, float64, int32 or int64, got {x.dtype.name}")
+    return divide(subtract(x, mod(x, y)), y, name=name)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import random as _random
 
-from weir import _C, ops
+from weir import _C, _context, dtypes, ops
+from weir import initializers as _init
 from weir._image import check_format, pair, padding_spec
-from weir._ops_util import add_op, check_blob, op_name, wrap
+from weir._ops_util import add_op, check_blob, constant_like, op_name, wrap
 from weir import math as _math
 from weir.math import relu, sigmoid, tanh
 
@@ -16,6 +17,8 @@ __all__ = [
     "softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits", "leaky_relu", "elu", "relu6",
     "hardtanh", "hardsigmoid", "hardswish", "mish", "swish", "sparse_cross_entropy", "moments",
     "L1Loss", "MSELoss", "BCELoss", "MarginRankingLoss", "TripletMarginLoss", "conv2d_transpose",
+    "BCEWithLogitsLoss", "KLDivLoss", "PixelShuffle", "PixelShufflev2", "InstanceNorm1d", "InstanceNorm2d",
+    "InstanceNorm3d", "GroupNorm", "conv1d",
 ]
 
 
@@ -165,6 +168,52 @@ def conv2d(input, filters, strides, padding, data_format="NCHW", dilations=None,
     return add_op("conv2d", [x, w], op_name(name), strides=pair(strides, "strides", op, data_format),
                   dilations=pair(1 if dilations is None else dilations, "dilations", op, data_format),
                   padding=_padding(padding, op, data_format), data_format=data_format, groups=int(groups))
+
+
+def _one(value, what, op):
+    """An int or a one-element list (conv1d's strides, dilations, kernel size)."""
+    items = [value] if isinstance(value, int) and not isinstance(value, bool) else list(value)
+    if len(items) != 1 or not isinstance(items[0], int) or isinstance(items[0], bool):
+        raise TypeError(f"{op}: {what} must be an int or a one-element list of ints, got {value!r}")
+    return items[0]
+
+
+def _conv1d_padding(padding, op, data_format):
+    """conv1d's padding as conv2d's over (1, L): "SAME"/"VALID", an int, a (before, after) pair for
+    the length, or one pair per axis (batch and channel pads 0)."""
+    if isinstance(padding, str):
+        return padding
+    if isinstance(padding, int) and not isinstance(padding, bool):
+        return [[0, 0], [padding, padding]]
+    items = [tuple(p) for p in padding]
+    if len(items) == 3:
+        others = items[:2] if data_format == "NCW" else [items[0], items[2]]
+        if any(p != (0, 0) for p in others):
+            raise ValueError(f"{op}: only the length axis may be padded, got {padding!r}")
+        items = [items[2] if data_format == "NCW" else items[1]]
+    if len(items) != 1 or len(items[0]) != 2:
+        raise ValueError(f"{op}: padding must be 'SAME', 'VALID', an int, (before, after) or one pair per axis, "
+                         f"got {padding!r}")
+    return [[0, 0], list(items[0])]
+
+
+def conv1d(input, filters, strides, padding, data_format="NCW", dilations=None, groups=1, name=None):  # noqa: A002
+    """1-D cross-correlation of input (N, C, L) or, NWC, (N, L, C) with the weight blob `filters`
+    (out, C/groups, k) or, NWC, (out, k, C/groups); no bias. Runs as conv2d over images of height 1."""
+    op = "flow.nn.conv1d"
+    x = check_blob(input, op, "input")
+    w = check_blob(filters, op, "filters")
+    if data_format not in ("NCW", "NWC"):
+        raise ValueError(f"{op}: data_format must be 'NCW' or 'NWC', got {data_format!r}")
+    if len(x.shape) != 3 or len(w.shape) != 3:
+        raise ValueError(f"{op}: input and filters must be 3-D, got {tuple(x.shape)} and {tuple(w.shape)}")
+    axis = 2 if data_format == "NCW" else 1  # where the height of 1 goes
+    image = ops.reshape(x, [*x.shape[:axis], 1, *x.shape[axis:]])
+    kernel = ops.reshape(w, [*w.shape[:axis], 1, *w.shape[axis:]])
+    dilation = 1 if dilations is None else _one(dilations, "dilations", op)
+    y = conv2d(image, kernel, [1, _one(strides, "strides", op)], _conv1d_padding(padding, op, data_format),
+               data_format="NCHW" if data_format == "NCW" else "NHWC", dilations=[1, dilation], groups=groups)
+    return ops.reshape(y, [*y.shape[:axis], *y.shape[axis + 1:]], name=name)
 
 
 def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None, padding="VALID",  # noqa: A002
@@ -323,6 +372,125 @@ def BCELoss(input, target, weight=None, reduction="mean", name=None):  # noqa: N
         _check_same_shape(op, weight=weight, input=input)
         loss = weight * loss
     return _reduce_loss(loss, reduction, op, name)
+
+
+def BCEWithLogitsLoss(input, target, weight=None, pos_weight=None, reduction="mean", name=None):  # noqa: N802, A002
+    """Binary cross entropy on logits, -(pos_weight·t·ln σ(x) + (1 - t)·ln(1 - σ(x))), computed stably as
+    (1 - t)·x + (1 + (pos_weight - 1)·t)·(ln(1 + e^-|x|) + max(-x, 0)); `pos_weight` (one value per
+    class, the last axis) weighs the positive term, `weight` (input's shape) each element; reduced."""
+    op = "flow.nn.BCEWithLogitsLoss"
+    input, target = check_blob(input, op, "input"), check_blob(target, op, "target")
+    _check_same_shape(op, input=input, target=target)
+    _check_reduction(reduction, op)
+    tail = _math.clip_by_value(_math.negative(input), min_value=0.0)  # max(-x, 0)
+    softplus = _math.log(_math.exp(_math.negative(tail)) + _math.exp(_math.negative(input) - tail)) + tail
+    positive = 1.0
+    if pos_weight is not None:
+        pos_weight = check_blob(pos_weight, op, "pos_weight")
+        if tuple(pos_weight.shape) != (input.shape[-1],):
+            raise ValueError(f"{op}: pos_weight must have one value per class ({input.shape[-1]},), got "
+                             f"{tuple(pos_weight.shape)}")
+        positive = (pos_weight - 1.0) * target + 1.0
+    loss = (1.0 - target) * input + positive * softplus
+    if weight is not None:
+        weight = check_blob(weight, op, "weight")
+        _check_same_shape(op, weight=weight, input=input)
+        loss = weight * loss
+    return _reduce_loss(loss, reduction, op, name)
+
+
+def KLDivLoss(input, target, log_target=False, reduction="mean", name=None):  # noqa: N802, A002
+    """Kullback-Leibler divergence of `target` from the log-probabilities `input`, elementwise:
+    t·(ln t - x) where t > 0 and 0 elsewhere, or e^t·(t - x) for `log_target`; reduced ("mean" over every
+    element, as OneFlow's)."""
+    op = "flow.nn.KLDivLoss"
+    input, target = check_blob(input, op, "input"), check_blob(target, op, "target")
+    _check_same_shape(op, input=input, target=target)
+    _check_reduction(reduction, op)
+    if log_target:
+        loss = _math.exp(target) * (target - input)
+    else:
+        # t ≤ 0 contributes 0; t there is replaced by 1 first, so that no ln of it (nor its gradient) is NaN.
+        positive = _math.greater(target, 0)
+        safe = ops.where(positive, target, constant_like(1, target))
+        loss = ops.where(positive, safe * (_math.log(safe) - input), constant_like(0, input))
+    return _reduce_loss(loss, reduction, op, name)
+
+
+def PixelShufflev2(input, h_upscale_factor, w_upscale_factor, name=None):  # noqa: N802, A002
+    """(B, C·h·w, H, W) -> (B, C, H·h, W·w), NCHW: output channel c at (y·h + i, x·w + j) is input channel
+    c·h·w + i·w + j at (y, x)."""
+    op = "flow.nn.PixelShufflev2"
+    x = check_blob(input, op, "input")
+    h, w = int(h_upscale_factor), int(w_upscale_factor)
+    if h <= 0 or w <= 0:
+        raise ValueError(f"{op}: the upscale factors must be > 0, got {h_upscale_factor}, {w_upscale_factor}")
+    if len(x.shape) != 4:
+        raise ValueError(f"{op}: input must be 4-D (NCHW), got shape {tuple(x.shape)}")
+    batch, channels, height, width = x.shape
+    if channels % (h * w) != 0:
+        raise ValueError(f"{op}: the channels ({channels}) must divide by h_upscale_factor * w_upscale_factor "
+                         f"({h * w})")
+    out_channels = channels // (h * w)
+    split = ops.reshape(x, [batch, out_channels, h, w, height, width])
+    moved = ops.transpose(split, [0, 1, 4, 2, 5, 3])  # (B, C, H, h, W, w)
+    return ops.reshape(moved, [batch, out_channels, height * h, width * w], name=name)
+
+
+def PixelShuffle(input, upscale_factor, name=None):  # noqa: N802, A002
+    """PixelShufflev2 with one factor for both axes: (B, C·r², H, W) -> (B, C, H·r, W·r)."""
+    return PixelShufflev2(input, upscale_factor, upscale_factor, name=name)
+
+
+def InstanceNorm1d(x, eps=1e-05, affine=True, name=None):  # noqa: N802
+    """Instance normalization of (N, C, L): each (example, channel) normalized over its L values,
+    (x - mean) / sqrt(variance + eps) with the population variance; with `affine`, times "<name>_gamma"
+    and plus "<name>_beta" (variables (1, C, 1), ones and zeros at first). No running statistics."""
+    return _instance_norm("flow.nn.InstanceNorm1d", "InstanceNorm1D", 3, x, eps, affine, name)
+
+
+def InstanceNorm2d(x, eps=1e-05, affine=True, name=None):  # noqa: N802
+    """InstanceNorm1d over each channel's H·W values of (N, C, H, W)."""
+    return _instance_norm("flow.nn.InstanceNorm2d", "InstanceNorm2D", 4, x, eps, affine, name)
+
+
+def InstanceNorm3d(x, eps=1e-05, affine=True, name=None):  # noqa: N802
+    """InstanceNorm1d over each channel's D·H·W values of (N, C, D, H, W)."""
+    return _instance_norm("flow.nn.InstanceNorm3d", "InstanceNorm3D", 5, x, eps, affine, name)
+
+
+def GroupNorm(x, num_groups=32, eps=1e-05, affine=True, name=None):  # noqa: N802
+    """Group normalization of (N, C, ...): the channels split into `num_groups` groups, each (example,
+    group) normalized over its values. As OneFlow's, an InstanceNorm1d of the (N, num_groups, -1)
+    reshape: with `affine`, "<name>_gamma" and "<name>_beta" hold one value per group."""
+    op = "flow.nn.GroupNorm"
+    x = check_blob(x, op, "x")
+    if len(x.shape) < 3:
+        raise ValueError(f"{op}: x must have at least 3 axes (N, C, ...), got shape {tuple(x.shape)}")
+    if int(num_groups) <= 0 or x.shape[1] % int(num_groups) != 0:
+        raise ValueError(f"{op}: the channels ({x.shape[1]}) must divide into num_groups, got {num_groups}")
+    grouped = ops.reshape(x, [x.shape[0], int(num_groups), -1])
+    normalized = _instance_norm(op, "GroupNorm", 3, grouped, eps, affine, name)
+    return ops.reshape(normalized, list(x.shape))
+
+
+def _instance_norm(op, default_name, rank, x, eps, affine, name):
+    x = check_blob(x, op, "x")
+    if len(x.shape) != rank:
+        raise ValueError(f"{op}: x must have {rank} axes, got shape {tuple(x.shape)}")
+    if x.dtype not in (dtypes.float32, dtypes.float64):
+        raise TypeError(f"{op}: x must be float32 or float64, got {x.dtype.name}")
+    full = _context.layer_name(name, op, default_name)
+    flat = ops.reshape(x, [x.shape[0], x.shape[1], -1]) if rank != 3 else x
+    mean, variance = moments(flat, [2], keepdims=True)
+    y = (flat - mean) * _math.rsqrt(variance + float(eps))
+    if affine:
+        layer = full[len(_context.scoped_name("")):]  # get_variable adds the namespaces again
+        params = [1, x.shape[1], 1]
+        gamma = ops.get_variable(f"{layer}_gamma", shape=params, dtype=x.dtype, initializer=_init.ones_initializer())
+        beta = ops.get_variable(f"{layer}_beta", shape=params, dtype=x.dtype, initializer=_init.zeros_initializer())
+        y = y * gamma + beta
+    return ops.reshape(y, list(x.shape)) if rank != 3 else y
 
 
 def MarginRankingLoss(input1, input2, target, margin=0.0, reduction="mean", name=None):  # noqa: N802

@@ -65,7 +65,8 @@ bool AllOf(const JobGraph& graph, const OpNode& node, DType dtype) {
 
 // Products whose CPU kernels take bf16 operands and write an f32 result (oneDNN's mixed data types).
 bool IsLowPrecisionHead(const std::string& type) {
-  return type == "matmul" || type == "conv2d" || type == "conv2d_grad_data" || type == "conv2d_grad_filter";
+  return type == "matmul" || type == "batch_matmul" || type == "conv2d" || type == "conv2d_grad_data" ||
+         type == "conv2d_grad_filter";
 }
 
 bool IsCastTo(const OpNode& node, DType dtype) {

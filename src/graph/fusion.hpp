@@ -38,9 +38,9 @@ std::vector<FusedChain> FindMultiTensorUpdates(const JobGraph& graph, const std:
 /// sgd_update (no momentum, no regularization) taking it as the gradient, when neither of the
 /// matmul's operands is a variable that another op writes in place. With `fuse_casts` (the CPU,
 /// whose oneDNN kernels mix data types), the same with a bf16 product whose only reader is a cast to
-/// f32 (mixed precision) between the product and the rest; a bf16 matmul, conv2d or convolution
-/// gradient followed by nothing else but that cast becomes that op writing f32 (chain op type = the
-/// product's).
+/// f32 (mixed precision) between the product and the rest; a bf16 matmul, batch_matmul, conv2d or
+/// convolution gradient followed by nothing else but that cast becomes that op writing f32 (chain op
+/// type = the product's).
 std::vector<FusedChain> FindFusedChains(const JobGraph& graph, const std::vector<bool>& live, bool fuse_casts);
 
 }  // namespace weir::internal

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -172,7 +174,8 @@ TEST_CASE("bf16 products match f32 on bf16-rounded inputs within bf16's precisio
   // the result once, so they differ by at most a few bf16 ulps (2^-8 relative) of the largest output.
   const Tensor a = Random(Shape{37, 300}, 1), b = Random(Shape{300, 29}, 2);
   const Tensor x = Random(Shape{5, 7, 9, 6}, 3), w = Random(Shape{4, 3, 3, 6}, 4);  // NHWC data, OHWI filters
-  Tensor results[2][2];
+  const Tensor p = Random(Shape{3, 2, 40, 9}, 5), q = Random(Shape{3, 2, 11, 40}, 6);  // batched, both transposed
+  Tensor results[2][3];
   for (int low = 0; low < 2; ++low) {
     JobBuilder builder(low ? "bf16" : "f32", JobType::kPredict);
     const DType dtype = low ? DType::kBF16 : DType::kF32;
@@ -182,17 +185,21 @@ TEST_CASE("bf16 products match f32 on bf16-rounded inputs within bf16's precisio
       return Cast(rounded, {.dtype = dtype});
     };
     const Blob a_in = in("a", a), b_in = in("b", b), x_in = in("x", x), w_in = in("w", w);  // in call order
+    const Blob p_in = in("p", p), q_in = in("q", q);
     const Blob product = MatMul(a_in, b_in);
     const Blob conv = Conv2D(x_in, w_in, {.padding = SamePadding(), .data_format = DataFormat::kNHWC});
     builder.Output("product", Cast(product, {.dtype = DType::kF32}));
     builder.Output("conv", Cast(conv, {.dtype = DType::kF32}));
+    builder.Output("batched", Cast(BatchMatMul(p_in, q_in, {.transpose_a = true, .transpose_b = true, .alpha = 0.5}),
+                                   {.dtype = DType::kF32}));
     Session session;
-    const Outputs out = session.Call(builder.Build(), {a, b, x, w});
-    results[low][0] = out[0].Clone();
-    results[low][1] = out[1].Clone();
+    const Outputs out = session.Call(builder.Build(), {a, b, x, w, p, q});
+    for (int i = 0; i < 3; ++i) results[low][i] = out[i].Clone();
   }
   CHECK(WorstRelative(results[1][0], results[0][0]) < 1.0 / 128);
   CHECK(WorstRelative(results[1][1], results[0][1]) < 1.0 / 128);
+  CHECK(WorstRelative(results[1][2], results[0][2]) < 1.0 / 128);
+  CHECK(results[1][2].GetShape() == Shape{3, 2, 9, 11});
 }
 
 TEST_CASE("training under mixed precision follows f32 training: losses, gradients and weights") {
@@ -239,4 +246,69 @@ TEST_CASE("training under mixed precision follows f32 training: losses, gradient
     CHECK(variables[1].at(name).GetDType() == DType::kF32);  // master weights stay f32
     CHECK(WorstRelative(variables[1].at(name), value) < 0.02);
   }
+}
+
+TEST_CASE("a batch_matmul trains under mixed precision as in f32") {
+  if (!CpuRunsBFloat16()) {
+    MESSAGE("skipped: this CPU has no native bf16 (AVX512_BF16 or AMX)");
+    return;
+  }
+  const Tensor x = Random(Shape{2, 4, 5}, 7), target = Random(Shape{2, 4, 3}, 8);
+  Tensor updated[2];  // the change of v in one step
+  for (int on = 0; on < 2; ++on) {
+    JobBuilder builder("batched", JobType::kTrain, Mixed(on == 1));
+    const Blob in = builder.Placeholder("x", x.GetShape());
+    const Blob want = builder.Placeholder("target", target.GetShape());
+    const Blob v = builder.Variable("v", {.shape = Shape{2, 5, 3}, .initializer = TruncatedNormalInitializer(0.0, 0.5)});
+    const Blob error = Sub(BatchMatMul(in, v), want);
+    builder.Minimize(Sgd(PiecewiseConstantScheduler({}, {0.5}), 0.0), ReduceMean(Mul(error, error)));
+    const Job job = builder.Build();
+    if (on == 1) CHECK(job.MixedPrecisionOps() == 1);
+    SessionOptions options;
+    options.seed = 3;
+    Session session(options);
+    session.Call(job, {x, target});  // creates v; the step below is the one compared
+    const Tensor before = session.GetVariables().at("v").Clone();
+    session.Call(job, {x, target});
+    const Tensor after = session.GetVariables().at("v");
+    updated[on] = Tensor(before.GetShape(), DType::kF32);
+    for (std::int64_t i = 0; i < before.NumElements(); ++i) {
+      updated[on].Data<float>()[i] = after.Data<float>()[i] - before.Data<float>()[i];
+    }
+  }
+  // The steps (the gradients times the learning rate) agree to bf16's precision.
+  CHECK(WorstRelative(updated[1], updated[0]) < 0.02);
+}
+
+TEST_CASE("the CPU's f32 to bf16 cast rounds every value as the scalar conversion does, on any length") {
+  // Long enough to split over the intra-op pool, with a tail the 16-wide instruction does not cover.
+  const std::int64_t count = 100003;
+  Tensor x(Shape{count}, DType::kF32);
+  std::mt19937 random(9);
+  std::uniform_int_distribution<std::uint32_t> bits(0, 0xffffffffu);
+  for (std::int64_t i = 0; i < count; ++i) {
+    std::uint32_t b = bits(random);
+    if (((b >> 23) & 0xffu) == 0) b |= 0x00800000u;  // no denormals: the instruction reads them as zero
+    std::memcpy(&x.Data<float>()[i], &b, sizeof b);
+  }
+  // Ties (to even, both ways), infinities, NaN, the largest float (rounds to infinity) at both ends.
+  const float specials[] = {1.f + 1.f / 256, 1.f + 3.f / 256, std::numeric_limits<float>::infinity(), -0.f,
+                            std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::max()};
+  for (std::size_t i = 0; i < std::size(specials); ++i) {
+    x.Data<float>()[i] = specials[i];
+    x.Data<float>()[count - 1 - static_cast<std::int64_t>(i)] = specials[i];
+  }
+  JobBuilder builder("round", JobType::kPredict);
+  builder.Output("y", Cast(builder.Placeholder("x", x.GetShape()), {.dtype = DType::kBF16}));
+  Session session;
+  const Tensor y = session.Call(builder.Build(), {x})[0].Clone();
+  REQUIRE(y.GetDType() == DType::kBF16);
+  int wrong = 0;
+  for (std::int64_t i = 0; i < count; ++i) {
+    const float v = x.Data<float>()[i];
+    const std::uint16_t want = bfloat16(v).bits, got = y.Data<bfloat16>()[i].bits;
+    const bool both_nan = std::isnan(v) && std::isnan(static_cast<float>(y.Data<bfloat16>()[i]));
+    if (got != want && !both_nan) ++wrong;
+  }
+  CHECK(wrong == 0);
 }

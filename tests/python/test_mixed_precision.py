@@ -152,3 +152,18 @@ def test_without_native_bfloat16_the_job_says_it_keeps_float32():
 def test_a_bfloat16_placeholder_is_refused_with_the_way_around():
     with pytest.raises(TypeError, match="numpy has no bfloat16 arrays.*flow.cast"):
         tp.Numpy.Placeholder((2,), dtype=flow.bfloat16)
+
+
+def test_a_gpu_session_without_a_gpu_runs_mixed_precision_as_on_the_cpu():
+    if flow.visible_gpus() > 0:
+        pytest.skip("this machine has a GPU")
+    flow.config.gpu_device_num(1)
+    config = flow.FunctionConfig()
+    config.enable_auto_mixed_precision(True)
+
+    @flow.global_function(function_config=config)
+    def f(x: tp.Numpy.Placeholder((2, 3))) -> tp.Numpy:
+        return flow.matmul(x, flow.get_variable("w", shape=(3, 2), initializer=flow.ones_initializer()))
+
+    np.testing.assert_array_equal(f(np.ones((2, 3), np.float32)), np.full((2, 2), 3.0, np.float32))
+    assert ("bf16" in flow.plan_dot(f)) == NATIVE_BF16

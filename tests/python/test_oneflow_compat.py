@@ -937,3 +937,216 @@ def test_concat_takes_values_and_the_fused_batch_norm_layers_are_bn_then_relu():
         def both(a: tp.Numpy.Placeholder((2,))) -> tp.Numpy:
             return flow.concat([a], values=[a])
         both(np.zeros(2, np.float32))
+
+
+def test_atan2_in_every_quadrant_and_on_the_axes_with_its_gradient():
+    x = np.array([1.0, 1.0, -1.0, -1.0, 0.0, 0.0, 2.0, -2.0, 0.0, 0.5])
+    y = np.array([1.0, -1.0, -1.0, 1.0, 1.0, -1.0, 0.0, 0.0, 0.0, -3.0])
+    grads = {}
+
+    @flow.global_function(type="train")
+    def job(a: tp.Numpy.Placeholder((10,), dtype=flow.double), b: tp.Numpy.Placeholder((10,), dtype=flow.double)
+            ) -> tp.Numpy:
+        v = flow.get_variable("v", shape=(10,), dtype=flow.double, initializer=flow.zeros_initializer())
+        xa, yb = v + a, v + b
+        flow.watch_diff(xa, lambda g: grads.setdefault("x", g.numpy()))
+        flow.watch_diff(yb, lambda g: grads.setdefault("y", g.numpy()))
+        angle = flow.math.atan2(xa, yb)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.0]), momentum=0).minimize(angle)
+        return angle
+
+    np.testing.assert_allclose(job(x, y), np.arctan2(x, y), rtol=1e-12, atol=1e-15)
+    off_axis = ~((x == 0) & (y <= 0))
+    r2 = np.where(off_axis, x**2 + y**2, 1.0)
+    np.testing.assert_allclose(grads["x"][off_axis], (y / r2)[off_axis], rtol=1e-9)
+    np.testing.assert_allclose(grads["y"][off_axis], (-x / r2)[off_axis], rtol=1e-9)
+    assert np.all(np.isfinite(grads["x"])) and np.all(np.isfinite(grads["y"]))
+
+
+def test_floordiv_rounds_toward_negative_infinity():
+    @flow.global_function()
+    def job(a: tp.Numpy.Placeholder((4,)), b: tp.Numpy.Placeholder((4,)),
+            i: tp.Numpy.Placeholder((4,), dtype=flow.int32), j: tp.Numpy.Placeholder((4,), dtype=flow.int32)
+            ) -> List[tp.Numpy]:
+        return [flow.math.floordiv(a, b), flow.math.floordiv(i, j)]
+
+    a, b = np.array([7.0, -7.0, 7.5, -0.5], np.float32), np.array([2.0, 2.0, -2.0, 3.0], np.float32)
+    i, j = np.array([7, -7, 7, -6], np.int32), np.array([2, 2, -2, 3], np.int32)
+    floats, ints = job(a, b, i, j)
+    np.testing.assert_array_equal(floats, np.floor(a / b))
+    np.testing.assert_array_equal(ints, i // j)
+    with pytest.raises(ValueError, match="flow.math.floordiv: x and y must have one shape and dtype"):
+        @flow.global_function()
+        def mismatched(a: tp.Numpy.Placeholder((4,)), b: tp.Numpy.Placeholder((2,))) -> tp.Numpy:
+            return flow.math.floordiv(a, b)
+        mismatched(a, b[:2])
+
+
+def test_bce_with_logits_and_kl_divergence_losses_match_oneflows_examples():
+    logits = np.array([[1.2, 0.2, -0.3], [0.7, 0.6, -2]], np.float32)
+    target = np.array([[0, 1, 0], [1, 0, 1]], np.float32)
+
+    @flow.global_function()
+    def bce(x: tp.Numpy.Placeholder((2, 3)), t: tp.Numpy.Placeholder((2, 3)), w: tp.Numpy.Placeholder((2, 3)),
+            p: tp.Numpy.Placeholder((3,))) -> List[tp.Numpy]:
+        return [flow.nn.BCEWithLogitsLoss(x, t, w, p, reduction="mean"),
+                flow.nn.BCEWithLogitsLoss(x, t, reduction="none"), flow.nn.BCELoss(x, t, reduction="none")]
+
+    weighted, plain, via_sigmoid = bce(logits, target, np.full((2, 3), 2, np.float32),
+                                       np.array([1.2, 1.3, 1.4], np.float32))
+    np.testing.assert_allclose(weighted, 2.4314096, rtol=1e-6)  # OneFlow's docstring example
+    np.testing.assert_allclose(plain, via_sigmoid, rtol=1e-5)
+    big = np.array([[80.0, -80.0, 0.0]], np.float32)  # stable where σ(x) rounds to 0 or 1
+
+    @flow.global_function()
+    def extreme(x: tp.Numpy.Placeholder((1, 3)), t: tp.Numpy.Placeholder((1, 3))) -> tp.Numpy:
+        return flow.nn.BCEWithLogitsLoss(x, t, reduction="none")
+
+    np.testing.assert_allclose(extreme(big, np.array([[0, 1, 1]], np.float32)), [[80.0, 80.0, np.log(2.0)]], rtol=1e-6)
+
+    inputs = np.array([[0.1, 0.2, 0.7], [0.8, 0.9, 0.5], [0.5, 0.15, 0.35]], np.float32)
+    targets = np.array([[0.3, 0.1, 0.6], [-0.3, 0.4, 0.4], [0.35, 0.25, 0.4]], np.float32)
+
+    @flow.global_function()
+    def kl(x: tp.Numpy.Placeholder((3, 3)), t: tp.Numpy.Placeholder((3, 3))) -> List[tp.Numpy]:
+        return [flow.nn.KLDivLoss(x, t, reduction="none"), flow.nn.KLDivLoss(x, t, log_target=True, reduction="sum")]
+
+    elementwise, logged = kl(inputs, targets)
+    np.testing.assert_allclose(elementwise, [[-0.39119187, -0.25025854, -0.7264954], [0, -0.72651625, -0.56651634],
+                                             [-0.54243773, -0.3840736, -0.5065163]], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(logged, (np.exp(targets) * (targets - inputs)).sum(), rtol=1e-5)
+
+
+def test_pixel_shuffle_matches_the_reshape_and_transpose_reference():
+    x = np.arange(2 * 12 * 2 * 3, dtype=np.float32).reshape(2, 12, 2, 3)
+
+    @flow.global_function()
+    def job(v: tp.Numpy.Placeholder((2, 12, 2, 3))) -> List[tp.Numpy]:
+        return [flow.nn.PixelShuffle(v, 2), flow.nn.PixelShufflev2(v, 3, 2)]
+
+    square, wide = job(x)
+
+    def reference(v, h, w):
+        b, c, height, width = v.shape
+        return v.reshape(b, c // (h * w), h, w, height, width).transpose(0, 1, 4, 2, 5, 3).reshape(
+            b, c // (h * w), height * h, width * w)
+
+    np.testing.assert_array_equal(square, reference(x, 2, 2))
+    np.testing.assert_array_equal(wide, reference(x, 3, 2))
+    assert wide.shape == (2, 2, 6, 6)
+    with pytest.raises(ValueError, match="must divide by h_upscale_factor"):
+        @flow.global_function()
+        def odd(v: tp.Numpy.Placeholder((1, 5, 2, 2))) -> tp.Numpy:
+            return flow.nn.PixelShuffle(v, 2)
+        odd(np.zeros((1, 5, 2, 2), np.float32))
+
+
+def test_instance_and_group_normalization_match_numpy_and_make_their_variables():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(2, 4, 3, 5)).astype(np.float32)
+
+    @flow.global_function()
+    def job(v: tp.Numpy.Placeholder((2, 4, 3, 5))) -> List[tp.Numpy]:
+        return [flow.nn.InstanceNorm2d(v, name="inorm"), flow.nn.GroupNorm(v, num_groups=2, name="gnorm"),
+                flow.nn.InstanceNorm1d(flow.reshape(v, [2, 4, 15]), affine=False)]
+
+    instance, group, flat = job(x)
+
+    def normalized(v, axes):
+        return (v - v.mean(axes, keepdims=True)) / np.sqrt(v.var(axes, keepdims=True) + 1e-5)
+
+    np.testing.assert_allclose(instance, normalized(x, (2, 3)), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(flat, normalized(x, (2, 3)).reshape(2, 4, 15), rtol=1e-4, atol=1e-5)
+    grouped = normalized(x.reshape(2, 2, -1), (2,)).reshape(x.shape)
+    np.testing.assert_allclose(group, grouped, rtol=1e-4, atol=1e-5)
+    variables = flow.get_all_variables()
+    assert variables["inorm_gamma"].numpy().shape == (1, 4, 1)
+    assert variables["gnorm_beta"].numpy().shape == (1, 2, 1)  # one per group, as OneFlow's
+
+
+def test_upsample_2d_nearest_and_bilinear_match_the_reference_and_train():
+    x = np.arange(2 * 3 * 4, dtype=np.float32).reshape(1, 2, 3, 4)
+
+    @flow.global_function()
+    def job(v: tp.Numpy.Placeholder((1, 2, 3, 4))) -> List[tp.Numpy]:
+        nhwc = flow.transpose(v, [0, 2, 3, 1])
+        return [flow.layers.upsample_2d(v, size=2), flow.layers.upsample_2d(v, size=(2, 3), interpolation="bilinear"),
+                flow.layers.upsample_2d(nhwc, size=(3, 1), data_format="NHWC", name="up_nhwc")]
+
+    nearest, bilinear, nhwc = job(x)
+    np.testing.assert_array_equal(nearest, x.repeat(2, axis=2).repeat(2, axis=3))
+    np.testing.assert_array_equal(nhwc, x.transpose(0, 2, 3, 1).repeat(3, axis=1))
+
+    def bilinear_reference(v, sh, sw):  # half-pixel centers (PyTorch's align_corners=False)
+        def axis(size, scale):
+            src = np.maximum((np.arange(size * scale) + 0.5) / scale - 0.5, 0)
+            low = np.minimum(np.floor(src).astype(int), size - 1)
+            return low, np.minimum(low + 1, size - 1), src - low
+        lh, hh, wh = axis(v.shape[2], sh)
+        lw, hw, ww = axis(v.shape[3], sw)
+        rows = v[:, :, lh, :] * (1 - wh)[:, None] + v[:, :, hh, :] * wh[:, None]
+        return rows[..., lw] * (1 - ww) + rows[..., hw] * ww
+
+    np.testing.assert_allclose(bilinear, bilinear_reference(x, 2, 3), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="interpolation must be 'nearest' or 'bilinear'"):
+        @flow.global_function()
+        def cubic(v: tp.Numpy.Placeholder((1, 2, 3, 4))) -> tp.Numpy:
+            return flow.layers.upsample_2d(v, interpolation="bicubic")
+        cubic(x)
+
+
+def test_prelu_learns_its_alpha_per_element_or_shared():
+    x = np.array([[[[-1.0, 2.0], [-3.0, 4.0]]]], np.float32)  # (1, 1, 2, 2)
+
+    @flow.global_function(type="train")
+    def job(v: tp.Numpy.Placeholder((1, 1, 2, 2))) -> List[tp.Numpy]:
+        out = flow.layers.prelu(v, alpha_initializer=flow.constant_initializer(0.25), name="p")
+        shared = flow.layers.prelu(v, shared_axes=[2, 3], name="q")
+        loss = flow.math.reduce_sum(out) + flow.math.reduce_sum(shared)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [1.0]), momentum=0).minimize(loss)
+        return [out, shared]
+
+    out, shared = job(x)
+    np.testing.assert_allclose(out, np.where(x > 0, x, 0.25 * x))
+    np.testing.assert_allclose(shared, np.maximum(x, 0))
+    variables = flow.get_all_variables()
+    assert variables["p-alpha"].numpy().shape == (1, 2, 2) and variables["q-alpha"].numpy().shape == (1, 1, 1)
+    # d loss / d alpha = min(x, 0): one SGD step of 1 moves alpha by -min(x, 0).
+    np.testing.assert_allclose(variables["p-alpha"].numpy(), 0.25 - np.minimum(x[0], 0))
+    np.testing.assert_allclose(variables["q-alpha"].numpy(), [[[4.0]]])
+
+
+def test_conv1d_matches_numpy_in_both_layouts_and_as_a_layer():
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(2, 4, 9)).astype(np.float32)  # (N, C, L)
+    w = rng.normal(size=(6, 2, 3)).astype(np.float32)  # 2 groups: (out, C/groups, k)
+
+    def reference(v, k, stride, pad, dilation, groups):
+        v = np.pad(v, ((0, 0), (0, 0), pad))
+        span = dilation * (k.shape[2] - 1) + 1
+        length = (v.shape[2] - span) // stride + 1
+        out = np.zeros((v.shape[0], k.shape[0], length), np.float64)
+        per_in, per_out = v.shape[1] // groups, k.shape[0] // groups
+        for o in range(k.shape[0]):
+            g = o // per_out
+            for t in range(length):
+                window = v[:, g * per_in:(g + 1) * per_in, t * stride:t * stride + span:dilation]
+                out[:, o, t] = (window * k[o]).sum(axis=(1, 2))
+        return out
+
+    @flow.global_function()
+    def job(v: tp.Numpy.Placeholder((2, 4, 9)), k: tp.Numpy.Placeholder((6, 2, 3))) -> List[tp.Numpy]:
+        ncw = flow.nn.conv1d(v, k, strides=2, padding=[(1, 2)], dilations=2, groups=2)
+        nwc = flow.nn.conv1d(flow.transpose(v, [0, 2, 1]), flow.transpose(k, [0, 2, 1]), strides=[1],
+                             padding="VALID", data_format="NWC", groups=2)
+        layer = flow.layers.conv1d(v, 5, kernel_size=3, padding="SAME", name="c1",
+                                   kernel_initializer=flow.constant_initializer(0.5))
+        return [ncw, nwc, layer]
+
+    ncw, nwc, layer = job(x, w)
+    np.testing.assert_allclose(ncw, reference(x, w, 2, (1, 2), 2, 2), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(nwc, reference(x, w, 1, (0, 0), 1, 2).transpose(0, 2, 1), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(layer, reference(x, np.full((5, 4, 3), 0.5, np.float32), 1, (1, 1), 1, 1),
+                               rtol=1e-4, atol=1e-4)
+    variables = flow.get_all_variables()
+    assert variables["c1-weight"].numpy().shape == (5, 4, 3) and variables["c1-bias"].numpy().shape == (5,)
