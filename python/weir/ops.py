@@ -19,7 +19,7 @@ __all__ = [
     "squeeze", "expand_dims", "flatten", "concat", "one_hot", "clip_by_value", "get_variable", "watch", "watch_diff",
     "slice", "slice_v2", "reverse", "constant_like", "broadcast_to_compatible_with", "broadcast_like", "stack",
     "identity_n", "cast_to_static_shape", "ones", "zeros", "gather", "dim_gather", "where", "parallel_cast", "pad",
-    "count_not_finite", "multi_count_not_finite",
+    "count_not_finite", "multi_count_not_finite", "reflection_pad2d", "replication_pad2d", "constant_pad2d",
 ]
 
 # Past either end of any axis: what an open end of a slice becomes (the op clamps it to the axis).
@@ -468,3 +468,62 @@ def watch_diff(blob_watched, handler_or_prompt=None):
 
 # Blob's @ builds a matmul.
 install_operators(matmul=matmul)
+
+
+def _pad2d_sizes(padding, op, x):
+    """(left, right, top, bottom) from an int or 4 ints (OneFlow's order), for an NCHW x."""
+    if len(x.shape) != 4:
+        raise ValueError(f"{op}: x must be 4-D (NCHW), got shape {tuple(x.shape)}")
+    sizes = [padding] * 4 if isinstance(padding, (int, np.integer)) else list(padding)
+    if len(sizes) != 4 or not all(isinstance(p, (int, np.integer)) and p >= 0 for p in sizes):
+        raise ValueError(f"{op}: padding must be an int or (left, right, top, bottom) of ints >= 0, got {padding!r}")
+    return [int(p) for p in sizes]
+
+
+def _pad_axis(x, axis, before, after, edge, name=None):
+    """x with `before` and `after` elements added along `axis`, each from edge(x, axis, count, at_start)."""
+    parts = ([edge(x, axis, before, True)] if before else []) + [x] + ([edge(x, axis, after, False)] if after else [])
+    return concat(parts, axis=axis, name=name) if len(parts) > 1 else identity(x, name=name)
+
+
+def _along(rank, axis, spec):
+    return [spec if a == axis else (None, None, None) for a in range(rank)]
+
+
+def reflection_pad2d(x, padding, name=None):
+    """NCHW `x` padded by reflection at its spatial edges, the edge itself not repeated (x[1], x[0] |
+    x[0], x[1], ...); `padding` an int or (left, right, top, bottom), each below its axis's size."""
+    op = "flow.reflection_pad2d"
+    x = check_blob(x, op, "x")
+    left, right, top, bottom = _pad2d_sizes(padding, op, x)
+    if max(top, bottom) >= x.shape[2] or max(left, right) >= x.shape[3]:
+        raise ValueError(f"{op}: each pad must be below its axis's size {tuple(x.shape[2:])}, got {padding!r}")
+
+    def mirror(v, axis, count, at_start):
+        spec = (count, 0, -1) if at_start else (-2, -2 - count, -1)
+        return slice_v2(v, _along(4, axis, spec))
+
+    return _pad_axis(_pad_axis(x, 2, top, bottom, mirror), 3, left, right, mirror, name=name)
+
+
+def replication_pad2d(x, padding, name=None):
+    """NCHW `x` padded by repeating its edge values; `padding` an int or (left, right, top, bottom)."""
+    op = "flow.replication_pad2d"
+    x = check_blob(x, op, "x")
+    left, right, top, bottom = _pad2d_sizes(padding, op, x)
+    if (top or bottom) and x.shape[2] == 0 or (left or right) and x.shape[3] == 0:
+        raise ValueError(f"{op}: an empty axis has no edge to repeat, x of shape {tuple(x.shape)}")
+
+    def repeat(v, axis, count, at_start):
+        edge = slice_v2(v, _along(4, axis, (0, 1, 1) if at_start else (-1, None, 1)))
+        return concat([edge] * count, axis=axis) if count > 1 else edge
+
+    return _pad_axis(_pad_axis(x, 2, top, bottom, repeat), 3, left, right, repeat, name=name)
+
+
+def constant_pad2d(x, padding, constant_value=0, name=None):
+    """NCHW `x` padded with `constant_value`; `padding` an int or (left, right, top, bottom)."""
+    op = "flow.constant_pad2d"
+    x = check_blob(x, op, "x")
+    left, right, top, bottom = _pad2d_sizes(padding, op, x)
+    return pad(x, [(0, 0), (0, 0), (top, bottom), (left, right)], constant_value=constant_value, name=name)

@@ -1150,3 +1150,36 @@ def test_conv1d_matches_numpy_in_both_layouts_and_as_a_layer():
                                rtol=1e-4, atol=1e-4)
     variables = flow.get_all_variables()
     assert variables["c1-weight"].numpy().shape == (5, 4, 3) and variables["c1-bias"].numpy().shape == (5,)
+
+
+def test_reflection_replication_and_constant_pad2d_match_numpy_and_pass_gradients():
+    x = np.arange(2 * 3 * 4, dtype=np.float64).reshape(1, 2, 3, 4)
+    grads = {}
+
+    @flow.global_function(type="train")
+    def job(a: tp.Numpy.Placeholder((1, 2, 3, 4), dtype=flow.double)) -> List[tp.Numpy]:
+        v = flow.get_variable("v", shape=(1, 2, 3, 4), dtype=flow.double, initializer=flow.zeros_initializer())
+        xa = v + a
+        flow.watch_diff(xa, lambda g: grads.setdefault("x", g.numpy()))
+        reflected = flow.reflection_pad2d(xa, [3, 1, 2, 0])  # (left, right, top, bottom)
+        replicated = flow.replication_pad2d(xa, 2)
+        constant = flow.constant_pad2d(xa, [0, 1, 1, 0], constant_value=7)
+        loss = flow.math.reduce_sum(reflected) + flow.math.reduce_sum(replicated)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.0]), momentum=0).minimize(loss)
+        return [reflected, replicated, constant]
+
+    reflected, replicated, constant = job(x)
+    np.testing.assert_array_equal(reflected, np.pad(x, ((0, 0), (0, 0), (2, 0), (3, 1)), mode="reflect"))
+    np.testing.assert_array_equal(replicated, np.pad(x, ((0, 0), (0, 0), (2, 2), (2, 2)), mode="edge"))
+    np.testing.assert_array_equal(constant, np.pad(x, ((0, 0), (0, 0), (1, 0), (0, 1)), constant_values=7))
+    # Each input element's gradient: how many times each padded output holds it.
+    def counts(mode, pads):
+        index = np.arange(x.size).reshape(x.shape)
+        return np.bincount(np.pad(index, pads, mode=mode).ravel(), minlength=x.size).reshape(x.shape)
+    expected = counts("reflect", ((0, 0), (0, 0), (2, 0), (3, 1))) + counts("edge", ((0, 0), (0, 0), (2, 2), (2, 2)))
+    np.testing.assert_array_equal(grads["x"], expected)
+    with pytest.raises(ValueError, match="each pad must be below its axis's size"):
+        @flow.global_function()
+        def too_wide(a: tp.Numpy.Placeholder((1, 1, 2, 2))) -> tp.Numpy:
+            return flow.reflection_pad2d(a, 2)
+        too_wide(np.zeros((1, 1, 2, 2), np.float32))
