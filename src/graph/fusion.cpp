@@ -80,6 +80,17 @@ bool IsPlainSgd(const OpNode& node) {
   return attrs.regularizer.l1 == 0 && attrs.regularizer.l2 == 0;
 }
 
+// The bias_add (of f32 values) that is the only reader of `value` and adds along its `axis`, or -1.
+int BiasAddAlong(const JobGraph& graph, const Readers& readers, int value, int axis) {
+  const int node = readers.Sole(graph, value, 0);
+  if (node < 0) return -1;
+  const OpNode& add = graph.nodes[static_cast<std::size_t>(node)];
+  if (add.type != "bias_add" || !AllOf(graph, add, DType::kF32)) return -1;
+  const int rank = graph.values[static_cast<std::size_t>(value)].meta.shape.Rank();
+  const int add_axis = std::any_cast<const BiasAddAttrs&>(add.attrs).axis;
+  return (add_axis < 0 ? add_axis + rank : add_axis) == axis ? node : -1;
+}
+
 }  // namespace
 
 std::vector<FusedChain> FindFusedChains(const JobGraph& graph, const std::vector<bool>& live, bool fuse_casts) {
@@ -102,12 +113,8 @@ std::vector<FusedChain> FindFusedChains(const JobGraph& graph, const std::vector
     std::vector<int> nodes{static_cast<int>(n)};
     if (cast >= 0) nodes.push_back(cast);
     const int result = graph.nodes[static_cast<std::size_t>(nodes.back())].outputs[0];
-    const int axis = head.type == "conv2d" || head.type == "matmul" ? BiasAxis(graph, head) : -1;
-    if (axis < 0) {
-      if (cast >= 0) chains.push_back({head.type, nodes, head.inputs, head.attrs});
-      continue;
-    }
-    if (head.type == "matmul") {
+    const int axis = BiasAxis(graph, head);
+    if (axis >= 0 && head.type == "matmul") {
       const int update = readers.Sole(graph, result, 1);  // sgd_update(variable, gradient, lr)
       // A matmul fused with the update of one variable must not read another variable that some update
       // writes: that update waits for every reader of its variable, the fused kernel among them, and when
@@ -130,21 +137,19 @@ std::vector<FusedChain> FindFusedChains(const JobGraph& graph, const std::vector
         continue;
       }
     }
-    const int bias_add = readers.Sole(graph, result, 0);
-    const OpNode* add = bias_add >= 0 ? &graph.nodes[static_cast<std::size_t>(bias_add)] : nullptr;
-    const int rank = graph.values[static_cast<std::size_t>(head.outputs[0])].meta.shape.Rank();
-    const int add_axis = add != nullptr && add->type == "bias_add" ? std::any_cast<const BiasAddAttrs&>(add->attrs).axis : -9;
-    if (add == nullptr || add->type != "bias_add" || !AllOf(graph, *add, DType::kF32) ||
-        (add_axis < 0 ? add_axis + rank : add_axis) != axis) {
+    const int bias_add = axis < 0 ? -1 : BiasAddAlong(graph, readers, result, axis);
+    if (bias_add < 0) {
+      // Nothing to add: a bf16 product still takes in its cast, writing f32 itself.
       if (cast >= 0) chains.push_back({head.type, nodes, head.inputs, head.attrs});
       continue;
     }
 
+    const OpNode& add = graph.nodes[static_cast<std::size_t>(bias_add)];
     FusedChain chain;
     nodes.push_back(bias_add);
     chain.nodes = nodes;
-    chain.inputs = {head.inputs[0], head.inputs[1], add->inputs[1]};
-    const int relu = readers.Sole(graph, add->outputs[0], 0);
+    chain.inputs = {head.inputs[0], head.inputs[1], add.inputs[1]};
+    const int relu = readers.Sole(graph, add.outputs[0], 0);
     const bool with_relu = relu >= 0 && IsRelu(graph.nodes[static_cast<std::size_t>(relu)]);
     if (with_relu) chain.nodes.push_back(relu);
     const FusedActivation activation = with_relu ? FusedActivation::kRelu : FusedActivation::kNone;

@@ -57,21 +57,21 @@ template <typename In, typename Out> class CastCpu final : public Kernel {
     Out* y = outputs[0].As<Out>();
     const std::int64_t count = inputs[0].NumElements();
     if (count < kParallelElements) {
-      Convert(x, y, 0, count);
+      ConvertRange(x, y, 0, count);
       return;
     }
     const int chunks = IntraOpThreads();
-    ParallelFor(chunks, [&](int i) { Convert(x, y, count * i / chunks, count * (i + 1) / chunks); });
+    ParallelFor(chunks, [&](int i) { ConvertRange(x, y, count * i / chunks, count * (i + 1) / chunks); });
   }
 
  private:
-  static void Convert(const In* x, Out* y, std::int64_t begin, std::int64_t end) {
+  static void ConvertRange(const In* x, Out* y, std::int64_t begin, std::int64_t end) {
 #if defined(__x86_64__)
     if constexpr (std::is_same_v<In, float> && std::is_same_v<Out, bfloat16>) {
       if (NativeBFloat16Casts()) return FloatToBFloat16Native(x, y, begin, end);
     }
 #endif
-    for (std::int64_t i = begin; i < end; ++i) y[i] = internal::Convert<Out>(x[i]);
+    for (std::int64_t i = begin; i < end; ++i) y[i] = Convert<Out>(x[i]);
   }
 };
 
