@@ -22,6 +22,11 @@ its JSON has "skipped". Last line: one JSON object.
 with --gpu, sync train calls) instead of the Python bindings: for a GPU machine whose Python the bindings
 were not built for. `--torch-python` names the interpreter that has torch (default /usr/bin/python3).
 
+`--kinds` also takes rows that do not run by default: weir-nhwc (the convolutions in NHWC through the
+channels-last pass, as on the CPU; by default a GPU runs them in NCHW as written), weir-tf32 and torch-graph-tf32 (f32 matmuls and convolutions on TF32
+tensor cores, both sides), weir-amp, torch-eager-amp and torch-graph-amp (mixed precision in f16:
+Weir's enable_auto_mixed_precision, PyTorch's torch.autocast; neither scales the loss).
+
 `--smoke-cpu` runs the same code on the CPU (no CUDA graphs), so that tests/python/test_gpu.py keeps
 this program working on machines without a GPU; its figures mean nothing.
 """
@@ -36,6 +41,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BATCH = 100
 POOL_BATCHES = 8
 KINDS = ("weir", "weir-copy-streams", "weir-no-graphs", "torch-eager", "torch-graph", "torch-graph-host-batch")
+# Rows run only when --kinds names them: the convolutions in NHWC (the channels-last pass),
+# TF32 tensor cores for f32 products on both sides, mixed precision (f16) on both sides.
+EXTRA_KINDS = ("weir-nhwc", "weir-tf32", "torch-graph-tf32", "weir-amp", "torch-eager-amp", "torch-graph-amp")
 
 
 def parse_args():
@@ -50,15 +58,15 @@ def parse_args():
                         help="let PyTorch's convolutions use TF32 (its default); off, both sides compute in FP32 as Weir does")
     parser.add_argument("--worker-timeout", type=float, default=300, help="seconds each side's process may run")
     parser.add_argument("--smoke-cpu", action="store_true", help="run on the CPU: checks the program, not the GPU")
-    parser.add_argument("--kinds", default=",".join(KINDS), help="rows to run, of " + ",".join(KINDS))
-    parser.add_argument("--worker", choices=KINDS, help=argparse.SUPPRESS)
+    parser.add_argument("--kinds", default=",".join(KINDS), help="rows to run, of " + ",".join(KINDS + EXTRA_KINDS))
+    parser.add_argument("--worker", choices=KINDS + EXTRA_KINDS, help=argparse.SUPPRESS)
     parser.add_argument("--model", choices=["mlp", "lenet"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.steps < 1 or args.repeats < 1 or args.warmup < 0:
         parser.error("--steps and --repeats must be >= 1, --warmup >= 0")
-    unknown = set(args.kinds.split(",")) - set(KINDS)
+    unknown = set(args.kinds.split(",")) - set(KINDS + EXTRA_KINDS)
     if unknown:
-        parser.error(f"--kinds: expected some of {','.join(KINDS)}, got {','.join(sorted(unknown))}")
+        parser.error(f"--kinds: expected some of {','.join(KINDS + EXTRA_KINDS)}, got {','.join(sorted(unknown))}")
     return args
 
 
@@ -94,7 +102,9 @@ def weir_worker(args):
     flow.config.stream_graphs(args.worker != "weir-no-graphs")
     if args.worker == "weir-copy-streams":
         flow.config.copy_stream_threshold_mb(0)
-    train_job, _ = models.make_jobs(models.mlp if args.model == "mlp" else models.lenet)
+    flow.config.enable_tensor_float_32_compute(args.worker == "weir-tf32")
+    train_job, _ = models.make_jobs(models.mlp if args.model == "mlp" else models.lenet, amp=args.worker == "weir-amp",
+                                    channels_last=True if args.worker == "weir-nhwc" else None)
     random = np.random.default_rng(1234)
     batches = [(random.random((BATCH, 1, 28, 28), dtype=np.float32), random.integers(0, 10, BATCH, dtype=np.int32))
                for _ in range(POOL_BATCHES)]
@@ -105,7 +115,7 @@ def weir_worker(args):
     print(json.dumps({"step_ms": 1e3 * step_s, "host_us": 1e6 * host_s, "loss": loss}))
 
 
-def torch_worker(args, graphed, host_batches=False):
+def torch_worker(args, graphed, host_batches=False, tf32=False, amp=False):
     sys.path.insert(0, HERE)
     try:
         import torch
@@ -122,10 +132,10 @@ def torch_worker(args, graphed, host_batches=False):
     from pytorch_models import build_model
 
     torch.manual_seed(1234)
-    # Like for like: Weir's cuDNN convolutions use FP32 (FMA) math, never TF32; PyTorch's default lets
-    # cuDNN use TF32 tensor cores for convolutions (matmuls already default to FP32).
-    torch.backends.cudnn.allow_tf32 = args.torch_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
+    # Like for like: Weir's cuDNN convolutions use FP32 (FMA) math, never TF32 unless asked; PyTorch's
+    # default lets cuDNN use TF32 tensor cores for convolutions (matmuls already default to FP32).
+    torch.backends.cudnn.allow_tf32 = args.torch_tf32 or tf32
+    torch.backends.cuda.matmul.allow_tf32 = tf32
     device = torch.device("cpu" if args.smoke_cpu else "cuda")
     model = build_model(args.model, nn).to(device)
     loss_fn = nn.CrossEntropyLoss(reduction="mean")
@@ -133,10 +143,19 @@ def torch_worker(args, graphed, host_batches=False):
     batches = [(torch.rand(BATCH, 1, 28, 28, device=device), torch.randint(0, 10, (BATCH,), device=device))
                for _ in range(POOL_BATCHES)]
 
+    def forward_loss(images, labels):
+        # Mixed precision as a PyTorch user writes it; the autocast cache stays off, as CUDA graphs need.
+        if amp:
+            # (f16 on the GPU; the CPU's autocast, which --smoke-cpu runs, takes bfloat16 only)
+            half = torch.float16 if device.type == "cuda" else torch.bfloat16
+            with torch.autocast(device.type, dtype=half, cache_enabled=False):
+                return loss_fn(model(images), labels)
+        return loss_fn(model(images), labels)
+
     def eager(i):
         images, labels = batches[i % POOL_BATCHES]
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(images), labels)
+        loss = forward_loss(images, labels)
         loss.backward()
         optimizer.step()
         return loss.item()
@@ -151,13 +170,13 @@ def torch_worker(args, graphed, host_batches=False):
         with torch.cuda.stream(side):
             for _ in range(3):
                 optimizer.zero_grad(set_to_none=True)
-                loss_fn(model(static_images), static_labels).backward()
+                forward_loss(static_images, static_labels).backward()
                 optimizer.step()
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         optimizer.zero_grad(set_to_none=True)
         with torch.cuda.graph(graph):
-            static_loss = loss_fn(model(static_images), static_labels)
+            static_loss = forward_loss(static_images, static_labels)
             static_loss.backward()
             optimizer.step()
 
@@ -170,7 +189,7 @@ def torch_worker(args, graphed, host_batches=False):
             static_images.copy_(images, non_blocking=True)
             static_labels.copy_(labels, non_blocking=True)
             graph.replay()
-            return static_loss.item()
+            return float(static_loss.item())
 
     step_s, host_s, loss = timed_blocks(step, args)
     print(json.dumps({"step_ms": 1e3 * step_s, "host_us": 1e6 * host_s, "loss": loss, "torch": torch.__version__,
@@ -201,6 +220,7 @@ def run_cpp_worker(kind, model, args):
         argv.append("--no-stream-graphs")
     if kind == "weir-copy-streams":
         argv.append("--copy-streams")
+    argv += {"weir-nhwc": ["--nhwc"], "weir-tf32": ["--tf32"], "weir-amp": ["--amp"]}.get(kind, [])
     row = last_json_line(argv, args)
     if "error" in row:
         return row
@@ -224,7 +244,8 @@ def main():
         return weir_worker(args)
     if args.worker:
         return torch_worker(args, graphed=args.worker.startswith("torch-graph"),
-                            host_batches=args.worker == "torch-graph-host-batch")
+                            host_batches=args.worker == "torch-graph-host-batch",
+                            tf32=args.worker.endswith("-tf32"), amp=args.worker.endswith("-amp"))
     summary = {"bench": "gpu_step", "smoke_cpu": args.smoke_cpu, "torch_tf32": args.torch_tf32, "batch": BATCH, "steps": args.steps, "repeats": args.repeats, "models": {}}
     for model in args.models.split(","):
         rows = {kind: run_worker(kind, model, args) for kind in args.kinds.split(",")}
@@ -249,6 +270,11 @@ def main():
         if "step_ms" in weir and "step_ms" in host_graph:
             summary["models"][model]["weir_over_graph_host_batch"] = weir["step_ms"] / host_graph["step_ms"]
             print(f"  Weir / PyTorch CUDA graphs, batches from the host: {weir['step_ms'] / host_graph['step_ms']:.2f}")
+        for suffix in ("tf32", "amp"):  # like for like in TF32 and in mixed precision
+            ours, theirs = rows.get(f"weir-{suffix}", {}), rows.get(f"torch-graph-{suffix}", {})
+            if "step_ms" in ours and "step_ms" in theirs:
+                summary["models"][model][f"weir_over_graph_{suffix}"] = ours["step_ms"] / theirs["step_ms"]
+                print(f"  Weir / PyTorch CUDA graphs, both {suffix.upper()}: {ours['step_ms'] / theirs['step_ms']:.2f}")
     if all("skipped" in rows.get("weir", {"skipped": ""}) for rows in summary["models"].values()):
         summary["skipped"] = "no GPU visible"
     print(json.dumps(summary))

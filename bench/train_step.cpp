@@ -5,7 +5,8 @@
 //
 // Usage: train_step [--model mlp|lenet] [--steps N] [--repeats R] [--warmup W]
 //                   [--scheduler-threads T] (0 = default) [--no-async] [--profile]
-//                   [--gpu] [--no-stream-graphs] [--copy-streams] [--nchw] [--amp] [--no-infer] [--trace FILE]
+//                   [--gpu] [--no-stream-graphs] [--copy-streams] [--nchw | --nhwc] [--amp] [--tf32] [--no-infer]
+//                   [--trace FILE]
 //                   [--cpu-device-streams]
 // --gpu: the jobs run on one GPU (SessionOptions::gpu_devices = 1; fails rather than fall back to the CPU);
 // --no-stream-graphs: an actor and a launch per kernel instead of one CUDA graph per stream.
@@ -15,8 +16,10 @@
 // --cpu-device-streams: on the CPU, kernels run the way GPU kernels do (SessionOptions::async_cpu_streams):
 // submitted to a stream, completed through its poller (with WEIR_CPU_STREAM_LATENCY_US, a stand-in for
 // a GPU's device time).
-// --nchw: the convolutions run in NCHW as written (JobConfig::channels_last_convolutions off).
+// --nchw / --nhwc: the convolutions run in NCHW as written / in NHWC (JobConfig::channels_last_convolutions
+// off / on); by default NHWC on the CPU, NCHW on a GPU, as the Python front end chooses.
 // --amp: mixed precision (JobConfig::mixed_precision: bf16 on a CPU that has it, f16 on a GPU).
+// --tf32: on a GPU, f32 matmuls and convolutions may use TF32 tensor cores (SessionOptions::tensor_float_32).
 // --profile: after the timed runs, one more sync train run and one inference run under the
 // session's profiler, whose tables (per-actor busy time, call latency) go to stderr.
 // --trace FILE: after the timed runs, 20 more sync train steps under the session's timeline trace,
@@ -62,8 +65,10 @@ struct Args {
   bool stream_graphs = true;
   bool copy_streams = false;
   bool cpu_device_streams = false;
-  bool channels_last = true;
+  bool nchw = false;
+  bool nhwc = false;
   bool amp = false;
+  bool tf32 = false;
   bool infer = true;
   std::string trace;  // empty: no trace
 };
@@ -82,8 +87,8 @@ Args Parse(int argc, char** argv) {
         {"--no-async", &Args::async, false},         {"--profile", &Args::profile, true},
         {"--gpu", &Args::gpu, true},                 {"--no-stream-graphs", &Args::stream_graphs, false},
         {"--no-infer", &Args::infer, false},         {"--copy-streams", &Args::copy_streams, true},
-        {"--nchw", &Args::channels_last, false},     {"--cpu-device-streams", &Args::cpu_device_streams, true},
-        {"--amp", &Args::amp, true},
+        {"--nchw", &Args::nchw, true},               {"--nhwc", &Args::nhwc, true},     {"--cpu-device-streams", &Args::cpu_device_streams, true},
+        {"--amp", &Args::amp, true},                 {"--tf32", &Args::tf32, true},
     };
     const auto it = std::find_if(std::begin(kSwitches), std::end(kSwitches), [&](const Switch& s) { return flag == s.name; });
     if (it != std::end(kSwitches)) {
@@ -100,6 +105,7 @@ Args Parse(int argc, char** argv) {
     else if (flag == "--trace") args.trace = value;
     else throw std::invalid_argument(fmt::format("unknown flag {}", flag));
   }
+  if (args.nchw && args.nhwc) throw std::invalid_argument("--nchw and --nhwc: expected one of them, got both");
   if (args.model != "mlp" && args.model != "lenet") {
     throw std::invalid_argument(fmt::format("--model: expected mlp or lenet, got {}", args.model));
   }
@@ -220,14 +226,16 @@ int main(int argc, char** argv) try {
     if (!dtype) throw std::invalid_argument("--amp: this CPU has no native bf16 (AVX512_BF16 or AMX)");
     mixed = weir::JobConfig::MixedPrecision{.dtype = *dtype, .device = device};
   }
-  const weir::Job train = bench::TrainJob(args.model, args.channels_last, mixed);
-  const weir::Job infer = bench::InferJob(args.model, args.channels_last, mixed);
+  const bool channels_last = args.nhwc || (!args.nchw && !args.gpu);
+  const weir::Job train = bench::TrainJob(args.model, channels_last, mixed);
+  const weir::Job infer = bench::InferJob(args.model, channels_last, mixed);
   weir::SessionOptions options;
   options.scheduler_threads = args.scheduler_threads;
   options.max_calls_in_flight = kMaxCallsInFlight;
   options.gpu_devices = args.gpu ? 1 : 0;
   options.stream_graphs = args.stream_graphs;
   options.async_cpu_streams = args.cpu_device_streams;
+  options.tensor_float_32 = args.tf32;
   if (args.copy_streams) options.copy_stream_bytes = 0;
   if (args.gpu && weir::VisibleGpus() == 0) throw std::runtime_error("--gpu: no GPU visible to Weir");
   weir::Session session(options);

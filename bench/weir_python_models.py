@@ -63,9 +63,12 @@ def lenet(images):
     return flow.layers.dense(hidden, 10, kernel_initializer=initializer, name="dense2")
 
 
-def make_jobs(model, amp=False):
+def make_jobs(model, amp=False, channels_last=None):
+    """channels_last: None leaves the layout to Weir (NHWC convolutions on the CPU, NCHW on a GPU)."""
     config = flow.FunctionConfig()
     config.enable_auto_mixed_precision(amp)
+    if channels_last is not None:
+        config.channels_last_convolutions(channels_last)
 
     @flow.global_function(type="train", function_config=config)
     def train_job(images: tp.Numpy.Placeholder((BATCH, 1, 28, 28), dtype=flow.float),

@@ -35,15 +35,37 @@ library_dir() {
   [[ -n $found ]] && dirname "$found"
 }
 
+# Of every libcudnn.so.9 under the given roots, the folder of the newest (cudnnGetVersion): the
+# machine's own and PyTorch's may differ, and both sides of the benchmark then run the same one.
+newest_cudnn_dir() {
+  find -H "$@" -name libcudnn.so.9 2>/dev/null | python3 -c '
+import ctypes, os, sys
+best = (0, "")
+for path in sys.stdin.read().split():
+    try:
+        version = ctypes.CDLL(path).cudnnGetVersion()
+    except OSError as error:
+        print(f"  (cuDNN at {path}: {error})", file=sys.stderr)
+        continue
+    print(f"  (cuDNN {version} at {path})", file=sys.stderr)
+    best = max(best, (version, os.path.dirname(path)))
+print(best[1])'
+}
+
 if $prebuilt; then
   libs=/tmp/weir-gpu-libs
   mkdir -p "$libs" && tar -C "$libs" -xJf "$build/../lib.tar.xz" || exit 1
   roots=(/usr/local/cuda/lib64 /usr/local/cuda/targets /usr/lib/x86_64-linux-gnu /opt /usr/local/lib)
   library_path=$libs/lib
   for name in libcublasLt.so.13 libcublas.so.13 libcudnn.so.9 libnccl.so.2; do
-    dir=$(library_dir "$name" "${roots[@]}")
+    if [[ $name == libcudnn.so.9 ]]; then
+      dir=$(newest_cudnn_dir "${roots[@]}")
+    else
+      dir=$(library_dir "$name" "${roots[@]}")
+    fi
     [[ -n $dir ]] || { echo "gpu-check: $name is not on this machine"; exit 1; }
     echo "  $name: $dir"
+    [[ $name == libcudnn.so.9 ]] && echo "  cuDNN $(python3 -c "import ctypes; print(ctypes.CDLL('$dir/$name').cudnnGetVersion())")"
     library_path=$library_path:$dir
   done
   export LD_LIBRARY_PATH=$library_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -66,8 +88,20 @@ checks=(
 )
 if $prebuilt; then
   # PyTorch is the machine's python3; Weir's rows come from the C++ API.
-  step_bench="python3 bench/gpu_step.py --weir-binary $build/bench/train_step --torch-python $(command -v python3) --worker-timeout 60"
-  checks+=("gpu-step-bench|$step_bench")
+  step_bench="python3 bench/gpu_step.py --weir-binary $build/bench/train_step --torch-python $(command -v python3) --worker-timeout 120"
+  # Weir as it runs by default against PyTorch eager and with CUDA graphs, and Weir's variants: every
+  # copy on the copy streams, no CUDA graphs, the convolutions in NHWC (the channels-last pass).
+  checks+=("gpu-step-mlp|$step_bench --models mlp --kinds weir,weir-copy-streams,weir-no-graphs,torch-eager,torch-graph,torch-graph-host-batch")
+  checks+=("gpu-step-lenet|$step_bench --models lenet --kinds weir,weir-nhwc,weir-no-graphs,torch-eager,torch-graph,torch-graph-host-batch")
+  # TF32 tensor cores for f32 products, and mixed precision (f16), on both sides.
+  checks+=("gpu-step-tf32|$step_bench --kinds weir,weir-tf32,torch-graph,torch-graph-tf32")
+  checks+=("gpu-step-amp|$step_bench --kinds weir-amp,torch-graph-amp")
+  # cuDNN's legacy algorithms alone (no graph-API engines), against gpu-step-lenet's rows.
+  checks+=("gpu-step-cudnn-legacy|env WEIR_CUDNN_GRAPH=0 $step_bench --models lenet --kinds weir,weir-nhwc")
+  # Which algorithm or engine each convolution of a LeNet step chose, and every candidate's time.
+  for variant in "" --nhwc --tf32 --amp; do
+    checks+=("cudnn-choices-lenet${variant}|env WEIR_CUDNN_TRACE=1 $build/bench/train_step --gpu --model lenet --steps 1 --repeats 1 --warmup 0 --no-async --no-infer $variant")
+  done
   # How long a poller queries an event before it sleeps (WEIR_CUDA_SPIN_US): at once, and never (a
   # spinning core), against the default's row above.
   checks+=("gpu-step-sleep-at-once|env WEIR_CUDA_SPIN_US=0 $step_bench --kinds weir")
@@ -75,7 +109,7 @@ if $prebuilt; then
   # Calls in flight together (8): the steps per second a pipeline of calls reaches.
   checks+=("train-step-async|$build/bench/train_step --gpu --model mlp --steps 200 --repeats 5")
   checks+=("train-step-async-lenet|$build/bench/train_step --gpu --model lenet --steps 100 --repeats 3")
-  # Mixed precision (f16 matmuls on the GPU; convolutions stay f32): against the two rows above.
+  # Mixed precision (f16 matmuls and convolutions on the GPU): against the two rows above.
   checks+=("train-step-amp-mlp|$build/bench/train_step --gpu --amp --model mlp --steps 200 --repeats 5")
   checks+=("train-step-amp-lenet|$build/bench/train_step --gpu --amp --model lenet --steps 100 --repeats 3")
   # Idle actor threads that poll about 0.5 ms instead of a few us (no wake-ups, a core spinning).

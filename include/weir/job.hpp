@@ -68,7 +68,9 @@ struct JobConfig {
   DType default_dtype = DType::kF32;
   /// Runs f32 NCHW convolutions, and the bias, activation and pooling ops that follow them, in
   /// NHWC internally (transposing at the chain's ends), where oneDNN's CPU kernels are fastest. The
-  /// job's inputs, outputs, variables and results are the same either way.
+  /// job's inputs, outputs, variables and results are the same either way. For a job on a GPU, turn it
+  /// off: cuDNN's NCHW engines measured faster than its NHWC ones plus the transposes (docs/cuda.md);
+  /// the Python front end does so for a session on a GPU.
   bool channels_last_convolutions = true;
   LogicalView view = LogicalView::kConsistent;
   /// Where ops outside any placement scope run; unset: every device of the session.

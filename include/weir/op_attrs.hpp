@@ -219,6 +219,21 @@ struct Optimizer {
   std::optional<double> clip_norm;
   /// The loss gradient is seeded with this value; gradients are divided by it again.
   double loss_scale_factor = 1.0;
+  /// Dynamic loss scaling (OneFlow's dynamic_loss_scale policy), for float16 training: the loss
+  /// gradient is seeded with a scale that the job keeps in the variable
+  /// "System-Train-LossScale-<job>" (f32), and the gradients are divided by it again. A step whose
+  /// gradients are not all finite updates no variable (nor optimizer slot), divides the scale by
+  /// `multiplier` (not below 1) and counts one more in "System-Train-SkippedSteps-<job>" (i64);
+  /// after `increment_period` finite steps in a row ("System-Train-LossScaleGoodSteps-<job>") the
+  /// scale is multiplied by `multiplier`. The train step counts skipped steps too. Excludes
+  /// loss_scale_factor.
+  struct DynamicLossScale {
+    double initial_loss_scale = 1073741824.0;  // 2^30, OneFlow's default
+    std::int64_t increment_period = 2000;
+    double multiplier = 2.0;
+    friend bool operator==(const DynamicLossScale&, const DynamicLossScale&) = default;
+  };
+  std::optional<DynamicLossScale> dynamic_loss_scale;
 
   friend bool operator==(const Optimizer&, const Optimizer&) = default;
 };

@@ -148,6 +148,11 @@ struct SessionOptions {
   /// copy for the next call overlaps this call's kernels. A hand-off between streams costs a host round
   /// trip (tens of µs), more than overlapping a small copy saves. 0: every copy on the copy streams.
   std::size_t copy_stream_bytes = std::size_t{1} << 20;
+  /// On a GPU with tensor cores for it (Ampere and later), f32 matmuls and convolutions may round their
+  /// operands to TF32 (10 bits of mantissa) and accumulate in f32 (OneFlow's
+  /// flow.config.enable_tensor_float_32_compute): several times the FP32 throughput, results within
+  /// about 1e-3 relative of FP32's. Off by default, so that f32 results agree with the CPU's to rounding.
+  bool tensor_float_32 = false;
   /// Calls admitted but not yet completed; further calls block until one completes.
   int max_calls_in_flight = 128;
   /// How long shutdown waits for calls in flight before failing them.

@@ -607,6 +607,7 @@ class SessionImpl {
     plan_options.processes = cluster_ ? cluster_->Size() : 1;
     plan_options.rank = cluster_ ? cluster_->Rank() : 0;
     plan_options.stream_graphs = options_.stream_graphs;
+    plan_options.tensor_float_32 = options_.tensor_float_32;
     plan_options.fusion_threshold_bytes = options_.distributed.fusion_threshold_bytes;
     plan_options.async_cpu_streams = options_.async_cpu_streams;
     if (OnGpu(*job.Graph())) {

@@ -196,6 +196,9 @@ LibraryHandles HandlesOf(cudaStream_t stream, const char* library) {
 }  // namespace
 
 cublasHandle_t CublasHandleOf(cudaStream_t stream) { return HandlesOf(stream, "cuBLAS").blas; }
+void UseTensorFloat32(cudaStream_t stream, bool allowed) {
+  WEIR_CUDA_CHECK(cublasSetMathMode(CublasHandleOf(stream), allowed ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+}
 cudnnHandle_t CudnnHandleOf(cudaStream_t stream) { return HandlesOf(stream, "cuDNN").dnn; }
 CublasLtOf::CublasLtOf(cudaStream_t stream) {
   const LibraryHandles handles = HandlesOf(stream, "cuBLASLt");

@@ -179,6 +179,7 @@ std::vector<FusedChain> FindMultiTensorUpdates(const JobGraph& graph, const std:
       continue;
     }
     const auto& attrs = std::any_cast<const UpdateAttrs&>(node.attrs);
+    if (attrs.skip_if) continue;  // dynamic loss scaling's updates: multi_update takes no skip flag
     const DType dtype = graph.values[static_cast<std::size_t>(node.inputs[0])].meta.dtype;
     std::size_t g = 0;
     for (; g < groups.size(); ++g) {

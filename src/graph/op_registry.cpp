@@ -1,6 +1,7 @@
 #include "graph/op_registry.hpp"
 
 #include "graph/job_graph.hpp"
+#include "kernels/attrs/update_attrs.hpp"
 
 #include <mutex>
 #include <string>
@@ -53,13 +54,23 @@ std::vector<Blob> AddOpByName(std::string_view type, const std::vector<Blob>& in
   return def.build ? def.build(inputs, value, name) : AddOp(def.type, inputs, std::move(value), name);
 }
 
+std::vector<int> MutatedInputs(std::string_view type, const std::any& attrs, std::size_t input_count) {
+  if (const auto* update = std::any_cast<UpdateAttrs>(&attrs); update != nullptr && update->skip_if && input_count > 0) {
+    --input_count;
+  }
+  std::vector<int> mutated;
+  for (int input : FindOp(type).mutates_inputs) {
+    if (input < static_cast<int>(input_count)) mutated.push_back(input);
+  }
+  return mutated;
+}
+
 std::vector<bool> WrittenValues(const JobGraph& graph, const std::vector<bool>& live) {
   std::vector<bool> written(graph.values.size(), false);
   for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
     const OpNode& node = graph.nodes[n];
     if (!live[n] || node.type == kPlaceholderOp || node.type == kVariableOp || node.type == "constant") continue;
-    for (int input : FindOp(node.type).mutates_inputs) {
-      if (input >= static_cast<int>(node.inputs.size())) continue;  // an optional input left out
+    for (int input : MutatedInputs(node.type, node.attrs, node.inputs.size())) {
       written[static_cast<std::size_t>(node.inputs[static_cast<std::size_t>(input)])] = true;
     }
   }

@@ -83,6 +83,11 @@ const OpDef& FindOp(std::string_view type);
 std::vector<Blob> AddOpByName(std::string_view type, const std::vector<Blob>& inputs, const AttrMap& attrs,
                               std::string_view name);
 
+/// The inputs an op of `type` with `attrs` and `input_count` inputs writes in place: its
+/// OpDef::mutates_inputs that it has (optional ones may be left out), never an update's skip flag
+/// (UpdateAttrs::skip_if: the last input, read only, wherever an optional slot would be).
+std::vector<int> MutatedInputs(std::string_view type, const std::any& attrs, std::size_t input_count);
+
 struct JobGraph;
 /// By value id: whether some live op of `graph` writes the value in place (OpDef::mutates_inputs).
 std::vector<bool> WrittenValues(const JobGraph& graph, const std::vector<bool>& live);

@@ -68,6 +68,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   plan->job_name = graph.name;
   plan->keep_alive = graph_ptr;
   plan->devices = options.devices;
+  plan->tensor_float_32 = options.tensor_float_32;
   plan->mirrored = topology.mirrored;
 
   // Lowering: the job's nodes become tasks and registers.

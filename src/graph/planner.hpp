@@ -48,6 +48,8 @@ struct PlanOptions {
   /// fusion_threshold_bytes); 0: an all-reduce actor per gradient.
   std::size_t fusion_threshold_bytes = 0;
   bool async_cpu_streams = false;
+  /// f32 matmuls and convolutions on CUDA devices may use TF32 tensor cores (SessionOptions::tensor_float_32).
+  bool tensor_float_32 = false;
 };
 
 /// Throws std::invalid_argument naming the op for anything that cannot run.

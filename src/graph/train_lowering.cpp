@@ -1,6 +1,7 @@
 #include "graph/train_lowering.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <regex>
 #include <string>
 #include <vector>
@@ -9,6 +10,9 @@
 
 #include "graph/autodiff.hpp"
 #include "graph/op_registry.hpp"
+#include "kernels/attrs/gradient_attrs.hpp"
+#include "kernels/attrs/update_attrs.hpp"
+#include "weir/initializers.hpp"
 #include "weir/ops.hpp"
 
 namespace weir {
@@ -129,6 +133,16 @@ void ValidateOptimizer(const Optimizer& optimizer) {
   Require(optimizer.decay_rate >= 0 && optimizer.decay_rate < 1, optimizer, "decay_rate", "in [0, 1)",
           optimizer.decay_rate);
   Require(optimizer.loss_scale_factor > 0, optimizer, "loss_scale_factor", "positive", optimizer.loss_scale_factor);
+  if (const auto& dynamic = optimizer.dynamic_loss_scale) {
+    Require(dynamic->initial_loss_scale >= 1 && std::isfinite(dynamic->initial_loss_scale), optimizer,
+            "dynamic_loss_scale.initial_loss_scale", ">= 1 and finite", dynamic->initial_loss_scale);
+    Require(dynamic->increment_period >= 1, optimizer, "dynamic_loss_scale.increment_period", ">= 1",
+            dynamic->increment_period);
+    Require(dynamic->multiplier > 1 && std::isfinite(dynamic->multiplier), optimizer, "dynamic_loss_scale.multiplier",
+            "> 1 and finite", dynamic->multiplier);
+    Require(optimizer.loss_scale_factor == 1.0, optimizer, "loss_scale_factor", "1 with dynamic_loss_scale",
+            optimizer.loss_scale_factor);
+  }
   if (optimizer.clip_norm) Require(*optimizer.clip_norm > 0, optimizer, "clip_norm", "positive", *optimizer.clip_norm);
   if (optimizer.lazy && (optimizer.kind != Optimizer::Kind::kAdam || !optimizer.do_bias_correction)) {
     throw std::invalid_argument(fmt::format("[optimizer {}] 'lazy' is LazyAdam's: Adam with bias correction",
@@ -140,6 +154,47 @@ void ValidateOptimizer(const Optimizer& optimizer) {
   }
   RequirePatterns(optimizer, "weight_decay_includes", optimizer.weight_decay_includes);
   RequirePatterns(optimizer, "weight_decay_excludes", optimizer.weight_decay_excludes);
+}
+
+namespace {
+
+// A non-trainable f32 or i64 scalar variable of dynamic loss scaling, starting at `initial`.
+Blob ScaleVariable(const std::shared_ptr<JobGraph>& graph, const std::string& name, DType dtype, double initial) {
+  VariableSpec spec;
+  spec.shape = Shape{1};
+  spec.dtype = dtype;
+  spec.trainable = false;
+  spec.initializer = ConstantInitializer(initial);
+  return AddVariable(graph, name, spec);
+}
+
+// `scalar` (f32(1)) in the dtype of `like` and shaped to broadcast against it.
+Blob ScalarLike(const Blob& scalar, const Blob& like) {
+  Blob value = like.GetDType() == scalar.GetDType() ? scalar : Cast(scalar, {like.GetDType()});
+  return like.GetShape().Rank() == 0 ? Reshape(value, {.shape = {}}) : value;
+}
+
+// Dynamic loss scaling's flag, f32(1): 0 when every gradient is finite, NaN otherwise (each gradient
+// times 0, summed: inf·0 and NaN·0 are NaN).
+Blob NonFiniteFlag(const std::vector<Blob>& gradients) {
+  Blob flag;
+  for (const Blob& gradient : gradients) {
+    if (!gradient.Defined()) continue;
+    Blob zeros = ReduceSum(ScalarMul(gradient, 0.0));
+    if (zeros.GetDType() != DType::kF32) zeros = Cast(zeros, {DType::kF32});
+    flag = flag.Defined() ? Add(flag, zeros) : zeros;
+  }
+  return Reshape(flag, {.shape = {1}});
+}
+
+}  // namespace
+
+std::string LossScaleVariableName(std::string_view job_name) { return fmt::format("System-Train-LossScale-{}", job_name); }
+std::string LossScaleGoodStepsVariableName(std::string_view job_name) {
+  return fmt::format("System-Train-LossScaleGoodSteps-{}", job_name);
+}
+std::string SkippedStepsVariableName(std::string_view job_name) {
+  return fmt::format("System-Train-SkippedSteps-{}", job_name);
 }
 
 void LowerTraining(const std::shared_ptr<JobGraph>& graph) {
@@ -168,11 +223,26 @@ void LowerTraining(const std::shared_ptr<JobGraph>& graph) {
     }
     seed = AddConstant(graph, scale, "loss_scale");
   }
+  // Dynamic loss scaling: the seed is the scale variable, spread over the loss.
+  Blob loss_scale;
+  if (const auto& dynamic = optimizer.dynamic_loss_scale) {
+    loss_scale = ScaleVariable(graph, LossScaleVariableName(graph->name), DType::kF32, dynamic->initial_loss_scale);
+    const Blob scale = ScalarLike(loss_scale, loss);
+    seed = scale.GetShape() == loss.GetShape() ? scale
+                                                : AddOp1("broadcast_to", {scale}, BroadcastToAttrs{loss.GetShape()},
+                                                         "loss_scale_seed");
+  }
   std::vector<Blob> wrt = variables;
   for (const WatchSpec& watch : graph->watches) {
     if (watch.diff) wrt.emplace_back(graph, watch.value);
   }
   std::vector<Blob> grads = BuildGradients(loss, wrt, seed);
+  if (loss_scale.Defined()) {  // every gradient divided by the scale again
+    const Blob inverse = Reciprocal(loss_scale);
+    for (Blob& grad : grads) {
+      if (grad.Defined()) grad = Mul(grad, ScalarLike(inverse, grad));
+    }
+  }
   for (std::size_t w = 0, g = variables.size(); w < graph->watches.size(); ++w) {
     if (!graph->watches[w].diff) continue;
     Blob grad = grads[g++];
@@ -208,49 +278,52 @@ void LowerTraining(const std::shared_ptr<JobGraph>& graph) {
   step_spec.trainable = false;
   const Blob step = AddVariable(graph, TrainStepVariableName(graph->name), step_spec);
   const Blob learning_rate = AddOp1("learning_rate", {step}, LearningRateAttrs{optimizer.learning_rate}, "learning_rate");
+  // Dynamic loss scaling: each update skips a step whose flag says some gradient is not finite.
+  const Blob skip_flag = loss_scale.Defined() ? NonFiniteFlag(grads) : Blob();
 
   for (std::size_t i = 0; i < variables.size(); ++i) {
     if (!grads[i].Defined()) continue;  // the loss does not depend on this variable
     const VariableAttrs& attrs = variable_attrs[i];
     Optimizer own = optimizer;  // this variable's: without decay where the filter leaves it out
     if (own.weight_decay != 0 && !Decays(optimizer, attrs.name)) own.weight_decay = 0;
-    const UpdateAttrs update{std::move(own), attrs.spec.regularizer, gradient_scale};
+    const UpdateAttrs update{std::move(own), attrs.spec.regularizer, gradient_scale, skip_flag.Defined()};
     Blob grad = grads[i];
     const std::string name = attrs.name + "-update";
     const PlacementOverride placed(*graph, graph->nodes[static_cast<std::size_t>(
                                                graph->values[static_cast<std::size_t>(variables[i].ValueId())].producer)]
                                                .placement);  // an update runs where its variable lives
+    // (variable, gradient, learning rate, the optimizer's slots[, train step][, skip flag])
+    std::string_view type;
+    std::vector<Blob> inputs{variables[i], grad, learning_rate};
     switch (optimizer.kind) {
       case Optimizer::Kind::kSgd:
-        if (optimizer.momentum == 0.0) {
-          AddOp("sgd_update", {variables[i], grad, learning_rate}, update, name);
-        } else {
-          AddOp("momentum_update", {variables[i], grad, learning_rate, Slot(graph, attrs, "momentum")}, update, name);
-        }
+        type = optimizer.momentum == 0.0 ? "sgd_update" : "momentum_update";
+        if (optimizer.momentum != 0.0) inputs.push_back(Slot(graph, attrs, "momentum"));
         break;
       case Optimizer::Kind::kAdam:
-      case Optimizer::Kind::kAdamW: {
-        std::vector<Blob> inputs{variables[i], grad, learning_rate, Slot(graph, attrs, "m"), Slot(graph, attrs, "v")};
+      case Optimizer::Kind::kAdamW:
+        type = "adam_update";
+        inputs.insert(inputs.end(), {Slot(graph, attrs, "m"), Slot(graph, attrs, "v")});
         if (optimizer.do_bias_correction) inputs.push_back(step);
-        AddOp("adam_update", inputs, update, name);
         break;
-      }
       case Optimizer::Kind::kRmsProp:
-        if (!optimizer.centered) {
-          AddOp("rmsprop_update", {variables[i], grad, learning_rate, Slot(graph, attrs, "mean_square")}, update, name);
-        } else {
-          AddOp("rmsprop_update",
-                {variables[i], grad, learning_rate, Slot(graph, attrs, "mean_square"),
-                 Slot(graph, attrs, "mean_gradient")},
-                update, name);
-        }
+        type = "rmsprop_update";
+        inputs.push_back(Slot(graph, attrs, "mean_square"));
+        if (optimizer.centered) inputs.push_back(Slot(graph, attrs, "mean_gradient"));
         break;
       case Optimizer::Kind::kLamb:  // always bias-corrected, as OneFlow's LAMB
-        AddOp("lamb_update",
-              {variables[i], grad, learning_rate, Slot(graph, attrs, "m"), Slot(graph, attrs, "v"), step}, update,
-              name);
+        type = "lamb_update";
+        inputs.insert(inputs.end(), {Slot(graph, attrs, "m"), Slot(graph, attrs, "v"), step});
         break;
     }
+    if (skip_flag.Defined()) inputs.push_back(skip_flag);
+    AddOp(type, inputs, update, name);
+  }
+  if (const auto& dynamic = optimizer.dynamic_loss_scale) {
+    const Blob good_steps = ScaleVariable(graph, LossScaleGoodStepsVariableName(graph->name), DType::kI64, 0);
+    const Blob skipped_steps = ScaleVariable(graph, SkippedStepsVariableName(graph->name), DType::kI64, 0);
+    AddOp("dynamic_loss_scale_update", {loss_scale, good_steps, skipped_steps, skip_flag},
+          DynamicLossScaleAttrs{dynamic->increment_period, dynamic->multiplier}, "dynamic_loss_scale_update");
   }
   AddOp("increment", {step}, std::any{}, "train_step_increment");
 }

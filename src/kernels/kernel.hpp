@@ -38,6 +38,9 @@ struct KernelSetup {
   /// The device stream the kernel's work is submitted to (common/device_stream.hpp): a CUDA kernel
   /// launches on its NativeHandle(). Null on the synchronous path.
   DeviceStream* stream = nullptr;
+  /// f32 products (matmuls, convolutions) may round their operands to TF32 on tensor cores
+  /// (SessionOptions::tensor_float_32); CUDA kernels only.
+  bool tensor_float_32 = false;
 
   template <typename Attrs> const Attrs& Get() const { return std::any_cast<const Attrs&>(*attrs); }
 };

@@ -35,7 +35,7 @@ class StreamGraphKernel final : public Kernel {
     bool capturable = true;
     for (const StreamGraphMember& member : attrs_.members) {
       const KernelSetup member_setup{member.op_type, member.name, member.attrs, member.input_metas, member.output_metas,
-                                     setup.device, setup.processes, setup.stream};
+                                     setup.device, setup.processes, setup.stream, setup.tensor_float_32};
       Member made;
       made.kernel = member.kernel_factory(member_setup);
       capturable = capturable && made.kernel->Capturable();

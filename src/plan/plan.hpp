@@ -86,6 +86,8 @@ struct Plan {
   std::vector<int> output_pieces;
   /// Devices of the session the plan was compiled for.
   int devices = 1;
+  /// Its f32 matmuls and convolutions on CUDA devices may use TF32 tensor cores (KernelSetup).
+  bool tensor_float_32 = false;
   /// A mirrored job: outputs of several pieces are per-device results (Outputs::Pieces); in a
   /// consistent job they are the slices of one logical result.
   bool mirrored = false;

@@ -5,10 +5,14 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "api/train_test_util.hpp"
 #include "api/variable_store.hpp"
@@ -443,6 +447,71 @@ TEST_CASE("MLP and conv-net training on the GPU matches the CPU's; variables rea
     const std::vector<float> b = gpu.Call(job, {images, labels})["loss"].ToVector<float>();
     for (std::size_t i = 0; i < a.size(); ++i) CHECK(b[i] == doctest::Approx(a[i]).epsilon(1e-4));
     CHECK(gpu.GetVariable("hidden-weight").GetDevice() == Device::Cpu());
+  }
+}
+
+TEST_CASE("tensor_float_32: f32 products on the GPU round to TF32 only when the session asks" *
+          doctest::skip(internal::CudaDeviceCount() == 0)) {
+  JobBuilder builder("products", JobType::kPredict);
+  Blob a = builder.Placeholder("a", Shape{128, 256});
+  Blob b = builder.Placeholder("b", Shape{256, 64});
+  Blob images = builder.Placeholder("images", Shape{8, 16, 12, 12});
+  Blob filters = builder.Placeholder("filters", Shape{32, 16, 3, 3});
+  builder.Output("product", MatMul(a, b));
+  builder.Output("convolution", Conv2D(images, filters, {.padding = SamePadding()}));
+  const Job job = builder.Build();
+  const std::vector<Tensor> inputs = {RandomImages(Shape{128, 256}, 1), RandomImages(Shape{256, 64}, 2),
+                                      RandomImages(Shape{8, 16, 12, 12}, 3), RandomImages(Shape{32, 16, 3, 3}, 4)};
+  Session cpu;
+  Session strict({.gpu_devices = 1});
+  Session tf32({.gpu_devices = 1, .tensor_float_32 = true});
+  const Outputs expected = cpu.Call(job, inputs), exact = strict.Call(job, inputs), rounded = tf32.Call(job, inputs);
+  // The relative error of `got` against `want`, in the 2-norm.
+  const auto error = [](const Tensor& want, const Tensor& got) {
+    double difference = 0, norm = 0;
+    const std::vector<float> w = want.ToVector<float>(), g = got.ToVector<float>();
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      difference += (w[i] - g[i]) * double(w[i] - g[i]);
+      norm += w[i] * double(w[i]);
+    }
+    return std::sqrt(difference / norm);
+  };
+  // TF32 keeps 10 bits of mantissa: about 5e-4 relative per operand; GPUs before Ampere have no TF32.
+  const bool has_tf32 = internal::CudaDescribe().find("(sm_") != std::string::npos &&
+                        internal::CudaDescribe().find("(sm_7") == std::string::npos &&
+                        internal::CudaDescribe().find("(sm_6") == std::string::npos;
+  for (const char* name : {"product", "convolution"}) {
+    CAPTURE(name);
+    CHECK(error(expected[name], exact[name]) < 1e-5);
+    CHECK(error(expected[name], rounded[name]) < 5e-3);
+    // cuBLAS takes tensor cores for this product when allowed; cuDNN may still find an FMA algorithm
+    // fastest for so small a convolution.
+    if (has_tf32 && std::string(name) == "product") CHECK(error(expected[name], rounded[name]) > 1e-5);
+    MESSAGE(fmt::format("{}: FP32 error {:.2e}, TF32 error {:.2e} ({})", name, error(expected[name], exact[name]),
+                        error(expected[name], rounded[name]), internal::CudaDescribe()));
+  }
+}
+
+TEST_CASE("dynamic loss scaling on the GPU skips a non-finite step and moves its scale as the CPU does" *
+          doctest::skip(internal::CudaDeviceCount() == 0)) {
+  for (const Model model : {Model::kMlp, Model::kConv}) {
+    CAPTURE(static_cast<int>(model));
+    Optimizer optimizer = Adam(PiecewiseConstantScheduler({}, {0.01}), 0.9, 0.999, 1e-8, true);
+    optimizer.dynamic_loss_scale = Optimizer::DynamicLossScale{1024.0, 2, 2.0};
+    const Job job = TrainJob("train", model, 8, LogicalView::kConsistent, optimizer);
+    Session cpu;
+    Session gpu({.gpu_devices = 1});
+    for (int step = 0; step < 5; ++step) {
+      Tensor images = RandomImages(ImageShape(model, 8), 30 + static_cast<std::uint32_t>(step));
+      if (step == 1) images.Data<float>()[3] = std::numeric_limits<float>::infinity();  // a step to skip
+      const Tensor labels = RandomLabels(8, 40 + static_cast<std::uint32_t>(step));
+      cpu.Call(job, {images, labels});
+      gpu.Call(job, {images, labels});
+      CheckSameVariables(cpu.GetVariables(), gpu.GetVariables());
+    }
+    const std::map<std::string, Tensor> variables = gpu.GetVariables();
+    CHECK(variables.at("System-Train-SkippedSteps-train").ToVector<std::int64_t>() == std::vector<std::int64_t>{1});
+    CHECK(variables.at("System-Train-LossScale-train").ToVector<float>() == std::vector<float>{1024.f});  // /2, then *2
   }
 }
 

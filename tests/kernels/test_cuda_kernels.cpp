@@ -11,7 +11,9 @@
 #include <chrono>
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <optional>
 #include <random>
@@ -59,7 +61,8 @@ namespace {
 const std::set<std::string> kSampledElsewhere = {"transfer"};
 // CUDA kernels of a dtype the CPU has no kernel for, each checked by a test of its own against the
 // CPU's f32 kernel: f16 matmul (the CPU's mixed precision is bf16).
-const std::set<std::pair<std::string, DType>> kCheckedAgainstF32 = {{"matmul", DType::kF16}};
+const std::set<std::pair<std::string, DType>> kCheckedAgainstF32 = {
+    {"matmul", DType::kF16}, {"conv2d", DType::kF16}, {"conv2d_grad_data", DType::kF16}, {"conv2d_grad_filter", DType::kF16}};
 
 struct Sample {
   std::string op;
@@ -352,6 +355,12 @@ std::vector<Sample> Samples() {
     }
   }
   samples.push_back({"increment", std::any(), {{Shape{1}, DType::kI64}}, {}});
+  // Dynamic loss scaling's schedule: flags drawn from {0, 1, 2}, so that both branches run.
+  for (const auto& [period, multiplier] : {std::pair{std::int64_t{1}, 2.0}, std::pair{std::int64_t{1000}, 4.0}}) {
+    samples.push_back({"dynamic_loss_scale_update", DynamicLossScaleAttrs{period, multiplier},
+                       {{Shape{1}, DType::kF32}, {Shape{1}, DType::kI64}, {Shape{1}, DType::kI64}, {Shape{1}, DType::kF32}},
+                       {}, false, 0, true});
+  }
   // The learning rate of every kind of schedule, with warmups (train steps drawn from 1..1000).
   for (const LrSchedule& schedule :
        {PiecewiseConstantScheduler({100, 500}, {0.1, 0.05, 0.01}), PiecewiseScalingScheduler(0.2, {300}, 0.5),
@@ -394,6 +403,9 @@ std::vector<Sample> Samples() {
         for (int k = 0; k < u.slots; ++k) inputs.push_back({shape, dtype});
         if (u.step) inputs.push_back({Shape{1}, DType::kI64});
         samples.push_back({u.op, UpdateAttrs{u.optimizer, Regularizer{0.01, 0.02}, 0.5}, inputs, {}, true});
+        // With dynamic loss scaling's skip flag (drawn positive: the step is skipped).
+        inputs.push_back({Shape{1}, DType::kF32});
+        samples.push_back({u.op, UpdateAttrs{u.optimizer, Regularizer{0.01, 0.02}, 0.5, true}, inputs, {}, true});
       }
     }
     // The planner's multi-tensor kernel of three such updates (one empty), each variable with its own
@@ -829,6 +841,45 @@ TEST_CASE("CUDA kernels compute what the CPU kernels compute, on random inputs a
   MESSAGE(fmt::format("{} samples compared on {}", compared, CudaDescribe()));
 }
 
+TEST_CASE("convolutions through cuDNN's graph-API engines compute what the CPU kernels compute" *
+          doctest::skip(CudaDeviceCount() == 0)) {
+  // WEIR_CUDNN_GRAPH=1 makes each conv2d kernel run the graph API's fastest engine wherever cuDNN builds
+  // one (by default it runs only where that engine is faster than every legacy algorithm).
+  setenv("WEIR_CUDNN_GRAPH", "1", 1);
+  std::mt19937 random(11);
+  int compared = 0;
+  for (const Sample& sample : Samples()) {
+    if (!sample.op.starts_with("conv2d") || sample.inputs[0].dtype != DType::kF32) continue;
+    CAPTURE(Describe(sample));
+    std::vector<Tensor> inputs;
+    for (const TensorMeta& meta : sample.inputs) inputs.push_back(RandomTensor(meta, sample, random));
+    const std::vector<Tensor> cpu = RunOn(Device::Kind::kCpu, sample, inputs);
+    const std::vector<Tensor> gpu = RunOn(Device::Kind::kCuda, sample, inputs);
+    CheckAgrees(cpu[0].ToVector<float>(), gpu[0].ToVector<float>(), {.relative = 1e-3, .absolute = 1e-5, .norm = 1e-3});
+    ++compared;
+  }
+  unsetenv("WEIR_CUDNN_GRAPH");
+  CHECK(compared > 0);
+  MESSAGE(fmt::format("{} convolution samples compared on {}", compared, CudaDescribe()));
+}
+
+// Runs `half` (f16 inputs and result) on the GPU and `single`, the same op in f32, on the CPU, on the
+// same values (random f16, widened), and checks the two agree within `tolerance`.
+void CheckHalfAgainstSingle(const Sample& half, const Sample& single, std::mt19937& random, Tolerance tolerance) {
+  std::vector<Tensor> halves, singles;
+  for (const TensorMeta& meta : half.inputs) {
+    halves.push_back(RandomTensor(meta, half, random));
+    Tensor widened(meta.shape, DType::kF32);
+    for (std::int64_t i = 0; i < widened.NumElements(); ++i) widened.Data<float>()[i] = halves.back().Data<float16>()[i];
+    singles.push_back(widened);
+  }
+  const Tensor gpu = RunOn(Device::Kind::kCuda, half, halves)[0];
+  const Tensor cpu = RunOn(Device::Kind::kCpu, single, singles)[0];
+  std::vector<float> got;
+  for (std::int64_t i = 0; i < gpu.NumElements(); ++i) got.push_back(gpu.Data<float16>()[i]);
+  CheckAgrees(cpu.ToVector<float>(), got, tolerance);
+}
+
 TEST_CASE("the CUDA f16 matmul computes the CPU's f32 product of the same values, rounded to f16" *
           doctest::skip(CudaDeviceCount() == 0)) {
   std::mt19937 random(13);
@@ -838,18 +889,72 @@ TEST_CASE("the CUDA f16 matmul computes the CPU's f32 product of the same values
     const Shape b = tb ? Shape{n, k} : Shape{k, n};
     const Sample half{"matmul", MatMulAttrs{ta, tb, 0.5}, {{a, DType::kF16}, {b, DType::kF16}}, {{Shape{m, n}, DType::kF16}}};
     const Sample single{"matmul", MatMulAttrs{ta, tb, 0.5}, {{a, DType::kF32}, {b, DType::kF32}}, {{Shape{m, n}, DType::kF32}}};
-    std::vector<Tensor> halves, singles;
-    for (const TensorMeta& meta : half.inputs) {
-      halves.push_back(RandomTensor(meta, half, random));
-      Tensor widened(meta.shape, DType::kF32);
-      for (std::int64_t i = 0; i < widened.NumElements(); ++i) widened.Data<float>()[i] = halves.back().Data<float16>()[i];
-      singles.push_back(widened);
+    CheckHalfAgainstSingle(half, single, random, {.relative = 2e-3, .absolute = 2e-3, .norm = 2e-3});
+  }
+}
+
+TEST_CASE("the CUDA f16 convolutions compute the CPU's f32 convolution of the same values, rounded to f16" *
+          doctest::skip(CudaDeviceCount() == 0)) {
+  std::mt19937 random(17);
+  int compared = 0;
+  for (const Sample& single : Samples()) {
+    const bool conv = single.op == "conv2d" || single.op == "conv2d_grad_data" || single.op == "conv2d_grad_filter";
+    if (!conv || single.inputs[0].dtype != DType::kF32) continue;
+    CAPTURE(Describe(single));
+    Sample half = single;
+    for (TensorMeta& meta : half.inputs) meta.dtype = DType::kF16;
+    for (TensorMeta& meta : half.outputs) meta.dtype = DType::kF16;
+    // Products of f16 values are exact in f32; the sums differ in order, then round to 11 bits.
+    CheckHalfAgainstSingle(half, single, random, {.relative = 3e-3, .absolute = 3e-3, .norm = 3e-3});
+    ++compared;
+  }
+  CHECK(compared > 0);
+}
+
+TEST_CASE("an update with a skip flag: 0 updates as without one, anything else (NaN too) writes nothing") {
+  const LrSchedule lr = PiecewiseConstantScheduler({}, {0.1});
+  struct Update {
+    const char* op;
+    Optimizer optimizer;
+    int slots;
+    bool step;
+  };
+  std::vector<Device::Kind> devices = {Device::Kind::kCpu};
+  if (CudaDeviceCount() > 0) devices.push_back(Device::Kind::kCuda);
+  std::mt19937 random(23);
+  for (const Update& u : {Update{"sgd_update", Sgd(lr, 0.0), 0, false}, Update{"momentum_update", Sgd(lr, 0.9), 1, false},
+                          Update{"adam_update", Adam(lr, 0.9, 0.99, 1e-8, true), 2, true},
+                          Update{"rmsprop_update", RmsProp(lr), 1, false},
+                          Update{"rmsprop_update", RmsProp(lr, 0.9, 1e-6, true), 2, false},
+                          Update{"lamb_update", Lamb(lr), 2, true}}) {
+    const std::string op = u.op;
+    CAPTURE(op);
+    const Shape shape{5, 7};
+    std::vector<TensorMeta> metas = {{shape, DType::kF32}, {shape, DType::kF32}, {Shape{1}, DType::kF32}};
+    for (int k = 0; k < u.slots; ++k) metas.push_back({shape, DType::kF32});
+    if (u.step) metas.push_back({Shape{1}, DType::kI64});
+    const Sample plain{u.op, UpdateAttrs{u.optimizer, Regularizer{}, 0.5}, metas, {}, true};
+    std::vector<TensorMeta> flagged_metas = metas;
+    flagged_metas.push_back({Shape{1}, DType::kF32});
+    const Sample flagged{u.op, UpdateAttrs{u.optimizer, Regularizer{}, 0.5, true}, flagged_metas, {}, true};
+    std::vector<Tensor> inputs;
+    for (const TensorMeta& meta : metas) inputs.push_back(RandomTensor(meta, plain, random));
+    for (const Device::Kind device : devices) {
+      CAPTURE(device == Device::Kind::kCuda);
+      const std::vector<Tensor> updated = RunOn(device, plain, inputs);
+      for (const float flag : {0.f, 1.f, std::nanf(""), -std::numeric_limits<float>::infinity()}) {
+        CAPTURE(flag);
+        std::vector<Tensor> with_flag = inputs;
+        with_flag.push_back(Tensor::FromVector<float>(Shape{1}, {flag}));
+        const std::vector<Tensor> after = RunOn(device, flagged, with_flag);
+        const std::vector<Tensor>& expected = flag == 0.f ? updated : inputs;
+        for (std::size_t i = 0; i < inputs.size(); ++i) {
+          CAPTURE(i);
+          // Bit for bit (a centered RMSProp's random slots can make NaNs, equal to themselves here).
+          CHECK(std::memcmp(after[i].RawData(), expected[i].RawData(), expected[i].NumBytes()) == 0);
+        }
+      }
     }
-    const Tensor gpu = RunOn(Device::Kind::kCuda, half, halves)[0];
-    const Tensor cpu = RunOn(Device::Kind::kCpu, single, singles)[0];
-    std::vector<float> got;
-    for (std::int64_t i = 0; i < gpu.NumElements(); ++i) got.push_back(gpu.Data<float16>()[i]);
-    CheckAgrees(cpu.ToVector<float>(), got, {.relative = 2e-3, .absolute = 2e-3, .norm = 2e-3});
   }
 }
 

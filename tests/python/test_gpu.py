@@ -146,12 +146,34 @@ def test_the_gpu_benchmark_runs(tmp_path):
     import os
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    kinds = "weir,weir-tf32,weir-amp,torch-eager,torch-eager-amp"
     result = subprocess.run([sys.executable, os.path.join(root, "bench", "gpu_step.py"), "--smoke-cpu", "--models", "mlp",
-                             "--steps", "2", "--repeats", "1", "--warmup", "1"],
+                             "--steps", "2", "--repeats", "1", "--warmup", "1", "--kinds", kinds],
                             capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout.splitlines()[-1])
-    assert summary["smoke_cpu"] and summary["models"]["mlp"]["weir"]["step_ms"] > 0
+    rows = summary["models"]["mlp"]
+    assert summary["smoke_cpu"] and rows["weir"]["step_ms"] > 0
+    for kind in kinds.split(","):
+        assert "step_ms" in rows[kind] or "skipped" in rows[kind], (kind, rows[kind])
+
+
+def test_tensor_float_32_compute_is_checked_and_leaves_cpu_results_exact():
+    with pytest.raises(ValueError, match="enable_tensor_float_32_compute: expected True or False, got 1"):
+        flow.config.enable_tensor_float_32_compute(1)
+    # On the CPU (or on a GPU, f32 products within TF32's rounding) the switch computes the same product.
+    results = []
+    for allowed in (False, True):
+        flow.clear_default_session()
+        flow.config.enable_tensor_float_32_compute(allowed)
+
+        @flow.global_function(type="predict")
+        def product(x: tp.Numpy.Placeholder((BATCH, FEATURES))) -> tp.Numpy:
+            return flow.matmul(x, x, transpose_b=True)
+
+        results.append(product(_data(0)[0]))
+    flow.clear_default_session()
+    np.testing.assert_allclose(results[1], results[0], rtol=5e-3, atol=5e-3)
 
 
 def test_copy_stream_threshold_is_checked_and_taken():

@@ -433,15 +433,86 @@ def test_loss_scale_policies_are_accepted_and_a_static_one_scales():
     np.testing.assert_array_equal(_train_scaled({"loss_scale_policy": None}), plain)
 
 
-def test_dynamic_loss_scale_says_once_that_float32_steps_train_unscaled(capsys):
-    from weir import optimizer as _optimizer
-    _optimizer._NOTICED.discard("dynamic_loss_scale")
-    policy = flow.optimizer.loss_scale.dynamic_loss_scale(increment_period=20)
-    np.testing.assert_array_equal(_train_scaled({"loss_scale_policy": policy}), _train_scaled({}))
-    _train_scaled({"loss_scale_policy": policy})
-    err = capsys.readouterr().err
-    assert err.count("steps train unscaled") == 1
-    assert "increment_period=20" in err
+def _dynamic_run(make_optimizer, batches, period=2):
+    """Trains on each batch in turn under dynamic loss scaling (initial scale 2^10, `period`, multiplier
+    2; None: no loss scaling); after each step: the variables, the optimizer's slots and the loss-scale
+    variables."""
+    flow.clear_default_session()
+
+    @flow.global_function(type="train")
+    def job(inputs: tp.Numpy.Placeholder((2, 2))) -> tp.Numpy:
+        w = flow.get_variable("w", shape=(2, 2), dtype=flow.float, initializer=flow.constant_initializer(0.25))
+        b = flow.get_variable("b", shape=(2,), dtype=flow.float, initializer=flow.constant_initializer(0.5))
+        loss = flow.math.reduce_mean(flow.math.square(flow.matmul(inputs, w) + b - 1.0))
+        policy = None if period is None else flow.optimizer.loss_scale.dynamic_loss_scale(
+            initial_loss_scale=1024.0, increment_period=period, multiplier=2.0)
+        make_optimizer(policy).minimize(loss)
+        return loss
+
+    states = []
+    for batch in batches:
+        job(batch)
+        states.append({name: value.numpy().copy() for name, value in flow.get_all_variables().items()})
+    return states
+
+
+_FINITE = np.array([[1.0, -2.0], [0.5, 3.0]], np.float32)
+_NOT_FINITE = {"inf": np.array([[np.inf, -2.0], [0.5, 3.0]], np.float32),
+               "nan": np.array([[1.0, np.nan], [0.5, 3.0]], np.float32)}
+
+
+@pytest.mark.parametrize("kind", ["inf", "nan"])
+@pytest.mark.parametrize("name", ["SGD", "Momentum", "Adam", "RMSProp", "LAMB"])
+def test_dynamic_loss_scale_skips_a_step_whose_gradients_are_not_finite(name, kind):
+    scheduler = flow.optimizer.PiecewiseConstantScheduler([], [0.1])
+    make = {"SGD": lambda p: flow.optimizer.SGD(scheduler, momentum=0, loss_scale_policy=p),
+            "Momentum": lambda p: flow.optimizer.SGD(scheduler, momentum=0.9, loss_scale_policy=p),
+            "Adam": lambda p: flow.optimizer.Adam(scheduler, do_bias_correction=True, loss_scale_policy=p),
+            "RMSProp": lambda p: flow.optimizer.RMSProp(scheduler, loss_scale_policy=p),
+            "LAMB": lambda p: flow.optimizer.LAMB(scheduler, loss_scale_policy=p)}[name]
+    states = _dynamic_run(make, [_FINITE, _NOT_FINITE[kind], _FINITE, _FINITE, _FINITE], period=2)
+    scale, good, skipped = ("System-Train-LossScale-job", "System-Train-LossScaleGoodSteps-job",
+                            "System-Train-SkippedSteps-job")
+    # The skipped step leaves every variable and slot as it was; only the schedule's variables move.
+    schedule = {scale, good, skipped, "System-Train-TrainStep-job"}
+    for variable in states[0]:
+        if variable not in schedule:
+            np.testing.assert_array_equal(states[1][variable], states[0][variable], err_msg=variable)
+            assert np.all(np.isfinite(states[4][variable])), variable
+    assert not np.array_equal(states[2]["w"], states[1]["w"])  # the next finite step trains
+    assert [s[scale][0] for s in states] == [1024.0, 512.0, 512.0, 1024.0, 1024.0]
+    assert [s[good][0] for s in states] == [1, 0, 1, 0, 1]
+    assert [s[skipped][0] for s in states] == [0, 1, 1, 1, 1]
+    assert [s["System-Train-TrainStep-job"][0] for s in states] == [1, 2, 3, 4, 5]
+
+
+def test_dynamic_loss_scale_trains_finite_steps_as_unscaled_training_does():
+    # Power-of-two scales and their inverses change no bit in float32: the same variables, step by step.
+    scheduler = flow.optimizer.PiecewiseConstantScheduler([], [0.1])
+    make = lambda p: flow.optimizer.Adam(scheduler, loss_scale_policy=p)  # noqa: E731
+    scaled = _dynamic_run(make, [_FINITE] * 4, period=1)
+    plain = _dynamic_run(make, [_FINITE] * 4, period=None)
+    for step in range(4):
+        for name in ("w", "b", "w-m", "w-v"):
+            np.testing.assert_array_equal(scaled[step][name], plain[step][name], err_msg=name)
+    # period 1: the scale doubles after every finite step.
+    assert [s["System-Train-LossScale-job"][0] for s in scaled] == [2048.0, 4096.0, 8192.0, 16384.0]
+
+
+def test_dynamic_loss_scale_is_refused_with_bad_settings_naming_them():
+    flow.clear_default_session()
+
+    @flow.global_function(type="train")
+    def job(inputs: tp.Numpy.Placeholder((2, 2))) -> tp.Numpy:
+        w = flow.get_variable("w", shape=(2, 2), dtype=flow.float, initializer=flow.constant_initializer(0.25))
+        loss = flow.math.reduce_mean(flow.matmul(inputs, w))
+        policy = flow.optimizer.loss_scale.dynamic_loss_scale(initial_loss_scale=0.5)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), loss_scale_policy=policy).minimize(loss)
+        return loss
+
+    with pytest.raises(Exception, match="initial_loss_scale.*>= 1 and finite.*0.5"):
+        job(_FINITE)
+    flow.clear_default_session()
 
 
 def test_loss_scale_policies_check_their_arguments():

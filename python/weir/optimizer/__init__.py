@@ -4,8 +4,6 @@ pass and one update per trainable variable."""
 
 from __future__ import annotations
 
-import sys
-
 from weir import _C, _context
 from weir._blob import is_blob
 from weir.optimizer import grad_clipping, loss_scale, warmup
@@ -110,25 +108,19 @@ def _schedule(lr_scheduler, what):
     raise TypeError(f"{what}: lr_scheduler must be a flow.optimizer scheduler or a number, got {lr_scheduler!r}")
 
 
-_NOTICED = set()
-
-
-def _loss_scale_factor(name, loss_scale_factor, loss_scale_policy):
-    """The static factor an optimizer's loss_scale_factor= and loss_scale_policy= ask for (None: none)."""
-    if loss_scale_policy is None:
-        return loss_scale_factor
-    if loss_scale_factor is not None:
+def _set_loss_scale(c_optimizer, name, loss_scale_factor, loss_scale_policy):
+    """Sets what an optimizer's loss_scale_factor= or loss_scale_policy= asks for on `c_optimizer`."""
+    if loss_scale_policy is not None and loss_scale_factor is not None:
         raise ValueError(f"{name}: give loss_scale_factor or loss_scale_policy, not both")
     if isinstance(loss_scale_policy, loss_scale.static_loss_scale):
-        return loss_scale_policy.loss_scale_factor
-    if isinstance(loss_scale_policy, loss_scale.dynamic_loss_scale):
-        if "dynamic_loss_scale" not in _NOTICED:
-            _NOTICED.add("dynamic_loss_scale")
-            print(f"[weir] {name}: {loss_scale_policy!r}: Weir does not skip non-finite steps or adapt the scale "
-                  "yet; steps train unscaled (bfloat16, Weir's mixed precision on the CPU, needs no loss scaling)",
-                  file=sys.stderr)
-        return None
-    raise TypeError(f"{name}: loss_scale_policy must come from flow.optimizer.loss_scale, got {loss_scale_policy!r}")
+        loss_scale_factor = loss_scale_policy.loss_scale_factor
+    elif isinstance(loss_scale_policy, loss_scale.dynamic_loss_scale):
+        c_optimizer.set_dynamic_loss_scale(loss_scale_policy.initial_loss_scale, loss_scale_policy.increment_period,
+                                           loss_scale_policy.multiplier)
+    elif loss_scale_policy is not None:
+        raise TypeError(f"{name}: loss_scale_policy must come from flow.optimizer.loss_scale, got {loss_scale_policy!r}")
+    if loss_scale_factor is not None:
+        c_optimizer.loss_scale_factor = float(loss_scale_factor)
 
 
 def _set_weight_decay_filter(c_optimizer, name, includes, excludes):
@@ -153,13 +145,11 @@ class Optimizer:
     """Base of the optimizers: ``minimize(loss)`` inside a train job."""
 
     def __init__(self, c_optimizer, loss_scale_factor=None, grad_clipping=None, loss_scale_policy=None):
-        loss_scale_factor = _loss_scale_factor(type(self).__name__, loss_scale_factor, loss_scale_policy)
         if grad_clipping is not None:
             if not isinstance(grad_clipping, _grad_clipping.GlobalNormClip):
                 raise TypeError(f"grad_clipping must be flow.optimizer.grad_clipping.by_global_norm(...), got {grad_clipping!r}")
             c_optimizer = _C.clip_by_global_norm(c_optimizer, grad_clipping.clip_norm)
-        if loss_scale_factor is not None:
-            c_optimizer.loss_scale_factor = float(loss_scale_factor)
+        _set_loss_scale(c_optimizer, type(self).__name__, loss_scale_factor, loss_scale_policy)
         self._c = c_optimizer
 
     def minimize(self, loss):

@@ -1,10 +1,13 @@
 """``flow.optimizer.loss_scale``: how an optimizer scales the loss before the backward pass (OneFlow's
 ``loss_scale_policy=``). ``static_loss_scale(f)`` multiplies the loss by f and divides every gradient
-by f before the update (the optimizer's ``loss_scale_factor``). ``dynamic_loss_scale`` adjusts the
-factor to keep float16 gradients finite. Weir's mixed precision on the CPU runs bfloat16, which has
-float32's range and needs no scaling; the dynamic policy itself (skipping steps whose gradients are
-not finite) is not implemented yet, so its steps train unscaled (a power-of-two scale changes no
-gradient bit in float32 or bfloat16 anyway) and the optimizer says so once."""
+by f before the update (the optimizer's ``loss_scale_factor``). ``dynamic_loss_scale`` keeps float16
+gradients finite, as OneFlow's: the scale lives in the variable ``System-Train-LossScale-<job>``; a step
+whose gradients are not all finite updates no variable (nor optimizer slot), divides the scale by
+``multiplier`` (not below 1) and counts itself in ``System-Train-SkippedSteps-<job>``; after
+``increment_period`` finite steps in a row (``System-Train-LossScaleGoodSteps-<job>``) the scale is
+multiplied by ``multiplier``. Read them like any variable (``flow.get_all_variables()``, checkpoints).
+The train step counts skipped steps too. bfloat16 (Weir's mixed precision on the CPU) has float32's
+range and needs no scaling, but accepts either policy."""
 
 from __future__ import annotations
 

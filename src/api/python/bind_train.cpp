@@ -112,6 +112,11 @@ void BindTraining(py::module_& m) {
 
   py::class_<Optimizer>(m, "Optimizer")
       .def_readwrite("loss_scale_factor", &Optimizer::loss_scale_factor)
+      .def("set_dynamic_loss_scale",
+           [](Optimizer& o, double initial_loss_scale, std::int64_t increment_period, double multiplier) {
+             o.dynamic_loss_scale = Optimizer::DynamicLossScale{initial_loss_scale, increment_period, multiplier};
+           },
+           py::arg("initial_loss_scale"), py::arg("increment_period"), py::arg("multiplier"))
       .def_readwrite("weight_decay_includes", &Optimizer::weight_decay_includes)
       .def_readwrite("lazy", &Optimizer::lazy)
       .def_readwrite("weight_decay_excludes", &Optimizer::weight_decay_excludes)

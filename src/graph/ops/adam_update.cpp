@@ -19,7 +19,7 @@ std::vector<TensorMeta> InferAdamUpdate(const InferContext& ctx) {
 
 WEIR_REGISTER_OP({.type = "adam_update",
                   .num_inputs = -1,
-                  .input_names = {"variable", "gradient", "learning_rate", "m", "v", "train_step"},
+                  .input_names = {"variable", "gradient", "learning_rate", "m", "v", "train_step", "skip_if"},
                   .infer = InferAdamUpdate,
                   .mutates_inputs = {0, 3, 4},
                   .sbp = UpdateSbp});

@@ -14,8 +14,8 @@ std::vector<TensorMeta> InferLambUpdate(const InferContext& ctx) {
 }
 
 WEIR_REGISTER_OP({.type = "lamb_update",
-                  .num_inputs = 6,
-                  .input_names = {"variable", "gradient", "learning_rate", "m", "v", "train_step"},
+                  .num_inputs = -1,  // a skip flag last with UpdateAttrs::skip_if
+                  .input_names = {"variable", "gradient", "learning_rate", "m", "v", "train_step", "skip_if"},
                   .infer = InferLambUpdate,
                   .mutates_inputs = {0, 3, 4}});
 

@@ -5,10 +5,14 @@
 namespace weir::internal {
 namespace {
 
+std::vector<TensorMeta> InferMomentumUpdate(const InferContext& ctx) {
+  return InferUpdateWithSlots(ctx, 1, false, "variable, gradient, learning_rate, momentum");
+}
+
 WEIR_REGISTER_OP({.type = "momentum_update",
-                  .num_inputs = 4,
-                  .input_names = {"variable", "gradient", "learning_rate", "momentum"},
-                  .infer = InferUpdate,
+                  .num_inputs = -1,  // a skip flag last with UpdateAttrs::skip_if
+                  .input_names = {"variable", "gradient", "learning_rate", "momentum", "skip_if"},
+                  .infer = InferMomentumUpdate,
                   .mutates_inputs = {0, 3},
                   .sbp = UpdateSbp});
 

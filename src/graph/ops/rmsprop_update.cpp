@@ -9,15 +9,15 @@ namespace weir::internal {
 namespace {
 
 std::vector<TensorMeta> InferRmsPropUpdate(const InferContext& ctx) {
-  if (ctx.inputs.size() != 4 && ctx.inputs.size() != 5) {
-    throw OpError(ctx.op_type, "expects 4 inputs (5 when centered), got {}", ctx.inputs.size());
-  }
-  return InferUpdate(ctx);
+  const bool centered = ctx.Get<UpdateAttrs>().optimizer.centered;
+  return InferUpdateWithSlots(ctx, centered ? 2 : 1, false,
+                              centered ? "variable, gradient, learning_rate, mean_square, mean_gradient"
+                                       : "variable, gradient, learning_rate, mean_square");
 }
 
 WEIR_REGISTER_OP({.type = "rmsprop_update",
                   .num_inputs = -1,
-                  .input_names = {"variable", "gradient", "learning_rate", "mean_square", "mean_gradient"},
+                  .input_names = {"variable", "gradient", "learning_rate", "mean_square", "mean_gradient", "skip_if"},
                   .infer = InferRmsPropUpdate,
                   .mutates_inputs = {0, 3, 4},
                   .sbp = UpdateSbp});  // the planner skips the mean_gradient slot when absent

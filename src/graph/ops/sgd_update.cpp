@@ -4,10 +4,14 @@
 namespace weir::internal {
 namespace {
 
+std::vector<TensorMeta> InferSgdUpdate(const InferContext& ctx) {
+  return InferUpdateWithSlots(ctx, 0, false, "variable, gradient, learning_rate");
+}
+
 WEIR_REGISTER_OP({.type = "sgd_update",
-                  .num_inputs = 3,
-                  .input_names = {"variable", "gradient", "learning_rate"},
-                  .infer = InferUpdate,
+                  .num_inputs = -1,  // a skip flag last with UpdateAttrs::skip_if
+                  .input_names = {"variable", "gradient", "learning_rate", "skip_if"},
+                  .infer = InferSgdUpdate,
                   .mutates_inputs = {0},
                   .sbp = UpdateSbp});
 

@@ -61,8 +61,7 @@ SbpSignature ChooseSignature(const SignatureQuery& query) {
   });
   candidates.push_back(all_broadcast);
   if (const OpDef* def = TryFindOp(query.op_type); def != nullptr) {
-    for (int m : def->mutates_inputs) {
-      if (m >= static_cast<int>(query.inputs.size())) continue;
+    for (int m : MutatedInputs(query.op_type, query.attrs != nullptr ? *query.attrs : std::any{}, query.inputs.size())) {
       const SignatureInput& variable = query.inputs[static_cast<std::size_t>(m)];
       const Sbp& has = variable.placed.sbp;
       // Not across processes: every process keeps its whole copy of each variable, updated whole.

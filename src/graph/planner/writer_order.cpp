@@ -24,8 +24,7 @@ void OrderWriters(const JobGraph& graph, const std::vector<bool>& live, const st
       }
     }
     if (node.type == kPlaceholderOp || node.type == kVariableOp || node.type == "constant") continue;
-    for (int input : FindOp(node.type).mutates_inputs) {
-      if (input >= static_cast<int>(node.inputs.size())) continue;  // an optional input left out
+    for (int input : MutatedInputs(node.type, node.attrs, node.inputs.size())) {
       const int value = node.inputs[static_cast<std::size_t>(input)];
       if (plan.registers[static_cast<std::size_t>(placed[static_cast<std::size_t>(value)].registers.front())].variable.empty()) {
         throw std::invalid_argument(fmt::format("[{}] op '{}' writes input {} in place, which must be a variable",

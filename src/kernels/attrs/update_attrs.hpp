@@ -14,6 +14,19 @@ struct UpdateAttrs {
   Regularizer regularizer;
   /// Multiplies the incoming gradient first (1 / loss elements / loss scale).
   double gradient_scale = 1.0;
+  /// The update's last input is a flag, f32(1): any value but 0 (a NaN too) leaves the variable and
+  /// its slots as they are (dynamic loss scaling's step whose gradients are not finite).
+  bool skip_if = false;
+};
+
+/// Attributes of dynamic_loss_scale_update, the schedule of dynamic loss scaling (OneFlow's
+/// dynamic_loss_scale_schedule): after a step whose gradients were finite (flag 0) the count of good
+/// steps grows, and at `increment_period` the scale is multiplied by `multiplier` and the count
+/// restarts; after any other step the scale is divided by `multiplier` (not below 1), the count
+/// restarts and the count of skipped steps grows.
+struct DynamicLossScaleAttrs {
+  std::int64_t increment_period = 2000;
+  double multiplier = 2.0;
 };
 
 /// Attributes of multi_update, a kernel the planner fuses (graph/fusion.hpp): several updates of one

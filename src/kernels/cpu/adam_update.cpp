@@ -16,6 +16,7 @@ template <typename T> class AdamUpdateCpu final : public Kernel {
       : attrs_(setup.Get<UpdateAttrs>()), count_(setup.inputs[0].shape.NumElements()) {}
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView>) override {
+    if (SkipsStep(SkipFlagOf(attrs_, inputs))) return;  // dynamic loss scaling's non-finite step
     const Optimizer& optimizer = attrs_.optimizer;
     T* p = const_cast<T*>(inputs[0].As<T>());
     const T* g = inputs[1].As<T>();

@@ -1,4 +1,4 @@
-// rmsprop_update on the CPU, centered when given the mean-gradient slot (the formulas are in
+// rmsprop_update on the CPU, centered (with the mean-gradient slot) when the optimizer is (the formulas are in
 // graph/ops/rmsprop_update.cpp). The variable and its slots are written in place: the planner made every other reader of this
 // call act first.
 #include <cmath>
@@ -15,9 +15,10 @@ template <typename T> class RmsPropUpdateCpu final : public Kernel {
   explicit RmsPropUpdateCpu(const KernelSetup& setup)
       : attrs_(setup.Get<UpdateAttrs>()),
         count_(setup.inputs[0].shape.NumElements()),
-        centered_(setup.inputs.size() == 5) {}
+        centered_(attrs_.optimizer.centered) {}
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView>) override {
+    if (SkipsStep(SkipFlagOf(attrs_, inputs))) return;  // dynamic loss scaling's non-finite step
     T* p = const_cast<T*>(inputs[0].As<T>());
     const T* g = inputs[1].As<T>();
     const T lr = static_cast<T>(inputs[2].As<float>()[0]);

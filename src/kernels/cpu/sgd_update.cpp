@@ -17,6 +17,7 @@ template <typename T, bool kMomentum> class SgdUpdateCpu final : public Kernel {
       : attrs_(setup.Get<UpdateAttrs>()), count_(setup.inputs[0].shape.NumElements()) {}
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView>) override {
+    if (SkipsStep(SkipFlagOf(attrs_, inputs))) return;  // dynamic loss scaling's non-finite step
     T* p = const_cast<T*>(inputs[0].As<T>());
     const T* g = inputs[1].As<T>();
     const T lr = static_cast<T>(inputs[2].As<float>()[0]);

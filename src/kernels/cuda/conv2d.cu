@@ -1,5 +1,6 @@
 // conv2d, its two gradients and the planner-fused conv2d_bias_act on CUDA, through cuDNN: descriptors,
-// algorithm and workspace chosen once per kernel, i.e. per shape. cuDNN pads symmetrically; Weir's SAME pad puts the odd pixel after, so a convolution with unequal pads
+// algorithm (a legacy-API algorithm or a graph-API engine, whichever cuDNN times faster) and workspace
+// chosen once per kernel, i.e. per shape. cuDNN pads symmetrically; Weir's SAME pad puts the odd pixel after, so a convolution with unequal pads
 // runs on a padded copy of x (forward, filter gradient) or computes the padded dx and crops it (data
 // gradient), the copy in the kernel's scratch. conv2d_bias_act: the convolution, then the bias per
 // channel and the relu in place (cudnnConvolutionBiasActivationForward takes relu only with one
@@ -23,20 +24,22 @@
 #include "kernels/attrs/fused_attrs.hpp"
 #include "kernels/conv2d_geometry.hpp"
 #include "kernels/cuda/cuda_kernel.hpp"
+#include "kernels/cuda/cudnn_graph_convolution.hpp"
 #include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.hpp"
 
 namespace weir::internal::cuda {
 
 /// A cuDNN convolution of one pass on `g` (symmetric pads: ImageShift pads the input otherwise), its
-/// descriptors and algorithm chosen once, on the current GPU (the fastest FP32-math algorithm cuDNN
-/// times there); f32 or f64. Run: forward
+/// descriptors and algorithm chosen once, on the current GPU (the fastest FP32-math algorithm of the
+/// legacy API, or engine of the graph API, timed there; with `tensor_float_32`, f32 may use TF32
+/// tensor cores); f32, f64 or f16 (on tensor cores, accumulating in f32). Run: forward
 /// (a = x, b = weight) -> y; backward data (a = dy, b = weight) -> dx; backward filter (a = dy, b = x) ->
 /// dweight; `out` is overwritten, `workspace` holds WorkspaceBytes() of device memory. An NHWC
 /// convolution cuDNN has no algorithm for runs in NCHW on transposed copies (in the workspace).
 class Convolution {
  public:
-  Convolution(const Conv2DGeometry& g, Conv2DPass pass, bool f64);
+  Convolution(const Conv2DGeometry& g, Conv2DPass pass, DType dtype, bool tensor_float_32);
   ~Convolution();
   Convolution(const Convolution&) = delete;
   Convolution& operator=(const Convolution&) = delete;
@@ -55,13 +58,14 @@ namespace {
 int Dim(std::int64_t value, const char* what) { return LibraryDim(value, "conv2d", what); }
 
 // The algorithm to run, from cuDNN's measured candidates (cudnnFind*: each algorithm timed on this
-// GPU and shape): among those in FP32 (FMA) math, never TF32, so f32 results agree with the CPU's to
-// rounding (f64 runs in its own default math), the fastest, or a deterministic one within 10% of it;
-// else the fastest that runs at all; null when none does. PerfT: the forward, backward-data or
-// backward-filter perf struct.
-template <typename PerfT> const PerfT* Choose(const PerfT* results, int count, bool f64) {
-  const auto exact = [f64](const PerfT& r) {
-    return r.mathType == CUDNN_FMA_MATH || (f64 && r.mathType == CUDNN_DEFAULT_MATH);
+// GPU and shape): among those in FP32 (FMA) math, never TF32 (unless `tensor_float_32`), so f32 results
+// agree with the CPU's to rounding (f64 runs in its own default math; f16 in any, on tensor cores
+// where they are fastest), the fastest, or a deterministic one within 10% of it; else the fastest that
+// runs at all; null when none does. PerfT: the forward, backward-data or backward-filter perf struct.
+template <typename PerfT> const PerfT* Choose(const PerfT* results, int count, DType dtype, bool tensor_float_32) {
+  const auto exact = [dtype, tensor_float_32](const PerfT& r) {
+    return (dtype == DType::kF32 && tensor_float_32) || dtype == DType::kF16 || r.mathType == CUDNN_FMA_MATH ||
+           (dtype == DType::kF64 && r.mathType == CUDNN_DEFAULT_MATH);
   };
   for (const bool need_exact : {true, false}) {
     const auto usable = [&](const PerfT& r) {
@@ -142,9 +146,11 @@ const Tuner& CurrentTuner() {
 std::size_t Aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 // Moves `count` elements of src to dst along a gather plan (the existing copy launcher, moving bytes).
-void MoveLayout(void* stream, bool f64, const BroadcastPlan& plan, std::int64_t count, const void* src, void* dst) {
-  if (f64) {
+void MoveLayout(void* stream, std::size_t element, const BroadcastPlan& plan, std::int64_t count, const void* src, void* dst) {
+  if (element == 8) {
     BroadcastCopy<std::uint64_t>(stream, plan, static_cast<const std::uint64_t*>(src), static_cast<std::uint64_t*>(dst), count);
+  } else if (element == 2) {
+    BroadcastCopy<std::uint16_t>(stream, plan, static_cast<const std::uint16_t*>(src), static_cast<std::uint16_t*>(dst), count);
   } else {
     BroadcastCopy<std::uint32_t>(stream, plan, static_cast<const std::uint32_t*>(src), static_cast<std::uint32_t*>(dst), count);
   }
@@ -171,7 +177,7 @@ template <typename T> __global__ void ShiftImagesKernel(ImageShift shift, const 
 
 struct Convolution::Descriptors {
   Conv2DPass pass = Conv2DPass::kForward;
-  bool f64 = false;
+  DType dtype = DType::kF32;  // of the data: f32, f64 or f16
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnFilterDescriptor_t weight = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
@@ -179,6 +185,7 @@ struct Convolution::Descriptors {
   cudnnConvolutionBwdDataAlgo_t backward_data{};
   cudnnConvolutionBwdFilterAlgo_t backward_filter{};
   std::size_t workspace = 0;  // cuDNN's
+  std::unique_ptr<CudnnGraphConvolution> graph;  // set: the pass runs through the graph API, not the descriptors above
   // An NHWC convolution run in NCHW: its operands moved to NCHW copies after cuDNN's workspace, its
   // result moved back. copies[0] x, [1] y, [2] weight.
   bool via_nchw = false;
@@ -198,12 +205,14 @@ struct Convolution::Descriptors {
   }
 };
 
-Convolution::Convolution(const Conv2DGeometry& g, Conv2DPass pass, bool f64)
+Convolution::Convolution(const Conv2DGeometry& g, Conv2DPass pass, DType dtype, bool tensor_float_32)
     : d_(std::make_unique<Descriptors>()) {
   if (!g.SymmetricPads()) throw std::invalid_argument("[conv2d] cuDNN takes symmetric pads; pad the input first");
   d_->pass = pass;
-  d_->f64 = f64;
-  const cudnnDataType_t type = f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+  d_->dtype = dtype;
+  const bool f64 = dtype == DType::kF64;
+  const cudnnDataType_t type = f64 ? CUDNN_DATA_DOUBLE : dtype == DType::kF16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+  const cudnnDataType_t compute = f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;  // f16 accumulates in f32
   Dim(g.XCount(), "x's element count");
   Dim(g.YCount(), "y's element count");
   WEIR_CUDA_CHECK(cudnnCreateTensorDescriptor(&d_->x));
@@ -225,9 +234,10 @@ Convolution::Convolution(const Conv2DGeometry& g, Conv2DPass pass, bool f64)
     WEIR_CUDA_CHECK(cudnnSetConvolution2dDescriptor(d_->conv, Dim(g.pad_before[0], "pad"), Dim(g.pad_before[1], "pad"),
                                                     Dim(g.strides[0], "stride"), Dim(g.strides[1], "stride"),
                                                     Dim(g.dilations[0], "dilation"), Dim(g.dilations[1], "dilation"),
-                                                    CUDNN_CROSS_CORRELATION, type));
+                                                    CUDNN_CROSS_CORRELATION, compute));
     WEIR_CUDA_CHECK(cudnnSetConvolutionGroupCount(d_->conv, Dim(g.groups, "groups")));
-    WEIR_CUDA_CHECK(cudnnSetConvolutionMathType(d_->conv, CUDNN_FMA_MATH));
+    const bool tensor_cores = dtype == DType::kF16 || (dtype == DType::kF32 && tensor_float_32);
+    WEIR_CUDA_CHECK(cudnnSetConvolutionMathType(d_->conv, tensor_cores ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
   };
   // The algorithm cuDNN times fastest for the pass in `format` (Choose), if any.
   const auto find = [&](cudnnTensorFormat_t format) -> std::optional<Pick> {
@@ -239,14 +249,14 @@ Convolution::Convolution(const Conv2DGeometry& g, Conv2DPass pass, bool f64)
         WEIR_CUDA_CHECK(cudnnFindConvolutionForwardAlgorithm(handle, d_->x, d_->weight, d_->conv, d_->y,
                                                              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, results));
         TraceCandidates(results, returned, format);
-        return PickOf(Choose(results, returned, f64));
+        return PickOf(Choose(results, returned, dtype, tensor_float_32));
       }
       case Conv2DPass::kBackwardData: {
         cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
         WEIR_CUDA_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(handle, d_->weight, d_->y, d_->conv, d_->x,
                                                                   CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, results));
         TraceCandidates(results, returned, format);
-        return PickOf(Choose(results, returned, f64));
+        return PickOf(Choose(results, returned, dtype, tensor_float_32));
       }
       case Conv2DPass::kBackwardFilter: {
         cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
@@ -254,55 +264,90 @@ Convolution::Convolution(const Conv2DGeometry& g, Conv2DPass pass, bool f64)
                                                                     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned,
                                                                     results));
         TraceCandidates(results, returned, format);
-        return PickOf(Choose(results, returned, f64));
+        return PickOf(Choose(results, returned, dtype, tensor_float_32));
       }
     }
     return std::nullopt;
   };
   // An NHWC convolution may run in NCHW on transposed copies instead: where cuDNN has no NHWC algorithm
   // (f64), or where its NCHW one is faster by more than the transposes cost (f32 NHWC filter gradients
-  // in FMA math were 10x slower than NCHW's on an H200).
+  // in FMA math were 10x slower than NCHW's on an H200). Each layout's fastest legacy algorithm and
+  // graph-API engine (f32, f16) compete; the fastest, transposes counted, runs.
   const cudnnTensorFormat_t format = g.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
   const std::optional<Pick> native = find(format);
   const std::optional<Pick> via_nchw = g.nhwc ? find(CUDNN_TENSOR_NCHW) : std::nullopt;
-  if (!native && !via_nchw) {
+  std::unique_ptr<CudnnGraphConvolution> graph_native, graph_nchw;
+  if (!f64) {
+    graph_native = CudnnGraphConvolution::Fastest(g, pass, g.nhwc, type, tensor_float_32, handle);
+    if (g.nhwc) graph_nchw = CudnnGraphConvolution::Fastest(g, pass, false, type, tensor_float_32, handle);
+  }
+  const float graph_native_ms = graph_native ? graph_native->Milliseconds() : -1;
+  const float graph_nchw_ms = graph_nchw ? graph_nchw->Milliseconds() : -1;
+  const std::size_t element = SizeOf(dtype);
+  const double transposes_ms = TransposesMs(static_cast<std::size_t>(g.XCount() + g.YCount() + g.WeightCount()) * element);
+  struct Option {
+    double milliseconds;
+    bool nchw_copies;
+    std::unique_ptr<CudnnGraphConvolution>* graph;  // null: the legacy algorithm
+  };
+  std::vector<Option> options;
+  if (native) options.push_back({native->milliseconds, false, nullptr});
+  if (via_nchw) options.push_back({via_nchw->milliseconds + transposes_ms, true, nullptr});
+  if (graph_native) options.push_back({graph_native->Milliseconds(), false, &graph_native});
+  if (graph_nchw) options.push_back({graph_nchw->Milliseconds() + transposes_ms, true, &graph_nchw});
+  if (options.empty()) {
     const char* name = pass == Conv2DPass::kForward ? "forward" : pass == Conv2DPass::kBackwardData ? "data gradient" : "filter gradient";
     throw std::runtime_error("[conv2d] cuDNN " + std::to_string(cudnnGetVersion()) + " offers no algorithm for the " + name +
-                             " pass (" + (f64 ? "f64, " : "f32, ") + (g.nhwc ? "NHWC, nor NCHW)" : "NCHW)"));
+                             " pass (" + std::string(Name(dtype)) + ", " + (g.nhwc ? "NHWC, nor NCHW)" : "NCHW)"));
   }
-  const std::size_t element = f64 ? sizeof(double) : sizeof(float);
-  const double transposes_ms = TransposesMs(static_cast<std::size_t>(g.XCount() + g.YCount() + g.WeightCount()) * element);
-  d_->via_nchw = via_nchw && (!native || via_nchw->milliseconds + transposes_ms < native->milliseconds);
-  const Pick& pick = d_->via_nchw ? *via_nchw : *native;
-  describe(d_->via_nchw ? CUDNN_TENSOR_NCHW : format);
-  WEIR_CUDA_CHECK(cudnnSetConvolutionMathType(d_->conv, pick.math));
-  switch (pass) {
-    case Conv2DPass::kForward:
-      d_->forward = static_cast<cudnnConvolutionFwdAlgo_t>(pick.algorithm);
-      WEIR_CUDA_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, d_->x, d_->weight, d_->conv, d_->y, d_->forward,
-                                                              &d_->workspace));
-      break;
-    case Conv2DPass::kBackwardData:
-      d_->backward_data = static_cast<cudnnConvolutionBwdDataAlgo_t>(pick.algorithm);
-      WEIR_CUDA_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, d_->weight, d_->y, d_->conv, d_->x,
-                                                                   d_->backward_data, &d_->workspace));
-      break;
-    case Conv2DPass::kBackwardFilter:
-      d_->backward_filter = static_cast<cudnnConvolutionBwdFilterAlgo_t>(pick.algorithm);
-      WEIR_CUDA_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, d_->x, d_->y, d_->conv, d_->weight,
-                                                                     d_->backward_filter, &d_->workspace));
-      break;
+  // WEIR_CUDNN_GRAPH=1: the graph API's engines wherever cuDNN builds one (tests; comparisons), =0: never.
+  const char* graph_mode = std::getenv("WEIR_CUDNN_GRAPH");
+  if (graph_mode != nullptr && std::string(graph_mode) == "1" && (graph_native || graph_nchw)) {
+    std::erase_if(options, [](const Option& o) { return o.graph == nullptr; });
+  }
+  const Option& chosen = *std::min_element(options.begin(), options.end(), [](const Option& a, const Option& b) {
+    return a.milliseconds < b.milliseconds;
+  });
+  d_->via_nchw = chosen.nchw_copies;
+  if (chosen.graph != nullptr) {
+    d_->graph = std::move(*chosen.graph);
+    d_->workspace = d_->graph->WorkspaceBytes();
+  } else {
+    const Pick& pick = d_->via_nchw ? *via_nchw : *native;
+    describe(d_->via_nchw ? CUDNN_TENSOR_NCHW : format);
+    WEIR_CUDA_CHECK(cudnnSetConvolutionMathType(d_->conv, pick.math));
+    switch (pass) {
+      case Conv2DPass::kForward:
+        d_->forward = static_cast<cudnnConvolutionFwdAlgo_t>(pick.algorithm);
+        WEIR_CUDA_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, d_->x, d_->weight, d_->conv, d_->y, d_->forward,
+                                                                &d_->workspace));
+        break;
+      case Conv2DPass::kBackwardData:
+        d_->backward_data = static_cast<cudnnConvolutionBwdDataAlgo_t>(pick.algorithm);
+        WEIR_CUDA_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, d_->weight, d_->y, d_->conv, d_->x,
+                                                                     d_->backward_data, &d_->workspace));
+        break;
+      case Conv2DPass::kBackwardFilter:
+        d_->backward_filter = static_cast<cudnnConvolutionBwdFilterAlgo_t>(pick.algorithm);
+        WEIR_CUDA_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, d_->x, d_->y, d_->conv, d_->weight,
+                                                                       d_->backward_filter, &d_->workspace));
+        break;
+    }
   }
   if (std::getenv("WEIR_CUDNN_TRACE") != nullptr) {  // docs/cuda.md: which algorithms the convolutions run
     const auto describe_pick = [](const std::optional<Pick>& p) {
       return p ? "algorithm " + std::to_string(p->algorithm) + " " + std::to_string(p->milliseconds) + " ms" : std::string("none");
     };
-    std::fprintf(stderr, "[conv2d] pass %d %s x %lldx%lldx%lldx%lld y %lldx%lld filters %lld k %lldx%lld: native %s, NCHW %s (+%.4f ms), runs %s\n",
-                 static_cast<int>(pass), f64 ? "f64" : "f32", static_cast<long long>(g.batch), static_cast<long long>(g.channels),
+    const auto describe_graph = [](float milliseconds) {
+      return milliseconds >= 0 ? std::to_string(milliseconds) + " ms" : std::string("none");
+    };
+    std::fprintf(stderr, "[conv2d] pass %d %s x %lldx%lldx%lldx%lld y %lldx%lld filters %lld k %lldx%lld: native %s, NCHW %s, graph native %s, graph NCHW %s (+%.4f ms), runs %s%s\n",
+                 static_cast<int>(pass), std::string(Name(dtype)).c_str(), static_cast<long long>(g.batch), static_cast<long long>(g.channels),
                  static_cast<long long>(g.in_h), static_cast<long long>(g.in_w), static_cast<long long>(g.out_h),
                  static_cast<long long>(g.out_w), static_cast<long long>(g.filters), static_cast<long long>(g.kernel_h),
                  static_cast<long long>(g.kernel_w), describe_pick(native).c_str(), describe_pick(via_nchw).c_str(),
-                 transposes_ms, d_->via_nchw ? "NCHW" : g.nhwc ? "NHWC" : "NCHW");
+                 describe_graph(graph_native_ms).c_str(), describe_graph(graph_nchw_ms).c_str(), transposes_ms,
+                 d_->via_nchw ? "NCHW" : g.nhwc ? "NHWC" : "NCHW", d_->graph ? " (graph)" : "");
   }
   d_->workspace_bytes = d_->workspace;
   if (!d_->via_nchw) return;
@@ -326,19 +371,22 @@ void Convolution::Run(void* stream, const void* a, const void* b, void* out, voi
   const std::array<std::size_t, 3> roles = Roles(d_->pass);
   const Descriptors::NchwCopy &a_copy = d_->copies[roles[0]], &b_copy = d_->copies[roles[1]], &out_copy = d_->copies[roles[2]];
   const auto at = [workspace](const Descriptors::NchwCopy& c) { return static_cast<char*>(workspace) + c.offset; };
-  MoveLayout(stream, d_->f64, a_copy.to_nchw, a_copy.count, a, at(a_copy));
-  MoveLayout(stream, d_->f64, b_copy.to_nchw, b_copy.count, b, at(b_copy));
+  const std::size_t element = SizeOf(d_->dtype);
+  MoveLayout(stream, element, a_copy.to_nchw, a_copy.count, a, at(a_copy));
+  MoveLayout(stream, element, b_copy.to_nchw, b_copy.count, b, at(b_copy));
   RunCudnn(stream, at(a_copy), at(b_copy), at(out_copy), workspace);
-  MoveLayout(stream, d_->f64, out_copy.from_nchw, out_copy.count, at(out_copy), out);
+  MoveLayout(stream, element, out_copy.from_nchw, out_copy.count, at(out_copy), out);
 }
 
 void Convolution::RunCudnn(void* stream, const void* a, const void* b, void* out, void* workspace) const {
   cudnnHandle_t handle = CudnnHandleOf(static_cast<cudaStream_t>(stream));
-  // alpha and beta in the compute type: double for f64, float otherwise. beta 0: out is overwritten.
+  if (d_->graph) return d_->graph->Run(handle, a, b, out, workspace);
+  // alpha and beta in the compute type: double for f64, float otherwise (f16 too). beta 0: out is overwritten.
   const double one_d = 1, zero_d = 0;
   const float one_f = 1, zero_f = 0;
-  const void* one = d_->f64 ? static_cast<const void*>(&one_d) : &one_f;
-  const void* zero = d_->f64 ? static_cast<const void*>(&zero_d) : &zero_f;
+  const bool f64 = d_->dtype == DType::kF64;
+  const void* one = f64 ? static_cast<const void*>(&one_d) : &one_f;
+  const void* zero = f64 ? static_cast<const void*>(&zero_d) : &zero_f;
   switch (d_->pass) {
     case Conv2DPass::kForward:  // (x, weight) -> y
       WEIR_CUDA_CHECK(cudnnConvolutionForward(handle, one, d_->x, a, d_->weight, b, d_->conv, d_->forward, workspace,
@@ -392,7 +440,7 @@ template <Conv2DPass kPass, typename T, bool kFused = false> class Conv2DCuda fi
       cudnn_geometry = Prepadded(geometry_);
       padded_bytes = static_cast<std::size_t>(cudnn_geometry.XCount()) * sizeof(T);
     }
-    convolution_ = std::make_unique<cuda::Convolution>(cudnn_geometry, kPass, std::is_same_v<T, double>);
+    convolution_ = std::make_unique<cuda::Convolution>(cudnn_geometry, kPass, DTypeOf<T>(), setup.tensor_float_32);
     // Scratch: cuDNN's workspace, then the padded image (256-byte aligned, as cudaMalloc's own).
     workspace_bytes_ = (convolution_->WorkspaceBytes() + 255) / 256 * 256;
     scratch_.emplace(setup.device.index, workspace_bytes_ + padded_bytes);
@@ -454,6 +502,12 @@ WEIR_REGISTER_KERNELS {
                  &MakeKernel<Conv2DCuda<Conv2DPass::kBackwardFilter, float>>);
   RegisterKernel({"conv2d_grad_filter", Device::Kind::kCuda, DType::kF64},
                  &MakeKernel<Conv2DCuda<Conv2DPass::kBackwardFilter, double>>);
+  // Mixed precision's convolutions: f16 operands and result on tensor cores, accumulating in f32.
+  RegisterKernel({"conv2d", Device::Kind::kCuda, DType::kF16}, &MakeKernel<Conv2DCuda<Conv2DPass::kForward, float16>>);
+  RegisterKernel({"conv2d_grad_data", Device::Kind::kCuda, DType::kF16},
+                 &MakeKernel<Conv2DCuda<Conv2DPass::kBackwardData, float16>>);
+  RegisterKernel({"conv2d_grad_filter", Device::Kind::kCuda, DType::kF16},
+                 &MakeKernel<Conv2DCuda<Conv2DPass::kBackwardFilter, float16>>);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // lamb_update on CUDA, in place: m, v and the direction u (kernels/functors/update.hpp, the CPU
 // kernel's math) with the squared norms of p and u summed into two doubles on the device, then
-// p -= lr ‖p‖/‖u‖ (u + wd p) in a second launch. Inputs as on the CPU: (p, g, lr, m, v, train step);
+// p -= lr ‖p‖/‖u‖ (u + wd p) in a second launch. Inputs as on the CPU: (p, g, lr, m, v, train step[, skip flag]);
 // the direction and the two sums live in scratch memory.
 #include <cstdint>
 
@@ -14,7 +14,8 @@ namespace {
 template <typename T>
 __global__ void LambDirectionKernel(const T* p, T* m, T* v, const T* g, const std::int64_t* train_step, double beta1,
                                     double beta2, AdamConstants<T> constants, RegularizedGradient<T> regularized, T* u,
-                                    double* square_sums, std::int64_t count) {
+                                    double* square_sums, const float* skip, std::int64_t count) {
+  if (SkipsStep(skip)) return;  // dynamic loss scaling's non-finite step (every thread alike)
   const double t = static_cast<double>(*train_step + 1);
   const T correction1 = static_cast<T>(1 - pow(beta1, t));
   const T correction2 = static_cast<T>(1 - pow(beta2, t));
@@ -34,7 +35,8 @@ __global__ void LambDirectionKernel(const T* p, T* m, T* v, const T* g, const st
 
 template <typename T>
 __global__ void LambApplyKernel(T* p, const T* u, const float* lr, const double* square_sums, T weight_decay,
-                                std::int64_t count) {
+                                const float* skip, std::int64_t count) {
+  if (SkipsStep(skip)) return;  // dynamic loss scaling's non-finite step (every thread alike)
   const T rate = static_cast<T>(*lr * LambTrustRatio(square_sums[0], square_sums[1]));
   WEIR_FOR_EACH_ELEMENT(i, count) { p[i] -= rate * (u[i] + weight_decay * p[i]); }
 }
@@ -47,15 +49,16 @@ template <typename T> class LambUpdateCuda final : public Kernel {
         scratch_(setup.device.index, 2 * sizeof(double) + static_cast<std::size_t>(count_) * sizeof(T)) {}
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView>) override {
     const Optimizer& optimizer = attrs_.optimizer;
+    const float* skip = SkipFlagOf(attrs_, inputs);
     T* p = MutableOf<T>(inputs[0]);
     T* direction = scratch_.As<T>(2 * sizeof(double));
     double* square_sums = scratch_.As<double>();
     cuda::Zero(stream_, square_sums, 2 * sizeof(double));
     cuda::LaunchOver(stream_, count_, &LambDirectionKernel<T>, p, MutableOf<T>(inputs[3]), MutableOf<T>(inputs[4]),
                      inputs[1].As<T>(), inputs[5].As<std::int64_t>(), optimizer.beta1, optimizer.beta2, constants_,
-                     regularized_, direction, square_sums, count_);
+                     regularized_, direction, square_sums, skip, count_);
     cuda::LaunchOver(stream_, count_, &LambApplyKernel<T>, p, direction, inputs[2].As<float>(), square_sums,
-                     static_cast<T>(optimizer.weight_decay), count_);
+                     static_cast<T>(optimizer.weight_decay), skip, count_);
   }
 
  private:

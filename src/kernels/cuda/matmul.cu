@@ -25,7 +25,7 @@ namespace weir::internal::cuda {
 class FusedGemm {
  public:
   FusedGemm(void* stream, bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
-            bool relu);
+            bool relu, bool tensor_float_32);
   ~FusedGemm();
   FusedGemm(const FusedGemm&) = delete;
   FusedGemm& operator=(const FusedGemm&) = delete;
@@ -151,12 +151,13 @@ struct FusedGemm::Impl {
 };
 
 FusedGemm::FusedGemm(void* stream, bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                     double alpha, bool relu)
+                     double alpha, bool relu, bool tensor_float_32)
     : impl_(std::make_unique<Impl>()) {
   if (m == 0 || n == 0 || k == 0) return;  // nothing for cuBLASLt to multiply: the kernel's own path
   const CublasLtOf lt(static_cast<cudaStream_t>(stream));
   impl_->alpha = static_cast<float>(alpha);
-  WEIR_CUDA_CHECK(cublasLtMatmulDescCreate(&impl_->operation, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  WEIR_CUDA_CHECK(cublasLtMatmulDescCreate(&impl_->operation,
+                                           tensor_float_32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t op_b = transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's first operand
   const cublasOperation_t op_a = transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   WEIR_CUDA_CHECK(cublasLtMatmulDescSetAttribute(impl_->operation, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b)));
@@ -224,7 +225,8 @@ template <typename T, bool kFused = false> class MatMulCuda final : public Kerne
  public:
   explicit MatMulCuda(const KernelSetup& setup)
       : stream_(CudaStreamOf(setup)), attrs_(kFused ? setup.Get<FusedMatMulAttrs>().matmul : setup.Get<MatMulAttrs>()),
-        relu_(kFused && setup.Get<FusedMatMulAttrs>().activation == FusedActivation::kRelu) {
+        relu_(kFused && setup.Get<FusedMatMulAttrs>().activation == FusedActivation::kRelu),
+        tensor_float_32_(std::is_same_v<T, float> && setup.tensor_float_32) {
     const Shape& a = setup.inputs[0].shape;
     const Shape& b = setup.inputs[1].shape;
     m_ = attrs_.transpose_a ? a[1] : a[0];
@@ -233,13 +235,14 @@ template <typename T, bool kFused = false> class MatMulCuda final : public Kerne
     if (!kFused) return;
     PlanBroadcast({m_, n_}, {n_}, {m_, n_}, bias_rows_);
     if constexpr (std::is_same_v<T, float>) {
-      epilogue_.emplace(stream_, attrs_.transpose_a, attrs_.transpose_b, m_, n_, k_, attrs_.alpha, relu_);
+      epilogue_.emplace(stream_, attrs_.transpose_a, attrs_.transpose_b, m_, n_, k_, attrs_.alpha, relu_, tensor_float_32_);
       if (!epilogue_->Ready()) epilogue_.reset();
     }
   }
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     T* c = outputs[0].As<T>();
     if constexpr (std::is_same_v<T, float>) {
+      UseTensorFloat32(cuda::Native(stream_), tensor_float_32_);
       if (epilogue_) {
         epilogue_->Run(stream_, inputs[0].As<T>(), inputs[1].As<T>(), inputs[2].As<T>(), c);
         return;
@@ -257,6 +260,7 @@ template <typename T, bool kFused = false> class MatMulCuda final : public Kerne
   void* stream_;
   MatMulAttrs attrs_;
   bool relu_;
+  bool tensor_float_32_;  // f32 products may round to TF32 (SessionOptions::tensor_float_32)
   std::int64_t m_ = 0, n_ = 0, k_ = 0;
   BroadcastPlan bias_rows_;  // the bias row over C's rows
   std::optional<cuda::FusedGemm> epilogue_;  // matmul_bias_act in one cuBLASLt call, where it has an algorithm
@@ -268,7 +272,8 @@ class MatMulSgdUpdateCuda final : public Kernel {
  public:
   explicit MatMulSgdUpdateCuda(const KernelSetup& setup)
       : stream_(CudaStreamOf(setup)), attrs_(setup.Get<FusedMatMulSgdAttrs>().matmul),
-        factor_(-setup.Get<FusedMatMulSgdAttrs>().gradient_scale * attrs_.alpha), scratch_(setup.device.index, 2 * sizeof(float)) {
+        factor_(-setup.Get<FusedMatMulSgdAttrs>().gradient_scale * attrs_.alpha), scratch_(setup.device.index, 2 * sizeof(float)),
+        tensor_float_32_(setup.tensor_float_32) {
     const Shape& a = setup.inputs[0].shape;
     const Shape& b = setup.inputs[1].shape;
     m_ = attrs_.transpose_a ? a[1] : a[0];
@@ -276,6 +281,7 @@ class MatMulSgdUpdateCuda final : public Kernel {
     n_ = attrs_.transpose_b ? b[0] : b[1];
   }
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView>) override {
+    UseTensorFloat32(cuda::Native(stream_), tensor_float_32_);
     cuda::GemmAccumulate<float>(stream_, attrs_.transpose_a, attrs_.transpose_b, m_, n_, k_, inputs[3].As<float>(), factor_,
                                 inputs[0].As<float>(), inputs[1].As<float>(), MutableOf<float>(inputs[2]),
                                 scratch_.As<float>());
@@ -286,6 +292,7 @@ class MatMulSgdUpdateCuda final : public Kernel {
   MatMulAttrs attrs_;
   double factor_;
   DeviceScratch scratch_;
+  bool tensor_float_32_;
   std::int64_t m_ = 0, n_ = 0, k_ = 0;
 };
 

@@ -44,6 +44,29 @@ WEIR_HOST_DEVICE void AdamStep(T& p, T& m, T& v, T g, T lr, const AdamConstants<
   p -= lr * (m / (std::sqrt(v) + c.epsilon) + c.weight_decay * p);
 }
 
+/// One step of dynamic loss scaling's schedule (OneFlow's dynamic_loss_scale_schedule): after a step
+/// whose gradients were finite (`flag` 0) one more good step, and at `increment_period` of them the
+/// scale times `multiplier` (at most FLT_MAX) and the count restarts; after any other step (the
+/// updates skipped it) the scale divided by `multiplier` (at least 1), the count restarted and one
+/// more skipped step.
+WEIR_HOST_DEVICE inline void DynamicLossScaleStep(float flag, float& scale, std::int64_t& good_steps,
+                                                  std::int64_t& skipped_steps, std::int64_t increment_period,
+                                                  double multiplier) {
+  constexpr double kMaxScale = 3.4028234663852886e38;  // FLT_MAX
+  if (flag == 0.f) {
+    if (++good_steps >= increment_period) {
+      const double grown = static_cast<double>(scale) * multiplier;
+      scale = static_cast<float>(grown < kMaxScale ? grown : kMaxScale);
+      good_steps = 0;
+    }
+  } else {
+    const double shrunk = static_cast<double>(scale) / multiplier;
+    scale = static_cast<float>(shrunk > 1.0 ? shrunk : 1.0);
+    good_steps = 0;
+    ++skipped_steps;
+  }
+}
+
 /// OneFlow's adam_bias_correction_learning_rate: lr √(1 − β2^t) / (1 − β1^t) with t = train step + 1.
 WEIR_HOST_DEVICE inline double AdamBiasCorrectedRate(double lr, double beta1, double beta2, std::int64_t train_step) {
   const double t = static_cast<double>(train_step + 1);
