@@ -275,7 +275,9 @@ def main():
             if "step_ms" in ours and "step_ms" in theirs:
                 summary["models"][model][f"weir_over_graph_{suffix}"] = ours["step_ms"] / theirs["step_ms"]
                 print(f"  Weir / PyTorch CUDA graphs, both {suffix.upper()}: {ours['step_ms'] / theirs['step_ms']:.2f}")
-    if all("skipped" in rows.get("weir", {"skipped": ""}) for rows in summary["models"].values()):
+    weir_rows = [row for rows in summary["models"].values() for kind, row in rows.items()
+                 if kind.startswith("weir-") or kind == "weir"]
+    if weir_rows and all("skipped" in row for row in weir_rows):
         summary["skipped"] = "no GPU visible"
     print(json.dumps(summary))
 
