@@ -17,6 +17,9 @@ namespace weir {
 
 /// Copies its input.
 Blob Identity(const Blob& x, std::string_view name = {});
+/// Writes `value` into the variable `ref` in place when the job runs (OneFlow's flow.assign): the
+/// call's other readers of `ref` see its value from before, the next call the new one.
+void Assign(const Blob& ref, const Blob& value, std::string_view name = {});
 
 Blob Reshape(const Blob& x, ReshapeAttrs attrs, std::string_view name = {});
 

@@ -12,10 +12,13 @@ The body runs once, when the job is compiled; every op becomes an actor of the C
 (weir._C), and each call pipelines through them.
 """
 
+import types as _types
+
 import numpy as _np
 
 from weir import _C  # noqa: F401 - loads the runtime first, so import errors surface here
 from weir import (
+    _context,
     _session,
     checkpoint,
     config,
@@ -82,6 +85,28 @@ def current_machine_id() -> int:
     each process weir-launch or ``flow.env.machine`` starts counts as one): RANK under weir-launch,
     the node's position in ``flow.env.machine``'s list otherwise, 0 in a session of one process."""
     return _session.distributed_options().get("rank", 0)
+
+
+class FunctionDesc:
+    """What ``flow.current_global_function_desc()`` gives inside a job function being traced (OneFlow's
+    FunctionDesc): ``IsTrainable()`` (a train job) and ``job_config_proto.job_name``."""
+
+    def __init__(self, job_name: str, trainable: bool):
+        self._trainable = trainable
+        self.job_config_proto = _types.SimpleNamespace(job_name=job_name)
+
+    def IsTrainable(self) -> bool:  # noqa: N802 (OneFlow's name)
+        return self._trainable
+
+    def __repr__(self) -> str:
+        return f"FunctionDesc(job_name={self.job_config_proto.job_name!r}, trainable={self._trainable})"
+
+
+def current_global_function_desc() -> FunctionDesc:
+    """The job function being traced, as OneFlow's layers ask about it (``IsTrainable()``: batch norm
+    and dropout run in inference mode outside train jobs). Outside a job function it raises."""
+    context = _context.current("flow.current_global_function_desc()")
+    return FunctionDesc(context.function_name, context.is_train)
 
 
 def eager_execution_enabled() -> bool:

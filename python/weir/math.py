@@ -17,7 +17,7 @@ __all__ = [
     "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "squared_difference",
     "unsorted_segment_sum", "unsorted_segment_sum_like", "reduce_variance", "reduce_std", "reduce_euclidean_norm",
     "reduce_logsumexp", "l2_normalize", "xdivy", "xlogy", "reduce_any", "reduce_all", "in_top_k", "tril",
-    "atan2", "floordiv",
+    "atan2", "floordiv", "reduced_shape_elem_cnt",
 ]
 
 
@@ -409,3 +409,20 @@ def floordiv(x, y, name=None):
     if x.dtype not in (dtypes.int32, dtypes.int64):
         raise TypeError(f"{op}: x and y must be float32, float64, int32 or int64, got {x.dtype.name}")
     return divide(subtract(x, mod(x, y)), y, name=name)
+
+
+def reduced_shape_elem_cnt(input_blob, axis=None, dtype=None, name=None):
+    """OneFlow's: the number of elements of `input_blob` over the axes `axis` (a sequence; every axis by
+    default), as a one-element blob of `dtype` (int32 by default). Shapes are fixed when the job is
+    built, so it is a constant."""
+    op = "flow.math.reduced_shape_elem_cnt"
+    check_blob(input_blob, op, "input_blob")
+    shape = input_blob.shape
+    axes = range(len(shape)) if axis is None else axes_list(axis, op)
+    for a in axes:
+        if not -len(shape) <= a < len(shape):
+            raise ValueError(f"{op}: axis {a} is out of range for a blob of shape {tuple(shape)}")
+    count = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.int32
+    array = np.full((1,), count, dtype=dtype.numpy_dtype)
+    return Blob(input_blob._job.constant(array, op_name(name)), input_blob._job)

@@ -20,6 +20,7 @@ __all__ = [
     "slice", "slice_v2", "reverse", "constant_like", "broadcast_to_compatible_with", "broadcast_like", "stack",
     "identity_n", "cast_to_static_shape", "ones", "zeros", "gather", "dim_gather", "where", "parallel_cast", "pad",
     "count_not_finite", "multi_count_not_finite", "reflection_pad2d", "replication_pad2d", "constant_pad2d",
+    "assign",
 ]
 
 # Past either end of any axis: what an open end of a slice becomes (the op clamps it to the axis).
@@ -527,3 +528,15 @@ def constant_pad2d(x, padding, constant_value=0, name=None):
     x = check_blob(x, op, "x")
     left, right, top, bottom = _pad2d_sizes(padding, op, x)
     return pad(x, [(0, 0), (0, 0), (top, bottom), (left, right)], constant_value=constant_value, name=name)
+
+
+def assign(ref, value, dtype=None, name=None):
+    """OneFlow's: writes `value` (a blob, or a number or array, of ref's shape and dtype) into the
+    variable `ref` in place when the job runs. The call's other ops that read `ref` see its value from
+    before; the next call sees the new one. Returns None, as OneFlow's. (`dtype` is accepted and unused,
+    as in OneFlow.)"""
+    op = "flow.assign"
+    check_blob(ref, op, "ref")
+    if not is_blob(value):
+        value = _constant_of(np.broadcast_to(np.asarray(value), tuple(ref.shape)), ref)
+    _C.add_op("assign", [ref._c, value._c], {}, op_name(name))

@@ -258,6 +258,14 @@ TEST_CASE("every declared SBP signature of every op gives the one-device result 
     builder.Output("dw", grads[1]);
     merge(builder.Build());
   }
+  {  // assign: a value into a variable, in place
+    JobBuilder builder("assigns", JobType::kPredict);
+    Blob x = builder.Placeholder("x", Shape{4, 5});
+    Blob v = builder.Variable("v", {.shape = Shape{4, 5}, .dtype = DType::kF32});
+    builder.Output("before", Identity(v));
+    Assign(v, ScalarMul(x, 2.0));
+    merge(builder.Build());
+  }
   // Elementwise optimizer updates of a variable split by rows (model parallelism).
   for (const Optimizer& optimizer : {Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.0), Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.9),
                                      Adam(PiecewiseConstantScheduler({}, {0.1})), RmsProp(PiecewiseConstantScheduler({}, {0.1}))}) {

@@ -355,6 +355,9 @@ std::vector<Sample> Samples() {
     }
   }
   samples.push_back({"increment", std::any(), {{Shape{1}, DType::kI64}}, {}});
+  for (const DType dtype : kAllDTypes) {  // assign: the value into the variable, in place
+    samples.push_back({"assign", std::any(), {{Shape{3, 5}, dtype}, {Shape{3, 5}, dtype}}, {}});
+  }
   // Dynamic loss scaling's schedule: flags drawn from {0, 1, 2}, so that both branches run.
   for (const auto& [period, multiplier] : {std::pair{std::int64_t{1}, 2.0}, std::pair{std::int64_t{1000}, 4.0}}) {
     samples.push_back({"dynamic_loss_scale_update", DynamicLossScaleAttrs{period, multiplier},

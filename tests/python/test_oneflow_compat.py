@@ -3,7 +3,7 @@ on the CPU, option checks and the module-level queries (each was a wrong result 
 OneFlow does not make); int8, the comparisons, reverse, constant_like, squared_difference and
 broadcast_to_compatible_with, gather and unsorted_segment_sum (each was missing)."""
 
-from typing import List
+from typing import List, Tuple
 
 import numpy as np
 import pytest
@@ -1254,3 +1254,82 @@ def test_reflection_replication_and_constant_pad2d_match_numpy_and_pass_gradient
         def too_wide(a: tp.Numpy.Placeholder((1, 1, 2, 2))) -> tp.Numpy:
             return flow.reflection_pad2d(a, 2)
         too_wide(np.zeros((1, 1, 2, 2), np.float32))
+
+
+def test_assign_writes_a_variable_that_the_next_call_reads():
+    flow.clear_default_session()
+
+    @flow.global_function(type="predict")
+    def write(value: tp.Numpy.Placeholder((2, 3), dtype=flow.int32)) -> tp.Numpy:
+        var = flow.get_variable("var", shape=(2, 3), dtype=flow.int32, initializer=flow.constant_initializer(7))
+        before = flow.identity(var)  # this call's readers see the value from before
+        flow.assign(var, value)
+        return before
+
+    @flow.global_function(type="predict")
+    def fill() -> tp.Numpy:
+        var = flow.get_variable("var", shape=(2, 3), dtype=flow.int32, initializer=flow.constant_initializer(7))
+        assert flow.assign(var, 5) is None
+        return flow.identity(var)
+
+    first = np.arange(6, dtype=np.int32).reshape(2, 3)
+    np.testing.assert_array_equal(write(first), np.full((2, 3), 7))
+    np.testing.assert_array_equal(write(first + 1), first)
+    np.testing.assert_array_equal(fill(), first + 1)
+    np.testing.assert_array_equal(flow.get_all_variables()["var"].numpy(), np.full((2, 3), 5))
+    flow.clear_default_session()
+
+
+def test_assign_refuses_a_value_of_another_shape_naming_both():
+    flow.clear_default_session()
+
+    @flow.global_function(type="predict")
+    def job(value: tp.Numpy.Placeholder((3, 2))) -> tp.Numpy:
+        var = flow.get_variable("var", shape=(2, 3), dtype=flow.float, initializer=flow.constant_initializer(0))
+        flow.assign(var, value)
+        return value
+
+    with pytest.raises(ValueError, match=r"\[assign\] value f32\(3,2\) does not match ref f32\(2,3\)"):
+        job(np.zeros((3, 2), np.float32))
+    flow.clear_default_session()
+
+
+def test_reduced_shape_elem_cnt_counts_the_elements_of_the_axes():
+    flow.clear_default_session()
+
+    @flow.global_function(type="predict")
+    def job(x: tp.Numpy.Placeholder((2, 3, 4))) -> Tuple[tp.Numpy, tp.Numpy, tp.Numpy]:
+        return (flow.math.reduced_shape_elem_cnt(x), flow.math.reduced_shape_elem_cnt(x, axis=[0, -1]),
+                flow.math.reduced_shape_elem_cnt(x, axis=[1], dtype=flow.float))
+
+    every, some, floats = job(np.zeros((2, 3, 4), np.float32))
+    assert every.item() == 24 and every.dtype == np.int32 and every.shape == (1,)
+    assert some.item() == 8
+    assert floats.item() == 3.0 and floats.dtype == np.float32
+    flow.clear_default_session()
+
+
+def test_current_global_function_desc_says_whether_the_job_trains():
+    flow.clear_default_session()
+    seen = {}
+
+    @flow.global_function(type="train")
+    def train(x: tp.Numpy.Placeholder((2, 2))) -> tp.Numpy:
+        desc = flow.current_global_function_desc()
+        seen["train"] = (desc.IsTrainable(), desc.job_config_proto.job_name)
+        w = flow.get_variable("w", shape=(2, 2), dtype=flow.float, initializer=flow.constant_initializer(1))
+        loss = flow.math.reduce_mean(flow.matmul(x, w))
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0).minimize(loss)
+        return loss
+
+    @flow.global_function(type="predict")
+    def infer(x: tp.Numpy.Placeholder((2, 2))) -> tp.Numpy:
+        seen["infer"] = flow.current_global_function_desc().IsTrainable()
+        return x
+
+    train(np.ones((2, 2), np.float32))
+    infer(np.ones((2, 2), np.float32))
+    assert seen == {"train": (True, "train"), "infer": False}
+    with pytest.raises(RuntimeError, match="inside a function decorated with @flow.global_function"):
+        flow.current_global_function_desc()
+    flow.clear_default_session()
