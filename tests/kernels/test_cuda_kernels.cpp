@@ -81,6 +81,23 @@ const std::vector<Shape> kElementwiseShapes = {Shape{0}, Shape{1}, Shape{7, 13},
 
 Tensor RandomTensor(const TensorMeta& meta, const Sample& sample, std::mt19937& random);
 
+// Every update op and variant: its optimizer, its slots, and whether the train step is an input.
+struct UpdateCase {
+  const char* op;
+  Optimizer optimizer;
+  int slots;
+  bool step;
+};
+
+std::vector<UpdateCase> UpdateCases() {
+  const LrSchedule lr = PiecewiseConstantScheduler({}, {0.1});
+  return {{"sgd_update", Sgd(lr, 0.0), 0, false},          {"momentum_update", Sgd(lr, 0.9), 1, false},
+          {"adam_update", Adam(lr), 2, false},             {"adam_update", Adam(lr, 0.9, 0.99, 1e-8, true), 2, true},
+          {"adam_update", AdamW(lr, 0.01), 2, false},      {"rmsprop_update", RmsProp(lr), 1, false},
+          {"rmsprop_update", RmsProp(lr, 0.9, 1e-6, true), 2, false},
+          {"lamb_update", Lamb(lr), 2, true},              {"lamb_update", Lamb(lr, 0.9, 0.99, 1e-6, 0.01), 2, true}};
+}
+
 std::vector<Sample> Samples() {
   std::vector<Sample> samples;
   // Every unary kind, its inputs drawn from its functor's range (inside the domain).
@@ -389,17 +406,7 @@ std::vector<Sample> Samples() {
   }
   // Updates: (variable, gradient, learning rate[, slots][, train step]), in place; l1, l2 and a scale on.
   const LrSchedule lr = PiecewiseConstantScheduler({}, {0.1});
-  struct Update {
-    const char* op;
-    Optimizer optimizer;
-    int slots;
-    bool step;
-  };
-  for (const Update& u : {Update{"sgd_update", Sgd(lr, 0.0), 0, false}, Update{"momentum_update", Sgd(lr, 0.9), 1, false},
-                          Update{"adam_update", Adam(lr), 2, false}, Update{"adam_update", Adam(lr, 0.9, 0.99, 1e-8, true), 2, true},
-                          Update{"adam_update", AdamW(lr, 0.01), 2, false}, Update{"rmsprop_update", RmsProp(lr), 1, false},
-                          Update{"rmsprop_update", RmsProp(lr, 0.9, 1e-6, true), 2, false},
-                          Update{"lamb_update", Lamb(lr), 2, true}, Update{"lamb_update", Lamb(lr, 0.9, 0.99, 1e-6, 0.01), 2, true}}) {
+  for (const UpdateCase& u : UpdateCases()) {
     for (const Shape& shape : kElementwiseShapes) {
       for (DType dtype : {DType::kF32, DType::kF64}) {
         std::vector<TensorMeta> inputs = {{shape, dtype}, {shape, dtype}, {Shape{1}, DType::kF32}};
@@ -915,21 +922,10 @@ TEST_CASE("the CUDA f16 convolutions compute the CPU's f32 convolution of the sa
 }
 
 TEST_CASE("an update with a skip flag: 0 updates as without one, anything else (NaN too) writes nothing") {
-  const LrSchedule lr = PiecewiseConstantScheduler({}, {0.1});
-  struct Update {
-    const char* op;
-    Optimizer optimizer;
-    int slots;
-    bool step;
-  };
   std::vector<Device::Kind> devices = {Device::Kind::kCpu};
   if (CudaDeviceCount() > 0) devices.push_back(Device::Kind::kCuda);
   std::mt19937 random(23);
-  for (const Update& u : {Update{"sgd_update", Sgd(lr, 0.0), 0, false}, Update{"momentum_update", Sgd(lr, 0.9), 1, false},
-                          Update{"adam_update", Adam(lr, 0.9, 0.99, 1e-8, true), 2, true},
-                          Update{"rmsprop_update", RmsProp(lr), 1, false},
-                          Update{"rmsprop_update", RmsProp(lr, 0.9, 1e-6, true), 2, false},
-                          Update{"lamb_update", Lamb(lr), 2, true}}) {
+  for (const UpdateCase& u : UpdateCases()) {
     const std::string op = u.op;
     CAPTURE(op);
     const Shape shape{5, 7};
