@@ -192,11 +192,13 @@ struct ParallelCastAttrs {
 
 /// An optimizer and its settings: the attribute of the update ops (weir/optimizers.hpp makes them).
 struct Optimizer {
-  enum class Kind : std::uint8_t { kSgd, kAdam, kAdamW, kRmsProp, kLamb };
+  enum class Kind : std::uint8_t { kSgd, kAdam, kAdamW, kRmsProp, kLamb, kLars };
   Kind kind = Kind::kSgd;
   LrSchedule learning_rate;
-  /// kSgd: 0 is plain SGD (p -= lr·g); otherwise v = momentum·v - lr·g, p += v.
+  /// kSgd: 0 is plain SGD (p -= lr·g); otherwise v = momentum·v - lr·g, p += v. kLars: momentum_beta.
   double momentum = 0.9;
+  /// kLars: the layer's rate is lr · lars_coefficient · ‖p‖ / (epsilon + ‖g‖).
+  double lars_coefficient = 0.0001;
   /// kAdam, kAdamW, kLamb.
   double beta1 = 0.9;
   double beta2 = 0.999;

@@ -20,6 +20,10 @@ Optimizer AdamW(LrSchedule learning_rate, double weight_decay, double beta1 = 0.
 Optimizer RmsProp(LrSchedule learning_rate, double decay_rate = 0.99, double epsilon = 1e-8, bool centered = false);
 Optimizer Lamb(LrSchedule learning_rate, double beta1 = 0.9, double beta2 = 0.999, double epsilon = 1e-6,
                double weight_decay = 0.0);
+/// OneFlow's LARS: per variable, the rate lr · lars_coefficient · ‖p‖ / (epsilon + ‖g‖) (g regularized,
+/// norms over the whole variable), then momentum: v = momentum_beta·v − rate·g, p += v.
+Optimizer Lars(LrSchedule learning_rate, double momentum_beta = 0.9, double epsilon = 1e-9,
+               double lars_coefficient = 0.0001);
 /// `optimizer` with gradient clipping by global norm.
 Optimizer ClipByGlobalNorm(Optimizer optimizer, double clip_norm);
 

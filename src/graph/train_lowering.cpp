@@ -61,6 +61,16 @@ Optimizer Lamb(LrSchedule learning_rate, double beta1, double beta2, double epsi
   return optimizer;
 }
 
+Optimizer Lars(LrSchedule learning_rate, double momentum_beta, double epsilon, double lars_coefficient) {
+  Optimizer optimizer;
+  optimizer.kind = Optimizer::Kind::kLars;
+  optimizer.learning_rate = std::move(learning_rate);
+  optimizer.momentum = momentum_beta;
+  optimizer.epsilon = epsilon;
+  optimizer.lars_coefficient = lars_coefficient;
+  return optimizer;
+}
+
 Optimizer ClipByGlobalNorm(Optimizer optimizer, double clip_norm) {
   optimizer.clip_norm = clip_norm;
   return optimizer;
@@ -77,6 +87,7 @@ std::string_view KindName(Optimizer::Kind kind) {
     case Optimizer::Kind::kAdamW: return "adamw";
     case Optimizer::Kind::kRmsProp: return "rmsprop";
     case Optimizer::Kind::kLamb: return "lamb";
+    case Optimizer::Kind::kLars: return "lars";
   }
   return "?";
 }
@@ -130,6 +141,7 @@ void ValidateOptimizer(const Optimizer& optimizer) {
   // 0 is allowed, as in OneFlow and Keras: the user then guards against a zero denominator.
   Require(optimizer.epsilon >= 0, optimizer, "epsilon", "non-negative", optimizer.epsilon);
   Require(optimizer.weight_decay >= 0, optimizer, "weight_decay", "non-negative", optimizer.weight_decay);
+  Require(optimizer.lars_coefficient >= 0, optimizer, "lars_coefficient", "non-negative", optimizer.lars_coefficient);
   Require(optimizer.decay_rate >= 0 && optimizer.decay_rate < 1, optimizer, "decay_rate", "in [0, 1)",
           optimizer.decay_rate);
   Require(optimizer.loss_scale_factor > 0, optimizer, "loss_scale_factor", "positive", optimizer.loss_scale_factor);
@@ -314,6 +326,10 @@ void LowerTraining(const std::shared_ptr<JobGraph>& graph) {
       case Optimizer::Kind::kLamb:  // always bias-corrected, as OneFlow's LAMB
         type = "lamb_update";
         inputs.insert(inputs.end(), {Slot(graph, attrs, "m"), Slot(graph, attrs, "v"), step});
+        break;
+      case Optimizer::Kind::kLars:
+        type = "lars_update";
+        inputs.push_back(Slot(graph, attrs, "momentum"));
         break;
     }
     if (skip_flag.Defined()) inputs.push_back(skip_flag);

@@ -82,6 +82,20 @@ void ReferenceStep(const Optimizer& opt, const Regularizer& reg, double lr, std:
       for (int i = 0; i < kElements; ++i) ref.p[i] -= lr * ratio * (u[i] + opt.weight_decay * ref.p[i]);
       break;
     }
+    case Optimizer::Kind::kLars: {  // the momentum in ref.m
+      double p_norm = 0;
+      double g_norm = 0;
+      for (int i = 0; i < kElements; ++i) {
+        p_norm += ref.p[i] * ref.p[i];
+        g_norm += g[i] * g[i];
+      }
+      const double rate = lr * opt.lars_coefficient * std::sqrt(p_norm) / (opt.epsilon + std::sqrt(g_norm));
+      for (int i = 0; i < kElements; ++i) {
+        ref.m[i] = opt.momentum * ref.m[i] - rate * g[i];
+        ref.p[i] += ref.m[i];
+      }
+      break;
+    }
   }
 }
 
@@ -185,6 +199,9 @@ void RunCase(const std::string& name, const Case& c) {
           opt.kind == Optimizer::Kind::kLamb) {
         CheckClose(var + "-m", Values(session.GetVariable(var + "-m")), refs[k].m, rtol, atol);
         CheckClose(var + "-v", Values(session.GetVariable(var + "-v")), refs[k].v, rtol, atol);
+      }
+      if (opt.kind == Optimizer::Kind::kLars) {
+        CheckClose(var + "-momentum", Values(session.GetVariable(var + "-momentum")), refs[k].m, rtol, atol);
       }
       if (opt.kind == Optimizer::Kind::kRmsProp) {
         CheckClose(var + "-mean_square", Values(session.GetVariable(var + "-mean_square")), refs[k].mean_square, rtol,
@@ -386,4 +403,18 @@ TEST_CASE("bad hyperparameters are rejected at Minimize, naming the optimizer an
   // epsilon 0 is the user's choice, as in OneFlow and Keras.
   JobBuilder builder("epsilon_zero", JobType::kTrain);
   CHECK_NOTHROW(builder.Minimize(RmsProp(Constant(0.1), 0.9, 0.0), builder.Variable("v", {.shape = Shape{1}})));
+}
+
+TEST_CASE("LARS: the variable's rate lr * coefficient * |p| / (eps + |g|), then momentum (OneFlow's lars_update)") {
+  RunCase("lars", {.optimizer = Lars(Constant(0.5), 0.9, 1e-9, 0.1), .lr = ConstantLr(0.5)});
+  // A large epsilon and regularizers (in g and so in its norm), two variables (each its own rate).
+  RunCase("lars_regularized", {.optimizer = Lars(Constant(0.5), 0.8, 0.5, 0.2), .regularizer = {0.01, 0.02},
+                               .lr = ConstantLr(0.5), .two_variables = true});
+  RunCase("lars_f64", {.optimizer = Lars(Constant(0.5), 0.9, 1e-9, 0.1), .dtype = DType::kF64, .lr = ConstantLr(0.5)});
+  // A zero variable has no rate: it stays zero, as in OneFlow.
+  RunCase("lars_zero", {.optimizer = Lars(Constant(0.5)), .lr = ConstantLr(0.5), .zero_init = true});
+  JobBuilder builder("bad", JobType::kTrain);
+  const Blob loss = ReduceSum(builder.Variable("var", {.shape = Shape{2}}));
+  CHECK_THROWS_WITH_AS(builder.Minimize(Lars(Constant(0.1), 0.9, 1e-9, -1.0), loss),
+                       doctest::Contains("[optimizer lars] 'lars_coefficient'"), std::invalid_argument);
 }

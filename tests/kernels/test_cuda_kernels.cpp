@@ -95,7 +95,8 @@ std::vector<UpdateCase> UpdateCases() {
           {"adam_update", Adam(lr), 2, false},             {"adam_update", Adam(lr, 0.9, 0.99, 1e-8, true), 2, true},
           {"adam_update", AdamW(lr, 0.01), 2, false},      {"rmsprop_update", RmsProp(lr), 1, false},
           {"rmsprop_update", RmsProp(lr, 0.9, 1e-6, true), 2, false},
-          {"lamb_update", Lamb(lr), 2, true},              {"lamb_update", Lamb(lr, 0.9, 0.99, 1e-6, 0.01), 2, true}};
+          {"lamb_update", Lamb(lr), 2, true},              {"lamb_update", Lamb(lr, 0.9, 0.99, 1e-6, 0.01), 2, true},
+          {"lars_update", Lars(lr), 1, false},             {"lars_update", Lars(lr, 0.8, 1e-6, 0.01), 1, false}};
 }
 
 std::vector<Sample> Samples() {
@@ -420,7 +421,7 @@ std::vector<Sample> Samples() {
     }
     // The planner's multi-tensor kernel of three such updates (one empty), each variable with its own
     // regularizer and gradient scale.
-    if (std::string_view(u.op) == "lamb_update") continue;
+    if (std::string_view(u.op) == "lamb_update" || std::string_view(u.op) == "lars_update") continue;
     for (DType dtype : {DType::kF32, DType::kF64}) {
       MultiUpdateAttrs multi{u.op, {}, {}};
       std::vector<TensorMeta> inputs;

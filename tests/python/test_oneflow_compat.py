@@ -462,14 +462,15 @@ _NOT_FINITE = {"inf": np.array([[np.inf, -2.0], [0.5, 3.0]], np.float32),
 
 
 @pytest.mark.parametrize("kind", ["inf", "nan"])
-@pytest.mark.parametrize("name", ["SGD", "Momentum", "Adam", "RMSProp", "LAMB"])
+@pytest.mark.parametrize("name", ["SGD", "Momentum", "Adam", "RMSProp", "LAMB", "LARS"])
 def test_dynamic_loss_scale_skips_a_step_whose_gradients_are_not_finite(name, kind):
     scheduler = flow.optimizer.PiecewiseConstantScheduler([], [0.1])
     make = {"SGD": lambda p: flow.optimizer.SGD(scheduler, momentum=0, loss_scale_policy=p),
             "Momentum": lambda p: flow.optimizer.SGD(scheduler, momentum=0.9, loss_scale_policy=p),
             "Adam": lambda p: flow.optimizer.Adam(scheduler, do_bias_correction=True, loss_scale_policy=p),
             "RMSProp": lambda p: flow.optimizer.RMSProp(scheduler, loss_scale_policy=p),
-            "LAMB": lambda p: flow.optimizer.LAMB(scheduler, loss_scale_policy=p)}[name]
+            "LAMB": lambda p: flow.optimizer.LAMB(scheduler, loss_scale_policy=p),
+            "LARS": lambda p: flow.optimizer.LARS(scheduler, lars_coefficient=0.1, loss_scale_policy=p)}[name]
     states = _dynamic_run(make, [_FINITE, _NOT_FINITE[kind], _FINITE, _FINITE, _FINITE], period=2)
     scale, good, skipped = ("System-Train-LossScale-job", "System-Train-LossScaleGoodSteps-job",
                             "System-Train-SkippedSteps-job")
@@ -1333,3 +1334,57 @@ def test_current_global_function_desc_says_whether_the_job_trains():
     with pytest.raises(RuntimeError, match="inside a function decorated with @flow.global_function"):
         flow.current_global_function_desc()
     flow.clear_default_session()
+
+
+def test_lars_matches_oneflows_formula():
+    flow.clear_default_session()
+    x = np.array([[1.0, -2.0], [0.5, 3.0]], np.float32)
+
+    @flow.global_function(type="train")
+    def job(inputs: tp.Numpy.Placeholder((2, 2))) -> tp.Numpy:
+        w = flow.get_variable("w", shape=(2, 2), dtype=flow.float, initializer=flow.constant_initializer(0.25))
+        loss = flow.math.reduce_sum(inputs * w)
+        flow.optimizer.LARS(flow.optimizer.PiecewiseConstantScheduler([], [0.5]), momentum_beta=0.9,
+                            lars_coefficient=0.1).minimize(loss)
+        return loss
+
+    w, v = np.full((2, 2), 0.25), np.zeros((2, 2))
+    for _ in range(3):
+        job(x)
+        rate = 0.5 * 0.1 * np.linalg.norm(w) / (1e-9 + np.linalg.norm(x))  # the gradient of sum(x * w) is x
+        v = 0.9 * v - rate * x
+        w = w + v
+        np.testing.assert_allclose(flow.get_all_variables()["w"].numpy(), w, rtol=1e-5)
+        np.testing.assert_allclose(flow.get_all_variables()["w-momentum"].numpy(), v, rtol=1e-5, atol=1e-7)
+    flow.clear_default_session()
+
+
+def test_dynamic_loss_scale_on_two_devices_skips_the_step_everywhere_when_one_piece_is_not_finite():
+    # A mirrored job: only device 1's piece holds an inf; the averaged gradients are not finite on both
+    # devices, so both skip, and the run matches the same batches on one device.
+    finite = np.ones((4, 3), np.float32)
+    one_bad = finite.copy()
+    one_bad[3, 0] = np.inf
+    results = []
+    for devices in (1, 2):
+        flow.clear_default_session()
+        flow.config.cpu_device_num(devices)
+        config = flow.FunctionConfig()
+        config.default_logical_view(flow.scope.mirrored_view())
+
+        @flow.global_function(type="train", function_config=config)
+        def job(x: tp.ListNumpy.Placeholder((4 // devices, 3))) -> tp.ListNumpy:
+            w = flow.get_variable("w", shape=(3, 2), dtype=flow.float, initializer=flow.constant_initializer(0.5))
+            loss = flow.math.reduce_mean(flow.math.square(flow.matmul(x, w)))
+            policy = flow.optimizer.loss_scale.dynamic_loss_scale(initial_loss_scale=64.0, increment_period=2)
+            flow.optimizer.Adam(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), loss_scale_policy=policy).minimize(loss)
+            return loss
+
+        for batch in (finite, one_bad, finite, finite):
+            job(np.split(batch, devices))
+        results.append({name: value.numpy() for name, value in flow.get_all_variables().items()})
+    flow.clear_default_session()
+    assert results[1]["System-Train-SkippedSteps-job"][0] == 1
+    assert results[1]["System-Train-LossScale-job"][0] == 64.0  # halved, then doubled after 2 good steps
+    for name in ("w", "w-m", "w-v"):
+        np.testing.assert_allclose(results[1][name], results[0][name], rtol=1e-6, err_msg=name)

@@ -10,7 +10,7 @@ from weir.optimizer import grad_clipping, loss_scale, warmup
 from weir.optimizer import grad_clipping as _grad_clipping
 
 __all__ = [
-    "SGD", "Adam", "AdamW", "LazyAdam", "RMSProp", "LAMB",
+    "SGD", "Adam", "AdamW", "LazyAdam", "RMSProp", "LAMB", "LARS",
     "PiecewiseConstantScheduler", "PiecewiseScalingScheduler", "CosineScheduler", "PolynomialScheduler",
     "PolynomialSchduler", "ExponentialScheduler", "InverseTimeScheduler", "NaturalExpScheduler",
     "LinearCosineScheduler", "grad_clipping", "warmup", "loss_scale",
@@ -228,4 +228,16 @@ class LAMB(Optimizer):
         c_optimizer = _C.lamb(_schedule(lr_scheduler, "LAMB"), float(beta1), float(beta2), float(epsilon),
                               float(weight_decay or 0.0))
         _set_weight_decay_filter(c_optimizer, "LAMB", weight_decay_includes, weight_decay_excludes)
+        super().__init__(c_optimizer, loss_scale_factor, grad_clipping, loss_scale_policy)
+
+
+class LARS(Optimizer):
+    """OneFlow's LARS: for each variable the rate lr · lars_coefficient · ‖w‖ / (epsilon + ‖g‖) (g with
+    the variable's regularizer, norms over the whole variable), then momentum: v = momentum_beta · v −
+    rate · g, w += v."""
+
+    def __init__(self, lr_scheduler, momentum_beta=0.9, epsilon=1e-9, lars_coefficient=0.0001, loss_scale_factor=None,
+                 grad_clipping=None, train_step_lbn=None, loss_scale_policy=None):
+        c_optimizer = _C.lars(_schedule(lr_scheduler, "LARS"), float(momentum_beta), float(epsilon),
+                              float(lars_coefficient))
         super().__init__(c_optimizer, loss_scale_factor, grad_clipping, loss_scale_policy)

@@ -129,6 +129,8 @@ void BindTraining(py::module_& m) {
   m.def("rmsprop", &RmsProp, py::arg("learning_rate"), py::arg("decay_rate"), py::arg("epsilon"), py::arg("centered"));
   m.def("lamb", &Lamb, py::arg("learning_rate"), py::arg("beta1"), py::arg("beta2"), py::arg("epsilon"),
         py::arg("weight_decay"));
+  m.def("lars", &Lars, py::arg("learning_rate"), py::arg("momentum_beta"), py::arg("epsilon"),
+        py::arg("lars_coefficient"));
   m.def("clip_by_global_norm", &ClipByGlobalNorm, py::arg("optimizer"), py::arg("clip_norm"));
 }
 

@@ -100,6 +100,20 @@ WEIR_HOST_DEVICE T LambDirection(T p, T& m, T& v, T g, const AdamConstants<T>& c
 }
 
 /// ‖p‖ / ‖u‖ from the squared norms, 1 when either is 0.
+/// OneFlow's LARS rate of one variable: lr · coefficient · ‖p‖ / (ε + ‖g'‖), from the sums of squares
+/// of the variable and of its regularized gradient.
+WEIR_HOST_DEVICE inline double LarsRate(double lr, double coefficient, double epsilon, double p_square_sum,
+                                        double g_square_sum) {
+  return lr * coefficient * std::sqrt(p_square_sum) / (epsilon + std::sqrt(g_square_sum));
+}
+
+/// One LARS step of one element: v = β·v − rate·g', p += v.
+template <typename T>
+WEIR_HOST_DEVICE void LarsStep(T& p, T& v, T g, T rate, T beta, const RegularizedGradient<T>& regularized) {
+  v = beta * v - rate * regularized(g, p);
+  p += v;
+}
+
 WEIR_HOST_DEVICE inline double LambTrustRatio(double p_square_sum, double u_square_sum) {
   const double p_norm = std::sqrt(p_square_sum);
   const double u_norm = std::sqrt(u_square_sum);
