@@ -11,8 +11,8 @@ namespace weir::internal {
 /// The cuBLAS handle bound to `stream`, a MakeCudaDeviceStream's; throws for any other stream.
 cublasHandle_t CublasHandleOf(cudaStream_t stream);
 /// Whether the f32 GEMMs of `stream`'s cuBLAS handle may round their operands to TF32 on tensor cores
-/// (SessionOptions::tensor_float_32). The kernels of a stream share its handle, so each f32 product
-/// kernel sets it before its calls.
+/// (SessionOptions::tensor_float_32). Each f32 product kernel sets it on its stream's handle when it
+/// is made: a stream's kernels all come from one plan, so they agree.
 void UseTensorFloat32(cudaStream_t stream, bool allowed);
 /// The cuDNN handle bound to `stream`, likewise.
 cudnnHandle_t CudnnHandleOf(cudaStream_t stream);

@@ -32,8 +32,9 @@ template <typename T> class BatchMatMulCuda final : public Kernel {
  public:
   explicit BatchMatMulCuda(const KernelSetup& setup)
       : stream_(CudaStreamOf(setup)), attrs_(setup.Get<MatMulAttrs>()),
-        product_(BatchProductOf(setup.inputs[0].shape, setup.inputs[1].shape, attrs_)),
-        tensor_float_32_(std::is_same_v<T, float> && setup.tensor_float_32) {}
+        product_(BatchProductOf(setup.inputs[0].shape, setup.inputs[1].shape, attrs_)) {
+    if constexpr (std::is_same_v<T, float>) UseTensorFloat32(cuda::Native(stream_), setup.tensor_float_32);
+  }
   // c[i] = alpha · op(a[i]) · op(b[i]) for i < batches, row-major.
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     const auto [batches, m, n, k] = std::tuple(product_.batches, product_.m, product_.n, product_.k);
@@ -43,7 +44,6 @@ template <typename T> class BatchMatMulCuda final : public Kernel {
       cuda::Zero(stream_, c, static_cast<std::size_t>(batches * m * n) * sizeof(T));
       return;
     }
-    if constexpr (std::is_same_v<T, float>) UseTensorFloat32(cuda::Native(stream_), tensor_float_32_);
     cublasHandle_t handle = CublasHandleOf(cuda::Native(stream_));
     const int lda = Dim(attrs_.transpose_a ? m : k, "a's row length");
     const int ldb = Dim(attrs_.transpose_b ? k : n, "b's row length");
@@ -60,7 +60,6 @@ template <typename T> class BatchMatMulCuda final : public Kernel {
   void* stream_;
   MatMulAttrs attrs_;
   BatchProduct product_;
-  bool tensor_float_32_;  // f32 products may round to TF32 (SessionOptions::tensor_float_32)
 };
 
 WEIR_REGISTER_KERNELS {

@@ -276,8 +276,11 @@ Convolution::Convolution(const Conv2DGeometry& g, Conv2DPass pass, DType dtype, 
   const cudnnTensorFormat_t format = g.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
   const std::optional<Pick> native = find(format);
   const std::optional<Pick> via_nchw = g.nhwc ? find(CUDNN_TENSOR_NCHW) : std::nullopt;
+  // WEIR_CUDNN_GRAPH=1: the graph API's engines wherever cuDNN builds one (tests; comparisons), =0: never.
+  const char* graph_env = std::getenv("WEIR_CUDNN_GRAPH");
+  const std::string graph_mode = graph_env != nullptr ? graph_env : "";
   std::unique_ptr<CudnnGraphConvolution> graph_native, graph_nchw;
-  if (!f64) {
+  if (!f64 && graph_mode != "0") {
     graph_native = CudnnGraphConvolution::Fastest(g, pass, g.nhwc, type, tensor_float_32, handle);
     if (g.nhwc) graph_nchw = CudnnGraphConvolution::Fastest(g, pass, false, type, tensor_float_32, handle);
   }
@@ -293,16 +296,14 @@ Convolution::Convolution(const Conv2DGeometry& g, Conv2DPass pass, DType dtype, 
   std::vector<Option> options;
   if (native) options.push_back({native->milliseconds, false, nullptr});
   if (via_nchw) options.push_back({via_nchw->milliseconds + transposes_ms, true, nullptr});
-  if (graph_native) options.push_back({graph_native->Milliseconds(), false, &graph_native});
-  if (graph_nchw) options.push_back({graph_nchw->Milliseconds() + transposes_ms, true, &graph_nchw});
+  if (graph_native) options.push_back({graph_native_ms, false, &graph_native});
+  if (graph_nchw) options.push_back({graph_nchw_ms + transposes_ms, true, &graph_nchw});
   if (options.empty()) {
     const char* name = pass == Conv2DPass::kForward ? "forward" : pass == Conv2DPass::kBackwardData ? "data gradient" : "filter gradient";
     throw std::runtime_error("[conv2d] cuDNN " + std::to_string(cudnnGetVersion()) + " offers no algorithm for the " + name +
                              " pass (" + std::string(Name(dtype)) + ", " + (g.nhwc ? "NHWC, nor NCHW)" : "NCHW)"));
   }
-  // WEIR_CUDNN_GRAPH=1: the graph API's engines wherever cuDNN builds one (tests; comparisons), =0: never.
-  const char* graph_mode = std::getenv("WEIR_CUDNN_GRAPH");
-  if (graph_mode != nullptr && std::string(graph_mode) == "1" && (graph_native || graph_nchw)) {
+  if (graph_mode == "1" && (graph_native || graph_nchw)) {
     std::erase_if(options, [](const Option& o) { return o.graph == nullptr; });
   }
   const Option& chosen = *std::min_element(options.begin(), options.end(), [](const Option& a, const Option& b) {

@@ -322,8 +322,7 @@ struct CudnnGraphConvolution::State {
 std::unique_ptr<CudnnGraphConvolution> CudnnGraphConvolution::Fastest(const Conv2DGeometry& g, Conv2DPass pass,
                                                                       bool nhwc, cudnnDataType_t type,
                                                                       bool tensor_float_32, cudnnHandle_t handle) {
-  const char* enabled = std::getenv("WEIR_CUDNN_GRAPH");
-  if ((enabled != nullptr && std::string(enabled) == "0") || g.groups != 1) return nullptr;
+  if (g.groups != 1) return nullptr;
   const char* layout = nhwc ? "NHWC" : "NCHW";
   try {
     auto state = std::make_unique<State>();

@@ -18,7 +18,7 @@ namespace weir::internal::cuda {
 /// backward filter (dy, x) -> dweight; the result is overwritten.
 class CudnnGraphConvolution {
  public:
-  /// Null when cuDNN builds no engine for the pass (or WEIR_CUDNN_GRAPH=0 turned the graph API off).
+  /// Null when cuDNN builds no engine for the pass (or `g` has groups).
   /// Times candidates on `handle`, whose stream nothing else uses; WEIR_CUDNN_TRACE prints each.
   static std::unique_ptr<CudnnGraphConvolution> Fastest(const Conv2DGeometry& g, Conv2DPass pass, bool nhwc,
                                                         cudnnDataType_t type, bool tensor_float_32,

@@ -225,8 +225,8 @@ template <typename T, bool kFused = false> class MatMulCuda final : public Kerne
  public:
   explicit MatMulCuda(const KernelSetup& setup)
       : stream_(CudaStreamOf(setup)), attrs_(kFused ? setup.Get<FusedMatMulAttrs>().matmul : setup.Get<MatMulAttrs>()),
-        relu_(kFused && setup.Get<FusedMatMulAttrs>().activation == FusedActivation::kRelu),
-        tensor_float_32_(std::is_same_v<T, float> && setup.tensor_float_32) {
+        relu_(kFused && setup.Get<FusedMatMulAttrs>().activation == FusedActivation::kRelu) {
+    if constexpr (std::is_same_v<T, float>) UseTensorFloat32(cuda::Native(stream_), setup.tensor_float_32);
     const Shape& a = setup.inputs[0].shape;
     const Shape& b = setup.inputs[1].shape;
     m_ = attrs_.transpose_a ? a[1] : a[0];
@@ -235,14 +235,14 @@ template <typename T, bool kFused = false> class MatMulCuda final : public Kerne
     if (!kFused) return;
     PlanBroadcast({m_, n_}, {n_}, {m_, n_}, bias_rows_);
     if constexpr (std::is_same_v<T, float>) {
-      epilogue_.emplace(stream_, attrs_.transpose_a, attrs_.transpose_b, m_, n_, k_, attrs_.alpha, relu_, tensor_float_32_);
+      epilogue_.emplace(stream_, attrs_.transpose_a, attrs_.transpose_b, m_, n_, k_, attrs_.alpha, relu_,
+                        setup.tensor_float_32);
       if (!epilogue_->Ready()) epilogue_.reset();
     }
   }
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     T* c = outputs[0].As<T>();
     if constexpr (std::is_same_v<T, float>) {
-      UseTensorFloat32(cuda::Native(stream_), tensor_float_32_);
       if (epilogue_) {
         epilogue_->Run(stream_, inputs[0].As<T>(), inputs[1].As<T>(), inputs[2].As<T>(), c);
         return;
@@ -260,7 +260,6 @@ template <typename T, bool kFused = false> class MatMulCuda final : public Kerne
   void* stream_;
   MatMulAttrs attrs_;
   bool relu_;
-  bool tensor_float_32_;  // f32 products may round to TF32 (SessionOptions::tensor_float_32)
   std::int64_t m_ = 0, n_ = 0, k_ = 0;
   BroadcastPlan bias_rows_;  // the bias row over C's rows
   std::optional<cuda::FusedGemm> epilogue_;  // matmul_bias_act in one cuBLASLt call, where it has an algorithm
@@ -272,8 +271,8 @@ class MatMulSgdUpdateCuda final : public Kernel {
  public:
   explicit MatMulSgdUpdateCuda(const KernelSetup& setup)
       : stream_(CudaStreamOf(setup)), attrs_(setup.Get<FusedMatMulSgdAttrs>().matmul),
-        factor_(-setup.Get<FusedMatMulSgdAttrs>().gradient_scale * attrs_.alpha), scratch_(setup.device.index, 2 * sizeof(float)),
-        tensor_float_32_(setup.tensor_float_32) {
+        factor_(-setup.Get<FusedMatMulSgdAttrs>().gradient_scale * attrs_.alpha), scratch_(setup.device.index, 2 * sizeof(float)) {
+    UseTensorFloat32(cuda::Native(stream_), setup.tensor_float_32);
     const Shape& a = setup.inputs[0].shape;
     const Shape& b = setup.inputs[1].shape;
     m_ = attrs_.transpose_a ? a[1] : a[0];
@@ -281,7 +280,6 @@ class MatMulSgdUpdateCuda final : public Kernel {
     n_ = attrs_.transpose_b ? b[0] : b[1];
   }
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView>) override {
-    UseTensorFloat32(cuda::Native(stream_), tensor_float_32_);
     cuda::GemmAccumulate<float>(stream_, attrs_.transpose_a, attrs_.transpose_b, m_, n_, k_, inputs[3].As<float>(), factor_,
                                 inputs[0].As<float>(), inputs[1].As<float>(), MutableOf<float>(inputs[2]),
                                 scratch_.As<float>());
@@ -292,7 +290,6 @@ class MatMulSgdUpdateCuda final : public Kernel {
   MatMulAttrs attrs_;
   double factor_;
   DeviceScratch scratch_;
-  bool tensor_float_32_;
   std::int64_t m_ = 0, n_ = 0, k_ = 0;
 };
 
