@@ -10,8 +10,10 @@
 
 namespace weir {
 
-/// Element type of a tensor.
-enum class DType : std::uint8_t { kF32, kF64, kI32, kI64, kU8, kBool, kI8, kF16, kBF16 };
+/// Element type of a tensor. kTensorBuffer (OneFlow's tensor_buffer) is the data pipeline's: each
+/// element describes a variable-sized item (a serialized record, a decoded image) held by the kernel
+/// that made it; only the data ops (readers, decoders, image ops) read such tensors, on the host.
+enum class DType : std::uint8_t { kF32, kF64, kI32, kI64, kU8, kBool, kI8, kF16, kBF16, kTensorBuffer };
 
 /// Every element type, for registering a kernel that moves bytes whatever they mean.
 inline constexpr DType kAllDTypes[] = {DType::kF32, DType::kF64,  DType::kI32, DType::kI64, DType::kU8,
@@ -23,7 +25,7 @@ inline constexpr DType kHalfDTypes[] = {DType::kF16, DType::kBF16};
 
 /// Bytes per element.
 std::size_t SizeOf(DType dtype);
-/// Short lower-case name: "f32", "f64", "i32", "i64", "u8", "i8", "bool", "f16", "bf16".
+/// Short lower-case name: "f32", "f64", "i32", "i64", "u8", "i8", "bool", "f16", "bf16", "tensor_buffer".
 std::string_view Name(DType dtype);
 /// True for kF32, kF64, kF16 and kBF16.
 bool IsFloating(DType dtype);

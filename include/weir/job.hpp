@@ -193,6 +193,9 @@ class JobBuilder {
   /// Ends the innermost placement scope; throws std::logic_error if there is none.
   void PopPlacement();
 
+  /// The graph being built (for op functions that add ops without inputs: the data readers).
+  const std::shared_ptr<internal::JobGraph>& Graph() const { return graph_; }
+
  private:
   std::shared_ptr<internal::JobGraph> graph_;
 };

@@ -125,6 +125,120 @@ struct OneHotAttrs {
 
 /// Image layouts: channels first (OneFlow's default) or channels last.
 enum class DataFormat : std::uint8_t { kNCHW, kNHWC };
+
+// The data pipeline (OneFlow's flow.data, flow.image, flow.random): ops that read and decode a job's
+// own batches on the host, so that a job needs no placeholders.
+
+/// flow.data.ofrecord_reader: each call, `batch_size` serialized OFRecords (a tensor_buffer of shape
+/// (batch_size,)) from the part files `<data_dir>/<part_name_prefix><i>`, i in [0, data_part_num),
+/// the index zero-padded to `part_name_suffix_length` digits (-1: not padded). The devices that split
+/// the batch (and the processes) each read their own contiguous share of the part files; at the end
+/// of its files a reader starts its next epoch. `random_shuffle` draws each record from a buffer of
+/// the next `shuffle_buffer_size`; `shuffle_after_epoch` reads the files in a new order each epoch.
+struct OFRecordReaderAttrs {
+  std::string data_dir;
+  std::int64_t batch_size = 1;
+  std::int64_t data_part_num = 1;
+  std::string part_name_prefix = "part-";
+  std::int64_t part_name_suffix_length = -1;
+  bool random_shuffle = false;
+  std::int64_t shuffle_buffer_size = 1024;
+  bool shuffle_after_epoch = false;
+  std::uint64_t seed = 0;
+};
+
+/// flow.data.OFRecordRawDecoder: feature `name` of each record as `shape` values of `dtype` (f32,
+/// f64, i32, i64, u8 or i8), converted from the feature's list type (a bytes_list is read as its
+/// bytes). A record with fewer values fails the call unless `auto_zero_padding` (the rest is 0);
+/// more values always fail it.
+struct OFRecordRawDecoderAttrs {
+  std::string name;
+  Shape shape;
+  DType dtype = DType::kF32;
+  bool dim1_varying_length = false;
+  bool auto_zero_padding = false;
+};
+
+/// flow.data.OFRecordBytesDecoder: the first value of bytes feature `name` of each record, as a
+/// tensor_buffer item of u8.
+struct OFRecordBytesDecoderAttrs {
+  std::string name;
+};
+
+/// flow.data.OFRecordImageDecoder (and ...RandomCrop with `random_crop`): the JPEG in bytes feature
+/// `name` of each record decoded to (height, width, channels) u8 in `color_space` ("RGB", "BGR",
+/// "GRAY"), a tensor_buffer item per image. The random crop draws an area fraction in `random_area`
+/// and an aspect ratio (width / height) in `random_aspect_ratio` up to `num_attempts` times.
+struct OFRecordImageDecoderAttrs {
+  std::string name;
+  std::string color_space = "BGR";
+  bool random_crop = false;
+  std::int64_t num_attempts = 10;
+  std::vector<double> random_area = {0.08, 1.0};
+  std::vector<double> random_aspect_ratio = {0.75, 1.333333};
+  std::uint64_t seed = 0;
+};
+
+/// flow.image.Resize. Fixed (`keep_aspect_ratio` false): every image to `target_width` x
+/// `target_height`, outputs (batch, target_height, target_width, channels) of `dtype` (u8 or f32)
+/// and each image's (width, height) scale (batch, 2) f32. Keeping the aspect ratio: the shorter (or,
+/// with `resize_longer`, the longer) side to `target_size`, the other side then kept within
+/// `max_size` (or above `min_size`) when set; outputs the images (a tensor_buffer), their new
+/// (width, height) (batch, 2) i32 and scales (batch, 2) f32. `interpolation_type`: "auto" or
+/// "bilinear", or "nearest_neighbor".
+struct ImageResizeAttrs {
+  bool keep_aspect_ratio = false;
+  std::int64_t target_width = 0;
+  std::int64_t target_height = 0;
+  std::int64_t target_size = 0;
+  std::int64_t min_size = 0;
+  std::int64_t max_size = 0;
+  bool resize_longer = false;
+  std::int64_t channels = 3;
+  DType dtype = DType::kU8;
+  std::string interpolation_type = "auto";
+};
+
+/// flow.image.CropMirrorNormalize: from u8 images (a tensor_buffer, or a (batch, height, width,
+/// channels) u8 tensor) a `crop_h` x `crop_w` window at (crop_pos_y, crop_pos_x) of the free room
+/// (0 and 0: the whole image), flipped left-right where the optional int8 mirror input is non-zero,
+/// then (x - mean[c]) / std[c] (one value, or one per channel), as `output_dtype` (f32) in
+/// `output_layout`. A tensor_buffer input needs a crop size (its images' sizes differ).
+struct CropMirrorNormalizeAttrs {
+  std::string color_space = "BGR";
+  DataFormat output_layout = DataFormat::kNCHW;
+  std::int64_t crop_h = 0;
+  std::int64_t crop_w = 0;
+  double crop_pos_y = 0.5;
+  double crop_pos_x = 0.5;
+  std::vector<double> mean = {0.0};
+  std::vector<double> std = {1.0};
+  DType output_dtype = DType::kF32;
+};
+
+/// flow.random.CoinFlip: each call, (batch_size,) int8 values, 1 with `probability`.
+struct CoinFlipAttrs {
+  std::int64_t batch_size = 1;
+  double probability = 0.5;
+  std::uint64_t seed = 0;
+};
+
+/// flow.data.decode_random: each call, a fresh (batch_size, *shape) blob of `dtype` drawn as
+/// `distribution` draws ("uniform" in [minval, maxval), "normal" and "truncated_normal" with mean and
+/// stddev, "constant" `value`): synthetic data in place of a reader.
+struct DecodeRandomAttrs {
+  Shape shape;
+  DType dtype = DType::kF32;
+  std::int64_t batch_size = 1;
+  std::string distribution = "uniform";
+  double minval = 0.0;
+  double maxval = 1.0;
+  double mean = 0.0;
+  double stddev = 1.0;
+  double value = 0.0;
+  std::uint64_t seed = 0;
+};
+
 /// How a spatial window is padded. kSame pads so that out = ceil(in / stride), the odd pixel at the
 /// end (TensorFlow's and OneFlow's "SAME"); kValid does not pad; kExplicit uses `pads`.
 enum class PaddingKind : std::uint8_t { kValid, kSame, kExplicit };

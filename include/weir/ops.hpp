@@ -182,4 +182,25 @@ Blob ParallelCast(const Blob& x, ParallelCastAttrs attrs, std::string_view name 
 /// path from x to y crosses an op without a gradient.
 std::vector<Blob> Gradients(const Blob& y, const std::vector<Blob>& xs);
 
+// The data pipeline (attributes and semantics in weir/op_attrs.hpp): a job that reads and decodes
+// its own batches on the host, each op an actor of the job. Records and decoded images travel as
+// tensor_buffer blobs, which only these ops read.
+
+/// A batch of serialized OFRecords per call, read from part files.
+Blob OFRecordReader(JobBuilder& job, OFRecordReaderAttrs attrs, std::string_view name = {});
+/// One feature of each record as a (batch, *shape) tensor.
+Blob OFRecordRawDecoder(const Blob& records, OFRecordRawDecoderAttrs attrs, std::string_view name = {});
+/// The bytes of one feature of each record (a tensor_buffer).
+Blob OFRecordBytesDecoder(const Blob& records, OFRecordBytesDecoderAttrs attrs, std::string_view name = {});
+/// The JPEG of one feature of each record, decoded (a tensor_buffer of images).
+Blob OFRecordImageDecoder(const Blob& records, OFRecordImageDecoderAttrs attrs, std::string_view name = {});
+/// Images resized: {images, scales} to a fixed size, {images, sizes, scales} keeping the aspect ratio.
+std::vector<Blob> ImageResize(const Blob& images, ImageResizeAttrs attrs, std::string_view name = {});
+/// A window of each image, mirrored where `mirror` (optional: an undefined Blob) says, normalized.
+Blob CropMirrorNormalize(const Blob& images, const Blob& mirror, CropMirrorNormalizeAttrs attrs, std::string_view name = {});
+/// A batch of int8 coin flips per call.
+Blob CoinFlip(JobBuilder& job, CoinFlipAttrs attrs, std::string_view name = {});
+/// A batch of random values per call (synthetic data).
+Blob DecodeRandom(JobBuilder& job, DecodeRandomAttrs attrs, std::string_view name = {});
+
 }  // namespace weir

@@ -189,7 +189,8 @@ struct Resource {
 /// The ops with a kernel for `device` ("cpu" or "gpu") in this build, each with its dtypes (the kernel's
 /// key: the first input's dtype, the output's for ops without inputs). "gpu" lists the CUDA kernels
 /// this build has, whether or not a GPU is visible (asking for them loads the CUDA backend; a
-/// std::runtime_error says why it could not be loaded). Throws std::invalid_argument for another device.
+/// std::runtime_error says why it could not be loaded), and the data pipeline's ops, which a GPU job
+/// runs on the host. Throws std::invalid_argument for another device.
 std::map<std::string, std::vector<DType>> SupportedOps(std::string_view device);
 
 /// GPUs a session could use: the CUDA devices visible to this process, 0 in a build without CUDA.

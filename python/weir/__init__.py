@@ -25,12 +25,14 @@ from weir import (
     data,
     distribute,
     env,
+    image,
     layers,
     losses,
     math,
     nn,
     optimizer,
     profiler,
+    random,
     regularizers,
     scope,
     train,
@@ -53,6 +55,7 @@ from weir.dtypes import (
     int8,
     int32,
     int64,
+    tensor_buffer,
     uint8,
 )
 from weir.initializers import (

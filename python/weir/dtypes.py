@@ -3,7 +3,8 @@
 A :class:`DType` is an immutable singleton naming one element type and its NumPy
 equivalent.  The module constants mirror OneFlow v0.2's exported set
 (``float32``/``float``, ``float64``/``double``, ``float16``, ``int8``/``char``,
-``int32``, ``int64``, ``uint8``) plus ``bool_`` and ``bfloat16``.
+``int32``, ``int64``, ``uint8``) plus ``bool_``, ``bfloat16`` and ``tensor_buffer`` (the data
+pipeline's records and decoded images, which only the data ops read).
 
 The C++ core computes in f32, f64, i32, i64, u8, i8 and bool (int8 and uint8 are
 stored, moved, sliced, concatenated, cast and returned; arithmetic takes the wider
@@ -41,6 +42,7 @@ __all__ = [
     "int64",
     "uint8",
     "bool_",
+    "tensor_buffer",
     "as_dtype",
     "from_numpy",
     "convert_oneflow_dtype_to_numpy_dtype",
@@ -80,6 +82,9 @@ int32 = DType("int32", np.int32)
 int64 = DType("int64", np.int64)
 uint8 = DType("uint8", np.uint8)
 bool_ = DType("bool", np.bool_)
+# The data pipeline's variable-sized items (records, decoded images): only the data ops read it, and
+# no numpy array holds it.
+tensor_buffer = DType("tensor_buffer", np.object_)
 
 # OneFlow aliases.  ``float`` shadows the builtin inside this module only, which is
 # why the builtin is never used below.
@@ -87,10 +92,10 @@ float = float32  # noqa: A001 - OneFlow's public name
 double = float64
 char = int8  # OneFlow maps kChar to numpy int8
 
-_ALL = (float32, float64, float16, bfloat16, int8, int32, int64, uint8, bool_)
+_ALL = (float32, float64, float16, bfloat16, int8, int32, int64, uint8, bool_, tensor_buffer)
 _BY_NAME = {d.name: d for d in _ALL}
 _BY_NAME.update({"float": float32, "double": float64, "char": int8, "bool_": bool_, "half": float16})
-_BY_NUMPY = {d.numpy_dtype: d for d in _ALL if d is not bfloat16}
+_BY_NUMPY = {d.numpy_dtype: d for d in _ALL if d not in (bfloat16, tensor_buffer)}
 
 
 def _supported_names() -> str:

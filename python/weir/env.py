@@ -45,7 +45,8 @@ def visible_gpus() -> int:
 def supported_ops(device: str = "cpu") -> dict:
     """The ops with a kernel for ``device`` ("cpu" or "gpu") in this build, each with its dtypes
     (``{"matmul": ["f32", "f64"], ...}``). "gpu" lists the CUDA kernels built in, whether or not a
-    GPU is visible; an op missing there cannot run on a GPU yet."""
+    GPU is visible; an op missing there cannot run on a GPU yet. The data pipeline's ops (readers,
+    decoders, image ops) are listed for "gpu" too: a GPU job runs them on the host."""
     if device not in ("cpu", "gpu"):
         raise ValueError(f"weir.supported_ops: device must be 'cpu' or 'gpu', got {device!r}")
     return _C.supported_ops(device)

@@ -31,7 +31,7 @@ Task::Task(const Plan& plan, const TaskDesc& desc, RegisterStore& store, std::fu
   device_stream_ = device_stream;
   const KernelSetup setup{desc.op_type, desc.name, desc.attrs, desc.input_metas, desc.output_metas,
                           plan.streams[static_cast<std::size_t>(desc.stream)].device, processes, device_stream,
-                          plan.tensor_float_32};
+                          plan.tensor_float_32, desc.shard, desc.shards};
   const SingleThreadedMathScope single_threaded;  // primitives made here plan for one thread
   // A CUDA kernel is made with its GPU current: cuDNN's and cuBLAS's set-up calls go to the current
   // device, which is another GPU's after a kernel of another GPU was made.

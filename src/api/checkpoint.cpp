@@ -202,6 +202,7 @@ std::string_view OneFlowDataTypeName(DType dtype) {
     case DType::kBool: return "kBool";
     case DType::kF16: return "kFloat16";
     case DType::kBF16: return "kBFloat16";
+    case DType::kTensorBuffer: return "kTensorBuffer";
   }
   return "kInvalidDataType";
 }

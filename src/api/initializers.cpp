@@ -194,6 +194,7 @@ bool Representable(double value, DType dtype) {
     case DType::kF64:
     case DType::kF16:
     case DType::kBF16: return true;
+    case DType::kTensorBuffer: return false;
   }
   return false;
 }
@@ -371,6 +372,7 @@ Tensor Initialize(const Initializer& init, const Shape& shape, DType dtype, std:
       case DType::kBool: FillConstant<bool>(tensor, init.value); break;
       case DType::kF16: FillConstant<float16>(tensor, init.value); break;
       case DType::kBF16: FillConstant<bfloat16>(tensor, init.value); break;
+      case DType::kTensorBuffer: throw std::invalid_argument("[initializer] a tensor_buffer has no initial value");
     }
     return tensor;
   }

@@ -26,6 +26,7 @@
 #include "common/cuda_runtime.hpp"
 #include "common/intra_op_pool.hpp"
 #include "common/wait_interrupter.hpp"
+#include "graph/op_registry.hpp"
 #include "graph/planner.hpp"
 #include "kernels/collectives/process_group.hpp"
 #include "kernels/kernel.hpp"
@@ -723,6 +724,12 @@ std::map<std::string, std::vector<DType>> SupportedOps(std::string_view device) 
   for (const internal::KernelKey& key :
        internal::RegisteredKernels(device == "gpu" ? Device::Kind::kCuda : Device::Kind::kCpu)) {
     ops[key.op_type].push_back(key.dtype);
+  }
+  if (device == "gpu" && internal::CudaBuilt()) {  // the data pipeline: host-only ops, which GPU jobs run too
+    for (const internal::KernelKey& key : internal::RegisteredKernels(Device::Kind::kCpu)) {
+      const internal::OpDef* def = internal::TryFindOp(key.op_type);
+      if (def != nullptr && def->host_only) ops[key.op_type].push_back(key.dtype);
+    }
   }
   return ops;
 }

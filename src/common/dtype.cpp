@@ -13,6 +13,7 @@ std::size_t SizeOf(DType dtype) {
     case DType::kBool: return 1;
     case DType::kF16: return 2;
     case DType::kBF16: return 2;
+    case DType::kTensorBuffer: return 32;  // kernels/data/tensor_buffer.hpp: TensorBufferItem
   }
   return 0;
 }
@@ -28,6 +29,7 @@ std::string_view Name(DType dtype) {
     case DType::kBool: return "bool";
     case DType::kF16: return "f16";
     case DType::kBF16: return "bf16";
+    case DType::kTensorBuffer: return "tensor_buffer";
   }
   return "?";
 }

@@ -80,6 +80,7 @@ std::string Tensor::ToString() const {
     case DType::kBool: AppendValues<bool>(out, RawData(), NumElements()); break;
     case DType::kF16: AppendValues<float16>(out, RawData(), NumElements()); break;
     case DType::kBF16: AppendValues<bfloat16>(out, RawData(), NumElements()); break;
+    case DType::kTensorBuffer: out += fmt::format("{} items", NumElements()); break;
   }
   return out + "])";
 }

@@ -125,6 +125,27 @@ void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& 
   for (std::int64_t v : wide) field.push_back(NarrowToInt(op_type, name, v));
 }
 
+void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& value, std::uint64_t& field) {
+  std::int64_t wide = 0;
+  ReadAttr(op_type, name, value, wide);
+  if (wide < 0) {
+    throw std::invalid_argument(fmt::format("[{}] attribute '{}': expected an int >= 0, got {}", op_type, name, wide));
+  }
+  field = static_cast<std::uint64_t>(wide);
+}
+
+void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& value, std::vector<double>& field) {
+  if (const auto* list = std::get_if<std::vector<double>>(&value)) {
+    field = *list;
+    return;
+  }
+  if (const auto* list = std::get_if<std::vector<std::int64_t>>(&value)) {  // [0, 1] for [0.0, 1.0]
+    field.assign(list->begin(), list->end());
+    return;
+  }
+  Mismatch(op_type, name, "a list of floats", value);
+}
+
 void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& value, std::optional<double>& field) {
   if (std::holds_alternative<std::monostate>(value)) {
     field.reset();

@@ -55,6 +55,8 @@ void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& 
 void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& value, std::vector<std::int64_t>& field);
 void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& value, std::vector<int>& field);
 void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& value, Shape& field);
+void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& value, std::uint64_t& field);
+void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& value, std::vector<double>& field);
 void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& value, std::optional<double>& field);
 /// "VALID", "SAME", or explicit pads {top, bottom, left, right}.
 void ReadAttr(std::string_view op_type, std::string_view name, const AttrValue& value, Padding& field);

@@ -126,6 +126,10 @@ Blob JobBuilder::Placeholder(std::string name, Shape shape, std::optional<DType>
   if (name.empty()) throw std::invalid_argument("[placeholder] argument 'name' must not be empty");
   const std::string node_name = UniqueName(*graph_, internal::kPlaceholderOp, name);
   PlaceholderInfo info{name, std::move(shape), dtype.value_or(graph_->config.default_dtype)};
+  if (info.dtype == DType::kTensorBuffer) {
+    throw std::invalid_argument(fmt::format("[placeholder] '{}': a placeholder cannot be a tensor_buffer; the data ops "
+                                            "make those (flow.data.ofrecord_reader)", name));
+  }
   const int node = static_cast<int>(graph_->nodes.size());
   const int value = AddValue(*graph_, {info.shape, info.dtype}, node, 0, name);
   graph_->nodes.push_back({std::string(internal::kPlaceholderOp), node_name, {}, {value}, info,
@@ -146,6 +150,11 @@ void JobBuilder::Output(std::string name, const Blob& blob) {
   }
   for (const auto& [existing, value] : graph_->outputs) {
     if (existing == name) throw std::invalid_argument(fmt::format("[output] output name '{}' is already used", name));
+  }
+  if (graph_->values[static_cast<std::size_t>(blob.ValueId())].meta.dtype == DType::kTensorBuffer) {
+    throw std::invalid_argument(fmt::format(
+        "[output] '{}' is a tensor_buffer (records or decoded images), which cannot leave the job: decode it into a "
+        "tensor first (an OFRecord raw decoder, an image resize to a fixed size, or crop_mirror_normalize)", name));
   }
   graph_->outputs.emplace_back(std::move(name), blob.ValueId());
 }
@@ -275,13 +284,14 @@ std::string Placement::ToString() const {
 
 namespace internal {
 
-std::vector<Blob> AddOp(std::string_view type, const std::vector<Blob>& inputs, std::any attrs, std::string_view name) {
+namespace {
+
+std::vector<Blob> AddOpTo(const std::shared_ptr<JobGraph>& graph, std::string_view type, const std::vector<Blob>& inputs,
+                          std::any attrs, std::string_view name) {
   const OpDef& def = FindOp(type);
   if (def.num_inputs >= 0 && static_cast<int>(inputs.size()) != def.num_inputs) {
     throw OpError(type, "expects {} inputs, got {}", def.num_inputs, inputs.size());
   }
-  if (inputs.empty()) throw OpError(type, "needs at least one input");
-  std::shared_ptr<JobGraph> graph = inputs.front().Graph();
   std::vector<TensorMeta> metas;
   std::vector<int> input_values;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -307,6 +317,19 @@ std::vector<Blob> AddOp(std::string_view type, const std::vector<Blob>& inputs, 
   graph->nodes.push_back({std::string(type), node_name, std::move(input_values), std::move(outputs), std::move(attrs),
                           CurrentPlacement(*graph)});
   return blobs;
+}
+
+}  // namespace
+
+std::vector<Blob> AddOp(std::string_view type, const std::vector<Blob>& inputs, std::any attrs, std::string_view name) {
+  if (inputs.empty()) throw OpError(type, "needs at least one input");
+  return AddOpTo(inputs.front().Graph(), type, inputs, std::move(attrs), name);
+}
+
+std::vector<Blob> AddSourceOp(const std::shared_ptr<JobGraph>& graph, std::string_view type, std::any attrs,
+                              std::string_view name) {
+  if (FindOp(type).num_inputs != 0) throw OpError(type, "has inputs: add it with its inputs");
+  return AddOpTo(graph, type, {}, std::move(attrs), name);
 }
 
 std::string TrainStepVariableName(std::string_view job_name) {

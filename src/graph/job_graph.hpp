@@ -96,6 +96,9 @@ class PlacementOverride {
 /// outputs with the registered OpDef, and returns them. Throws std::invalid_argument.
 std::vector<Blob> AddOp(std::string_view type, const std::vector<Blob>& inputs, std::any attrs,
                         std::string_view name);
+/// Appends an op without inputs (a reader, random draws: OpDef::num_inputs 0) to `graph`.
+std::vector<Blob> AddSourceOp(const std::shared_ptr<JobGraph>& graph, std::string_view type, std::any attrs,
+                              std::string_view name);
 /// The variable node `name` (one per name and job), its dtype defaulting to the job's.
 Blob AddVariable(const std::shared_ptr<JobGraph>& graph, const std::string& name, VariableSpec spec);
 /// A constant node holding a copy of `value` (a CPU tensor).

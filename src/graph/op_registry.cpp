@@ -42,16 +42,26 @@ const OpDef& FindOp(std::string_view type) {
   throw std::invalid_argument(fmt::format("[{}] unknown op type", type));
 }
 
+namespace {
+
+std::any ReadAttrsByName(const OpDef& def, const AttrMap& attrs) {
+  if (def.read_attrs) return def.read_attrs(def.type, attrs);
+  CheckAttrNames(def.type, attrs, {});
+  return {};
+}
+
+}  // namespace
+
 std::vector<Blob> AddOpByName(std::string_view type, const std::vector<Blob>& inputs, const AttrMap& attrs,
                               std::string_view name) {
   const OpDef& def = FindOp(type);
-  std::any value;
-  if (def.read_attrs) {
-    value = def.read_attrs(def.type, attrs);
-  } else {
-    CheckAttrNames(def.type, attrs, {});
-  }
+  std::any value = ReadAttrsByName(def, attrs);
   return def.build ? def.build(inputs, value, name) : AddOp(def.type, inputs, std::move(value), name);
+}
+
+std::vector<Blob> AddSourceOpByName(const JobBuilder& job, std::string_view type, const AttrMap& attrs, std::string_view name) {
+  const OpDef& def = FindOp(type);
+  return AddSourceOp(job.Graph(), def.type, ReadAttrsByName(def, attrs), name);
 }
 
 std::vector<int> MutatedInputs(std::string_view type, const std::any& attrs, std::size_t input_count) {

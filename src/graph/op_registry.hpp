@@ -68,6 +68,14 @@ struct OpDef {
   /// The stem of the op's automatic names (`<stem>_<n>`) from its attributes, for an op type that
   /// runs many functions (unary: "relu_3", not "unary_3"); empty: the op type.
   std::function<std::string(const std::any& attrs)> name_stem;
+  /// Runs on the host in every session (the data pipeline: readers, decoders, image ops), as
+  /// OneFlow's CPU-only ops do: in a GPU session it runs on the CPU and its results are copied to the
+  /// GPU that reads them. It has CPU kernels only.
+  bool host_only = false;
+  /// An op without inputs that makes new data each call (a reader, random draws): in the mirrored view
+  /// every device runs its own, as each device is fed its own placeholder piece; the kernel learns
+  /// which share of the whole it is (KernelSetup::shard).
+  bool per_device_source = false;
 };
 
 void RegisterOp(OpDef def);
@@ -82,6 +90,8 @@ const OpDef& FindOp(std::string_view type);
 /// unknown type or attribute.
 std::vector<Blob> AddOpByName(std::string_view type, const std::vector<Blob>& inputs, const AttrMap& attrs,
                               std::string_view name);
+/// AddOpByName for an op without inputs, added to `job`.
+std::vector<Blob> AddSourceOpByName(const JobBuilder& job, std::string_view type, const AttrMap& attrs, std::string_view name);
 
 /// The inputs an op of `type` with `attrs` and `input_count` inputs writes in place: its
 /// OpDef::mutates_inputs that it has (optional ones may be left out), never an update's skip flag

@@ -41,6 +41,11 @@ struct KernelSetup {
   /// f32 products (matmuls, convolutions) may round their operands to TF32 on tensor cores
   /// (SessionOptions::tensor_float_32); CUDA kernels only.
   bool tensor_float_32 = false;
+  /// Which of `shards` parallel copies of the op this kernel is, over every device of every process
+  /// (the part of the data a reader reads; a random op's stream): its device's piece of a split
+  /// output, or its device among the mirrored view's replicas.
+  int shard = 0;
+  int shards = 1;
 
   template <typename Attrs> const Attrs& Get() const { return std::any_cast<const Attrs&>(*attrs); }
 };

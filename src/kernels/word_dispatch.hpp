@@ -4,6 +4,7 @@
 // take the element's own C++ type from WithTypeOf.
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 
 #include "weir/dtype.hpp"
 
@@ -31,6 +32,7 @@ template <typename Make> auto WithTypeOf(DType dtype, Make&& make) {
     case DType::kF16: return make.template operator()<float16>();
     case DType::kBF16: return make.template operator()<bfloat16>();
     case DType::kF32: break;
+    case DType::kTensorBuffer: throw std::invalid_argument("a tensor_buffer has no C++ element type");
   }
   return make.template operator()<float>();
 }

@@ -68,6 +68,9 @@ struct TaskDesc {
   int intra_op_threads = 0;
   /// A collective or transfer actor (its attrs are CollectiveAttrs): traces and profiles mark it.
   bool collective = false;
+  /// Kernel tasks: which of the op's parallel copies this is, over every process (KernelSetup::shard).
+  int shard = 0;
+  int shards = 1;
 };
 
 struct Plan {

@@ -873,6 +873,8 @@ std::string DataTypeName(DType dtype) {
       return "kFloat16";
     case DType::kBF16:
       return "kBFloat16";
+    case DType::kTensorBuffer:
+      return "kTensorBuffer";
   }
   return "kInvalidDataType";
 }

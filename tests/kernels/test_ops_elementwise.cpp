@@ -262,6 +262,8 @@ TEST_CASE("cast has a kernel for every pair of dtypes") {
 }
 
 TEST_CASE("cast rejects an unknown dtype") {
-  CHECK_THROWS_WITH_AS(RunOp("cast", weir::CastAttrs{static_cast<DType>(9)}, {Tensor(Shape{1}, DType::kF32)}),
-                       "[cast] unknown target dtype 9", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("cast", weir::CastAttrs{static_cast<DType>(42)}, {Tensor(Shape{1}, DType::kF32)}),
+                       "[cast] unknown target dtype 42", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("cast", weir::CastAttrs{DType::kTensorBuffer}, {Tensor(Shape{1}, DType::kF32)}),
+                       "[cast] cannot cast to tensor_buffer (only the data ops make one)", std::invalid_argument);
 }

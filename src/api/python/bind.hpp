@@ -16,5 +16,6 @@ void BindTraining(pybind11::module_& m);
 void BindSession(pybind11::module_& m);
 void BindNn(pybind11::module_& m);
 void BindOps(pybind11::module_& m);
+void BindData(pybind11::module_& m);
 
 }  // namespace weir::python

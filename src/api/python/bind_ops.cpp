@@ -63,21 +63,32 @@ AttrValue ToAttrValue(std::string_view op_type, std::string_view name, const py:
   Unconvertible(op_type, name, value);
 }
 
+AttrMap ToAttrMap(std::string_view type, const py::dict& attrs) {
+  AttrMap map;
+  for (const auto& [key, value] : attrs) {
+    const std::string attr = py::str(key);
+    map.emplace(attr, ToAttrValue(type, attr, value));
+  }
+  return map;
+}
+
 }  // namespace
 
 void BindOps(py::module_& m) {
   m.def(
       "add_op",
       [](const std::string& type, const std::vector<Blob>& inputs, const py::dict& attrs, std::string_view name) {
-        AttrMap map;
-        for (const auto& [key, value] : attrs) {
-          const std::string attr = py::str(key);
-          map.emplace(attr, ToAttrValue(type, attr, value));
-        }
-        return internal::AddOpByName(type, inputs, map, name);
+        return internal::AddOpByName(type, inputs, ToAttrMap(type, attrs), name);
       },
       py::arg("type"), py::arg("inputs"), py::arg("attrs") = py::dict(), py::arg("name") = "",
       "Adds op `type` to the job of `inputs`; returns its outputs.");
+  m.def(
+      "add_source_op",
+      [](const JobBuilder& job, const std::string& type, const py::dict& attrs, std::string_view name) {
+        return internal::AddSourceOpByName(job, type, ToAttrMap(type, attrs), name);
+      },
+      py::arg("job"), py::arg("type"), py::arg("attrs") = py::dict(), py::arg("name") = "",
+      "Adds op `type`, which has no inputs (a reader, random draws), to `job`; returns its outputs.");
   // The kinds of the unary and scalar ops, in enum order (weir/op_kinds.hpp).
   m.attr("unary_kinds") = std::vector<std::string>(std::begin(kUnaryOpKindNames), std::end(kUnaryOpKindNames));
   m.attr("scalar_kinds") = std::vector<std::string>(std::begin(kScalarOpKindNames), std::end(kScalarOpKindNames));

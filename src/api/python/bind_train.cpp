@@ -54,7 +54,23 @@ Initializer::DataFormat ParseDataFormat(const std::string& format) {
 void BindTraining(py::module_& m) {
   py::class_<Initializer>(m, "Initializer")
       .def("__repr__", [](const Initializer& init) { return Describe(init); })
-      .def("__eq__", [](const Initializer& a, const Initializer& b) { return a == b; });
+      .def("__eq__", [](const Initializer& a, const Initializer& b) { return a == b; })
+      // What flow.data.decode_random reads of one (it draws its data as these initializers do).
+      .def_property_readonly("distribution",
+                             [](const Initializer& init) {
+                               switch (init.kind) {
+                                 case Initializer::Kind::kConstant: return "constant";
+                                 case Initializer::Kind::kRandomUniform: return "uniform";
+                                 case Initializer::Kind::kRandomNormal: return "normal";
+                                 case Initializer::Kind::kTruncatedNormal: return "truncated_normal";
+                                 default: return "";  // draws that depend on a variable's fans
+                               }
+                             })
+      .def_readonly("value", &Initializer::value)
+      .def_readonly("minval", &Initializer::minval)
+      .def_readonly("maxval", &Initializer::maxval)
+      .def_readonly("mean", &Initializer::mean)
+      .def_readonly("stddev", &Initializer::stddev);
   m.def("constant_initializer", &ConstantInitializer, py::arg("value"));
   m.def("random_uniform_initializer", &RandomUniformInitializer, py::arg("minval"), py::arg("maxval"),
         py::arg("seed") = Seed());

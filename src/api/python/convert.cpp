@@ -19,6 +19,10 @@ py::dtype NumpyDType(DType dtype) {
     case DType::kF16: return py::dtype("float16");
     // numpy has no bfloat16: its values reach Python widened to float32 (exactly; see ToArray).
     case DType::kBF16: return py::dtype::of<float>();
+    case DType::kTensorBuffer:
+      throw std::invalid_argument(
+          "[weir._C] a tensor_buffer (records, decoded images) has no numpy dtype: decode it into a tensor first "
+          "(flow.data.OFRecordRawDecoder, flow.image.Resize, flow.image.CropMirrorNormalize)");
   }
   throw std::invalid_argument("[weir._C] unknown dtype");
 }

@@ -16,11 +16,13 @@ PYBIND11_MODULE(_C, m) {
       .value("int8", weir::DType::kI8)
       .value("bool", weir::DType::kBool)
       .value("float16", weir::DType::kF16)
-      .value("bfloat16", weir::DType::kBF16);
+      .value("bfloat16", weir::DType::kBF16)
+      .value("tensor_buffer", weir::DType::kTensorBuffer);
   m.def("numpy_dtype", &weir::python::NumpyDType, py::arg("dtype"));
   weir::python::BindJob(m);
   weir::python::BindTraining(m);
   weir::python::BindSession(m);
   weir::python::BindNn(m);
   weir::python::BindOps(m);
+  weir::python::BindData(m);
 }

@@ -20,6 +20,7 @@ std::vector<TensorMeta> InferCast(const InferContext& ctx) {
     case DType::kBool:
     case DType::kF16:
     case DType::kBF16: break;
+    case DType::kTensorBuffer: throw OpError(ctx.op_type, "cannot cast to tensor_buffer (only the data ops make one)");
     default:
       throw OpError(ctx.op_type, "unknown target dtype {}", static_cast<int>(attrs.dtype));
   }

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace weir::internal {
 
@@ -116,6 +117,14 @@ Placed Boxing::Box(int value, const Sbp& to, const std::vector<int>& devices) {
   const ValueInfo& info = lowering_.Value(value);
   const Topology& topology = lowering_.topology;
   if (from.sbp == to && (to.IsBroadcast() || from.devices == devices)) return from;
+  if (info.meta.dtype == DType::kTensorBuffer) {
+    // Its items point into the memory of the op that made them (kernels/data/tensor_buffer.hpp).
+    throw std::invalid_argument(fmt::format(
+        "[placement] job '{}': '{}' is a tensor_buffer (records or images) laid out as {} on devices {}, and an op wants "
+        "it as {} on devices {}; tensor_buffers are read where they are made: place the data ops that read it as the op "
+        "that makes it", lowering_.graph.name, info.name, from.sbp.ToString(), fmt::join(from.devices, ","), to.ToString(),
+        fmt::join(devices, ",")));
+  }
   const int k_from = static_cast<int>(from.devices.size());
   const int k = static_cast<int>(devices.size());
   if (to.IsPartialSum()) {

@@ -180,6 +180,14 @@ bool IsMirroredUpdateOfRows(Lowering& lowering, const NodeKernel& kernel, const 
   return averaged && others_whole;
 }
 
+// Slots of an op's output registers: the data pipeline's ops (readers, decoders, image ops) get as
+// many as the source's, so that while the job computes on one call's batch they make the next
+// call's (as input tasks do for placeholders); every other op one.
+int OutputSlots(const Lowering& lowering, const NodeKernel& kernel) {
+  const OpDef* def = TryFindOp(kernel.op_type);
+  return def != nullptr && def->host_only ? lowering.options.source_register_num : 1;
+}
+
 // Consistent view: the op's signature decides its replicas (one per device of the placement, or one
 // on its first device when everything is broadcast) and the boxing of its inputs.
 void LowerConsistentKernel(Lowering& lowering, Boxing& boxing, std::size_t n, const NodeKernel& kernel,
@@ -209,6 +217,8 @@ void LowerConsistentKernel(Lowering& lowering, Boxing& boxing, std::size_t n, co
     const int task = lowering.AddKernelTask(kernel.op_type, k == 1 ? kernel.name : fmt::format("{}:{}", kernel.name, device),
                                             kernel.attrs, input_metas, output_metas, lowering.DeviceStream(device));
     lowering.Task(task).intra_op_threads = lowering.options.threads_per_device;
+    lowering.Task(task).shard = r;  // the plan's devices are every process's (a consistent job)
+    lowering.Task(task).shards = k;
     // Every process makes every update (a pipeline stage's gradients come to it): each then holds
     // every variable up to date, for any job, checkpoint or read.
     if (whole && (lowering.topology.SpansEveryProcess(devices) || (lowering.topology.split_processes > 1 && kernel.writes))) {
@@ -222,7 +232,7 @@ void LowerConsistentKernel(Lowering& lowering, Boxing& boxing, std::size_t n, co
     }
     for (std::size_t j = 0; j < node.outputs.size(); ++j) {
       Placed& out = lowering.PlacedOf(node.outputs[j]);
-      out.registers.push_back(plan.AddRegister(lowering.Value(node.outputs[j]).name, task, 1, output_metas[j]));
+      out.registers.push_back(plan.AddRegister(lowering.Value(node.outputs[j]).name, task, OutputSlots(lowering, kernel), output_metas[j]));
       out.devices.push_back(device);
       out.sbp = signature.outputs[j];
     }
@@ -254,7 +264,12 @@ void LowerMirroredKernel(Lowering& lowering, GradientAveraging& averaging, std::
           graph.name, node.name, fmt::join(devices, ","), lowering.Value(value).name, fmt::join(input.devices, ",")));
     }
   }
+  if (const OpDef* def = TryFindOp(kernel.op_type); kernel.inputs.empty() && def != nullptr && def->per_device_source) {
+    per_device = true;
+  }
   const std::vector<int> replicas = per_device ? devices : std::vector<int>{devices.front()};
+  // A mirrored job is planned per process: its replicas' shares count every process's devices.
+  const int shards = static_cast<int>(replicas.size()) * (per_device ? lowering.topology.processes : 1);
   std::vector<TensorMeta> input_metas;
   std::vector<TensorMeta> output_metas;
   for (int value : kernel.inputs) input_metas.push_back(lowering.Value(value).meta);
@@ -267,6 +282,8 @@ void LowerMirroredKernel(Lowering& lowering, GradientAveraging& averaging, std::
     const int task = lowering.AddKernelTask(kernel.op_type, replicas.size() == 1 ? kernel.name : fmt::format("{}:{}", kernel.name, device),
                                             kernel.attrs, input_metas, output_metas, lowering.DeviceStream(device));
     lowering.Task(task).intra_op_threads = lowering.options.threads_per_device;
+    lowering.Task(task).shards = shards;
+    lowering.Task(task).shard = static_cast<int>(r) + (per_device ? lowering.options.rank * static_cast<int>(replicas.size()) : 0);
     lowering.node_tasks[n].push_back(task);
     if (kernel.inputs.empty()) plan.Consume(task, lowering.tick);  // ops without inputs (constants) fire once per call
     for (int value : kernel.inputs) {
@@ -276,7 +293,7 @@ void LowerMirroredKernel(Lowering& lowering, GradientAveraging& averaging, std::
     }
     for (int value : node.outputs) {
       Placed& out = lowering.PlacedOf(value);
-      out.registers.push_back(plan.AddRegister(lowering.Value(value).name, task, 1, lowering.Value(value).meta));
+      out.registers.push_back(plan.AddRegister(lowering.Value(value).name, task, OutputSlots(lowering, kernel), lowering.Value(value).meta));
       out.devices.push_back(device);
     }
   }

@@ -1,0 +1,246 @@
+#include "kernels/data/image.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <string>
+
+#include <fmt/format.h>
+#include <turbojpeg.h>
+
+namespace weir::internal::image {
+
+namespace {
+
+// One TurboJPEG handle per thread and direction: a handle is not thread-safe, and making one per
+// image would cost more than small images take to decode.
+class Handle {
+ public:
+  explicit Handle(tjhandle handle) : handle_(handle) {
+    if (handle_ == nullptr) throw ImageError(fmt::format("libjpeg-turbo could not start: {}", tjGetErrorStr2(nullptr)));
+  }
+  ~Handle() { tjDestroy(handle_); }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  tjhandle get() const { return handle_; }
+
+ private:
+  tjhandle handle_;
+};
+
+tjhandle Decompressor() {
+  thread_local Handle handle(tjInitDecompress());
+  return handle.get();
+}
+
+tjhandle Compressor() {
+  thread_local Handle handle(tjInitCompress());
+  return handle.get();
+}
+
+int PixelFormat(ColorSpace color_space) {
+  switch (color_space) {
+    case ColorSpace::kRGB: return TJPF_RGB;
+    case ColorSpace::kBGR: return TJPF_BGR;
+    case ColorSpace::kGray: return TJPF_GRAY;
+  }
+  return TJPF_RGB;
+}
+
+void CheckJpegMagic(std::span<const std::uint8_t> bytes) {
+  if (bytes.size() < 3 || bytes[0] != 0xff || bytes[1] != 0xd8 || bytes[2] != 0xff) {
+    std::string head;
+    for (std::size_t i = 0; i < std::min<std::size_t>(bytes.size(), 4); ++i) head += fmt::format("{:02x}", bytes[i]);
+    throw ImageError(fmt::format("not a JPEG ({} bytes starting {}; Weir decodes JPEG images)", bytes.size(),
+                                 head.empty() ? "with nothing" : head));
+  }
+}
+
+// Source sample positions of a resize along one axis: index and weight of the lower neighbour.
+struct Taps {
+  std::vector<int> lower;
+  std::vector<float> weight;  // of the upper neighbour
+};
+
+Taps BilinearTaps(int from, int to) {
+  Taps taps;
+  taps.lower.resize(static_cast<std::size_t>(to));
+  taps.weight.resize(static_cast<std::size_t>(to));
+  const double scale = static_cast<double>(from) / to;
+  for (int i = 0; i < to; ++i) {
+    double x = (i + 0.5) * scale - 0.5;
+    x = std::clamp(x, 0.0, static_cast<double>(from - 1));
+    const int low = std::min(static_cast<int>(x), std::max(from - 2, 0));
+    taps.lower[static_cast<std::size_t>(i)] = low;
+    taps.weight[static_cast<std::size_t>(i)] = from == 1 ? 0.0f : static_cast<float>(x - low);
+  }
+  return taps;
+}
+
+template <typename T> T FromFloat(float value) {
+  if constexpr (std::is_same_v<T, std::uint8_t>) {
+    return static_cast<std::uint8_t>(std::clamp(std::lround(value), 0L, 255L));
+  } else {
+    return static_cast<T>(value);
+  }
+}
+
+}  // namespace
+
+ColorSpace ParseColorSpace(std::string_view name, std::string_view what) {
+  std::string upper(name);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (upper == "RGB") return ColorSpace::kRGB;
+  if (upper == "BGR") return ColorSpace::kBGR;
+  if (upper == "GRAY") return ColorSpace::kGray;
+  throw std::invalid_argument(fmt::format("{}: color_space must be 'RGB', 'BGR' or 'GRAY', got '{}'", what, name));
+}
+
+int Channels(ColorSpace color_space) { return color_space == ColorSpace::kGray ? 1 : 3; }
+
+Size JpegSize(std::span<const std::uint8_t> bytes) {
+  CheckJpegMagic(bytes);
+  int width = 0, height = 0, subsampling = 0, colorspace = 0;
+  if (tjDecompressHeader3(Decompressor(), bytes.data(), static_cast<unsigned long>(bytes.size()), &width, &height,
+                          &subsampling, &colorspace) != 0) {
+    throw ImageError(fmt::format("a corrupt JPEG: {}", tjGetErrorStr2(Decompressor())));
+  }
+  if (width < 1 || height < 1) {  // a header cut short is a warning to libjpeg-turbo, with no size
+    throw ImageError(fmt::format("a corrupt or truncated JPEG ({} bytes): {}", bytes.size(), tjGetErrorStr2(Decompressor())));
+  }
+  return {height, width};
+}
+
+Size DecodeJpeg(std::span<const std::uint8_t> bytes, ColorSpace color_space, std::vector<std::uint8_t>& pixels) {
+  const Size size = JpegSize(bytes);
+  pixels.resize(static_cast<std::size_t>(size.height) * static_cast<std::size_t>(size.width) *
+                static_cast<std::size_t>(Channels(color_space)));
+  if (tjDecompress2(Decompressor(), bytes.data(), static_cast<unsigned long>(bytes.size()), pixels.data(), size.width, 0,
+                    size.height, PixelFormat(color_space), 0) != 0 &&
+      tjGetErrorCode(Decompressor()) == TJERR_FATAL) {
+    // A warning (TJERR_WARNING: a truncated but usable image, say) keeps what was decoded, as OpenCV does.
+    throw ImageError(fmt::format("a corrupt JPEG: {}", tjGetErrorStr2(Decompressor())));
+  }
+  return size;
+}
+
+std::vector<std::uint8_t> EncodeJpeg(const std::uint8_t* pixels, Size size, int channels, int quality) {
+  if (channels != 1 && channels != 3) throw std::invalid_argument(fmt::format("EncodeJpeg: 1 or 3 channels, got {}", channels));
+  unsigned char* jpeg = nullptr;
+  unsigned long jpeg_size = 0;
+  if (tjCompress2(Compressor(), pixels, size.width, 0, size.height, channels == 1 ? TJPF_GRAY : TJPF_RGB, &jpeg, &jpeg_size,
+                  channels == 1 ? TJSAMP_GRAY : TJSAMP_444, quality, 0) != 0) {
+    tjFree(jpeg);
+    throw ImageError(fmt::format("JPEG encoding failed: {}", tjGetErrorStr2(Compressor())));
+  }
+  std::vector<std::uint8_t> out(jpeg, jpeg + jpeg_size);
+  tjFree(jpeg);
+  return out;
+}
+
+Window RandomWindow(Size image, std::span<const double> area, std::span<const double> aspect_ratio, int attempts,
+                    std::mt19937_64& rng) {
+  const double total = static_cast<double>(image.height) * image.width;
+  std::uniform_real_distribution<double> area_draw(area[0], area[1]);
+  std::uniform_real_distribution<double> log_ratio_draw(std::log(aspect_ratio[0]), std::log(aspect_ratio[1]));
+  for (int attempt = 0; attempt < attempts; ++attempt) {
+    const double target = total * area_draw(rng);
+    const double ratio = std::exp(log_ratio_draw(rng));
+    const int width = static_cast<int>(std::lround(std::sqrt(target * ratio)));
+    const int height = static_cast<int>(std::lround(std::sqrt(target / ratio)));
+    if (width > 0 && height > 0 && width <= image.width && height <= image.height) {
+      std::uniform_int_distribution<int> x(0, image.width - width);
+      std::uniform_int_distribution<int> y(0, image.height - height);
+      const int left = x(rng);
+      return {left, y(rng), width, height};
+    }
+  }
+  // The fallback: the whole image, narrowed to the nearest allowed aspect ratio, centred.
+  const double ratio = static_cast<double>(image.width) / image.height;
+  int width = image.width, height = image.height;
+  if (ratio < aspect_ratio[0]) {
+    height = std::max(1, static_cast<int>(std::lround(width / aspect_ratio[0])));
+  } else if (ratio > aspect_ratio[1]) {
+    width = std::max(1, static_cast<int>(std::lround(height * aspect_ratio[1])));
+  }
+  return {(image.width - width) / 2, (image.height - height) / 2, width, height};
+}
+
+void Crop(const std::uint8_t* pixels, Size size, int channels, Window window, std::vector<std::uint8_t>& out) {
+  const std::size_t row = static_cast<std::size_t>(window.width) * static_cast<std::size_t>(channels);
+  out.resize(row * static_cast<std::size_t>(window.height));
+  for (int y = 0; y < window.height; ++y) {
+    const std::uint8_t* from = pixels + ((static_cast<std::size_t>(window.y + y) * static_cast<std::size_t>(size.width) +
+                                          static_cast<std::size_t>(window.x)) *
+                                         static_cast<std::size_t>(channels));
+    std::copy(from, from + row, out.data() + row * static_cast<std::size_t>(y));
+  }
+}
+
+Interpolation ParseInterpolation(std::string_view name, std::string_view what) {
+  if (name == "auto" || name == "bilinear") return Interpolation::kBilinear;
+  if (name == "nearest_neighbor") return Interpolation::kNearest;
+  throw std::invalid_argument(fmt::format(
+      "{}: interpolation_type must be 'auto', 'bilinear' or 'nearest_neighbor' (Weir has no bicubic or area "
+      "resize yet), got '{}'",
+      what, name));
+}
+
+template <typename T>
+void Resize(const std::uint8_t* src, Size from, int channels, T* dst, Size to, Interpolation interpolation) {
+  const std::size_t c = static_cast<std::size_t>(channels);
+  const std::size_t src_row = static_cast<std::size_t>(from.width) * c;
+  if (interpolation == Interpolation::kNearest) {
+    for (int y = 0; y < to.height; ++y) {
+      const int sy = std::min(static_cast<int>((y + 0.5) * from.height / to.height), from.height - 1);
+      for (int x = 0; x < to.width; ++x) {
+        const int sx = std::min(static_cast<int>((x + 0.5) * from.width / to.width), from.width - 1);
+        const std::uint8_t* in = src + static_cast<std::size_t>(sy) * src_row + static_cast<std::size_t>(sx) * c;
+        T* out = dst + (static_cast<std::size_t>(y) * static_cast<std::size_t>(to.width) + static_cast<std::size_t>(x)) * c;
+        for (std::size_t k = 0; k < c; ++k) out[k] = static_cast<T>(in[k]);
+      }
+    }
+    return;
+  }
+  const Taps xs = BilinearTaps(from.width, to.width);
+  const Taps ys = BilinearTaps(from.height, to.height);
+  // Rows blended horizontally once each, then pairs of them vertically.
+  std::vector<float> upper(static_cast<std::size_t>(to.width) * c), lower(upper.size());
+  const auto blend_row = [&](int sy, std::vector<float>& row) {
+    const std::uint8_t* in = src + static_cast<std::size_t>(sy) * src_row;
+    for (int x = 0; x < to.width; ++x) {
+      const std::size_t left = static_cast<std::size_t>(xs.lower[static_cast<std::size_t>(x)]) * c;
+      const std::size_t right = from.width == 1 ? left : left + c;
+      const float w = xs.weight[static_cast<std::size_t>(x)];
+      for (std::size_t k = 0; k < c; ++k) {
+        row[static_cast<std::size_t>(x) * c + k] = in[left + k] + w * (static_cast<float>(in[right + k]) - in[left + k]);
+      }
+    }
+  };
+  int have_upper = -1, have_lower = -1;
+  for (int y = 0; y < to.height; ++y) {
+    const int top = ys.lower[static_cast<std::size_t>(y)];
+    const int bottom = from.height == 1 ? top : top + 1;
+    if (have_upper != top) {
+      if (have_lower == top) {
+        std::swap(upper, lower);
+        std::swap(have_upper, have_lower);
+      } else {
+        blend_row(top, upper);
+        have_upper = top;
+      }
+    }
+    if (have_lower != bottom) {
+      blend_row(bottom, lower);
+      have_lower = bottom;
+    }
+    const float w = ys.weight[static_cast<std::size_t>(y)];
+    T* out = dst + static_cast<std::size_t>(y) * static_cast<std::size_t>(to.width) * c;
+    for (std::size_t i = 0; i < upper.size(); ++i) out[i] = FromFloat<T>(upper[i] + w * (lower[i] - upper[i]));
+  }
+}
+
+template void Resize<std::uint8_t>(const std::uint8_t*, Size, int, std::uint8_t*, Size, Interpolation);
+template void Resize<float>(const std::uint8_t*, Size, int, float*, Size, Interpolation);
+
+}  // namespace weir::internal::image
