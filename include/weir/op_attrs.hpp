@@ -166,7 +166,7 @@ struct OFRecordBytesDecoderAttrs {
 };
 
 /// flow.data.OFRecordImageDecoder (and ...RandomCrop with `random_crop`): the JPEG in bytes feature
-/// `name` of each record decoded to (height, width, channels) u8 in `color_space` ("RGB", "BGR",
+/// `name` of each record (empty: each item is the JPEG's bytes, from OFRecordBytesDecoder) decoded to (height, width, channels) u8 in `color_space` ("RGB", "BGR",
 /// "GRAY"), a tensor_buffer item per image. The random crop draws an area fraction in `random_area`
 /// and an aspect ratio (width / height) in `random_aspect_ratio` up to `num_attempts` times.
 struct OFRecordImageDecoderAttrs {

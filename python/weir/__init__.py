@@ -26,6 +26,7 @@ from weir import (
     distribute,
     env,
     image,
+    keras,
     layers,
     losses,
     math,

@@ -57,7 +57,8 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
         _C.dense(
             x._c, int(units), "none", bool(use_bias),
             initializers.resolve(kernel_initializer, "flow.layers.dense: kernel_initializer"),
-            initializers.resolve(bias_initializer, "flow.layers.dense: bias_initializer"),
+            # Without a bias its initializer is not read (OneFlow's AlexNet passes False there).
+            initializers.resolve(bias_initializer if use_bias else None, "flow.layers.dense: bias_initializer"),
             _regularizer(kernel_regularizer, "flow.layers.dense: kernel_regularizer"),
             _regularizer(bias_regularizer, "flow.layers.dense: bias_regularizer"),
             bool(trainable), full, distribute.to_c(model_distribute, "flow.layers.dense: model_distribute"),
@@ -72,12 +73,16 @@ def conv2d(inputs, filters, kernel_size=1, strides=1, padding="VALID", data_form
            kernel_regularizer=None, bias_regularizer=None, trainable=True, name=None, weight_name=None,
            bias_name=None):
     """2-D convolution with variables "<name>-weight" (filters, C/groups, kh, kw) for NCHW or
-    (filters, kh, kw, C/groups) for NHWC, and "<name>-bias" (filters). The kernel initializer defaults to
-    xavier_uniform over the data format's fans (OneFlow's default), the bias to zeros."""
+    (filters, kh, kw, C/groups) for NHWC, and "<name>-bias" (filters), or the variables `weight_name`
+    and `bias_name` when given (inside the active name scopes, as flow.get_variable names them). The
+    kernel initializer defaults to xavier_uniform over the data format's fans (OneFlow's default), the
+    bias to zeros."""
     op = "flow.layers.conv2d"
     x = check_blob(inputs, op, "inputs")
     if weight_name is not None or bias_name is not None:
-        raise ValueError(f"{op}: weight_name/bias_name are not supported; variables are named <name>-weight/-bias")
+        return _conv2d_named(x, filters, kernel_size, strides, padding, data_format, dilation_rate, groups, activation,
+                             use_bias, kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer,
+                             trainable, name, weight_name, bias_name)
     data_format = check_format(data_format, op)
     kind, pads = padding_spec(padding, op, data_format)
     full = _context.layer_name(name, op, "Conv2d")
@@ -93,6 +98,34 @@ def conv2d(inputs, filters, kernel_size=1, strides=1, padding="VALID", data_form
         ),
         x,
     )
+    return _activate(out, activation, full)
+
+
+def _conv2d_named(x, filters, kernel_size, strides, padding, data_format, dilation_rate, groups, activation, use_bias,
+                  kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer, trainable, name,
+                  weight_name, bias_name):
+    """conv2d with variables of the caller's names: the variables, then flow.nn.conv2d and bias_add."""
+    op = "flow.layers.conv2d"
+    data_format = check_format(data_format, op)
+    full = _context.layer_name(name, op, "Conv2d")
+    layer = full[len(_context.scoped_name("")):]
+    channels = x.shape[1] if data_format == "NCHW" else x.shape[3]
+    if int(groups) <= 0 or channels % int(groups) != 0 or int(filters) % int(groups) != 0:
+        raise ValueError(f"{op}: groups ({groups}) must divide the channels ({channels}) and filters ({filters})")
+    kh, kw = pair(kernel_size, "kernel_size", op, data_format)
+    per_group = channels // int(groups)
+    shape = [int(filters), per_group, kh, kw] if data_format == "NCHW" else [int(filters), kh, kw, per_group]
+    fans = "channels_first" if data_format == "NCHW" else "channels_last"
+    weight = _ops.get_variable(weight_name or f"{layer}-weight", shape=shape, dtype=x.dtype,
+                               initializer=kernel_initializer or initializers.xavier_uniform_initializer(fans),
+                               regularizer=kernel_regularizer, trainable=bool(trainable))
+    out = _nn.conv2d(x, weight, strides, padding, data_format=data_format,
+                     dilations=1 if dilation_rate is None else dilation_rate, groups=groups, name=f"{layer}-conv")
+    if use_bias:
+        bias = _ops.get_variable(bias_name or f"{layer}-bias", shape=[int(filters)], dtype=x.dtype,
+                                 initializer=bias_initializer or initializers.zeros_initializer(),
+                                 regularizer=bias_regularizer, trainable=bool(trainable))
+        out = _nn.bias_add(out, bias, data_format=data_format)
     return _activate(out, activation, full)
 
 

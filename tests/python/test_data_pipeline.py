@@ -219,19 +219,22 @@ def test_random_crops_keep_aspect_ratio_resizes_and_center_crops(tmp_path):
         flow.clear_default_session()
 
         @flow.global_function()
-        def job() -> Tuple[tp.Numpy, tp.Numpy, tp.Numpy, tp.Numpy]:
+        def job() -> Tuple[tp.Numpy, tp.Numpy, tp.Numpy, tp.Numpy, tp.Numpy]:
             records = flow.data.ofrecord_reader(str(tmp_path), batch_size=8)
+            encoded = flow.data.OFRecordBytesDecoder(records, "encoded")
+            fixed = flow.data.ImageDecoderRandomCropResize(encoded, target_width=12, target_height=10, seed=seed)
             cropped = flow.data.OFRecordImageDecoderRandomCrop(records, "encoded", color_space="RGB", seed=seed,
                                                                random_area=[0.25, 0.5])
             crops, _, crop_size = flow.image.Resize(cropped, target_size=20, keep_aspect_ratio=True, resize_side="longer")
             whole = flow.data.OFRecordImageDecoder(records, "encoded", color_space="BGR")
             shorter, scale, size = flow.image.Resize(whole, target_size=24, keep_aspect_ratio=True, max_size=30)
             center = flow.image.CropMirrorNormalize(shorter, color_space="BGR", crop_h=20, crop_w=20)
-            return crop_size, size, scale, center
+            return crop_size, size, scale, center, fixed
 
         return job()
 
-    crop_size, size, scale, center = run(7)
+    crop_size, size, scale, center, fixed = run(7)
+    assert fixed.shape == (8, 10, 12, 3) and fixed.dtype == np.uint8
     # The crops' longer side is 20; their areas were a quarter to a half of 48 x 64, ratio 3/4 to 4/3.
     assert crop_size.dtype == np.int32 and (crop_size.max(axis=1) == 20).all()
     # The shorter side (48) to 24 makes the longer 32 > max_size 30: the longer is held at 30.

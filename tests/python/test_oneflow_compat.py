@@ -1388,3 +1388,36 @@ def test_dynamic_loss_scale_on_two_devices_skips_the_step_everywhere_when_one_pi
     assert results[1]["System-Train-LossScale-job"][0] == 64.0  # halved, then doubled after 2 good steps
     for name in ("w", "w-m", "w-v"):
         np.testing.assert_allclose(results[1][name], results[0][name], rtol=1e-6, err_msg=name)
+
+
+def test_the_cnn_trainers_layer_calls_conv2d_weight_names_dense_without_bias_and_keras_activations():
+    # OneFlow's ResNeXt names its conv variables, AlexNet passes bias_initializer=False with use_bias=False,
+    # Inception-v3 calls flow.keras.activations.relu.
+    x = np.random.default_rng(0).uniform(-1, 1, (2, 3, 6, 6)).astype(np.float32)
+
+    @flow.global_function()
+    def job(images: tp.Numpy.Placeholder((2, 3, 6, 6))) -> Tuple[tp.Numpy, tp.Numpy, tp.Numpy, tp.Numpy]:
+        init = flow.random_normal_initializer(0.0, 0.3, seed=1)
+        with flow.scope.namespace("block"):
+            named = flow.layers.conv2d(images, 4, 3, padding="SAME", kernel_initializer=init, name="conv",
+                                       weight_name="conv-w", bias_name="conv-b",
+                                       bias_initializer=flow.constant_initializer(0.25))
+        default = flow.layers.conv2d(images, 4, 3, padding="SAME", kernel_initializer=init, name="plain",
+                                     bias_initializer=flow.constant_initializer(0.25))
+        dense = flow.layers.dense(flow.reshape(images, (2, -1)), 5, use_bias=False, bias_initializer=False,
+                                  kernel_initializer=init, name="fc")
+        return (flow.keras.activations.relu(named), default, flow.keras.activations.sigmoid(dense),
+                flow.nn.conv2d(images, flow.get_variable("block-conv-w", shape=(4, 3, 3, 3), dtype=flow.float,
+                                                         initializer=init), 1, "SAME"))
+
+    relu_named, default, dense, direct = job(x)
+    variables = flow.get_all_variables()
+    assert {"block-conv-w", "block-conv-b", "plain-weight", "plain-bias", "fc-weight"} <= set(variables)
+    assert "fc-bias" not in variables
+    assert variables["block-conv-w"].numpy().shape == (4, 3, 3, 3)
+    np.testing.assert_allclose(relu_named, np.maximum(direct + 0.25, 0), rtol=1e-5, atol=1e-6)
+    # The same initializer and seed draw the same weight whatever the variable's name.
+    np.testing.assert_allclose(np.maximum(default, 0), relu_named, rtol=1e-5, atol=1e-6)
+    assert dense.shape == (2, 5) and ((0 < dense) & (dense < 1)).all()
+    with pytest.raises(ValueError, match="only alpha=0"):
+        flow.keras.activations.relu(None, alpha=0.1)

@@ -26,6 +26,8 @@ __all__ = [
     "ofrecord_image_decoder",
     "OFRecordImageDecoderRandomCrop",
     "ofrecord_image_decoder_random_crop",
+    "ImageDecoderRandomCropResize",
+    "image_decoder_random_crop_resize",
     "decode_random",
     "CropMirrorNormalize",
     "crop_mirror_normalize",
@@ -143,6 +145,28 @@ def OFRecordImageDecoderRandomCrop(input_blob, blob_name, color_space="BGR", num
 
 
 ofrecord_image_decoder_random_crop = OFRecordImageDecoderRandomCrop
+
+
+def ImageDecoderRandomCropResize(input_blob, target_width, target_height, num_attempts=None, seed=None,
+                                 random_area=None, random_aspect_ratio=None, num_workers=None, warmup_size=None,
+                                 max_num_pixels=None, name=None):  # noqa: N802 - OneFlow's name
+    """JPEG bytes (OFRecordBytesDecoder's items) decoded in RGB, cut to a random window as
+    OFRecordImageDecoderRandomCrop does, and resized to target_width x target_height: a (batch, height,
+    width, 3) uint8 blob (OneFlow's GPU decoder; here on the host). `num_workers`, `warmup_size` and
+    `max_num_pixels` tune OneFlow's GPU decoder and are ignored."""
+    check_blob(input_blob, "flow.data.ImageDecoderRandomCropResize", "input_blob")
+    del num_workers, warmup_size, max_num_pixels
+    decoded = add_op("ofrecord_image_decoder", [input_blob], op_name(name), feature="", color_space="RGB",
+                     random_crop=True, num_attempts=int(num_attempts or 10),
+                     random_area=[float(v) for v in (random_area or (0.08, 1.0))],
+                     random_aspect_ratio=[float(v) for v in (random_aspect_ratio or (0.75, 1.333333))],
+                     seed=_seed(seed))
+    resized = _C.add_op("image_resize", [decoded._c], {"target_width": int(target_width),
+                                                       "target_height": int(target_height)}, "")
+    return Blob(resized[0], decoded._job)
+
+
+image_decoder_random_crop_resize = ImageDecoderRandomCropResize
 
 
 def decode_random(shape, dtype, batch_size=1, initializer=None, tick=None, name=None):

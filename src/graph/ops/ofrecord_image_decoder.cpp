@@ -1,6 +1,7 @@
-// ofrecord_image_decoder: the JPEG in one bytes feature of each record, decoded (optionally a random
-// crop of it: Inception's random-area crop) to a tensor_buffer item of (height, width, channels) u8
-// (OneFlow's flow.data.OFRecordImageDecoder and OFRecordImageDecoderRandomCrop).
+// ofrecord_image_decoder: the JPEG in one bytes feature of each record (or, with no feature named,
+// each item itself: encoded bytes from ofrecord_bytes_decoder), decoded (optionally a random crop of
+// it: Inception's random-area crop) to a tensor_buffer item of (height, width, channels) u8 (OneFlow's
+// flow.data.OFRecordImageDecoder, OFRecordImageDecoderRandomCrop and ImageDecoderRandomCropResize).
 #include <fmt/ranges.h>
 
 #include "graph/job_graph.hpp"
@@ -25,7 +26,6 @@ void CheckRange(const InferContext& ctx, std::string_view what, const std::vecto
 std::vector<TensorMeta> InferImageDecoder(const InferContext& ctx) {
   CheckTensorBufferBatch(ctx, ctx.inputs[0], "records");
   const auto& attrs = ctx.Get<OFRecordImageDecoderAttrs>();
-  if (attrs.name.empty()) throw OpError(ctx.op_type, "blob_name must name a feature of the records");
   image::ParseColorSpace(attrs.color_space, fmt::format("[{}]", ctx.op_type));
   if (attrs.random_crop) {
     if (attrs.num_attempts < 1) throw OpError(ctx.op_type, "num_attempts must be >= 1, got {}", attrs.num_attempts);

@@ -41,7 +41,8 @@ class OFRecordImageDecoderCpu final : public Kernel {
     ParallelFor(static_cast<int>(batch), [&](int i) {
       std::vector<std::uint8_t>& pixels = buffers[static_cast<std::size_t>(i)];
       const std::span<const std::uint8_t> jpeg =
-          ofrecord::FirstBytes(records[i].Bytes(), attrs_.name, i, "ofrecord_image_decoder", op_name_);
+          attrs_.name.empty() ? records[i].Bytes()
+                              : ofrecord::FirstBytes(records[i].Bytes(), attrs_.name, i, "ofrecord_image_decoder", op_name_);
       image::Size size;
       try {
         if (!attrs_.random_crop) {
@@ -56,8 +57,8 @@ class OFRecordImageDecoderCpu final : public Kernel {
           size = {window.height, window.width};
         }
       } catch (const image::ImageError& e) {
-        throw KernelError(fmt::format("[ofrecord_image_decoder] op '{}': feature '{}' of record {}: {}", op_name_,
-                                      attrs_.name, i, e.what()));
+        throw KernelError(fmt::format("[ofrecord_image_decoder] op '{}': image {} of the batch{}: {}", op_name_, i,
+                                      attrs_.name.empty() ? "" : fmt::format(" (feature '{}')", attrs_.name), e.what()));
       }
       const std::int32_t dims[] = {size.height, size.width, channels};
       SetItem(items[i], pixels, dims);
