@@ -10,7 +10,7 @@ packages=(
   python3-venv python3-pip iproute2
 )
 # The PyTorch peer for `make bench`; not needed to build or test.
-if [[ "${WEIR_BENCH_DEPS:-0}" == 1 ]]; then packages+=(python3-torch); fi
+if [[ "${WEIR_BENCH_DEPS:-0}" == 1 ]]; then packages+=(python3-torch python3-torchvision); fi
 
 missing=()
 for package in "${packages[@]}"; do

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <optional>
@@ -18,7 +19,9 @@
 #include "api/variable_store.hpp"
 #include "gradient_check.hpp"
 #include "common/cuda_runtime.hpp"
+#include "graph/op_registry.hpp"
 #include "graph/planner.hpp"
+#include "scratch_dir.hpp"
 #include "kernels/stream_graph.hpp"
 #include "weir/optimizers.hpp"
 #include "weir/weir.hpp"
@@ -70,6 +73,45 @@ int CountKernels(const Plan& plan, std::string_view op_type) {
 }
 
 }  // namespace
+
+TEST_CASE("the data pipeline of a GPU job runs on the host and its batches are copied to the GPU" *
+          doctest::skip(!internal::CudaBuilt())) {
+  // Compiles only (no GPU is needed): the readers are never instantiated, so the folder need not hold data.
+  ScratchDir dir("weir-gpu-data");
+  for (const char* part : {"part-0", "part-1"}) std::fclose(std::fopen((dir.Path() / part).c_str(), "wb"));
+  JobBuilder builder("train", JobType::kTrain);
+  const Blob records = OFRecordReader(builder, {.data_dir = dir.Path().string(), .batch_size = 8, .data_part_num = 2});
+  const Blob labels = OFRecordRawDecoder(records, {.name = "label", .shape = Shape{}, .dtype = DType::kI32});
+  const Blob decoded = OFRecordImageDecoder(records, {.name = "encoded", .color_space = "GRAY"});
+  const Blob resized = ImageResize(decoded, {.target_width = 4, .target_height = 4, .channels = 1})[0];
+  const Blob images = CropMirrorNormalize(resized, CoinFlip(builder, {.batch_size = 8}), {.color_space = "GRAY"});
+  const Blob logits = Dense(Reshape(images, {{8, 16}}), 3, {.kernel_initializer = ConstantInitializer(0.1), .name = "fc"});
+  const Blob loss = SparseSoftmaxCrossEntropy(labels, logits);
+  builder.Minimize(Sgd(PiecewiseConstantScheduler({}, {0.1})), loss);
+  builder.Output("loss", loss);
+  const Job job = builder.Build();
+  const auto plan = internal::CompilePlan(job.Graph(), {.device_kind = Device::Kind::kCuda});
+  std::set<std::string> on_host;
+  int copies_up = 0;
+  for (const TaskDesc& task : plan->tasks) {
+    if (task.kind != TaskKind::kKernel) continue;
+    CAPTURE(task.name);
+    const internal::StreamId& stream = StreamOf(*plan, task);
+    const internal::OpDef* def = internal::TryFindOp(task.op_type);
+    if (def != nullptr && def->host_only) {
+      CHECK(stream.device == Device::Cpu());
+      on_host.insert(task.op_type);
+      for (int reg : task.produced) CHECK(plan->registers[static_cast<std::size_t>(reg)].register_num >= 2);
+    } else if (task.op_type == "device_copy") {
+      copies_up += plan->registers[static_cast<std::size_t>(task.produced[0])].device == Device::Cuda(0) ? 1 : 0;
+    } else {
+      CHECK(stream.device == Device::Cuda(0));  // the model's kernels stay on the GPU
+    }
+  }
+  CHECK(on_host == std::set<std::string>{"ofrecord_reader", "ofrecord_raw_decoder", "ofrecord_image_decoder", "image_resize",
+                                         "coin_flip", "crop_mirror_normalize"});
+  CHECK(copies_up >= 2);  // the images and the labels go up
+}
 
 TEST_CASE("a job on a CUDA device: kernels on its streams, registers in its memory, copies where data crosses" *
           doctest::skip(!internal::CudaBuilt())) {

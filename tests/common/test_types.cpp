@@ -4,8 +4,11 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <type_traits>
+#include <vector>
 
+#include "common/allocator.hpp"
 #include "weir/half.hpp"
 #include "weir/tensor.hpp"
 
@@ -147,4 +150,28 @@ TEST_CASE("tensors format with dtype, shape and (abbreviated) values") {
   CHECK(fmt::format("{}", Tensor::FromVector<std::int64_t>({100}, many)) ==
         "Tensor(i64, (100), [0, 1, 2, 3, 4, 5, 6, 7, ..., 92, 93, 94, 95, 96, 97, 98, 99])");
   CHECK(fmt::format("{}", Tensor()) == "Tensor(undefined)");
+}
+
+TEST_CASE("large result buffers are recycled once dropped, small ones and overflow are freed") {
+  using weir::internal::AllocateUninitialized;
+  const std::size_t large = std::size_t{3} << 20;
+  std::byte* first = nullptr;
+  {
+    const std::shared_ptr<std::byte[]> a = AllocateUninitialized(large);
+    first = a.get();
+    std::memset(a.get(), 7, large);  // every byte is writable
+  }
+  {
+    const std::shared_ptr<std::byte[]> again = AllocateUninitialized(large);
+    CHECK(again.get() == first);  // the dropped buffer came back
+    const std::shared_ptr<std::byte[]> second = AllocateUninitialized(large);
+    CHECK(second.get() != first);  // a buffer in use is never handed out twice
+  }
+  // More than the pool keeps (256 MiB): the buffers beyond it are freed, not kept.
+  std::vector<std::shared_ptr<std::byte[]>> many;
+  for (int i = 0; i < 100; ++i) many.push_back(AllocateUninitialized(large));
+  many.clear();
+  const std::shared_ptr<std::byte[]> small = AllocateUninitialized(100);
+  CHECK(small != nullptr);
+  CHECK(reinterpret_cast<std::uintptr_t>(small.get()) % 64 == 0);
 }
