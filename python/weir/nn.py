@@ -12,7 +12,7 @@ from weir import math as _math
 from weir.math import relu, sigmoid, tanh
 
 __all__ = [
-    "relu", "sigmoid", "tanh", "softmax", "logsoftmax", "dropout", "bias_add", "conv2d", "max_pool2d",
+    "relu", "sigmoid", "tanh", "softmax", "logsoftmax", "dropout", "bias_add", "conv2d", "compat_conv2d", "max_pool2d",
     "avg_pool2d", "batch_normalization", "sparse_softmax_cross_entropy_with_logits",
     "softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits", "leaky_relu", "elu", "relu6",
     "hardtanh", "hardsigmoid", "hardswish", "mish", "swish", "sparse_cross_entropy", "moments",
@@ -168,6 +168,14 @@ def conv2d(input, filters, strides, padding, data_format="NCHW", dilations=None,
     return add_op("conv2d", [x, w], op_name(name), strides=pair(strides, "strides", op, data_format),
                   dilations=pair(1 if dilations is None else dilations, "dilations", op, data_format),
                   padding=_padding(padding, op, data_format), data_format=data_format, groups=int(groups))
+
+
+def compat_conv2d(input, filters, strides, padding, data_format="NCHW", dilations=None, groups=1, name=None):  # noqa: A002
+    """OneFlow's TensorFlow-style conv2d: `padding` "SAME" (the odd pixel padded at the end, as
+    TensorFlow) or "VALID", in either case; otherwise flow.nn.conv2d."""
+    if not isinstance(padding, str) or padding.upper() not in ("SAME", "VALID"):
+        raise ValueError(f'flow.nn.compat_conv2d: padding must be "SAME" or "VALID", got {padding!r}')
+    return conv2d(input, filters, strides, padding.upper(), data_format, dilations, groups, name)
 
 
 def _one(value, what, op):

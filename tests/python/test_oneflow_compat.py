@@ -1421,3 +1421,26 @@ def test_the_cnn_trainers_layer_calls_conv2d_weight_names_dense_without_bias_and
     assert dense.shape == (2, 5) and ((0 < dense) & (dense < 1)).all()
     with pytest.raises(ValueError, match="only alpha=0"):
         flow.keras.activations.relu(None, alpha=0.1)
+
+
+def test_compat_conv2d_pads_as_tensorflow_does():
+    x = np.random.default_rng(1).uniform(-1, 1, (1, 2, 5, 5)).astype(np.float32)
+    w = np.random.default_rng(2).uniform(-1, 1, (3, 2, 2, 2)).astype(np.float32)
+
+    @flow.global_function()
+    def job(x_def: tp.Numpy.Placeholder((1, 2, 5, 5)), w_def: tp.Numpy.Placeholder((3, 2, 2, 2))
+            ) -> Tuple[tp.Numpy, tp.Numpy]:
+        return (flow.nn.compat_conv2d(x_def, w_def, strides=[2, 2], padding="same"),
+                flow.nn.compat_conv2d(x_def, w_def, strides=1, padding="VALID"))
+
+    same, valid = job(x, w)
+    # SAME with stride 2 on 5: out 3, total pad 1, all of it at the end (bottom and right).
+    padded = np.pad(x, ((0, 0), (0, 0), (0, 1), (0, 1)))
+    expected = np.zeros((1, 3, 3, 3), np.float32)
+    for i in range(3):
+        for j in range(3):
+            expected[0, :, i, j] = np.einsum("chw,ochw->o", padded[0, :, 2 * i:2 * i + 2, 2 * j:2 * j + 2], w)
+    np.testing.assert_allclose(same, expected, rtol=1e-5, atol=1e-5)
+    assert valid.shape == (1, 3, 4, 4)
+    with pytest.raises(ValueError, match="padding must be"):
+        flow.nn.compat_conv2d(None, None, 1, "FULL")

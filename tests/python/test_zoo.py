@@ -1,7 +1,8 @@
-"""Our model zoo (examples/python/zoo/, written in OneFlow's API) trains from OFRecord files of real
-images with no placeholder: MNIST written as JPEG OFRecords by weir.data.ofrecord, read, decoded,
-cropped, resized and normalized by the job itself, as OneFlow's CNN trainer reads ImageNet. Sizes
-chosen to keep `make test` short; the accuracies after these few steps are far from converged ones."""
+"""Our model zoo (examples/python/zoo/, written in OneFlow's API) trains from OFRecord files with no
+placeholder: the CNNs from MNIST written as JPEG OFRecords by weir.data.ofrecord, read, decoded,
+cropped, resized and normalized by the job itself, as OneFlow's CNN trainer reads ImageNet; Wide &
+Deep from synthetic click records. Sizes chosen to keep `make test` short; the CNNs' accuracies after
+these few steps are far from converged ones."""
 
 import os
 import re
@@ -33,3 +34,14 @@ def test_mobilenet_v2_trains_on_mnist_jpeg_records(tmp_path_factory):
     losses, accuracy, out = _train("mobilenetv2", 400, tmp_path_factory.getbasetemp() / "mnist-ofrecord")
     assert losses[-1] < losses[0] / 2, out
     assert accuracy > 80.0, out
+
+
+def test_wide_and_deep_learns_synthetic_clicks_from_ofrecords(tmp_path):
+    # One epoch of 128000 synthetic clicks (batch 256): AUC 0.843 when measured, against 0.887 for the
+    # hidden model that drew the labels.
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "python", "zoo", "wide_and_deep.py"),
+                             "--data", str(tmp_path)], capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    match = re.search(r"^auc: (\S+) \(ceiling (\S+)\)$", result.stdout, re.MULTILINE)
+    auc, ceiling = float(match.group(1)), float(match.group(2))
+    assert auc > 0.8 and ceiling - auc < 0.08, result.stdout

@@ -79,7 +79,8 @@ Taps BilinearTaps(int from, int to) {
 
 template <typename T> T FromFloat(float value) {
   if constexpr (std::is_same_v<T, std::uint8_t>) {
-    return static_cast<std::uint8_t>(std::clamp(std::lround(value), 0L, 255L));
+    // Blends of u8 values lie in [0, 255]: rounding half up by truncation, which vectorizes (lround does not).
+    return static_cast<std::uint8_t>(static_cast<int>(std::clamp(value, 0.0f, 255.0f) + 0.5f));
   } else {
     return static_cast<T>(value);
   }
