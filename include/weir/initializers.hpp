@@ -105,6 +105,8 @@ double Fan(const Shape& shape, Initializer::FanMode mode,
 /// std::mt19937_64 through Weir's own uniform and Box–Muller mappings, in row-major order, computed in
 /// double and rounded to `dtype` (so f32 values are the f64 values rounded).
 Tensor Initialize(const Initializer& init, const Shape& shape, DType dtype, std::uint64_t default_seed);
+/// Initialize's values written into `tensor` (a CPU tensor, whose shape and dtype they take).
+void InitializeInto(const Initializer& init, Tensor& tensor, std::uint64_t default_seed);
 
 /// "truncated_normal(mean=0, stddev=0.1)", "variance_scaling(scale=1, mode=fan_avg, ...)"; for logs and errors.
 std::string Describe(const Initializer& init);

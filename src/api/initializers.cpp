@@ -356,11 +356,11 @@ double Fan(const Shape& shape, FanMode mode, DataFormat data_format) {
   return fan_in;
 }
 
-Tensor Initialize(const Initializer& init, const Shape& shape, DType dtype, std::uint64_t default_seed) {
+void InitializeInto(const Initializer& init, Tensor& tensor, std::uint64_t default_seed) {
+  const DType dtype = tensor.GetDType();
   Validate(init, dtype);
-  Tensor tensor(shape, dtype);
   // Every fan is a product of dims, so a zero fan means there is nothing to fill (and nothing to divide).
-  if (tensor.NumElements() == 0) return tensor;
+  if (tensor.NumElements() == 0) return;
   if (init.kind == Kind::kConstant) {
     switch (dtype) {
       case DType::kF32: FillConstant<float>(tensor, init.value); break;
@@ -374,9 +374,9 @@ Tensor Initialize(const Initializer& init, const Shape& shape, DType dtype, std:
       case DType::kBF16: FillConstant<bfloat16>(tensor, init.value); break;
       case DType::kTensorBuffer: throw std::invalid_argument("[initializer] a tensor_buffer has no initial value");
     }
-    return tensor;
+    return;
   }
-  const Draw draw = DrawFor(init, shape);
+  const Draw draw = DrawFor(init, tensor.GetShape());
   const std::uint64_t seed = init.seed.value_or(default_seed);
   switch (dtype) {
     case DType::kF64: FillRandom<double>(tensor, draw, seed); break;
@@ -384,6 +384,11 @@ Tensor Initialize(const Initializer& init, const Shape& shape, DType dtype, std:
     case DType::kBF16: FillRandom<bfloat16>(tensor, draw, seed); break;
     default: FillRandom<float>(tensor, draw, seed); break;  // Validate let only floating dtypes through
   }
+}
+
+Tensor Initialize(const Initializer& init, const Shape& shape, DType dtype, std::uint64_t default_seed) {
+  Tensor tensor(shape, dtype);
+  InitializeInto(init, tensor, default_seed);
   return tensor;
 }
 

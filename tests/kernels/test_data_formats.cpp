@@ -55,6 +55,10 @@ TEST_CASE("OFRecords decode to the values they were made of") {
   CHECK(Read<std::int32_t>(record, "ints") == std::vector<std::int32_t>{-7, 2147483647, 0});
   CHECK(Read<std::int64_t>(record, "longs") == std::vector<std::int64_t>{-1099511627776LL, 5});
   CHECK(Read<float>(record, "ints") == std::vector<float>{-7.0f, 2147483647.0f, 0.0f});  // converted
+  // A bytes_list read as numbers is its bytes one after another (an image stored raw), counted as such.
+  std::vector<std::uint8_t> raw(5, 9);
+  CHECK(ofrecord::ReadValues<std::uint8_t>(*ofrecord::Find(record, "image"), raw.data(), 2) == 3);
+  CHECK(raw == std::vector<std::uint8_t>{1, 2, 9, 9, 9});
   const std::vector<std::span<const std::uint8_t>> bytes = ofrecord::BytesValues(*ofrecord::Find(record, "image"));
   REQUIRE(bytes.size() == 2);
   CHECK(std::vector<std::uint8_t>(bytes[0].begin(), bytes[0].end()) == std::vector<std::uint8_t>{1, 2, 3});

@@ -108,15 +108,10 @@ int Lowering::AddKernelTask(std::string_view op_type, std::string name, const st
   desc.input_metas = std::move(input_metas);
   desc.output_metas = std::move(output_metas);
   const DType key_dtype = desc.input_metas.empty() ? desc.output_metas.at(0).dtype : desc.input_metas[0].dtype;
-  const Device::Kind device = plan.streams[static_cast<std::size_t>(stream)].device.kind;
+  Device::Kind device = plan.streams[static_cast<std::size_t>(stream)].device.kind;
   if (const OpDef* def = TryFindOp(op_type); def != nullptr && def->host_only && device != Device::Kind::kCpu) {
     desc.stream = HostComputeStream();  // the data pipeline runs on the host in every session
-    desc.kernel_factory = FindKernel({desc.op_type, Device::Kind::kCpu, key_dtype});
-    if (desc.kernel_factory == nullptr) {
-      throw std::invalid_argument(fmt::format("[{}] op '{}' has no CPU kernel for {} (CPU kernels exist for: {})", op_type,
-                                              desc.name, key_dtype, RegisteredDTypes(op_type, Device::Kind::kCpu)));
-    }
-    return task;
+    device = Device::Kind::kCpu;
   }
   desc.kernel_factory = FindKernel({desc.op_type, device, key_dtype});
   if (desc.kernel_factory == nullptr && device == Device::Kind::kCuda && op_type != "device_copy") {

@@ -1,6 +1,6 @@
 // decode_random on the host: a fresh draw each call (the variable initializers' distributions),
 // seeded by (seed, device share, call) so that a run repeats.
-#include <cstring>
+#include <memory>
 
 #include "kernels/data/random_fill.hpp"
 #include "kernels/kernel.hpp"
@@ -16,8 +16,10 @@ class DecodeRandomCpu final : public Kernel {
         seed_(setup.Get<DecodeRandomAttrs>().seed ^ (0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(setup.shard + 1))) {}
 
   void Run(std::span<const ConstTensorView> /*inputs*/, std::span<const TensorView> outputs) override {
-    const Tensor drawn = Initialize(init_, outputs[0].GetShape(), outputs[0].GetDType(), seed_ + 0x632be59bd9b4e019ULL * call_++);
-    std::memcpy(outputs[0].data, drawn.RawData(), drawn.NumBytes());
+    // Drawn straight into the register slot (a tensor that does not own it): no batch-sized allocation a call.
+    Tensor slot(outputs[0].GetShape(), outputs[0].GetDType(), Device::Cpu(),
+                std::shared_ptr<std::byte[]>(std::shared_ptr<std::byte[]>(), static_cast<std::byte*>(outputs[0].data)));
+    InitializeInto(init_, slot, seed_ + 0x632be59bd9b4e019ULL * call_++);
   }
 
  private:

@@ -29,16 +29,15 @@ template <typename T> class OFRecordRawDecoderCpu final : public Kernel {
         throw KernelError(fmt::format("[ofrecord_raw_decoder] op '{}': record {} of the batch has no feature '{}' (it has: {})",
                                       op_name_, i, attrs_.name, fmt::join(ofrecord::FeatureNames(record), ", ")));
       }
-      const std::int64_t count = ofrecord::CountValues(*feature);
+      T* row = out + i * per_record_;
+      const std::int64_t count = ofrecord::ReadValues<T>(*feature, row, per_record_);  // one pass over the list
       if (count > per_record_ || (count < per_record_ && !attrs_.auto_zero_padding)) {
         throw KernelError(fmt::format("[ofrecord_raw_decoder] op '{}': feature '{}' of record {} holds {} values, shape {} "
                                       "takes {}{}",
                                       op_name_, attrs_.name, i, count, attrs_.shape, per_record_,
                                       count < per_record_ ? " (auto_zero_padding=True pads it with zeros)" : ""));
       }
-      T* row = out + i * per_record_;
-      const std::int64_t written = ofrecord::ReadValues<T>(*feature, row, per_record_);
-      std::fill(row + written, row + per_record_, T{0});
+      std::fill(row + count, row + per_record_, T{0});
     }
   }
 

@@ -255,17 +255,20 @@ std::int64_t CountValues(const Feature& feature) {
 }
 
 template <typename T> std::int64_t ReadValues(const Feature& feature, T* out, std::int64_t count) {
-  std::int64_t written = 0;
+  std::int64_t seen = 0;
   if (feature.kind == FeatureKind::kBytes) {
     for (const std::span<const std::uint8_t> value : BytesValues(feature)) {
-      for (std::size_t i = 0; i < value.size() && written < count; ++i) out[written++] = static_cast<T>(value[i]);
+      for (std::size_t i = 0; i < value.size(); ++i, ++seen) {
+        if (seen < count) out[seen] = static_cast<T>(value[i]);
+      }
     }
-    return written;
+    return seen;
   }
   ForEachNumber(feature, [&](auto value) {
-    if (written < count) out[written++] = static_cast<T>(value);
+    if (seen < count) out[seen] = static_cast<T>(value);
+    ++seen;
   });
-  return written;
+  return seen;
 }
 
 template std::int64_t ReadValues<float>(const Feature&, float*, std::int64_t);

@@ -46,11 +46,11 @@ std::optional<Feature> Find(std::span<const std::uint8_t> record, std::string_vi
 /// The names of the record's features, in order (for errors that list what a record holds).
 std::vector<std::string> FeatureNames(std::span<const std::uint8_t> record);
 
-/// How many values the feature's list holds.
+/// How many values the feature's list holds (a bytes_list: how many byte strings).
 std::int64_t CountValues(const Feature& feature);
-/// The first `count` values of a numeric feature converted to T (static_cast); bytes features hold
-/// no numbers: a bytes_list of one value is read as its bytes (OneFlow's raw decoder reads encoded
-/// bytes as uint8/int8 elements). Reads at most CountValues; returns how many it wrote.
+/// Writes the first `count` values of the feature converted to T (static_cast) and returns how many
+/// it holds in all, in one pass: a numeric list's numbers, or a bytes_list's bytes one after another
+/// (OneFlow's raw decoder reads encoded bytes as uint8/int8 elements).
 template <typename T> std::int64_t ReadValues(const Feature& feature, T* out, std::int64_t count);
 /// The values of a bytes_list, each a span into the record.
 std::vector<std::span<const std::uint8_t>> BytesValues(const Feature& feature);
