@@ -89,6 +89,7 @@ bench: build venv
 	/usr/bin/python3 bench/multi_process.py --build $(BUILD)
 	/usr/bin/python3 bench/pipeline_processes.py
 	/usr/bin/python3 bench/data_reader.py
+	/usr/bin/python3 bench/model_zoo.py --weir-binary $(BUILD)/bench/train_step
 
 clean:
 	rm -rf $(BUILD) $(BUILD_SAN) $(VENV) .mesonpy-native-file.ini

@@ -193,15 +193,16 @@ def torch_worker(args, graphed, host_batches=False, tf32=False, amp=False):
 
     step_s, host_s, loss = timed_blocks(step, args)
     print(json.dumps({"step_ms": 1e3 * step_s, "host_us": 1e6 * host_s, "loss": loss, "torch": torch.__version__,
+                      "cudnn": None if args.smoke_cpu else torch.backends.cudnn.version(),
                       "gpu": None if args.smoke_cpu else torch.cuda.get_device_name()}))
 
 
-def last_json_line(argv, args):
+def last_json_line(argv, args, env=None):
     """Runs argv (bounded by --worker-timeout); its last stdout line that is a JSON object, or {"error": ...}."""
     import subprocess
 
     try:
-        result = subprocess.run(argv, capture_output=True, text=True, timeout=args.worker_timeout)
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=args.worker_timeout, env=env)
     except subprocess.TimeoutExpired:
         return {"error": f"ran past {args.worker_timeout} s"}
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
@@ -235,7 +236,10 @@ def run_worker(kind, model, args):
     argv = [python, os.path.abspath(__file__), "--worker", kind, "--model", model, "--steps", str(args.steps),
             "--repeats", str(args.repeats), "--warmup", str(args.warmup)] + (["--smoke-cpu"] if args.smoke_cpu else [])
     argv += ["--torch-tf32"] if args.torch_tf32 else []
-    return last_json_line(argv, args)
+    # PyTorch finds its own cuDNN (its wheel's, which it was built against), not the one a GPU check put on
+    # the library path for Weir.
+    env = None if kind.startswith("weir") else {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    return last_json_line(argv, args, env)
 
 
 def main():

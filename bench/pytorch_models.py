@@ -63,7 +63,42 @@ def set_thread_environment(args):
         os.environ.pop("OMP_WAIT_POLICY", None)
 
 
+def resnet50(nn, classes=1000):
+    """torchvision's ResNet-50 (v1.5, the stride on each bottleneck's 3x3 convolution), written out here so
+    that the peer needs no torchvision; bench_models.hpp's Resnet50Logits is the same network."""
+
+    def conv_bn(inputs, outputs, kernel, stride, relu=True):
+        layers = [nn.Conv2d(inputs, outputs, kernel, stride, padding=kernel // 2, bias=False),
+                  nn.BatchNorm2d(outputs, eps=1e-5, momentum=0.1)]
+        return nn.Sequential(*layers, nn.ReLU(inplace=True)) if relu else nn.Sequential(*layers)
+
+    class Bottleneck(nn.Module):
+        def __init__(self, inputs, width, stride):
+            super().__init__()
+            self.body = nn.Sequential(conv_bn(inputs, width, 1, 1), conv_bn(width, width, 3, stride),
+                                      conv_bn(width, 4 * width, 1, 1, relu=False))
+            self.shortcut = (conv_bn(inputs, 4 * width, 1, stride, relu=False)
+                             if stride != 1 or inputs != 4 * width else nn.Identity())
+            self.relu = nn.ReLU(inplace=True)
+
+        def forward(self, x):
+            return self.relu(self.body(x) + self.shortcut(x))
+
+    layers = [conv_bn(3, 64, 7, 2), nn.MaxPool2d(3, 2, padding=1)]
+    channels = 64
+    for stage, (blocks, width) in enumerate(((3, 64), (4, 128), (6, 256), (3, 512))):
+        for block in range(blocks):
+            layers.append(Bottleneck(channels, width, 2 if block == 0 and stage > 0 else 1))
+            channels = 4 * width
+    fc = nn.Linear(channels, classes)
+    nn.init.normal_(fc.weight, 0.0, 0.01)
+    nn.init.zeros_(fc.bias)
+    return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), fc)
+
+
 def build_model(name, nn):
+    if name == "resnet50":
+        return resnet50(nn)
     if name == "mlp":
         return nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 10))
     return nn.Sequential(

@@ -1,9 +1,12 @@
-// Train steps and inference calls per second of the seeds' MNIST MLP or LeNet (bench_models.hpp)
-// through Weir's C++ API, on random data, batch 100. Timed loops: sync train calls (1 in flight),
-// async train calls (up to 8 in flight, then Sync) and sync inference calls (logits -> argmax).
-// The PyTorch peer is bench/pytorch_models.py; bench/compare_pytorch.py runs both.
+// Train steps and inference calls per second of the seeds' MNIST MLP or LeNet, or of ResNet-50
+// (bench_models.hpp), through Weir's C++ API, on random data (MNIST models: batch 100; ResNet-50: batch
+// 64 of 224x224 images). Timed loops: sync train calls (1 in flight), async train calls (up to 8 in
+// flight, then Sync) and sync inference calls (logits -> argmax).
+// The PyTorch peer is bench/pytorch_models.py; bench/compare_pytorch.py runs both on the CPU,
+// bench/gpu_step.py on a GPU.
 //
-// Usage: train_step [--model mlp|lenet] [--steps N] [--repeats R] [--warmup W]
+// Usage: train_step [--model mlp|lenet|resnet50] [--batch B] [--image-size S] (resnet50 only)
+//                   [--steps N] [--repeats R] [--warmup W]
 //                   [--scheduler-threads T] (0 = default) [--no-async] [--profile]
 //                   [--gpu] [--no-stream-graphs] [--copy-streams] [--nchw | --nhwc] [--amp] [--tf32] [--no-infer]
 //                   [--trace FILE]
@@ -47,7 +50,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-using bench::kBatch;
 using bench::MeanLoss;
 // Distinct random batches, cycled, so consecutive steps do not see the same data.
 constexpr int kPoolBatches = 8;
@@ -55,9 +57,11 @@ constexpr int kMaxCallsInFlight = 8;
 
 struct Args {
   std::string model = "mlp";
-  int steps = -1;    // -1: 200 for the MLP, 20 for LeNet
+  int batch = 0;       // 0: the model's
+  int image_size = 0;  // 0: the model's
+  int steps = -1;    // -1: 200 for the MLP, 20 for LeNet, 10 for ResNet-50
   int repeats = 5;
-  int warmup = -1;   // -1: max(steps / 5, 20 for the MLP, 3 for LeNet)
+  int warmup = -1;   // -1: max(steps / 5, 20 for the MLP, 3 otherwise)
   int scheduler_threads = 0;
   bool async = true;
   bool profile = false;
@@ -98,6 +102,8 @@ Args Parse(int argc, char** argv) {
     if (i + 1 >= argc) throw std::invalid_argument(fmt::format("flag {} needs a value", flag));
     const std::string value = argv[++i];
     if (flag == "--model") args.model = value;
+    else if (flag == "--batch") args.batch = std::stoi(value);
+    else if (flag == "--image-size") args.image_size = std::stoi(value);
     else if (flag == "--steps") args.steps = std::stoi(value);
     else if (flag == "--repeats") args.repeats = std::stoi(value);
     else if (flag == "--warmup") args.warmup = std::stoi(value);
@@ -106,11 +112,9 @@ Args Parse(int argc, char** argv) {
     else throw std::invalid_argument(fmt::format("unknown flag {}", flag));
   }
   if (args.nchw && args.nhwc) throw std::invalid_argument("--nchw and --nhwc: expected one of them, got both");
-  if (args.model != "mlp" && args.model != "lenet") {
-    throw std::invalid_argument(fmt::format("--model: expected mlp or lenet, got {}", args.model));
-  }
+  bench::SpecOf(args.model, args.batch, args.image_size);  // throws on a bad model, batch or size
   const bool mlp = args.model == "mlp";
-  if (args.steps == -1) args.steps = mlp ? 200 : 20;
+  if (args.steps == -1) args.steps = mlp ? 200 : args.model == "lenet" ? 20 : 10;
   if (args.steps < 1 || args.repeats < 1 || args.scheduler_threads < 0) {
     throw std::invalid_argument(fmt::format("--steps, --repeats must be >= 1, --scheduler-threads >= 0; got {}, {}, {}",
                                             args.steps, args.repeats, args.scheduler_threads));
@@ -124,19 +128,19 @@ struct Batch {
   weir::Tensor labels;
 };
 
-// Images uniform in [0, 1), labels uniform in [0, 10).
-std::vector<Batch> RandomBatches() {
+// Images uniform in [0, 1), labels uniform in [0, classes).
+std::vector<Batch> RandomBatches(const bench::ModelSpec& spec) {
   std::mt19937 random(1234);
   std::uniform_real_distribution<float> pixel(0.f, 1.f);
-  std::uniform_int_distribution<std::int32_t> label(0, 9);
+  std::uniform_int_distribution<std::int32_t> label(0, static_cast<std::int32_t>(spec.classes - 1));
   std::vector<Batch> batches;
   for (int b = 0; b < kPoolBatches; ++b) {
-    Batch batch{weir::Tensor(weir::Shape{kBatch, 1, 28, 28}, weir::DType::kF32),
-                weir::Tensor(weir::Shape{kBatch}, weir::DType::kI32)};
+    Batch batch{weir::Tensor(bench::ImagesShape(spec), weir::DType::kF32),
+                weir::Tensor(weir::Shape{spec.batch}, weir::DType::kI32)};
     float* images = batch.images.Data<float>();
     for (std::int64_t i = 0; i < batch.images.NumElements(); ++i) images[i] = pixel(random);
     std::int32_t* labels = batch.labels.Data<std::int32_t>();
-    for (int i = 0; i < kBatch; ++i) labels[i] = label(random);
+    for (std::int64_t i = 0; i < spec.batch; ++i) labels[i] = label(random);
     batches.push_back(std::move(batch));
   }
   return batches;
@@ -145,8 +149,8 @@ std::vector<Batch> RandomBatches() {
 // The three timed loops; each returns seconds for `calls` calls.
 class Runner {
  public:
-  Runner(weir::Session& session, const weir::Job& train, const weir::Job& infer)
-      : session_(session), train_(train), infer_(infer), batches_(RandomBatches()) {}
+  Runner(weir::Session& session, const bench::ModelSpec& spec, const weir::Job& train, const weir::Job& infer)
+      : session_(session), batch_(spec.batch), train_(train), infer_(infer), batches_(RandomBatches(spec)) {}
 
   double TrainSync(int calls) {
     const auto start = Clock::now();
@@ -180,7 +184,7 @@ class Runner {
     for (int i = 0; i < calls; ++i) {
       const Batch& batch = batches_[static_cast<std::size_t>(i % kPoolBatches)];
       const weir::Outputs out = session_.Call(infer_, {batch.images});
-      if (out["predictions"].NumElements() != kBatch) throw std::runtime_error("inference: wrong output size");
+      if (out["predictions"].NumElements() != batch_) throw std::runtime_error("inference: wrong output size");
     }
     return std::chrono::duration<double>(Clock::now() - start).count();
   }
@@ -189,6 +193,7 @@ class Runner {
 
  private:
   weir::Session& session_;
+  std::int64_t batch_;
   const weir::Job& train_;
   const weir::Job& infer_;
   std::vector<Batch> batches_;
@@ -227,8 +232,9 @@ int main(int argc, char** argv) try {
     mixed = weir::JobConfig::MixedPrecision{.dtype = *dtype, .device = device};
   }
   const bool channels_last = args.nhwc || (!args.nchw && !args.gpu);
-  const weir::Job train = bench::TrainJob(args.model, channels_last, mixed);
-  const weir::Job infer = bench::InferJob(args.model, channels_last, mixed);
+  const bench::ModelSpec spec = bench::SpecOf(args.model, args.batch, args.image_size);
+  const weir::Job train = bench::TrainJob(spec, channels_last, mixed);
+  const weir::Job infer = bench::InferJob(spec, channels_last, mixed);
   weir::SessionOptions options;
   options.scheduler_threads = args.scheduler_threads;
   options.max_calls_in_flight = kMaxCallsInFlight;
@@ -241,7 +247,7 @@ int main(int argc, char** argv) try {
   weir::Session session(options);
   session.Compile(train);
   if (args.infer) session.Compile(infer);
-  Runner runner(session, train, infer);
+  Runner runner(session, spec, train, infer);
 
   runner.TrainSync(args.warmup);
   if (args.async) runner.TrainAsync(args.warmup);
@@ -273,12 +279,13 @@ int main(int argc, char** argv) try {
   const double steps = args.steps;
   const double sync_s = Median(train_sync);
   const std::string threads = args.scheduler_threads == 0 ? "default" : std::to_string(args.scheduler_threads);
-  fmt::print("weir train_step {}: batch {}, {} steps per run, median of {} runs, scheduler threads {}\n", args.model,
-             kBatch, args.steps, args.repeats, threads);
+  fmt::print("weir train_step {}: batch {} of {}x{}, {} steps per run, median of {} runs, scheduler threads {}\n",
+             args.model, spec.batch, spec.image_size, spec.image_size, args.steps, args.repeats, threads);
   fmt::print("{:<28} {:>10} {:>10}\n", "", "per s", "ms");
   const double host_s = Median(host_sync);
   fmt::print("{:<28} {:>10.1f} {:>10.3f}\n", "train step, sync", steps / sync_s, 1e3 * sync_s / steps);
   fmt::print("{:<28} {:>10} {:>10.3f}\n", "host CPU per sync step", "", 1e3 * host_s / steps);
+  fmt::print("{:<28} {:>10.1f}\n", "images per s, sync", steps * static_cast<double>(spec.batch) / sync_s);
   std::string async_json;
   if (args.async) {
     const double async_s = Median(train_async);
@@ -294,11 +301,11 @@ int main(int argc, char** argv) try {
                              1e3 * infer_s / steps);
   }
   fmt::print(
-      "{{\"bench\": \"train_step\", \"impl\": \"weir_cpp\", \"model\": \"{}\", \"batch\": {}, \"steps\": {}, "
+      "{{\"bench\": \"train_step\", \"impl\": \"weir_cpp\", \"model\": \"{}\", \"batch\": {}, \"image_size\": {}, \"steps\": {}, "
       "\"repeats\": {}, \"scheduler_threads\": {}, \"device\": \"{}\", \"stream_graphs\": {}, \"train_steps_per_s\": {:.2f}, "
       "\"train_ms_per_step\": {:.4f}, \"host_us_per_step\": {:.2f}, "
       "{}{}\"final_loss\": {:.4f}, \"peak_rss_mb\": {:.1f}}}\n",
-      args.model, kBatch, args.steps, args.repeats, args.scheduler_threads, args.gpu ? "gpu" : "cpu",
+      args.model, spec.batch, spec.image_size, args.steps, args.repeats, args.scheduler_threads, args.gpu ? "gpu" : "cpu",
       args.stream_graphs, steps / sync_s, 1e3 * sync_s / steps, 1e6 * host_s / steps,
       async_json, infer_json, runner.LastLoss(), PeakRssMb());
   return 0;

@@ -521,9 +521,11 @@ std::vector<Sample> Samples() {
       }
     }
   }
-  // Batch norm around channels first, channels last and of a matrix; training and inference.
+  // Batch norm around channels first, channels last and of a matrix; training and inference; the
+  // last two shapes split each channel over several blocks (7 and 2 of them).
   // (Not empty: the CPU's f32 and f64 kernels disagree on an empty batch's statistics.)
-  for (const auto& [x, axis] : {std::pair{Shape{4, 3, 5, 6}, 1}, std::pair{Shape{4, 5, 6, 3}, -1}, std::pair{Shape{9, 7}, 1}}) {
+  for (const auto& [x, axis] : {std::pair{Shape{4, 3, 5, 6}, 1}, std::pair{Shape{4, 5, 6, 3}, -1}, std::pair{Shape{9, 7}, 1},
+                                std::pair{Shape{8, 4, 40, 40}, 1}, std::pair{Shape{6, 20, 20, 3}, -1}}) {
     const int a = axis < 0 ? axis + x.Rank() : axis;
     for (DType dtype : {DType::kF32, DType::kF64}) {
       const TensorMeta data{x, dtype}, channel{Shape{x[a]}, dtype};

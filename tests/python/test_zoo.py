@@ -45,3 +45,22 @@ def test_wide_and_deep_learns_synthetic_clicks_from_ofrecords(tmp_path):
     match = re.search(r"^auc: (\S+) \(ceiling (\S+)\)$", result.stdout, re.MULTILINE)
     auc, ceiling = float(match.group(1)), float(match.group(2))
     assert auc > 0.8 and ceiling - auc < 0.08, result.stdout
+
+
+def test_the_model_zoo_benchmark_runs():
+    """bench/model_zoo.py (ResNet-50, Weir through bench/train_step against PyTorch) at a toy size on the
+    CPU: the program a GPU day runs keeps working, and both sides train the same network."""
+    import json
+
+    binary = os.path.join(os.environ.get("WEIR_BUILD", os.path.join(ROOT, "build")), "bench", "train_step")
+    assert os.access(binary, os.X_OK), f"{binary}: build it first (make build), or set WEIR_BUILD"
+    result = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "bench", "model_zoo.py"), "--image-size", "32",
+                             "--batch", "2", "--steps", "1", "--repeats", "1", "--warmup", "1", "--weir-binary", binary,
+                             "--kinds", "weir,torch-eager,torch-compile"], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    summary = json.loads(result.stdout.splitlines()[-1])
+    rows = summary["rows"]
+    assert rows["weir"]["step_ms"] > 0 and rows["weir"]["model"] == "resnet50", rows["weir"]
+    assert rows["weir"]["batch"] == 2 and rows["weir"]["image_size"] == 32
+    for kind in ("torch-eager", "torch-compile"):  # Debian's torch 1.13 has no torch.compile
+        assert "step_ms" in rows[kind] or "skipped" in rows[kind], (kind, rows[kind])
