@@ -1,29 +1,39 @@
 #!/usr/bin/python3
-"""ResNet-50 training throughput: Weir against PyTorch eager and torch.compile, on the CPU or one GPU.
+"""ResNet-50 and BERT-base training and inference: Weir against PyTorch eager and torch.compile, on the
+CPU or one GPU.
 
-    /usr/bin/python3 bench/model_zoo.py [--device cpu|gpu] [--batch B] [--image-size S]
-        [--steps N] [--repeats R] [--warmup W] [--kinds K,...] [--weir-binary build/bench/train_step]
-        [--torch-python PYTHON] [--compile-mode default|reduce-overhead|max-autotune|...]
+    /usr/bin/python3 bench/model_zoo.py [--device cpu|gpu] [--models resnet50,bert] [--batch B]
+        [--image-size S] [--seq L] [--steps N] [--repeats R] [--warmup W] [--kinds K,...]
+        [--weir-binary build/bench/train_step] [--weir-python .venv/bin/python] [--torch-python PYTHON]
+        [--compile-mode default|reduce-overhead|max-autotune|...] [--cpus 0-1]
 
-Both sides train the same network (torchvision's ResNet-50 v1.5: bench_models.hpp's Resnet50Logits
-through Weir's C++ API, bench/pytorch_models.py's resnet50 for PyTorch) with SGD lr 0.1 momentum 0.9
-and the softmax cross entropy over 1000 classes, on random images. Each step takes its batch from
-host memory (Weir: a sync call on host tensors; PyTorch: a copy from pinned memory, non-blocking, as
-a DataLoader with pin_memory feeds it) and returns its loss to the host. Per row, over --repeats
-blocks of --steps steps after --warmup: the median images/s and step time, and the FLOP rate that
-makes (3x the forward pass's multiply-adds, 2 FLOP each).
+Both sides train the same networks on random data:
+- resnet50: torchvision's ResNet-50 v1.5 (bench_models.hpp's Resnet50Logits through Weir's C++ API,
+  bench/train_step; bench/pytorch_models.py's resnet50 for PyTorch), 224x224 images, 1000 classes, SGD
+  lr 0.1 momentum 0.9. Inference: the logits' argmax.
+- bert: BERT-base pretraining (examples/python/zoo/bert.py through Weir's Python API;
+  bench/pytorch_models.py's bert_pretraining), 12 layers of 768, sequences of 128 with 20 masked-LM
+  predictions and next-sentence prediction, dropout 0.1, AdamW (lr 1e-4, weight decay 0.01 but on
+  biases and layer norms). Inference: the pooled output of the encoder.
+Each train step takes its batch from host memory (Weir: a sync call on host tensors; PyTorch on a GPU:
+a copy from pinned memory, non-blocking, as a DataLoader with pin_memory feeds it) and returns its loss
+to the host; each inference call returns its result to the host. Per row, over --repeats blocks of
+--steps calls after --warmup: the median examples/s of training and of inference, the train step's time,
+and the FLOP rate training makes (3x the forward pass's multiply-adds, 2 FLOP each).
 
 Rows (--kinds): weir, torch-eager, torch-compile (torch.compile(model, mode=--compile-mode); its
 compilation happens in the warm-up, outside the timed blocks); on a GPU also weir-tf32,
 torch-eager-tf32, torch-compile-tf32 (f32 products on TF32 tensor cores on both sides) and weir-amp,
-torch-eager-amp, torch-compile-amp (f16 mixed precision: Weir's JobConfig::mixed_precision, PyTorch's
-torch.autocast; neither scales the loss). Without a suffix, both sides compute in strict FP32.
+torch-eager-amp, torch-compile-amp (f16 mixed precision: Weir's mixed precision, PyTorch's
+torch.autocast; neither scales the loss). Without a suffix, both sides compute in strict FP32. Weir's
+BERT rows need its Python bindings (--weir-python); a GPU machine that has only the C++ bundle skips them.
 
-On the CPU each side runs pinned to the same cores (--cpus, default all), PyTorch with the
+On the CPU each side runs on the same cores (--cpus pins both; default all), PyTorch with the
 workplace's OpenBLAS hints removed (they slow it), and the measured sgemm peak says how close each side
 comes to the machine's limit. Each row is its own process, bounded by --worker-timeout. Last line: JSON.
 """
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -31,40 +41,60 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import benchlib  # noqa: E402  (bench/ is not a package)
 
 KINDS = ("weir", "weir-tf32", "weir-amp", "torch-eager", "torch-eager-tf32", "torch-eager-amp",
          "torch-compile", "torch-compile-tf32", "torch-compile-amp")
-DEFAULTS = {"cpu": {"batch": 8, "steps": 3, "repeats": 3, "warmup": 2, "kinds": "weir,torch-eager,torch-compile"},
-            "gpu": {"batch": 64, "steps": 20, "repeats": 3, "warmup": 5,
+MODELS = ("resnet50", "bert")
+DEFAULTS = {"cpu": {"steps": 3, "repeats": 3, "warmup": 2, "kinds": "weir,torch-eager,torch-compile"},
+            "gpu": {"steps": 20, "repeats": 3, "warmup": 5,
                     "kinds": "weir,torch-eager,torch-compile,weir-tf32,torch-eager-tf32,torch-compile-tf32,"
                              "weir-amp,torch-eager-amp,torch-compile-amp"}}
+BATCH = {("resnet50", "cpu"): 8, ("resnet50", "gpu"): 64, ("bert", "cpu"): 8, ("bert", "gpu"): 32}
+BERT = {"vocab_size": 30522, "hidden": 768, "layers": 12, "heads": 12, "intermediate": 3072, "max_position": 512}
+PREDICTIONS = 20  # masked-LM predictions per sequence, as BERT's pretraining data has
 POOL_BATCHES = 4  # distinct random batches, cycled
+EXAMPLES = {"resnet50": "images", "bert": "sequences"}
 
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
-    parser.add_argument("--batch", type=int)
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--batch", type=int, help="default: resnet50 8 (CPU) / 64 (GPU), bert 8 / 32")
     parser.add_argument("--image-size", type=int, default=224)
+    parser.add_argument("--seq", type=int, default=128)
+    parser.add_argument("--bert-layers", type=int, default=BERT["layers"], help="BERT's encoder layers (BERT-base: 12)")
     parser.add_argument("--steps", type=int)
     parser.add_argument("--repeats", type=int)
     parser.add_argument("--warmup", type=int)
     parser.add_argument("--kinds", help="rows to run, of " + ",".join(KINDS))
-    parser.add_argument("--weir-binary", default=os.path.join(os.path.dirname(HERE), "build", "bench", "train_step"))
+    parser.add_argument("--weir-binary", default=os.path.join(ROOT, "build", "bench", "train_step"))
+    parser.add_argument("--weir-python", default=os.path.join(ROOT, ".venv", "bin", "python"))
     parser.add_argument("--torch-python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable)
     parser.add_argument("--compile-mode", default="default", help="torch.compile's mode")
     parser.add_argument("--cpus", help="CPU only: the cores both sides run on, e.g. 0 or 0-1 (default: all)")
     parser.add_argument("--worker-timeout", type=float, default=900, help="seconds each row's process may run")
-    parser.add_argument("--worker", choices=[kind for kind in KINDS if kind.startswith("torch")], help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=KINDS, help=argparse.SUPPRESS)
+    parser.add_argument("--model", choices=MODELS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     for name, value in DEFAULTS[args.device].items():
         if getattr(args, name) is None:
             setattr(args, name, value)
-    if args.batch < 1 or args.steps < 1 or args.repeats < 1 or args.warmup < 1 or args.image_size < 32:
-        parser.error(f"--batch, --steps, --repeats, --warmup must be >= 1 and --image-size >= 32; got {args.batch}, "
-                     f"{args.steps}, {args.repeats}, {args.warmup}, {args.image_size}")
+    models = args.models.split(",")
+    if set(models) - set(MODELS):
+        parser.error(f"--models: expected some of {','.join(MODELS)}, got {args.models}")
+    if (args.batch is not None and args.batch < 1) or args.steps < 1 or args.repeats < 1 or args.warmup < 1:
+        parser.error(f"--batch, --steps, --repeats, --warmup must be >= 1; got {args.batch}, {args.steps}, "
+                     f"{args.repeats}, {args.warmup}")
+    if args.bert_layers < 1:
+        parser.error(f"--bert-layers must be >= 1, got {args.bert_layers}")
+    BERT["layers"] = args.bert_layers
+    if args.image_size < 32 or not PREDICTIONS < args.seq <= BERT["max_position"]:
+        parser.error(f"--image-size must be >= 32 and --seq in [{PREDICTIONS + 1}, {BERT['max_position']}]; got "
+                     f"{args.image_size}, {args.seq}")
     kinds = args.kinds.split(",")
     unknown = set(kinds) - set(KINDS)
     if unknown:
@@ -85,6 +115,10 @@ def parse_cpus(parser, text):
             parser.error(f"--cpus: expected cores like 0 or 0-1 or 0,2, got {text}")
         cores.update(range(int(first), int(last or first) + 1))
     return cores
+
+
+def batch_of(model, args):
+    return args.batch or BATCH[model, args.device]
 
 
 def resnet50_forward_macs(size, classes=1000):
@@ -110,7 +144,104 @@ def resnet50_forward_macs(size, classes=1000):
     return macs + channels * classes
 
 
-# --- The PyTorch worker ------------------------------------------------------------------------------
+def bert_forward_macs(seq):
+    """Multiply-adds of one sequence's pretraining forward pass: the layers' products, attention's two
+    batched products, the pooler, the masked-LM head over its predictions and the next-sentence head."""
+    hidden, intermediate = BERT["hidden"], BERT["intermediate"]
+    per_layer = seq * (4 * hidden * hidden + 2 * hidden * intermediate) + 2 * seq * seq * hidden
+    head = PREDICTIONS * (hidden * hidden + hidden * BERT["vocab_size"]) + hidden * hidden + 2 * hidden
+    return BERT["layers"] * per_layer + head
+
+
+def train_flop(model, args):
+    macs = resnet50_forward_macs(args.image_size) if model == "resnet50" else bert_forward_macs(args.seq)
+    return 3 * 2 * macs  # forward, and backward's two products
+
+
+# --- The workers -------------------------------------------------------------------------------------
+
+def timed_blocks(call, args):
+    """Runs call(i) --warmup times (returns the seconds that took), then --repeats blocks of --steps;
+    returns (warm-up s, median s a call, the last call's result)."""
+    start = time.perf_counter()
+    for i in range(args.warmup):
+        call(i)
+    warmup_s = time.perf_counter() - start
+    blocks = []
+    for _ in range(args.repeats):
+        start = time.perf_counter()
+        for i in range(args.steps):
+            result = call(i)
+        blocks.append((time.perf_counter() - start) / args.steps)
+    return warmup_s, statistics.median(blocks), result
+
+
+def numpy_bert_batches(batch, seq):
+    """POOL_BATCHES tuples (ids, mask, segments, positions, label_ids, label_weights, next_sentence_labels)
+    of random numpy arrays: every token real, the second half of each sequence segment 1."""
+    import numpy as np
+
+    rng = np.random.default_rng(1234)
+    segments = (np.arange(seq)[None, :] >= seq // 2).repeat(batch, 0).astype(np.int32)
+    batches = []
+    for _ in range(POOL_BATCHES):
+        positions = np.sort([rng.choice(np.arange(1, seq), PREDICTIONS, replace=False) for _ in range(batch)], axis=1)
+        batches.append((rng.integers(4, BERT["vocab_size"], (batch, seq), dtype=np.int32), np.ones((batch, seq), np.int32),
+                        segments, positions.astype(np.int32),
+                        rng.integers(4, BERT["vocab_size"], (batch, PREDICTIONS), dtype=np.int32),
+                        np.ones((batch, PREDICTIONS), np.float32), rng.integers(0, 2, (batch, 1), dtype=np.int32)))
+    return batches
+
+
+def weir_bert_worker(args):
+    """Weir's BERT row through its Python API (examples/python/zoo/bert.py)."""
+    import weir as flow
+    import weir.typing as tp
+
+    sys.path.insert(0, os.path.join(ROOT, "examples", "python", "zoo"))
+    from bert import BertConfig, bert, pretraining_losses
+
+    if args.device == "gpu":
+        if flow.visible_gpus() == 0:
+            print(json.dumps({"skipped": "no GPU visible to Weir"}))
+            return
+        flow.config.gpu_device_num(1)
+        flow.config.enable_tensor_float_32_compute(args.worker == "weir-tf32")
+    config = BertConfig(vocab_size=BERT["vocab_size"], hidden_size=BERT["hidden"], num_layers=BERT["layers"],
+                        num_heads=BERT["heads"], intermediate_size=BERT["intermediate"],
+                        max_position=BERT["max_position"])
+    batch, seq = batch_of("bert", args), args.seq
+    function_config = flow.FunctionConfig()
+    function_config.enable_auto_mixed_precision(args.worker == "weir-amp")
+    ints = flow.int32
+
+    @flow.global_function(type="train", function_config=function_config)
+    def train(ids: tp.Numpy.Placeholder((batch, seq), dtype=ints), mask: tp.Numpy.Placeholder((batch, seq), dtype=ints),
+              segments: tp.Numpy.Placeholder((batch, seq), dtype=ints),
+              positions: tp.Numpy.Placeholder((batch, PREDICTIONS), dtype=ints),
+              label_ids: tp.Numpy.Placeholder((batch, PREDICTIONS), dtype=ints),
+              label_weights: tp.Numpy.Placeholder((batch, PREDICTIONS)),
+              next_sentence_labels: tp.Numpy.Placeholder((batch, 1), dtype=ints)) -> tp.Numpy:
+        sequence, pooled, words = bert(ids, mask, segments, config, training=True)
+        lm_loss, nsp_loss, _ = pretraining_losses(sequence, pooled, words, positions, label_ids, label_weights,
+                                                  next_sentence_labels, config)
+        loss = lm_loss + nsp_loss
+        flow.optimizer.AdamW(flow.optimizer.PiecewiseConstantScheduler([], [1e-4]), weight_decay=0.01,
+                             weight_decay_excludes=["bias", "LayerNorm"], epsilon=1e-6).minimize(loss)
+        return loss
+
+    @flow.global_function(type="predict", function_config=function_config)
+    def infer(ids: tp.Numpy.Placeholder((batch, seq), dtype=ints), mask: tp.Numpy.Placeholder((batch, seq), dtype=ints),
+              segments: tp.Numpy.Placeholder((batch, seq), dtype=ints)) -> tp.Numpy:
+        return bert(ids, mask, segments, config, training=False)[1]
+
+    batches = numpy_bert_batches(batch, seq)
+    warmup_s, step_s, loss = timed_blocks(lambda i: float(train(*batches[i % POOL_BATCHES])), args)
+    _, infer_s, pooled = timed_blocks(lambda i: infer(*batches[i % POOL_BATCHES][:3]), args)
+    if loss != loss or pooled.shape != (batch, BERT["hidden"]):
+        sys.exit(f"model_zoo: Weir's BERT gave loss {loss}, pooled output {pooled.shape}")
+    print(json.dumps({"step_ms": 1e3 * step_s, "infer_ms": 1e3 * infer_s, "warmup_s": warmup_s, "loss": loss}))
+
 
 def torch_worker(args):
     try:
@@ -122,9 +253,12 @@ def torch_worker(args):
     if args.device == "gpu" and not torch.cuda.is_available():
         print(json.dumps({"skipped": "no GPU visible to torch"}))
         return
-    from pytorch_models import resnet50
+    from pytorch_models import bert_pretraining, resnet50
 
-    kind = args.worker
+    kind, bert = args.worker, args.model == "bert"
+    if kind.startswith("torch-compile") and not hasattr(torch, "compile"):
+        print(json.dumps({"skipped": f"torch {torch.__version__} has no torch.compile"}))
+        return
     tf32, amp = kind.endswith("-tf32"), kind.endswith("-amp")
     torch.manual_seed(1234)
     if args.device == "cpu":
@@ -133,67 +267,80 @@ def torch_worker(args):
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.benchmark = True  # the fastest algorithm per shape, as Weir times its own
     device = torch.device("cuda" if args.device == "gpu" else "cpu")
-    model = resnet50(nn).to(device)
+    batch = batch_of(args.model, args)
+    model = (bert_pretraining(torch, nn, **BERT) if bert else resnet50(nn)).to(device)
+    if bert:
+        decay = [p for n, p in model.named_parameters() if "norm" not in n and not n.endswith("bias")]
+        rest = [p for n, p in model.named_parameters() if "norm" in n or n.endswith("bias")]
+        optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": rest, "weight_decay": 0.0}],
+                                      lr=1e-4, eps=1e-6)
+        batches = [tuple(torch.from_numpy(a) for a in b) for b in numpy_bert_batches(batch, args.seq)]
+    else:
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        batches = [(torch.rand(batch, 3, args.image_size, args.image_size),
+                    torch.randint(0, 1000, (batch,), dtype=torch.int64)) for _ in range(POOL_BATCHES)]
+    if device.type == "cuda":
+        batches = [tuple(t.pin_memory() for t in b) for b in batches]
+    compiled = model
     if kind.startswith("torch-compile"):
-        if not hasattr(torch, "compile"):
-            print(json.dumps({"skipped": f"torch {torch.__version__} has no torch.compile"}))
-            return
-        model = torch.compile(model, mode=None if args.compile_mode == "default" else args.compile_mode)
+        compiled = torch.compile(model, mode=None if args.compile_mode == "default" else args.compile_mode)
     loss_fn = nn.CrossEntropyLoss(reduction="mean")
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    pin = device.type == "cuda"
-    batches = [(torch.rand(args.batch, 3, args.image_size, args.image_size).pin_memory() if pin else
-                torch.rand(args.batch, 3, args.image_size, args.image_size),
-                torch.randint(0, 1000, (args.batch,), dtype=torch.int64)) for _ in range(POOL_BATCHES)]
+
+    def autocast():
+        return torch.autocast(device.type, dtype=torch.float16) if amp else contextlib.nullcontext()
+
+    def on_device(i):
+        return [t.to(device, non_blocking=True) for t in batches[i % POOL_BATCHES]]
 
     def step(i):
-        images, labels = batches[i % POOL_BATCHES]
-        images, labels = images.to(device, non_blocking=True), labels.to(device, non_blocking=True)
+        inputs = on_device(i)
         optimizer.zero_grad(set_to_none=True)
-        if amp:
-            with torch.autocast(device.type, dtype=torch.float16):
-                loss = loss_fn(model(images), labels)
-        else:
-            loss = loss_fn(model(images), labels)
+        with autocast():
+            loss = compiled(*inputs) if bert else loss_fn(compiled(inputs[0]), inputs[1])
         loss.backward()
         optimizer.step()
         return loss.item()
 
-    start = time.perf_counter()
-    for i in range(args.warmup):
-        step(i)
-    warmup_s = time.perf_counter() - start
-    blocks = []
-    for _ in range(args.repeats):
-        start = time.perf_counter()
-        for i in range(args.steps):
-            loss = step(i)
-        blocks.append((time.perf_counter() - start) / args.steps)
+    def infer(i):
+        inputs = on_device(i)
+        with torch.no_grad(), autocast():
+            result = model.encode(*inputs[:3]) if bert else compiled(inputs[0]).argmax(1)
+        return result.cpu()
+
+    model.train()
+    warmup_s, step_s, loss = timed_blocks(step, args)
+    model.eval()
+    _, infer_s, _ = timed_blocks(infer, args)
     if loss != loss:
         sys.exit("model_zoo: PyTorch's loss is NaN")
-    print(json.dumps({"step_ms": 1e3 * statistics.median(blocks), "warmup_s": warmup_s, "loss": loss,
+    print(json.dumps({"step_ms": 1e3 * step_s, "infer_ms": 1e3 * infer_s, "warmup_s": warmup_s, "loss": loss,
                       "torch": torch.__version__, "threads": torch.get_num_threads(),
                       "cudnn": torch.backends.cudnn.version() if device.type == "cuda" else None}))
 
 
 # --- The driver --------------------------------------------------------------------------------------
 
-def weir_argv(kind, args):
-    argv = [args.weir_binary, "--model", "resnet50", "--batch", str(args.batch), "--image-size", str(args.image_size),
-            "--steps", str(args.steps), "--repeats", str(args.repeats), "--warmup", str(args.warmup),
-            "--no-async", "--no-infer"]
-    if args.device == "gpu":
-        argv += ["--gpu"] + {"weir-tf32": ["--tf32"], "weir-amp": ["--amp"]}.get(kind, [])
-    return argv
+def worker_argv(python, kind, model, args):
+    return [python, os.path.abspath(__file__), "--worker", kind, "--model", model, "--device", args.device,
+            "--batch", str(batch_of(model, args)), "--image-size", str(args.image_size), "--seq", str(args.seq),
+            "--bert-layers", str(args.bert_layers), "--steps", str(args.steps), "--repeats", str(args.repeats),
+            "--warmup", str(args.warmup), "--compile-mode", args.compile_mode]
 
 
-def run_row(kind, args):
-    if kind.startswith("weir"):
-        argv, unset = weir_argv(kind, args), ()
+def run_row(kind, model, args):
+    unset = ()
+    if kind.startswith("weir") and model == "resnet50":
+        argv = [args.weir_binary, "--model", "resnet50", "--batch", str(batch_of(model, args)), "--image-size",
+                str(args.image_size), "--steps", str(args.steps), "--repeats", str(args.repeats), "--warmup",
+                str(args.warmup), "--no-async"]
+        if args.device == "gpu":
+            argv += ["--gpu"] + {"weir-tf32": ["--tf32"], "weir-amp": ["--amp"]}.get(kind, [])
+    elif kind.startswith("weir"):
+        if not os.access(args.weir_python, os.X_OK):
+            return {"skipped": f"Weir's BERT runs through its Python bindings: no {args.weir_python}"}
+        argv = worker_argv(args.weir_python, kind, model, args)
     else:
-        argv = [args.torch_python, os.path.abspath(__file__), "--worker", kind, "--device", args.device,
-                "--batch", str(args.batch), "--image-size", str(args.image_size), "--steps", str(args.steps),
-                "--repeats", str(args.repeats), "--warmup", str(args.warmup), "--compile-mode", args.compile_mode]
+        argv = worker_argv(args.torch_python, kind, model, args)
         # PyTorch finds its own cuDNN (its wheel's, which it was built against), not the one a GPU check put
         # on the library path for Weir.
         unset = benchlib.OPENBLAS_HINTS + ("LD_LIBRARY_PATH",)
@@ -201,8 +348,9 @@ def run_row(kind, args):
         row = benchlib.run_process(argv, timeout=args.worker_timeout, unset=unset, cpus=args.cpu_set)
     except benchlib.ProcessFailed as error:
         return {"error": str(error)[-1500:]}
-    if kind.startswith("weir") and "train_ms_per_step" in row:
+    if "train_ms_per_step" in row:  # bench/train_step's figures
         row["step_ms"], row["loss"] = row["train_ms_per_step"], row["final_loss"]
+        row["infer_ms"] = row.get("infer_ms_per_call")
     return row
 
 
@@ -217,41 +365,58 @@ def sgemm_peak(args):
         return None
 
 
-def main():
-    args = parse_args()
-    if args.worker:
-        return torch_worker(args)
-    train_flop = 3 * 2 * resnet50_forward_macs(args.image_size)  # forward, and backward's two products
-    print(f"resnet50 on the {args.device}, batch {args.batch} of {args.image_size}x{args.image_size}: median of "
-          f"{args.repeats} blocks of {args.steps} steps after {args.warmup}; {train_flop / 1e9:.1f} GFLOP per image "
-          f"trained; torch.compile mode {args.compile_mode}")
-    peak = sgemm_peak(args) if args.device == "cpu" else None
-    if peak:
-        print(f"  sgemm peak on these cores: {peak:.1f} GFLOP/s")
-    summary = {"bench": "model_zoo", "model": "resnet50", "device": args.device, "batch": args.batch,
-               "image_size": args.image_size, "steps": args.steps, "repeats": args.repeats,
-               "compile_mode": args.compile_mode, "sgemm_gflops": peak, "rows": {}}
-    print(f"  {'':<20} {'images/s':>10} {'step ms':>10} {'GFLOP/s':>10}{'  of peak' if peak else ''}")
+def run_model(model, args, peak, summary):
+    flop = train_flop(model, args)
+    batch = batch_of(model, args)
+    shape = (f"{args.image_size}x{args.image_size} images" if model == "resnet50" else
+             f"sequences of {args.seq}, {args.bert_layers} layers")
+    print(f"{model} on the {args.device}, batch {batch} of {shape}: median of {args.repeats} blocks of {args.steps} "
+          f"calls after {args.warmup}; {flop / 1e9:.1f} GFLOP per example trained", flush=True)
+    what = EXAMPLES[model]
+    print(f"  {'':<20} {f'train {what}/s':>18} {'step ms':>9} {'GFLOP/s':>9}{' of peak' if peak else ''}"
+          f" {f'infer {what}/s':>18}")
+    rows = summary["models"][model] = {}
     for kind in args.kinds.split(","):
-        row = run_row(kind, args)
-        summary["rows"][kind] = row
+        row = rows[kind] = run_row(kind, model, args)
         if "step_ms" not in row:
-            print(f"  {kind:<20} {row.get('skipped') or 'failed: ' + row.get('error', '')[-600:]}")
+            print(f"  {kind:<20} {row.get('skipped') or 'failed: ' + row.get('error', '')[-600:]}", flush=True)
             continue
-        row["images_per_s"] = 1e3 * args.batch / row["step_ms"]
-        row["gflops"] = row["images_per_s"] * train_flop / 1e9
-        share = f"  {row['gflops'] / peak:8.0%}" if peak else ""
-        print(f"  {kind:<20} {row['images_per_s']:>10.1f} {row['step_ms']:>10.2f} {row['gflops']:>10.0f}{share}",
+        row["train_per_s"] = 1e3 * batch / row["step_ms"]
+        row["gflops"] = row["train_per_s"] * flop / 1e9
+        row["infer_per_s"] = 1e3 * batch / row["infer_ms"] if row.get("infer_ms") else None
+        share = f" {row['gflops'] / peak:7.0%}" if peak else ""
+        infer = f"{row['infer_per_s']:>18.1f}" if row["infer_per_s"] else f"{'-':>18}"
+        print(f"  {kind:<20} {row['train_per_s']:>18.1f} {row['step_ms']:>9.1f} {row['gflops']:>9.0f}{share} {infer}",
               flush=True)
-    rows = summary["rows"]
     for suffix in ("", "-tf32", "-amp"):
         ours = rows.get(f"weir{suffix}", {})
         for peer in ("torch-eager", "torch-compile"):
             theirs = rows.get(peer + suffix, {})
             if "step_ms" in ours and "step_ms" in theirs:
-                ratio = theirs["step_ms"] / ours["step_ms"]
-                summary[f"weir_speedup_over_{peer}{suffix}"] = ratio
-                print(f"  Weir{suffix} images/s over {peer}{suffix}: {ratio:.2f}x")
+                train = theirs["step_ms"] / ours["step_ms"]
+                rows[f"weir_train_speedup_over_{peer}{suffix}"] = train
+                line = f"  Weir{suffix} over {peer}{suffix}: training {train:.2f}x"
+                if ours.get("infer_ms") and theirs.get("infer_ms"):
+                    rows[f"weir_infer_speedup_over_{peer}{suffix}"] = theirs["infer_ms"] / ours["infer_ms"]
+                    line += f", inference {theirs['infer_ms'] / ours['infer_ms']:.2f}x"
+                print(line)
+
+
+def main():
+    args = parse_args()
+    if args.worker:
+        if not args.worker.startswith("weir"):
+            return torch_worker(args)
+        return weir_bert_worker(args)
+    peak = sgemm_peak(args) if args.device == "cpu" else None
+    if peak:
+        print(f"sgemm peak on these cores: {peak:.1f} GFLOP/s")
+    summary = {"bench": "model_zoo", "device": args.device, "image_size": args.image_size, "seq": args.seq,
+               "bert_layers": args.bert_layers,
+               "steps": args.steps, "repeats": args.repeats, "compile_mode": args.compile_mode, "sgemm_gflops": peak,
+               "models": {}}
+    for model in args.models.split(","):
+        run_model(model, args, peak, summary)
     print(json.dumps(summary))
 
 

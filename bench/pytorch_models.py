@@ -96,6 +96,84 @@ def resnet50(nn, classes=1000):
     return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), fc)
 
 
+def bert_pretraining(torch, nn, vocab_size=30522, hidden=768, layers=12, heads=12, intermediate=3072,
+                     max_position=512, dropout=0.1):
+    """BERT for pretraining as examples/python/zoo/bert.py builds it (post-norm layers, exact gelu, the
+    masked-LM logits against the word embeddings plus a bias, next-sentence prediction from a tanh
+    pooler over the first token): forward(ids, mask, segments, positions, label_ids, label_weights,
+    next_sentence_labels) -> the summed loss; encode(ids, mask, segments) -> the pooled output."""
+    functional = nn.functional
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.query, self.key, self.value = (nn.Linear(hidden, hidden) for _ in range(3))
+            self.attention_out = nn.Linear(hidden, hidden)
+            self.attention_norm = nn.LayerNorm(hidden, eps=1e-12)
+            self.intermediate = nn.Linear(hidden, intermediate)
+            self.out = nn.Linear(intermediate, hidden)
+            self.out_norm = nn.LayerNorm(hidden, eps=1e-12)
+            self.dropout = nn.Dropout(dropout)
+
+        def forward(self, x, mask_addend):
+            batch, seq, _ = x.shape
+            width = hidden // heads
+
+            def split(t):
+                return t.view(batch, seq, heads, width).transpose(1, 2)
+
+            scores = split(self.query(x)) @ split(self.key(x)).transpose(-1, -2) / width ** 0.5 + mask_addend
+            probabilities = self.dropout(torch.softmax(scores, dim=-1))
+            context = (probabilities @ split(self.value(x))).transpose(1, 2).reshape(batch, seq, hidden)
+            x = self.attention_norm(self.dropout(self.attention_out(context)) + x)
+            return self.out_norm(self.dropout(self.out(functional.gelu(self.intermediate(x)))) + x)
+
+    class Bert(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.words = nn.Embedding(vocab_size, hidden)
+            self.positions = nn.Embedding(max_position, hidden)
+            self.types = nn.Embedding(2, hidden)
+            self.embedding_norm = nn.LayerNorm(hidden, eps=1e-12)
+            self.dropout = nn.Dropout(dropout)
+            self.layers = nn.ModuleList(Layer() for _ in range(layers))
+            self.pooler = nn.Linear(hidden, hidden)
+            self.transform = nn.Linear(hidden, hidden)
+            self.transform_norm = nn.LayerNorm(hidden, eps=1e-12)
+            self.output_bias = nn.Parameter(torch.zeros(vocab_size))
+            self.next_sentence = nn.Linear(hidden, 2)
+            for module in self.modules():
+                if isinstance(module, (nn.Linear, nn.Embedding)):
+                    nn.init.trunc_normal_(module.weight, std=0.02, a=-0.04, b=0.04)
+                if isinstance(module, nn.Linear):
+                    nn.init.zeros_(module.bias)
+
+        def sequence(self, ids, mask, segments):
+            seq = ids.shape[1]
+            x = self.words(ids.long()) + self.types(segments.long()) + self.positions.weight[:seq]
+            x = self.dropout(self.embedding_norm(x))
+            mask_addend = (mask[:, None, None, :].to(x.dtype) - 1.0) * 10000.0
+            for layer in self.layers:
+                x = layer(x, mask_addend)
+            return x, torch.tanh(self.pooler(x[:, 0]))
+
+        def encode(self, ids, mask, segments):
+            return self.sequence(ids, mask, segments)[1]
+
+        def forward(self, ids, mask, segments, positions, label_ids, label_weights, next_sentence_labels):
+            sequence, pooled = self.sequence(ids, mask, segments)
+            picked = torch.gather(sequence, 1, positions.long()[:, :, None].expand(-1, -1, hidden))
+            transformed = self.transform_norm(functional.gelu(self.transform(picked))).reshape(-1, hidden)
+            logits = transformed @ self.words.weight.t() + self.output_bias
+            per_prediction = functional.cross_entropy(logits, label_ids.long().reshape(-1), reduction="none")
+            weights = label_weights.reshape(-1)
+            lm_loss = (per_prediction * weights).sum() / (weights.sum() + 1e-5)
+            nsp_loss = functional.cross_entropy(self.next_sentence(pooled), next_sentence_labels.long().reshape(-1))
+            return lm_loss + nsp_loss
+
+    return Bert()
+
+
 def build_model(name, nn):
     if name == "resnet50":
         return resnet50(nn)

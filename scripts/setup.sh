@@ -8,9 +8,11 @@ packages=(
   libcaf-dev libboost-dev libfmt-dev doctest-dev libdnnl-dev libopenblas-dev zlib1g-dev libgloo-dev libssl-dev libturbojpeg0-dev
   python3-numpy python3-pybind11 pybind11-dev python3-dev python3-pytest python3-mesonpy
   python3-venv python3-pip iproute2
+  python3-torch
 )
-# The PyTorch peer for `make bench`; not needed to build or test.
-if [[ "${WEIR_BENCH_DEPS:-0}" == 1 ]]; then packages+=(python3-torch python3-torchvision); fi
+# PyTorch (above) is the peer the tests check our zoo's models against; `make bench` also times
+# torchvision's data loading.
+if [[ "${WEIR_BENCH_DEPS:-0}" == 1 ]]; then packages+=(python3-torchvision); fi
 
 missing=()
 for package in "${packages[@]}"; do
