@@ -11,8 +11,9 @@ Both sides train the same networks on random data:
 - resnet50: torchvision's ResNet-50 v1.5 (bench_models.hpp's Resnet50Logits through Weir's C++ API,
   bench/train_step; bench/pytorch_models.py's resnet50 for PyTorch), 224x224 images, 1000 classes, SGD
   lr 0.1 momentum 0.9. Inference: the logits' argmax.
-- bert: BERT-base pretraining (examples/python/zoo/bert.py through Weir's Python API;
-  bench/pytorch_models.py's bert_pretraining), 12 layers of 768, sequences of 128 with 20 masked-LM
+- bert: BERT-base pretraining (examples/python/zoo/bert.py through Weir's Python API, or the same
+  network in bench_models.hpp through the C++ API, --weir-bert-api; bench/pytorch_models.py's
+  bert_pretraining), 12 layers of 768, sequences of 128 with 20 masked-LM
   predictions and next-sentence prediction, dropout 0.1, AdamW (lr 1e-4, weight decay 0.01 but on
   biases and layer norms). Inference: the pooled output of the encoder.
 Each train step takes its batch from host memory (Weir: a sync call on host tensors; PyTorch on a GPU:
@@ -25,8 +26,8 @@ Rows (--kinds): weir, torch-eager, torch-compile (torch.compile(model, mode=--co
 compilation happens in the warm-up, outside the timed blocks); on a GPU also weir-tf32,
 torch-eager-tf32, torch-compile-tf32 (f32 products on TF32 tensor cores on both sides) and weir-amp,
 torch-eager-amp, torch-compile-amp (f16 mixed precision: Weir's mixed precision, PyTorch's
-torch.autocast; neither scales the loss). Without a suffix, both sides compute in strict FP32. Weir's
-BERT rows need its Python bindings (--weir-python); a GPU machine that has only the C++ bundle skips them.
+torch.autocast; neither scales the loss). Without a suffix, both sides compute in strict FP32. On a GPU
+machine that has only the C++ bundle, Weir's BERT rows come from train_step.
 
 On the CPU each side runs on the same cores (--cpus pins both; default all), PyTorch with the
 workplace's OpenBLAS hints removed (they slow it), and the measured sgemm peak says how close each side
@@ -73,6 +74,9 @@ def parse_args():
     parser.add_argument("--kinds", help="rows to run, of " + ",".join(KINDS))
     parser.add_argument("--weir-binary", default=os.path.join(ROOT, "build", "bench", "train_step"))
     parser.add_argument("--weir-python", default=os.path.join(ROOT, ".venv", "bin", "python"))
+    parser.add_argument("--weir-bert-api", choices=["auto", "python", "cpp"], default="auto",
+                        help="Weir's BERT through the Python API (the zoo's bert.py) or the C++ API (train_step); "
+                             "auto: Python where --weir-python exists")
     parser.add_argument("--torch-python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable)
     parser.add_argument("--compile-mode", default="default", help="torch.compile's mode")
     parser.add_argument("--cpus", help="CPU only: the cores both sides run on, e.g. 0 or 0-1 (default: all)")
@@ -329,15 +333,15 @@ def worker_argv(python, kind, model, args):
 
 def run_row(kind, model, args):
     unset = ()
-    if kind.startswith("weir") and model == "resnet50":
-        argv = [args.weir_binary, "--model", "resnet50", "--batch", str(batch_of(model, args)), "--image-size",
-                str(args.image_size), "--steps", str(args.steps), "--repeats", str(args.repeats), "--warmup",
-                str(args.warmup), "--no-async"]
+    python_bert = args.weir_bert_api == "python" or (args.weir_bert_api == "auto" and os.access(args.weir_python, os.X_OK))
+    if kind.startswith("weir") and (model == "resnet50" or not python_bert):
+        argv = [args.weir_binary, "--model", model, "--batch", str(batch_of(model, args)), "--steps", str(args.steps),
+                "--repeats", str(args.repeats), "--warmup", str(args.warmup), "--no-async"]
+        argv += (["--image-size", str(args.image_size)] if model == "resnet50" else
+                 ["--seq", str(args.seq), "--bert-layers", str(args.bert_layers)])
         if args.device == "gpu":
             argv += ["--gpu"] + {"weir-tf32": ["--tf32"], "weir-amp": ["--amp"]}.get(kind, [])
     elif kind.startswith("weir"):
-        if not os.access(args.weir_python, os.X_OK):
-            return {"skipped": f"Weir's BERT runs through its Python bindings: no {args.weir_python}"}
         argv = worker_argv(args.weir_python, kind, model, args)
     else:
         argv = worker_argv(args.torch_python, kind, model, args)
@@ -349,6 +353,7 @@ def run_row(kind, model, args):
     except benchlib.ProcessFailed as error:
         return {"error": str(error)[-1500:]}
     if "train_ms_per_step" in row:  # bench/train_step's figures
+        row["api"] = "C++"
         row["step_ms"], row["loss"] = row["train_ms_per_step"], row["final_loss"]
         row["infer_ms"] = row.get("infer_ms_per_call")
     return row

@@ -1,11 +1,13 @@
-// Train steps and inference calls per second of the seeds' MNIST MLP or LeNet, or of ResNet-50
+// Train steps and inference calls per second of the seeds' MNIST MLP or LeNet, of ResNet-50 or of BERT
 // (bench_models.hpp), through Weir's C++ API, on random data (MNIST models: batch 100; ResNet-50: batch
-// 64 of 224x224 images). Timed loops: sync train calls (1 in flight), async train calls (up to 8 in
-// flight, then Sync) and sync inference calls (logits -> argmax).
+// 64 of 224x224 images; BERT-base: batch 32 of sequences of 128). Timed loops: sync train calls (1 in
+// flight), async train calls (up to 8 in flight, then Sync) and sync inference calls (logits -> argmax;
+// BERT: the pooled output).
 // The PyTorch peer is bench/pytorch_models.py; bench/compare_pytorch.py runs both on the CPU,
 // bench/gpu_step.py on a GPU.
 //
-// Usage: train_step [--model mlp|lenet|resnet50] [--batch B] [--image-size S] (resnet50 only)
+// Usage: train_step [--model mlp|lenet|resnet50|bert] [--batch B] [--image-size S] (resnet50)
+//                   [--seq L] [--bert-layers N] (bert: sequences of L tokens, default 128; N layers, default 12)
 //                   [--steps N] [--repeats R] [--warmup W]
 //                   [--scheduler-threads T] (0 = default) [--no-async] [--profile]
 //                   [--gpu] [--no-stream-graphs] [--copy-streams] [--nchw | --nhwc] [--amp] [--tf32] [--no-infer]
@@ -59,6 +61,8 @@ struct Args {
   std::string model = "mlp";
   int batch = 0;       // 0: the model's
   int image_size = 0;  // 0: the model's
+  int seq = 128;       // bert
+  int bert_layers = 12;
   int steps = -1;    // -1: 200 for the MLP, 20 for LeNet, 10 for ResNet-50
   int repeats = 5;
   int warmup = -1;   // -1: max(steps / 5, 20 for the MLP, 3 otherwise)
@@ -104,6 +108,8 @@ Args Parse(int argc, char** argv) {
     if (flag == "--model") args.model = value;
     else if (flag == "--batch") args.batch = std::stoi(value);
     else if (flag == "--image-size") args.image_size = std::stoi(value);
+    else if (flag == "--seq") args.seq = std::stoi(value);
+    else if (flag == "--bert-layers") args.bert_layers = std::stoi(value);
     else if (flag == "--steps") args.steps = std::stoi(value);
     else if (flag == "--repeats") args.repeats = std::stoi(value);
     else if (flag == "--warmup") args.warmup = std::stoi(value);
@@ -113,6 +119,12 @@ Args Parse(int argc, char** argv) {
   }
   if (args.nchw && args.nhwc) throw std::invalid_argument("--nchw and --nhwc: expected one of them, got both");
   bench::SpecOf(args.model, args.batch, args.image_size);  // throws on a bad model, batch or size
+  if (args.model == "bert" && (args.seq <= bench::BertSizes{}.predictions || args.seq > bench::BertSizes{}.max_position ||
+                               args.bert_layers < 1)) {
+    throw std::invalid_argument(fmt::format("--seq: expected ({}, {}], --bert-layers >= 1; got {}, {}",
+                                            bench::BertSizes{}.predictions, bench::BertSizes{}.max_position, args.seq,
+                                            args.bert_layers));
+  }
   const bool mlp = args.model == "mlp";
   if (args.steps == -1) args.steps = mlp ? 200 : args.model == "lenet" ? 20 : 10;
   if (args.steps < 1 || args.repeats < 1 || args.scheduler_threads < 0) {
@@ -123,26 +135,13 @@ Args Parse(int argc, char** argv) {
   return args;
 }
 
-struct Batch {
-  weir::Tensor images;
-  weir::Tensor labels;
-};
+// A batch: the train job's inputs; the inference job takes the first bench::InferInputs of them.
+using Batch = std::vector<weir::Tensor>;
 
-// Images uniform in [0, 1), labels uniform in [0, classes).
 std::vector<Batch> RandomBatches(const bench::ModelSpec& spec) {
   std::mt19937 random(1234);
-  std::uniform_real_distribution<float> pixel(0.f, 1.f);
-  std::uniform_int_distribution<std::int32_t> label(0, static_cast<std::int32_t>(spec.classes - 1));
   std::vector<Batch> batches;
-  for (int b = 0; b < kPoolBatches; ++b) {
-    Batch batch{weir::Tensor(bench::ImagesShape(spec), weir::DType::kF32),
-                weir::Tensor(weir::Shape{spec.batch}, weir::DType::kI32)};
-    float* images = batch.images.Data<float>();
-    for (std::int64_t i = 0; i < batch.images.NumElements(); ++i) images[i] = pixel(random);
-    std::int32_t* labels = batch.labels.Data<std::int32_t>();
-    for (std::int64_t i = 0; i < spec.batch; ++i) labels[i] = label(random);
-    batches.push_back(std::move(batch));
-  }
+  for (int b = 0; b < kPoolBatches; ++b) batches.push_back(bench::RandomInputs(spec, random));
   return batches;
 }
 
@@ -150,13 +149,14 @@ std::vector<Batch> RandomBatches(const bench::ModelSpec& spec) {
 class Runner {
  public:
   Runner(weir::Session& session, const bench::ModelSpec& spec, const weir::Job& train, const weir::Job& infer)
-      : session_(session), batch_(spec.batch), train_(train), infer_(infer), batches_(RandomBatches(spec)) {}
+      : session_(session), batch_(spec.batch), infer_inputs_(bench::InferInputs(spec)), train_(train), infer_(infer),
+        batches_(RandomBatches(spec)) {}
 
   double TrainSync(int calls) {
     const auto start = Clock::now();
     for (int i = 0; i < calls; ++i) {
       const Batch& batch = batches_[static_cast<std::size_t>(i % kPoolBatches)];
-      last_loss_ = MeanLoss(session_.Call(train_, {batch.images, batch.labels}));
+      last_loss_ = MeanLoss(session_.Call(train_, batch));
     }
     return std::chrono::duration<double>(Clock::now() - start).count();
   }
@@ -167,7 +167,7 @@ class Runner {
     const auto start = Clock::now();
     for (int i = 0; i < calls; ++i) {
       const Batch& batch = batches_[static_cast<std::size_t>(i % kPoolBatches)];
-      session_.CallAsync(train_, {batch.images, batch.labels}, [this, &done](weir::CallResult result) {
+      session_.CallAsync(train_, batch, [this, &done](weir::CallResult result) {
         result.ThrowIfError();
         last_loss_ = MeanLoss(result.outputs);  // callbacks run one at a time, in call order
         ++done;
@@ -183,8 +183,8 @@ class Runner {
     const auto start = Clock::now();
     for (int i = 0; i < calls; ++i) {
       const Batch& batch = batches_[static_cast<std::size_t>(i % kPoolBatches)];
-      const weir::Outputs out = session_.Call(infer_, {batch.images});
-      if (out["predictions"].NumElements() != batch_) throw std::runtime_error("inference: wrong output size");
+      const weir::Outputs out = session_.Call(infer_, Batch(batch.begin(), batch.begin() + infer_inputs_));
+      if (out["predictions"].GetShape()[0] != batch_) throw std::runtime_error("inference: wrong output size");
     }
     return std::chrono::duration<double>(Clock::now() - start).count();
   }
@@ -194,6 +194,7 @@ class Runner {
  private:
   weir::Session& session_;
   std::int64_t batch_;
+  std::ptrdiff_t infer_inputs_;
   const weir::Job& train_;
   const weir::Job& infer_;
   std::vector<Batch> batches_;
@@ -232,7 +233,9 @@ int main(int argc, char** argv) try {
     mixed = weir::JobConfig::MixedPrecision{.dtype = *dtype, .device = device};
   }
   const bool channels_last = args.nhwc || (!args.nchw && !args.gpu);
-  const bench::ModelSpec spec = bench::SpecOf(args.model, args.batch, args.image_size);
+  bench::ModelSpec spec = bench::SpecOf(args.model, args.batch, args.image_size);
+  spec.seq = args.seq;
+  spec.bert.layers = args.bert_layers;
   const weir::Job train = bench::TrainJob(spec, channels_last, mixed);
   const weir::Job infer = bench::InferJob(spec, channels_last, mixed);
   weir::SessionOptions options;
@@ -279,13 +282,15 @@ int main(int argc, char** argv) try {
   const double steps = args.steps;
   const double sync_s = Median(train_sync);
   const std::string threads = args.scheduler_threads == 0 ? "default" : std::to_string(args.scheduler_threads);
-  fmt::print("weir train_step {}: batch {} of {}x{}, {} steps per run, median of {} runs, scheduler threads {}\n",
-             args.model, spec.batch, spec.image_size, spec.image_size, args.steps, args.repeats, threads);
+  const std::string examples = args.model == "bert" ? fmt::format("sequences of {}, {} layers", spec.seq, spec.bert.layers)
+                                                   : fmt::format("{}x{}", spec.image_size, spec.image_size);
+  fmt::print("weir train_step {}: batch {} of {}, {} steps per run, median of {} runs, scheduler threads {}\n",
+             args.model, spec.batch, examples, args.steps, args.repeats, threads);
   fmt::print("{:<28} {:>10} {:>10}\n", "", "per s", "ms");
   const double host_s = Median(host_sync);
   fmt::print("{:<28} {:>10.1f} {:>10.3f}\n", "train step, sync", steps / sync_s, 1e3 * sync_s / steps);
   fmt::print("{:<28} {:>10} {:>10.3f}\n", "host CPU per sync step", "", 1e3 * host_s / steps);
-  fmt::print("{:<28} {:>10.1f}\n", "images per s, sync", steps * static_cast<double>(spec.batch) / sync_s);
+  fmt::print("{:<28} {:>10.1f}\n", "examples per s, sync", steps * static_cast<double>(spec.batch) / sync_s);
   std::string async_json;
   if (args.async) {
     const double async_s = Median(train_async);

@@ -112,13 +112,18 @@ if $prebuilt; then
   # Mixed precision (f16 matmuls and convolutions on the GPU): against the two rows above.
   checks+=("train-step-amp-mlp|$build/bench/train_step --gpu --amp --model mlp --steps 200 --repeats 5")
   checks+=("train-step-amp-lenet|$build/bench/train_step --gpu --amp --model lenet --steps 100 --repeats 3")
-  # ResNet-50 training (batch 64 of 224x224): Weir against PyTorch eager, in FP32, TF32 and f16 mixed
-  # precision; where Weir's step goes, op by op (an actor per kernel, each one's device time in the
-  # trace; bench/trace_ops.py); then against torch.compile (its compilation in the warm-up, minutes).
+  # ResNet-50 (batch 64 of 224x224) and BERT-base (batch 32 of sequences of 128) training and inference:
+  # Weir (the C++ API) against PyTorch eager, in FP32, TF32 and f16 mixed precision; where Weir's step
+  # goes, op by op (an actor per kernel, each one's device time in the trace; bench/trace_ops.py); then
+  # against torch.compile (its compilation in the warm-up, a minute or more a row).
   zoo="python3 bench/model_zoo.py --device gpu --weir-binary $build/bench/train_step --torch-python $(command -v python3) --worker-timeout 280"
-  checks+=("zoo-resnet50|$zoo --kinds weir,torch-eager,weir-tf32,torch-eager-tf32,weir-amp,torch-eager-amp")
-  checks+=("zoo-resnet50-trace|$build/bench/train_step --gpu --model resnet50 --steps 3 --repeats 1 --warmup 2 --no-async --no-infer --no-stream-graphs --trace $logs/trace-resnet50.json")
-  checks+=("zoo-resnet50-compile|$zoo --kinds torch-compile-tf32,torch-compile,torch-compile-amp")
+  for model in resnet50 bert; do
+    checks+=("zoo-$model|$zoo --models $model --kinds weir,torch-eager,weir-tf32,torch-eager-tf32,weir-amp,torch-eager-amp")
+    checks+=("zoo-$model-trace|$build/bench/train_step --gpu --model $model --steps 3 --repeats 1 --warmup 2 --no-async --no-infer --no-stream-graphs --trace $logs/trace-$model.json")
+  done
+  for model in resnet50 bert; do
+    checks+=("zoo-$model-compile|$zoo --models $model --kinds torch-compile-tf32,torch-compile,torch-compile-amp")
+  done
   # Idle actor threads that poll about 0.5 ms instead of a few us (no wake-ups, a core spinning).
   checks+=("train-step-idle-poll|env WEIR_IDLE_POLL_ATTEMPTS=30000 $build/bench/train_step --gpu --model mlp --steps 200 --repeats 5 --no-async --no-infer")
   # Each actor's busy time and the call latency (the session's profiler), on stderr; then 20 steps under
@@ -168,10 +173,12 @@ for model in mlp lenet; do
     python3 bench/trace_gaps.py "$logs/trace-$model.json" | tee "$logs/trace-gaps-$model.txt"
   fi
 done
-if [[ -f $logs/trace-resnet50.json ]]; then
-  echo "== a resnet50 step's device time by op type (bench/trace_ops.py $logs/trace-resnet50.json)"
-  python3 bench/trace_ops.py "$logs/trace-resnet50.json" --top 25 | tee "$logs/trace-ops-resnet50.txt"
-fi
+for model in resnet50 bert; do
+  if [[ -f $logs/trace-$model.json ]]; then
+    echo "== a $model step's device time by op type (bench/trace_ops.py $logs/trace-$model.json)"
+    python3 bench/trace_ops.py "$logs/trace-$model.json" --top 25 | tee "$logs/trace-ops-$model.txt"
+  fi
+done
 # The host's CUDA calls of a train step (count, time each), where Nsight Systems is installed
 # (GPU_CHECK_NSYS=0: not): what a step's submission spends in the CUDA runtime. Logs: cuda-api-*.txt.
 nsys_binary=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)

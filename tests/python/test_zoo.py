@@ -51,21 +51,22 @@ def test_wide_and_deep_learns_synthetic_clicks_from_ofrecords(tmp_path):
 
 
 def test_the_model_zoo_benchmark_runs():
-    """bench/model_zoo.py (ResNet-50 through bench/train_step, BERT through the Python API, each against
-    PyTorch) at toy sizes on the CPU: the program a GPU day runs keeps working."""
+    """bench/model_zoo.py (ResNet-50 and BERT through bench/train_step, the C++ API, as a GPU machine runs
+    them; each against PyTorch) at toy sizes on the CPU: the program a GPU day runs keeps working."""
     import json
 
     binary = os.path.join(os.environ.get("WEIR_BUILD", os.path.join(ROOT, "build")), "bench", "train_step")
     assert os.access(binary, os.X_OK), f"{binary}: build it first (make build), or set WEIR_BUILD"
     result = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "bench", "model_zoo.py"), "--image-size", "32",
                              "--seq", "24", "--bert-layers", "1", "--batch", "2", "--steps", "1", "--repeats", "1",
-                             "--warmup", "1", "--weir-binary", binary, "--weir-python", sys.executable,
+                             "--warmup", "1", "--weir-binary", binary, "--weir-bert-api", "cpp",
                              "--kinds", "weir,torch-eager,torch-compile"], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
     summary = json.loads(result.stdout.splitlines()[-1])
     resnet, bert = summary["models"]["resnet50"], summary["models"]["bert"]
     assert resnet["weir"]["model"] == "resnet50" and resnet["weir"]["batch"] == 2, resnet["weir"]
     assert resnet["weir"]["image_size"] == 32
+    assert bert["weir"]["model"] == "bert" and bert["weir"]["api"] == "C++", bert["weir"]
     for rows in (resnet, bert):
         assert rows["weir"]["step_ms"] > 0 and rows["weir"]["infer_ms"] > 0, rows["weir"]
         for kind in ("torch-eager", "torch-compile"):  # Debian's torch 1.13 has no torch.compile
