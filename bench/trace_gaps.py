@@ -16,18 +16,23 @@ import sys
 from collections import defaultdict
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("trace", help="a trace written by Session::StopTrace")
-    args = parser.parse_args()
-    with open(args.trace, encoding="utf-8") as f:
+def load_trace(path):
+    """(events, calls: job -> call id -> [begin, end] in us, track names: (pid, tid) -> name) of a trace."""
+    with open(path, encoding="utf-8") as f:
         events = json.load(f)["traceEvents"]
-
-    calls = defaultdict(dict)  # job -> call id -> [begin, end]
+    calls = defaultdict(dict)
     for e in events:
         if e.get("cat") == "call":
             calls[e["name"]].setdefault(e["id"], [None, None])[0 if e["ph"] == "b" else 1] = e["ts"]
     track_name = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    return events, calls, track_name
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("trace", help="a trace written by Session::StopTrace")
+    args = parser.parse_args()
+    events, calls, track_name = load_trace(args.trace)
     slices = defaultdict(lambda: defaultdict(list))  # job -> call -> [(start, end, label)]
     for e in events:
         if e["ph"] != "X":

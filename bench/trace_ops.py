@@ -13,9 +13,10 @@ microseconds of completion latency).
     bench/trace_ops.py run.json [--top N]
 """
 import argparse
-import json
 import statistics
 from collections import defaultdict
+
+from trace_gaps import load_trace
 
 
 def main():
@@ -23,14 +24,7 @@ def main():
     parser.add_argument("trace", help="a trace written by Session::StopTrace")
     parser.add_argument("--top", type=int, default=15, help="actors to list by device time")
     args = parser.parse_args()
-    with open(args.trace, encoding="utf-8") as f:
-        events = json.load(f)["traceEvents"]
-
-    calls = defaultdict(dict)  # job -> call id -> [begin, end]
-    for e in events:
-        if e.get("cat") == "call":
-            calls[e["name"]].setdefault(e["id"], [None, None])[0 if e["ph"] == "b" else 1] = e["ts"]
-    track_name = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    events, calls, track_name = load_trace(args.trace)
     by_type = defaultdict(lambda: defaultdict(float))  # job -> op type -> device us, all calls
     actors_of_type = defaultdict(lambda: defaultdict(set))  # job -> op type -> actor names
     by_actor = defaultdict(lambda: defaultdict(float))  # job -> actor -> device us, all calls

@@ -1,5 +1,10 @@
 """weir.profiler: per-actor busy time and per-call latency of job functions, sync and async."""
 
+import os
+import re
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -161,3 +166,21 @@ def test_describe_state_says_what_calls_wait_for_and_the_watchdog_can_be_set():
 
     np.testing.assert_array_equal(double(np.ones(4, np.float32)), np.full(4, 2.0))
     assert flow.describe_state() == "no calls in flight\n"  # the call completed
+
+
+def test_trace_ops_sums_device_time_by_op_type(tmp_path):
+    """bench/trace_ops.py (device time by op type, from a trace with an actor per kernel) over the C++
+    train-step benchmark on CPU device streams, which record device slices as a GPU's do."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    binary = os.path.join(os.environ.get("WEIR_BUILD", os.path.join(root, "build")), "bench", "train_step")
+    trace = tmp_path / "mlp.json"
+    subprocess.run([binary, "--model", "mlp", "--cpu-device-streams", "--no-stream-graphs", "--trace", str(trace),
+                    "--steps", "2", "--repeats", "1", "--warmup", "1", "--no-async", "--no-infer"], check=True,
+                   capture_output=True, timeout=120)
+    out = subprocess.run([sys.executable, os.path.join(root, "bench", "trace_ops.py"), str(trace), "--top", "3"],
+                         check=True, capture_output=True, text=True, timeout=60).stdout
+    assert re.match(r"train_job: 20 calls, median \S+ ms a call; device slices \S+ ms a call", out), out
+    shares = {m.group(1): float(m.group(2)) for m in re.finditer(r"^  (\w+) +\d+ +\S+ +(\S+)% +\S+$", out, re.MULTILINE)}
+    assert "matmul_bias_act" in shares and "sparse_softmax_cross_entropy" in shares, out
+    assert abs(sum(shares.values()) - 100.0) < 1.0, out
+    assert len(re.findall(r"^    \S+ +\S+ ms$", out, re.MULTILINE)) == 3, out
