@@ -1,13 +1,16 @@
 // unary and unary_grad on the CPU. Each kind is a functor (kernels/functors/unary.hpp, which the CUDA
 // kernels share); the kernel picks the loop for its kind once, when the task is created, so Run is
 // one plain loop over contiguous data with no per-element branch on the kind, which the compiler can
-// vectorise, split over the intra-op pool when large (kernels/cpu/elementwise.hpp).
+// vectorise, split over the intra-op pool when large (kernels/cpu/elementwise.hpp). The f32 gelu and its
+// gradient, whose erfc and exp libm computes one element at a time, have loops of their own
+// (kernels/cpu/vector/gelu_f32.hpp).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
 
 #include "kernels/cpu/elementwise.hpp"
+#include "kernels/cpu/vector/gelu_f32.hpp"
 #include "kernels/functors/unary.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/op_attrs.hpp"
@@ -35,6 +38,8 @@ template <typename T> class UnaryCpu final : public Kernel {
       // Shape inference admits integers only for the kinds that take them.
       if constexpr (std::is_integral_v<T> && !Fn::kTakesIntegers) {
         throw KernelError("[unary] this kind has no integer kernel");
+      } else if constexpr (std::is_same_v<T, float> && std::is_same_v<Fn, UnaryFn<UnaryOpKind::kGelu>>) {
+        return &GeluForwardF32;
       } else {
         return &Forward<T, Fn>;
       }
@@ -56,7 +61,10 @@ template <typename T> class UnaryGradCpu final : public Kernel {
  public:
   explicit UnaryGradCpu(const KernelSetup& setup)
       : count_(setup.inputs[0].shape.NumElements()),
-        loop_(VisitUnaryKind(setup.Get<UnaryAttrs>().kind, []<typename Fn>() -> GradLoop<T> { return &Backward<T, Fn>; })) {}
+        loop_(VisitUnaryKind(setup.Get<UnaryAttrs>().kind, []<typename Fn>() -> GradLoop<T> {
+          if constexpr (std::is_same_v<T, float> && std::is_same_v<Fn, UnaryFn<UnaryOpKind::kGelu>>) return &GeluGradF32;
+          else return &Backward<T, Fn>;
+        })) {}
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     const T* dy = inputs[0].As<T>();
