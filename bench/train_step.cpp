@@ -119,11 +119,10 @@ Args Parse(int argc, char** argv) {
   }
   if (args.nchw && args.nhwc) throw std::invalid_argument("--nchw and --nhwc: expected one of them, got both");
   bench::SpecOf(args.model, args.batch, args.image_size);  // throws on a bad model, batch or size
-  if (args.model == "bert" && (args.seq <= bench::BertSizes{}.predictions || args.seq > bench::BertSizes{}.max_position ||
-                               args.bert_layers < 1)) {
-    throw std::invalid_argument(fmt::format("--seq: expected ({}, {}], --bert-layers >= 1; got {}, {}",
-                                            bench::BertSizes{}.predictions, bench::BertSizes{}.max_position, args.seq,
-                                            args.bert_layers));
+  const bench::BertSizes bert;
+  if (args.model == "bert" && (args.seq <= bert.predictions || args.seq > bert.max_position || args.bert_layers < 1)) {
+    throw std::invalid_argument(fmt::format("--seq: expected ({}, {}], --bert-layers >= 1; got {}, {}", bert.predictions,
+                                            bert.max_position, args.seq, args.bert_layers));
   }
   const bool mlp = args.model == "mlp";
   if (args.steps == -1) args.steps = mlp ? 200 : args.model == "lenet" ? 20 : 10;
