@@ -91,12 +91,18 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   // it returns. On a device stream (a GPU's, or the CPU's with async_cpu_streams) it is known only once
   // the stream has run it: the barrier would wait for the device before every step's updates and split
   // the stream's graph in two.
+  // Across processes the commit also waits for every other process's word, so that a call failing in
+  // one process writes no variable in any. A plan split over processes gets it once split.
   const bool split = topology.split_processes > 1;
-  if (options.device_kind == Device::Kind::kCpu && !options.async_cpu_streams && !split) {
-    CommitBeforeWrites(graph, live, lowering.node_tasks, lowering.control_stream, *plan);
+  const std::vector<bool> writers = options.device_kind == Device::Kind::kCpu && !options.async_cpu_streams
+                                        ? WriterTasks(graph, live, lowering.node_tasks, *plan)
+                                        : std::vector<bool>{};
+  std::vector<int> chain = boxing.Collectives();
+  if (!writers.empty() && !split) {
+    CommitBeforeWrites(writers, lowering.control_stream, topology.across_processes, chain, *plan);
   }
   // Collectives across processes: each call's chain after the previous call's, so calls overlap.
-  if (!split && plan->process_collectives) GateCollectiveCalls(*plan, boxing.Collectives());
+  if (!split && plan->process_collectives) GateCollectiveCalls(*plan, chain);
   // On CUDA devices: the registers in device memory, with copy actors where a register crosses between
   // the host and a device. A plan split over processes gets them once split, in each process's part
   // (the transfers between processes are then there, and device indexes are the process's own).
@@ -105,7 +111,7 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   if (options.stream_graphs && !split) FuseStreamGraphs(*plan, options.async_cpu_streams);
   if (split) {
     ProcessSplit process_split{topology.split_processes, options.rank, options.devices,
-                               std::vector<bool>(plan->tasks.size(), false)};
+                               std::vector<bool>(plan->tasks.size(), false), writers};
     for (int task : lowering.everywhere) process_split.everywhere[static_cast<std::size_t>(task)] = true;
     std::shared_ptr<Plan> part = SplitOverProcesses(std::move(*plan), process_split);
     if (options.device_kind == Device::Kind::kCuda) AddDeviceCopies(*part, options.copy_stream_bytes);

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "graph/planner/commit_barrier.hpp"
 #include "kernels/collectives/collective_attrs.hpp"
 
 namespace weir::internal {
@@ -378,8 +379,16 @@ std::shared_ptr<Plan> SplitOverProcesses(Plan whole, const ProcessSplit& split) 
   }
 
   local->source_task = source;
-  GateCollectiveCalls(*local, chain);
   local->sink_task = task_map[static_cast<std::size_t>(plan.sink_task)];
+  if (!split.writers.empty()) {  // every process keeps every writer (each holds every variable)
+    std::vector<bool> writers(local->tasks.size(), false);
+    for (std::size_t t = 0; t < split.writers.size(); ++t) {
+      if (split.writers[t] && kept(static_cast<int>(t))) writers[static_cast<std::size_t>(task_map[t])] = true;
+    }
+    const int control_stream = local->tasks[static_cast<std::size_t>(local->sink_task)].stream;
+    CommitBeforeWrites(writers, control_stream, /*across_processes=*/true, chain, *local);
+  }
+  GateCollectiveCalls(*local, chain);
   local->output_names = std::move(plan.output_names);
   local->input_pieces = std::move(plan.input_pieces);
   local->output_pieces = std::move(plan.output_pieces);

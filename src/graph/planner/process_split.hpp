@@ -26,6 +26,9 @@ struct ProcessSplit {
   int rank = 0;
   int devices = 1;                // per process
   std::vector<bool> everywhere;   // by task id of the whole plan
+  /// By task id of the whole plan: the tasks that write variables in place, which act after a commit
+  /// across the processes (graph/planner/commit_barrier.hpp); empty: no commit.
+  std::vector<bool> writers;
 };
 
 /// Throws std::invalid_argument naming the value for a collective over some processes but not all.

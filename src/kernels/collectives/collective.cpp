@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "kernels/collectives/collective_attrs.hpp"
+#include "kernels/collectives/commit.hpp"
 #include "kernels/collectives/process_group.hpp"
 #include "kernels/kernel.hpp"
 
@@ -47,6 +48,13 @@ class CallOutcome {
   /// Whether the call failed in some process (the same answer everywhere); throws KernelError naming
   /// the processes where it did when it had not failed in this one.
   bool FailedAnywhere(bool failed_here, std::string_view op_type, std::string_view name) {
+    // After a collective of the group failed (a lost peer, a timeout) the processes no longer agree on
+    // which collective comes next: asking would only wait out the timeout again.
+    if (group_->FailedFlag()->load(std::memory_order_relaxed)) {
+      if (failed_here) return true;
+      throw std::runtime_error(fmt::format("[{}] '{}': an earlier collective between the processes failed (its error "
+                                           "says why); this process group takes no more", op_type, name));
+    }
     std::fill(flags_.begin(), flags_.end(), 0);
     flags_[static_cast<std::size_t>(group_->Rank())] = failed_here ? 1 : 0;
     group_->AllReduce({flags_.data(), &meta_}, ReduceOp::kSum, name);
@@ -445,6 +453,31 @@ class TransferKernel final : public Kernel {
   CallOutcome outcome_;
 };
 
+// The commit of a call across processes: the flags alone. A call that failed in some process fails in
+// every process here, before any of them writes a variable (its error names where it failed).
+class CommitKernel final : public Kernel {
+ public:
+  explicit CommitKernel(const KernelSetup& setup)
+      : name_(setup.op_name), processes_(HostGroupOf(setup)), outcome_(processes_) {
+    if (processes_ == nullptr) {
+      throw std::invalid_argument(fmt::format("[commit] '{}' needs a session of several processes", name_));
+    }
+  }
+
+  bool JoinsPeersInFailedCalls() const override { return true; }
+  void RunFailedCall(std::span<const ConstTensorView>, std::span<const TensorView>) override {
+    outcome_.FailedAnywhere(true, "commit", name_);
+  }
+  void Run(std::span<const ConstTensorView>, std::span<const TensorView>) override {
+    outcome_.FailedAnywhere(false, "commit", name_);
+  }
+
+ private:
+  std::string name_;
+  HostProcessGroup* processes_;
+  CallOutcome outcome_;
+};
+
 template <CollectiveKind kKind> std::unique_ptr<Kernel> MakeCollectiveKernel(const KernelSetup& setup) {
   if constexpr (kKind == CollectiveKind::kTransfer) {
     return std::make_unique<TransferKernel>(setup);
@@ -456,6 +489,10 @@ template <CollectiveKind kKind> std::unique_ptr<Kernel> MakeCollectiveKernel(con
 
 
 }  // namespace
+
+std::unique_ptr<Kernel> MakeCommitAcrossProcessesKernel(const KernelSetup& setup) {
+  return std::make_unique<CommitKernel>(setup);
+}
 
 WEIR_REGISTER_KERNELS {
   for (const CollectiveOpType& op : kCollectiveOpTypes) {
