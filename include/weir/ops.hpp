@@ -141,6 +141,19 @@ Blob Gather(const Blob& params, const Blob& indices, int axis = 0, std::string_v
 Blob UnsortedSegmentSum(const Blob& data, const Blob& segment_ids, std::int64_t num_segments, int axis = 0,
                         std::string_view name = {});
 
+/// The slices of params that tuples of indices (i32/i64) pick: the last axis of indices holds K indices
+/// into params' first K axes; the output is indices.shape[:-1] + params.shape[K:]. An index outside
+/// its axis fails the call. The gradient for params is scatter_nd of dy by the indices.
+Blob GatherNd(const Blob& params, const Blob& indices, std::string_view name = {});
+/// Zeros of `shape` with each slice of updates (f32, f64, i32, i64) added where its tuple of indices
+/// points (GatherNd's adjoint: updates has the shape indices.shape[:-1] + shape[K:]); tuples that repeat
+/// add up.
+Blob ScatterNd(const Blob& indices, const Blob& updates, Shape shape, std::string_view name = {});
+/// params with the slices that indices pick replaced by updates (of repeated tuples, one wins).
+Blob TensorScatterNdUpdate(const Blob& params, const Blob& indices, const Blob& updates, std::string_view name = {});
+/// params with each slice of updates added where its tuple of indices points.
+Blob TensorScatterNdAdd(const Blob& params, const Blob& indices, const Blob& updates, std::string_view name = {});
+
 // --- images (conv2d, pooling, batch normalization) -------------------------------------------
 
 /// 2-D cross-correlation (no bias; OneFlow's flow.nn.conv2d). x (N,C,H,W) or (N,H,W,C); weight

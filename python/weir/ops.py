@@ -20,7 +20,7 @@ __all__ = [
     "slice", "slice_v2", "reverse", "constant_like", "broadcast_to_compatible_with", "broadcast_like", "stack",
     "identity_n", "cast_to_static_shape", "ones", "zeros", "gather", "dim_gather", "where", "parallel_cast", "pad",
     "count_not_finite", "multi_count_not_finite", "reflection_pad2d", "replication_pad2d", "constant_pad2d",
-    "assign",
+    "assign", "gather_nd", "scatter_nd", "tensor_scatter_nd_update", "tensor_scatter_nd_add", "batch_gather",
 ]
 
 # Past either end of any axis: what an open end of a slice becomes (the op clamps it to the axis).
@@ -288,16 +288,90 @@ def one_hot(indices, depth, on_value=1, off_value=0, axis=-1, dtype=None, name=N
 
 
 def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):
-    """The entries of `params` along `axis` (default 0) that `indices` (int32/int64) pick:
+    """The entries of `params` along `axis` (default: batch_dims) that `indices` (int32/int64) pick:
     params.shape[:axis] + indices.shape + params.shape[axis + 1:]. An index outside
     [0, params.shape[axis]) fails the call. The gradient for params adds dy back into the rows it
-    came from (unsorted_segment_sum)."""
-    params = check_blob(params, "flow.gather", "params")
-    indices = check_blob(indices, "flow.gather", "indices")
-    if batch_dims != 0:
-        raise NotImplementedError(f"flow.gather: batch_dims other than 0 (flow.gather's batch_gather) is not "
-                                  f"supported yet, got {batch_dims}")
-    return add_op("gather", [params, indices], op_name(name), axis=0 if axis is None else int(axis))
+    came from (unsorted_segment_sum). With batch_dims > 0, params and indices share their first
+    batch_dims axes and each batch entry gathers from its own params (flow.batch_gather); axis must
+    then be batch_dims, as in OneFlow."""
+    op = "flow.gather"
+    params = check_blob(params, op, "params")
+    indices = check_blob(indices, op, "indices")
+    if isinstance(batch_dims, bool) or not isinstance(batch_dims, (int, np.integer)) or batch_dims < 0:
+        raise ValueError(f"{op}: batch_dims must be an int >= 0, got {batch_dims!r}")
+    if batch_dims == 0:
+        return add_op("gather", [params, indices], op_name(name), axis=0 if axis is None else int(axis))
+    if axis is not None and int(axis) != batch_dims:
+        raise NotImplementedError(f"{op}: with batch_dims {batch_dims}, axis must be batch_dims (as OneFlow), got {axis}")
+    return _gather_in_batches(params, indices, int(batch_dims), op, name)
+
+
+def batch_gather(params, indices, name=None):
+    """For each entry of indices' leading axes (all but its last), the rows of that entry's params
+    it picks along the next axis: params (B..., N, ...) and indices (B..., M) give (B..., M, ...)
+    (OneFlow's flow.batch_gather; flow.gather with batch_dims = indices' rank - 1)."""
+    op = "flow.batch_gather"
+    params = check_blob(params, op, "params")
+    indices = check_blob(indices, op, "indices")
+    if len(indices.shape) == 0:
+        raise ValueError(f"{op}: indices must have at least one axis, got a scalar")
+    return _gather_in_batches(params, indices, len(indices.shape) - 1, op, name)
+
+
+def _gather_in_batches(params, indices, batch_dims, op, name):
+    # gather_nd with tuples (batch coordinates..., index): the batch coordinates are a constant grid
+    # beside the indices, so the gradient is gather_nd's (a scatter back into each batch's rows).
+    if not batch_dims < len(params.shape) or not batch_dims <= len(indices.shape):
+        raise ValueError(f"{op}: batch_dims {batch_dims} must be below params' rank ({len(params.shape)}) and at most "
+                         f"indices' ({len(indices.shape)})")
+    if tuple(params.shape[:batch_dims]) != tuple(indices.shape[:batch_dims]):
+        raise ValueError(f"{op}: params {tuple(params.shape)} and indices {tuple(indices.shape)} must share their first "
+                         f"{batch_dims} axes")
+    shape = tuple(indices.shape)
+    grid = np.indices(shape[:batch_dims], dtype=indices.dtype.numpy_dtype)  # (batch_dims, B...)
+    grid = grid.reshape((batch_dims,) + shape[:batch_dims] + (1,) * (len(shape) - batch_dims))
+    grid = np.moveaxis(np.broadcast_to(grid, (batch_dims,) + shape), 0, -1)
+    tuples = concat([_constant_of(np.ascontiguousarray(grid), indices), expand_dims(indices, -1)], axis=-1)
+    return gather_nd(params, tuples, name)
+
+
+def gather_nd(params, indices, name=None):
+    """The slices of `params` that tuples of `indices` (int32/int64) pick: the last axis of indices
+    holds K indices into params' first K axes, and the result is indices.shape[:-1] +
+    params.shape[K:] (OneFlow's flow.gather_nd, TensorFlow's). An index outside its axis fails the
+    call. The gradient for params adds dy back into the slices it came from (scatter_nd)."""
+    params = check_blob(params, "flow.gather_nd", "params")
+    indices = check_blob(indices, "flow.gather_nd", "indices")
+    return add_op("gather_nd", [params, indices], op_name(name))
+
+
+def scatter_nd(indices, updates, shape, name=None):
+    """Zeros of `shape` with each slice of `updates` added where its tuple of `indices` points (the
+    adjoint of gather_nd: updates has the shape indices.shape[:-1] + shape[K:]); tuples that repeat
+    add up. updates: float32, float64, int32 or int64."""
+    op = "flow.scatter_nd"
+    indices = check_blob(indices, op, "indices")
+    updates = check_blob(updates, op, "updates")
+    try:
+        dims = [int(d) for d in shape]
+    except TypeError:
+        raise TypeError(f"{op}: shape must be a sequence of ints, got {shape!r}") from None
+    return add_op("scatter_nd", [indices, updates], op_name(name), shape=dims)
+
+
+def tensor_scatter_nd_update(params, indices, updates, name=None):
+    """`params` with the slices that tuples of `indices` pick replaced by `updates` (of tuples that
+    repeat, one update wins, which one unspecified)."""
+    op = "flow.tensor_scatter_nd_update"
+    return add_op("tensor_scatter_nd_update", [check_blob(params, op, "params"), check_blob(indices, op, "indices"),
+                                               check_blob(updates, op, "updates")], op_name(name))
+
+
+def tensor_scatter_nd_add(params, indices, updates, name=None):
+    """`params` with each slice of `updates` added where its tuple of `indices` points."""
+    op = "flow.tensor_scatter_nd_add"
+    return add_op("tensor_scatter_nd_add", [check_blob(params, op, "params"), check_blob(indices, op, "indices"),
+                                            check_blob(updates, op, "updates")], op_name(name))
 
 
 def dim_gather(input, dim, index, name=None):  # noqa: A002 - OneFlow's name

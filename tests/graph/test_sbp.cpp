@@ -258,6 +258,21 @@ TEST_CASE("every declared SBP signature of every op gives the one-device result 
     builder.Output("dw", grads[1]);
     merge(builder.Build());
   }
+  {  // gather_nd and the scatter_nd family: tuples of 1 and 2 indices, and their gradients
+    JobBuilder builder("tuples", JobType::kPredict);
+    Blob x = builder.Placeholder("x", Shape{6, 4, 3});
+    Blob pairs = builder.Placeholder("pairs", Shape{6, 2}, DType::kI32);
+    Blob rows = builder.Placeholder("rows", Shape{6, 1}, DType::kI32);
+    Blob picked = GatherNd(x, pairs);  // (6, 3)
+    Blob scattered = ScatterNd(rows, picked, Shape{4, 3});
+    Blob added = TensorScatterNdAdd(Reshape(x, {{6, 12}}), rows, Reshape(x, {{6, 12}}));
+    Blob replaced = TensorScatterNdUpdate(Reshape(x, {{6, 12}}), Slice(rows, {.start = {0, 0}, .stop = {1, 1}, .step = {1, 1}}),
+                                          Slice(Reshape(x, {{6, 12}}), {.start = {2, 0}, .stop = {3, 12}, .step = {1, 1}}));
+    Blob all = Add(Add(ReduceSum(scattered), ReduceSum(added)), ReduceSum(replaced));
+    builder.Output("all", all);
+    builder.Output("dx", Gradients(all, {x})[0]);
+    merge(builder.Build());
+  }
   {  // assign: a value into a variable, in place
     JobBuilder builder("assigns", JobType::kPredict);
     Blob x = builder.Placeholder("x", Shape{4, 5});

@@ -16,6 +16,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <numeric>
 #include <random>
 #include <set>
 #include <string>
@@ -33,6 +34,7 @@
 #include "kernels/collectives/collective_attrs.hpp"
 #include "kernels/attrs/concat_attrs.hpp"
 #include "kernels/attrs/gather_attrs.hpp"
+#include "kernels/attrs/nd_index_attrs.hpp"
 #include "kernels/attrs/conv2d_attrs.hpp"
 #include "kernels/attrs/slice_attrs.hpp"
 #include "kernels/attrs/dropout_attrs.hpp"
@@ -74,12 +76,16 @@ struct Sample {
   bool ties = false;         // float inputs drawn from {0, 1, 2}: equal values are common
   double low = -2.0;         // float inputs drawn from [low, high) (unless positive or ties)
   double high = 2.0;
+  int distinct = -1;         // >= 0: that input's integers are distinct labels (at most `classes` of them)
 };
 
 // Shapes every elementwise sample runs on: empty, one element, odd, and more than a block of threads.
 const std::vector<Shape> kElementwiseShapes = {Shape{0}, Shape{1}, Shape{7, 13}, Shape{1000, 3}};
 
-Tensor RandomTensor(const TensorMeta& meta, const Sample& sample, std::mt19937& random);
+// distinct: integers that are distinct labels (at most sample.classes of them).
+Tensor RandomTensor(const TensorMeta& meta, const Sample& sample, std::mt19937& random, bool distinct = false);
+// The sample's inputs, drawn by RandomTensor; the one Sample::distinct names gets distinct labels.
+std::vector<Tensor> RandomInputs(const Sample& sample, std::mt19937& random);
 
 // Every update op and variant: its optimizer, its slots, and whether the train step is an input.
 struct UpdateCase {
@@ -225,6 +231,43 @@ std::vector<Sample> Samples() {
         out.insert(out.end(), data.Dims().begin() + axis + ids.Rank(), data.Dims().end());
         samples.push_back({"unsorted_segment_sum", UnsortedSegmentSumAttrs{axis, segments}, {{data, dtype}, {ids, index}},
                            {{Shape(out), dtype}}, false, segments});
+      }
+    }
+  }
+  // gather_nd and the scatter_nd family: tuples of 1, 2 and every index (whole elements), 2-D indices,
+  // none, and more than a block of threads; gather_nd in every dtype, the sums in the four numeric ones.
+  // Indices drawn in [0, bound): the indexed axes are at least bound long. A replacement's tuples are
+  // distinct (of repeated ones, the CPU's last wins, the GPU's any).
+  struct Tuples {
+    Shape tensor;   // the indexed tensor: gather_nd's params, the scatters' output
+    Shape indices;  // its last axis: K
+    std::int64_t bound;
+  };
+  for (const Tuples& t : {Tuples{Shape{5, 3}, Shape{7, 1}, 5}, Tuples{Shape{4, 4, 3}, Shape{2, 3, 2}, 4},
+                          Tuples{Shape{3, 3}, Shape{4, 2}, 3}, Tuples{Shape{4, 2}, Shape{0, 1}, 4},
+                          Tuples{Shape{300, 8}, Shape{500, 1}, 300}}) {
+    const Shape side = TupleSideShape(t.tensor, t.indices);
+    for (DType index : {DType::kI32, DType::kI64}) {
+      for (DType dtype : kAllDTypes) {
+        samples.push_back({"gather_nd", std::any(), {{t.tensor, dtype}, {t.indices, index}}, {{side, dtype}}, false, t.bound});
+      }
+      for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
+        samples.push_back({"scatter_nd", ScatterNdAttrs{t.tensor}, {{t.indices, index}, {side, dtype}}, {{t.tensor, dtype}},
+                           false, t.bound});
+        samples.push_back({"tensor_scatter_nd_add", std::any(), {{t.tensor, dtype}, {t.indices, index}, {side, dtype}},
+                           {{t.tensor, dtype}}, false, t.bound});
+      }
+    }
+  }
+  for (const Tuples& t : {Tuples{Shape{5, 3}, Shape{4, 1}, 5}, Tuples{Shape{0, 3}, Shape{0, 1}, 0},
+                          Tuples{Shape{600, 2}, Shape{300, 1}, 600}}) {
+    const Shape side = TupleSideShape(t.tensor, t.indices);
+    for (DType index : {DType::kI32, DType::kI64}) {
+      for (DType dtype : kAllDTypes) {
+        Sample sample{"tensor_scatter_nd_update", std::any(), {{t.tensor, dtype}, {t.indices, index}, {side, dtype}},
+                      {{t.tensor, dtype}}, false, t.bound};
+        sample.distinct = 1;
+        samples.push_back(std::move(sample));
       }
     }
   }
@@ -639,8 +682,19 @@ std::string Describe(const Sample& sample) {
   return fmt::format("{}{} ({})", sample.op, kind, fmt::join(inputs, ", "));
 }
 
-Tensor RandomTensor(const TensorMeta& meta, const Sample& sample, std::mt19937& random) {
+Tensor RandomTensor(const TensorMeta& meta, const Sample& sample, std::mt19937& random, bool distinct) {
   Tensor t(meta.shape, meta.dtype);
+  if (distinct) {
+    std::vector<std::int64_t> labels(static_cast<std::size_t>(sample.classes));
+    std::iota(labels.begin(), labels.end(), 0);
+    std::shuffle(labels.begin(), labels.end(), random);
+    REQUIRE(t.NumElements() <= sample.classes);
+    for (std::int64_t i = 0; i < t.NumElements(); ++i) {
+      if (meta.dtype == DType::kI32) t.Data<std::int32_t>()[i] = static_cast<std::int32_t>(labels[static_cast<std::size_t>(i)]);
+      else t.Data<std::int64_t>()[i] = labels[static_cast<std::size_t>(i)];
+    }
+    return t;
+  }
   std::uniform_real_distribution<double> real(sample.positive ? 0.1 : sample.low, sample.positive ? 2.0 : sample.high);
   std::uniform_int_distribution<std::int64_t> integer(sample.classes > 0 ? 0 : sample.positive ? 1 : -1000,
                                                       sample.classes > 0 ? sample.classes - 1 : 1000);
@@ -659,6 +713,14 @@ Tensor RandomTensor(const TensorMeta& meta, const Sample& sample, std::mt19937& 
     }
   }
   return t;
+}
+
+std::vector<Tensor> RandomInputs(const Sample& sample, std::mt19937& random) {
+  std::vector<Tensor> inputs;
+  for (std::size_t i = 0; i < sample.inputs.size(); ++i) {
+    inputs.push_back(RandomTensor(sample.inputs[i], sample, random, static_cast<int>(i) == sample.distinct));
+  }
+  return inputs;
 }
 
 void CudaOrHostCopy(Tensor& dst, const Tensor& src) {
@@ -749,7 +811,7 @@ TEST_CASE("every CUDA kernel has conformance samples, and the CPU kernels run th
     CAPTURE(Describe(sample));
     sampled.insert({sample.op, KeyDType(sample)});
     std::vector<Tensor> inputs;
-    for (const TensorMeta& meta : sample.inputs) inputs.push_back(RandomTensor(meta, sample, random));
+    for (Tensor& input : RandomInputs(sample, random)) inputs.push_back(std::move(input));
     RunOn(Device::Kind::kCpu, sample, inputs);  // a sample the GPU day can use: valid for the CPU kernel
   }
   for (const KernelKey& key : RegisteredKernels(Device::Kind::kCuda)) {
@@ -797,7 +859,7 @@ TEST_CASE("a fused matmul with a scaled product is refused on the CPU, whose one
                       {{Shape{2, 4}, DType::kF32}}};
   std::mt19937 random(1);
   std::vector<Tensor> inputs;
-  for (const TensorMeta& meta : sample.inputs) inputs.push_back(RandomTensor(meta, sample, random));
+  for (Tensor& input : RandomInputs(sample, random)) inputs.push_back(std::move(input));
   CHECK_THROWS_WITH_AS(RunOn(Device::Kind::kCpu, sample, inputs), doctest::Contains("alpha must be 1"), std::invalid_argument);
 }
 
@@ -828,7 +890,7 @@ TEST_CASE("CUDA kernels compute what the CPU kernels compute, on random inputs a
   for (const Sample& sample : Samples()) {
     CAPTURE(Describe(sample));
     std::vector<Tensor> inputs;
-    for (const TensorMeta& meta : sample.inputs) inputs.push_back(RandomTensor(meta, sample, random));
+    for (Tensor& input : RandomInputs(sample, random)) inputs.push_back(std::move(input));
     const std::vector<Tensor> cpu = RunOn(Device::Kind::kCpu, sample, inputs);
     const std::vector<Tensor> gpu = RunOn(Device::Kind::kCuda, sample, inputs);
     for (std::size_t j = 0; j < cpu.size(); ++j) {
@@ -872,7 +934,7 @@ TEST_CASE("convolutions through cuDNN's graph-API engines compute what the CPU k
     if (!sample.op.starts_with("conv2d") || sample.inputs[0].dtype != DType::kF32) continue;
     CAPTURE(Describe(sample));
     std::vector<Tensor> inputs;
-    for (const TensorMeta& meta : sample.inputs) inputs.push_back(RandomTensor(meta, sample, random));
+    for (Tensor& input : RandomInputs(sample, random)) inputs.push_back(std::move(input));
     const std::vector<Tensor> cpu = RunOn(Device::Kind::kCpu, sample, inputs);
     const std::vector<Tensor> gpu = RunOn(Device::Kind::kCuda, sample, inputs);
     CheckAgrees(cpu[0].ToVector<float>(), gpu[0].ToVector<float>(), {.relative = 1e-3, .absolute = 1e-5, .norm = 1e-3});
@@ -978,7 +1040,7 @@ TEST_CASE("a label out of range fails on the GPU with the CPU's error" *
                         {grad ? TensorMeta{Shape{3, 4}, DType::kF32} : TensorMeta{Shape{3}, DType::kF32}}, false, 4};
     std::mt19937 random(5);
     std::vector<Tensor> inputs;
-    for (const TensorMeta& meta : sample.inputs) inputs.push_back(RandomTensor(meta, sample, random));
+    for (Tensor& input : RandomInputs(sample, random)) inputs.push_back(std::move(input));
     inputs[0] = Tensor::FromVector<std::int32_t>(Shape{3}, {1, 9, -2});
     const std::string expected = fmt::format("[{}] label 9 at row 1 is outside [0, 4)", op);
     CHECK_THROWS_WITH_AS(RunOn(Device::Kind::kCpu, sample, inputs), expected.c_str(), KernelError);

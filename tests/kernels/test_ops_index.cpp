@@ -1,5 +1,6 @@
-// gather and unsorted_segment_sum (each the other's gradient), and where: hand-computed values along every
-// axis, index shapes and dtypes, bad inputs, and finite-difference gradients (tests/gradient_check.hpp).
+// gather and unsorted_segment_sum (each the other's gradient), gather_nd and the scatter_nd family (each
+// the others'), and where: hand-computed values along every axis, index shapes and dtypes, bad inputs,
+// and finite-difference gradients (tests/gradient_check.hpp).
 #include <cstdint>
 #include <vector>
 
@@ -7,6 +8,7 @@
 
 #include "gradient_check.hpp"
 #include "kernels/attrs/gather_attrs.hpp"
+#include "kernels/attrs/nd_index_attrs.hpp"
 #include "op_test_util.hpp"
 
 using weir::Blob;
@@ -15,6 +17,7 @@ using weir::Shape;
 using weir::Tensor;
 using weir::internal::GatherAttrs;
 using weir::internal::KernelError;
+using weir::internal::ScatterNdAttrs;
 using weir::internal::UnsortedSegmentSumAttrs;
 using weir::testing::CheckGradients;
 using weir::testing::Random;
@@ -123,6 +126,94 @@ TEST_CASE("gather and unsorted_segment_sum: gradients against finite differences
                  [](const std::vector<Blob>& in) { return weir::UnsortedSegmentSum(in[0], in[1], 4); });
   CheckGradients(session, "unsorted_segment_sum_axis1", {Random({2, 2, 2, 3}), Tensor::FromVector<std::int32_t>({2, 2}, {1, 0, 1, 1})},
                  [](const std::vector<Blob>& in) { return weir::UnsortedSegmentSum(in[0], in[1], 3, 1); });
+}
+
+// --- gather_nd and the scatter_nd family ------------------------------------------------------
+
+TEST_CASE("gather_nd picks elements, rows and slices by tuples of indices of any shape") {
+  const Tensor params = Iota<float>(Shape{3, 4});  // params[i][j] = 4i + j
+  // Tuples of 2: elements; of 1: rows; indices of rank 3: the output keeps their leading axes.
+  CHECK(RunOp("gather_nd", std::any(), {params, Tensor::FromVector<std::int32_t>({3, 2}, {0, 1, 2, 3, 1, 0})})[0]
+            .ToVector<float>() == std::vector<float>{1, 11, 4});
+  Tensor rows = RunOp("gather_nd", std::any(), {params, Tensor::FromVector<std::int64_t>({2, 1}, {2, 0})})[0];
+  CHECK(rows.GetShape() == Shape{2, 4});
+  CHECK(rows.ToVector<float>() == std::vector<float>{8, 9, 10, 11, 0, 1, 2, 3});
+  Tensor nested = RunOp("gather_nd", std::any(), {params, Tensor::FromVector<std::int32_t>({2, 1, 2}, {1, 1, 2, 2})})[0];
+  CHECK(nested.GetShape() == Shape{2, 1});
+  CHECK(nested.ToVector<float>() == std::vector<float>{5, 10});
+  const Tensor cube = Iota<std::int64_t>(Shape{2, 2, 3});
+  CHECK(RunOp("gather_nd", std::any(), {cube, Tensor::FromVector<std::int32_t>({1, 2}, {1, 0})})[0].ToVector<std::int64_t>() ==
+        std::vector<std::int64_t>{6, 7, 8});
+  // Tuples of 0 indices pick the whole tensor; no tuples, nothing.
+  CHECK(RunOp("gather_nd", std::any(), {params, Tensor(Shape{2, 0}, DType::kI32)})[0].GetShape() == Shape{2, 3, 4});
+  CHECK(RunOp("gather_nd", std::any(), {params, Tensor(Shape{0, 1}, DType::kI32)})[0].GetShape() == Shape{0, 4});
+}
+
+TEST_CASE("scatter_nd adds each update into its slice of zeros; tensor_scatter_nd_add and _update start from params") {
+  const Tensor tuples = Tensor::FromVector<std::int32_t>({3, 1}, {2, 0, 2});  // row 2 twice
+  const Tensor updates = Tensor::FromVector<float>({3, 2}, {1, 2, 3, 4, 5, 6});
+  Tensor out = RunOp("scatter_nd", ScatterNdAttrs{Shape{4, 2}}, {tuples, updates})[0];
+  CHECK(out.GetShape() == Shape{4, 2});
+  CHECK(out.ToVector<float>() == std::vector<float>{3, 4, 0, 0, 6, 8, 0, 0});
+  const Tensor params = Iota<float>(Shape{4, 2});
+  CHECK(RunOp("tensor_scatter_nd_add", std::any(), {params, tuples, updates})[0].ToVector<float>() ==
+        std::vector<float>{3, 5, 2, 3, 10, 13, 6, 7});
+  const Tensor distinct = Tensor::FromVector<std::int64_t>({2, 1}, {3, 0});
+  CHECK(RunOp("tensor_scatter_nd_update", std::any(), {params, distinct, Tensor::FromVector<float>({2, 2}, {9, 9, 8, 8})})[0]
+            .ToVector<float>() == std::vector<float>{8, 8, 2, 3, 4, 5, 9, 9});
+  // Elements by tuples of 2, integers; a replacement of any dtype (bytes).
+  CHECK(RunOp("scatter_nd", ScatterNdAttrs{Shape{2, 2}}, {Tensor::FromVector<std::int32_t>({2, 2}, {1, 0, 1, 0}),
+                                                         Tensor::FromVector<std::int64_t>({2}, {5, 7})})[0]
+            .ToVector<std::int64_t>() == std::vector<std::int64_t>{0, 0, 12, 0});
+  CHECK(RunOp("tensor_scatter_nd_update", std::any(),
+              {Tensor::FromVector<std::uint8_t>({3}, {1, 2, 3}), Tensor::FromVector<std::int32_t>({1, 1}, {1}),
+               Tensor::FromVector<std::uint8_t>({1}, {9})})[0]
+            .ToVector<std::uint8_t>() == std::vector<std::uint8_t>{1, 9, 3});
+}
+
+TEST_CASE("gather_nd and the scatters reject indices out of range and bad shapes and dtypes, naming them") {
+  const Tensor params = Iota<float>(Shape{3, 4});
+  CHECK_THROWS_WITH_AS(RunOp("gather_nd", std::any(), {params, Tensor::FromVector<std::int32_t>({2, 2}, {0, 1, 2, 4})}),
+                       "[gather_nd] index 4 at position 3 of indices is outside [0, 4)", KernelError);
+  CHECK_THROWS_WITH_AS(RunOp("gather_nd", std::any(), {params, Tensor::FromVector<std::int64_t>({1, 1}, {-1})}),
+                       "[gather_nd] index -1 at position 0 of indices is outside [0, 3)", KernelError);
+  CHECK_THROWS_WITH_AS(RunOp("gather_nd", std::any(), {params, Tensor(Shape{2, 3}, DType::kI32)}),
+                       "[gather_nd] indices (2,3) hold tuples of 3 indices, but the indexed tensor (3,4) has 2 axes",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("gather_nd", std::any(), {params, Tensor(Shape{2, 1}, DType::kF32)}),
+                       "[gather_nd] expects i32 or i64 indices, got f32", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("gather_nd", std::any(), {params, Tensor::Scalar<std::int32_t>(0)}),
+                       "[gather_nd] indices must have at least one axis (its last holds the tuples), got a scalar",
+                       std::invalid_argument);
+  const Tensor tuples = Tensor::FromVector<std::int32_t>({2, 1}, {0, 3});
+  // Nothing is written when a tuple is out of range: the output is all zeros or params, never half.
+  CHECK_THROWS_WITH_AS(RunOp("scatter_nd", ScatterNdAttrs{Shape{3, 2}}, {tuples, Random({2, 2})}),
+                       "[scatter_nd] index 3 at position 1 of indices is outside [0, 3)", KernelError);
+  CHECK_THROWS_WITH_AS(RunOp("tensor_scatter_nd_update", std::any(), {Random({3, 2}), tuples, Random({2, 2})}),
+                       "[tensor_scatter_nd_update] index 3 at position 1 of indices is outside [0, 3)", KernelError);
+  CHECK_THROWS_WITH_AS(RunOp("scatter_nd", ScatterNdAttrs{Shape{4, 2}}, {tuples, Random({2, 3})}),
+                       "[scatter_nd] updates must have the shape indices[:-1] + out[K:] = (2,2) (indices (2,1), out (4,2)), "
+                       "got (2,3)", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("tensor_scatter_nd_add", std::any(), {Tensor(Shape{4, 2}, DType::kU8), tuples, Tensor(Shape{2, 2}, DType::kU8)}),
+                       "[tensor_scatter_nd_add] expects f32, f64, i32 or i64 params, got u8", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("tensor_scatter_nd_update", std::any(), {Random({4, 2}), tuples, Tensor(Shape{2, 2}, DType::kF32)}),
+                       "[tensor_scatter_nd_update] updates dtype f32 differs from params' f64", std::invalid_argument);
+}
+
+TEST_CASE("gather_nd and the scatter_nd family: gradients against finite differences") {
+  weir::Session session;
+  const Tensor pairs = Tensor::FromVector<std::int32_t>({4, 2}, {2, 1, 0, 3, 2, 1, 1, 0});  // (2, 1) twice: adds up
+  CheckGradients(session, "gather_nd_elements", {Random({3, 4}), pairs},
+                 [](const std::vector<Blob>& in) { return weir::GatherNd(in[0], in[1]); });
+  CheckGradients(session, "gather_nd_slices", {Random({3, 2, 2}), Tensor::FromVector<std::int64_t>({2, 1, 1}, {2, 0})},
+                 [](const std::vector<Blob>& in) { return weir::GatherNd(in[0], in[1]); });
+  CheckGradients(session, "scatter_nd", {pairs, Random({4})},
+                 [](const std::vector<Blob>& in) { return weir::ScatterNd(in[0], in[1], Shape{3, 4}); });
+  CheckGradients(session, "tensor_scatter_nd_add", {Random({3, 4}), pairs, Random({4})},
+                 [](const std::vector<Blob>& in) { return weir::TensorScatterNdAdd(in[0], in[1], in[2]); });
+  const Tensor distinct = Tensor::FromVector<std::int32_t>({2, 1}, {2, 0});
+  CheckGradients(session, "tensor_scatter_nd_update", {Random({3, 4}), distinct, Random({2, 4})},
+                 [](const std::vector<Blob>& in) { return weir::TensorScatterNdUpdate(in[0], in[1], in[2]); });
 }
 
 // --- where ----------------------------------------------------------------------------------

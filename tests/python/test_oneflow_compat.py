@@ -356,17 +356,17 @@ def test_gather_is_numpys_take(axis):
     np.testing.assert_array_equal(job(params, indices), np.take(params, indices, axis=axis))
 
 
-def test_gather_refuses_an_index_out_of_range_and_batch_dims():
+def test_gather_refuses_an_index_out_of_range_and_a_bad_batch_dims():
     @flow.global_function()
     def job(p: tp.Numpy.Placeholder((3, 2)), i: tp.Numpy.Placeholder((2,), dtype=flow.int32)) -> tp.Numpy:
         return flow.gather(p, i)
 
     with pytest.raises(Exception, match=r"\[gather\] index 3 at position 1 is outside \[0, 3\)"):
         job(np.zeros((3, 2), np.float32), np.array([0, 3], np.int32))
-    with pytest.raises(NotImplementedError, match="batch_dims"):
+    with pytest.raises(ValueError, match="flow.gather: batch_dims must be an int >= 0, got -1"):
         @flow.global_function()
         def batched(p: tp.Numpy.Placeholder((3, 2)), i: tp.Numpy.Placeholder((3, 1), dtype=flow.int32)) -> tp.Numpy:
-            return flow.gather(p, i, batch_dims=1)
+            return flow.gather(p, i, batch_dims=-1)
         batched(np.zeros((3, 2), np.float32), np.zeros((3, 1), np.int32))
 
 
@@ -1444,3 +1444,138 @@ def test_compat_conv2d_pads_as_tensorflow_does():
     assert valid.shape == (1, 3, 4, 4)
     with pytest.raises(ValueError, match="padding must be"):
         flow.nn.compat_conv2d(None, None, 1, "FULL")
+
+
+# --- gather_nd, scatter_nd, tensor_scatter_nd_update/_add, batch_gather -------------------------
+
+def _np_gather_nd(params, indices):
+    depth = indices.shape[-1]
+    tuples = indices.reshape(-1, depth)
+    picked = np.stack([params[tuple(t)] for t in tuples]) if len(tuples) else np.zeros((0,) + params.shape[depth:])
+    return picked.reshape(indices.shape[:-1] + params.shape[depth:])
+
+
+def _np_scatter_nd_add(out, indices, updates):
+    depth = indices.shape[-1]
+    out = out.copy()
+    slices = updates.reshape((-1,) + out.shape[depth:])
+    for t, u in zip(indices.reshape(-1, depth), slices):
+        out[tuple(t)] += u
+    return out
+
+
+@pytest.mark.parametrize("params_shape,indices_shape", [((5, 4), (6, 1)), ((5, 4, 3), (2, 3, 2)), ((4, 3), (7, 2)),
+                                                        ((3, 2, 2), (4, 3))])
+@pytest.mark.parametrize("dtype,index_dtype", [(np.float32, np.int32), (np.float64, np.int64)])
+def test_gather_nd_and_scatter_nd_match_numpy_and_are_each_others_gradient(params_shape, indices_shape, dtype,
+                                                                         index_dtype):
+    rng = np.random.default_rng(11)
+    depth = indices_shape[-1]
+    params = rng.random(params_shape).astype(dtype)
+    indices = np.stack([rng.integers(0, params_shape[k], indices_shape[:-1]) for k in range(depth)], -1).astype(index_dtype)
+    side = indices_shape[:-1] + params_shape[depth:]
+    updates = rng.random(side).astype(dtype)
+    fdtype = flow.float32 if dtype == np.float32 else flow.float64
+    idtype = flow.int32 if index_dtype == np.int32 else flow.int64
+    grads = {}
+
+    @flow.global_function(type="train")
+    def job(p: tp.Numpy.Placeholder(params_shape, dtype=fdtype), i: tp.Numpy.Placeholder(indices_shape, dtype=idtype),
+            u: tp.Numpy.Placeholder(side, dtype=fdtype)) -> List[tp.Numpy]:
+        v = flow.get_variable("v", shape=(1,), dtype=fdtype, initializer=flow.zeros_initializer())
+        pv, uv = p + v, u + v
+        flow.watch_diff(pv, lambda g: grads.setdefault("params", g.numpy()))
+        flow.watch_diff(uv, lambda g: grads.setdefault("updates", g.numpy()))
+        picked = flow.gather_nd(pv, i)
+        scattered = flow.scatter_nd(i, uv, params_shape)
+        added = flow.tensor_scatter_nd_add(pv, i, uv)
+        loss = flow.math.reduce_sum(picked * 2) + flow.math.reduce_sum(scattered * 3) + flow.math.reduce_sum(added)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.0]), momentum=0).minimize(loss)
+        return [picked, scattered, added]
+
+    picked, scattered, added = job(params, indices, updates)
+    np.testing.assert_allclose(picked, _np_gather_nd(params, indices))
+    np.testing.assert_allclose(scattered, _np_scatter_nd_add(np.zeros(params_shape, dtype), indices, updates), rtol=1e-6)
+    np.testing.assert_allclose(added, _np_scatter_nd_add(params, indices, updates), rtol=1e-6)
+    # d/dparams: 2 into each picked slice (repeats add up) plus 1 everywhere (tensor_scatter_nd_add);
+    # d/dupdates: each update's slice of 3 (scatter_nd) and of 1 (tensor_scatter_nd_add).
+    np.testing.assert_allclose(grads["params"], _np_scatter_nd_add(np.ones(params_shape), indices, np.full(side, 2.0)))
+    np.testing.assert_allclose(grads["updates"], np.full(side, 4.0))
+
+
+def test_tensor_scatter_nd_update_replaces_slices_and_its_gradient_skips_them():
+    params = np.arange(12, dtype=np.float32).reshape(4, 3)
+    indices = np.array([[3], [1]], np.int32)
+    updates = np.array([[-1, -2, -3], [-4, -5, -6]], np.float32)
+    grads = {}
+
+    @flow.global_function(type="train")
+    def job(p: tp.Numpy.Placeholder((4, 3)), i: tp.Numpy.Placeholder((2, 1), dtype=flow.int32),
+            u: tp.Numpy.Placeholder((2, 3))) -> tp.Numpy:
+        v = flow.get_variable("v", shape=(1,), dtype=flow.float32, initializer=flow.zeros_initializer())
+        pv, uv = p + v, u + v
+        flow.watch_diff(pv, lambda g: grads.setdefault("params", g.numpy()))
+        flow.watch_diff(uv, lambda g: grads.setdefault("updates", g.numpy()))
+        out = flow.tensor_scatter_nd_update(pv, i, uv)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.0]), momentum=0).minimize(out)
+        return out
+
+    expected = params.copy()
+    expected[[3, 1]] = updates
+    np.testing.assert_array_equal(job(params, indices, updates), expected)
+    np.testing.assert_array_equal(grads["params"], [[1, 1, 1], [0, 0, 0], [1, 1, 1], [0, 0, 0]])
+    np.testing.assert_array_equal(grads["updates"], np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("batch_dims,params_shape,indices_shape", [(1, (3, 5, 2), (3, 4)), (2, (2, 3, 4), (2, 3, 2))])
+def test_gather_with_batch_dims_and_batch_gather_gather_per_batch_entry(batch_dims, params_shape, indices_shape):
+    rng = np.random.default_rng(3)
+    params = rng.random(params_shape).astype(np.float32)
+    indices = rng.integers(0, params_shape[batch_dims], indices_shape).astype(np.int64)
+    grads = []
+
+    @flow.global_function(type="train")
+    def job(p: tp.Numpy.Placeholder(params_shape), i: tp.Numpy.Placeholder(indices_shape, dtype=flow.int64)
+            ) -> List[tp.Numpy]:
+        v = flow.get_variable("v", shape=(1,), dtype=flow.float32, initializer=flow.zeros_initializer())
+        pv = p + v
+        flow.watch_diff(pv, grads.append)
+        by_gather = flow.gather(pv, i, batch_dims=batch_dims)
+        by_batch_gather = flow.batch_gather(pv, i)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.0]), momentum=0).minimize(by_gather)
+        return [by_gather, by_batch_gather]
+
+    by_gather, by_batch_gather = job(params, indices)
+    lead = indices_shape[:batch_dims]
+    expected = np.stack([params[b][indices[b]] for b in np.ndindex(*lead)]).reshape(indices_shape + params_shape[batch_dims + 1:])
+    np.testing.assert_allclose(by_gather, expected)
+    np.testing.assert_allclose(by_batch_gather, expected)
+    counts = np.zeros(params_shape[:batch_dims + 1])
+    for b in np.ndindex(*lead):
+        np.add.at(counts[b], indices[b], 1.0)
+    np.testing.assert_allclose(grads[0], np.broadcast_to(counts.reshape(counts.shape + (1,) * (len(params_shape) - batch_dims - 1)),
+                                                         params_shape))
+
+
+def test_gather_nd_and_the_scatters_name_bad_arguments_and_indices_out_of_range():
+    @flow.global_function()
+    def job(p: tp.Numpy.Placeholder((3, 4)), i: tp.Numpy.Placeholder((2, 2), dtype=flow.int32)) -> tp.Numpy:
+        return flow.gather_nd(p, i)
+
+    with pytest.raises(Exception, match=r"\[gather_nd\] index 4 at position 3 of indices is outside \[0, 4\)"):
+        job(np.zeros((3, 4), np.float32), np.array([[0, 1], [2, 4]], np.int32))
+    with pytest.raises(Exception, match=r"\[scatter_nd\] updates must have the shape indices\[:-1\] \+ out\[K:\] = \(2,4\)"):
+        @flow.global_function()
+        def bad_updates(i: tp.Numpy.Placeholder((2, 1), dtype=flow.int32), u: tp.Numpy.Placeholder((2, 3))) -> tp.Numpy:
+            return flow.scatter_nd(i, u, (3, 4))
+        bad_updates(np.zeros((2, 1), np.int32), np.zeros((2, 3), np.float32))
+    with pytest.raises(NotImplementedError, match="flow.gather: with batch_dims 1, axis must be batch_dims"):
+        @flow.global_function()
+        def bad_axis(p: tp.Numpy.Placeholder((3, 4, 2)), i: tp.Numpy.Placeholder((3, 2), dtype=flow.int32)) -> tp.Numpy:
+            return flow.gather(p, i, axis=2, batch_dims=1)
+        bad_axis(np.zeros((3, 4, 2), np.float32), np.zeros((3, 2), np.int32))
+    with pytest.raises(ValueError, match=r"flow.batch_gather: params \(3, 4\) and indices \(2, 2\) must share their first 1 axes"):
+        @flow.global_function()
+        def bad_batch(p: tp.Numpy.Placeholder((3, 4)), i: tp.Numpy.Placeholder((2, 2), dtype=flow.int32)) -> tp.Numpy:
+            return flow.batch_gather(p, i)
+        bad_batch(np.zeros((3, 4), np.float32), np.zeros((2, 2), np.int32))

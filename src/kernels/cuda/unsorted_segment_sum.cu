@@ -1,12 +1,12 @@
 // unsorted_segment_sum on CUDA: the output zeroed, then a thread per data element checks its id
 // (CheckIndex reports a bad one into the Run's slot) and adds the element into its segment with an
-// atomic add. Integer sums match the CPU exactly; floating sums up to the order of the additions,
-// which the atomics leave open. An id out of range fails the call with the CPU kernel's error
+// atomic add (kernels/cuda/atomic_add.cuh). An id out of range fails the call with the CPU kernel's error
 // (DeviceReports).
 #include <cstdint>
 #include <memory>
 
 #include "kernels/attrs/gather_attrs.hpp"
+#include "kernels/cuda/atomic_add.cuh"
 #include "kernels/cuda/cuda_kernel.hpp"
 #include "kernels/cuda/grid.cuh"
 #include "kernels/functors/gather.hpp"
@@ -14,20 +14,12 @@
 namespace weir::internal {
 namespace {
 
-__device__ inline void AtomicAdd(float* to, float value) { atomicAdd(to, value); }
-__device__ inline void AtomicAdd(double* to, double value) { atomicAdd(to, value); }
-__device__ inline void AtomicAdd(std::int32_t* to, std::int32_t value) { atomicAdd(reinterpret_cast<int*>(to), value); }
-// Two's complement: adding the bits as unsigned adds the signed values.
-__device__ inline void AtomicAdd(std::int64_t* to, std::int64_t value) {
-  atomicAdd(reinterpret_cast<unsigned long long*>(to), static_cast<unsigned long long>(value));
-}
-
 template <typename T, typename Index>
 __global__ void UnsortedSegmentSumKernel(GatherPlan plan, const T* data, const Index* ids, T* out, cuda::ReportRing reports) {
   WEIR_FOR_EACH_ELEMENT(e, plan.PerIndexElements()) {
     const std::int64_t n = plan.IndexOf(e);
     const std::int64_t id = ids[n];
-    if (cuda::CheckIndex(n, id, plan.axis_size, reports)) AtomicAdd(out + plan.IndexedElement(e, id), data[e]);
+    if (cuda::CheckIndex(n, id, plan.axis_size, reports)) cuda::AtomicAdd(out + plan.IndexedElement(e, id), data[e]);
   }
 }
 
