@@ -141,6 +141,10 @@ Blob Gather(const Blob& params, const Blob& indices, int axis = 0, std::string_v
 Blob UnsortedSegmentSum(const Blob& data, const Blob& segment_ids, std::int64_t num_segments, int axis = 0,
                         std::string_view name = {});
 
+/// The indices (i32) that sort each row of x's last axis (f32, f64, i32, i64), ascending or descending;
+/// NaN counts as the largest, equal values keep their order. No gradient.
+Blob ArgSort(const Blob& x, bool descending = false, std::string_view name = {});
+
 /// The slices of params that tuples of indices (i32/i64) pick: the last axis of indices holds K indices
 /// into params' first K axes; the output is indices.shape[:-1] + params.shape[K:]. An index outside
 /// its axis fails the call. The gradient for params is scatter_nd of dy by the indices.

@@ -163,11 +163,20 @@ def clip_by_value(values, min_value=None, max_value=None, name=None):
 
 
 def top_k(input, k=1, sorted=True, name=None):  # noqa: A002 - OneFlow's names
-    """Indices of the k largest entries of the last axis; only k = 1 (argmax) is supported."""
-    if k != 1:
-        raise ValueError(f"flow.math.top_k: Weir supports k=1 (argmax), got k={k}")
-    indices = argmax(input, -1)
-    return add_op("reshape", [indices], op_name(name), shape=list(indices.shape) + [1])
+    """The indices (int32) of the k largest entries of the last axis, largest first (always sorted; a
+    NaN counts as the largest, equal values in index order): input.shape[:-1] + (k,)."""
+    x = check_blob(input, "flow.math.top_k", "input")
+    if not x.shape:
+        raise ValueError("flow.math.top_k: input must have at least one axis, got a scalar")
+    n = x.shape[-1]
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
+        raise ValueError(f"flow.math.top_k: k must be an int in [1, {n}] (the last axis of {tuple(x.shape)}), got {k!r}")
+    if k == 1:
+        indices = argmax(x, -1)
+        return add_op("reshape", [indices], op_name(name), shape=list(indices.shape) + [1])
+    order = add_op("argsort", [x], "", descending=True)
+    rank = len(x.shape)
+    return add_op("slice", [order], op_name(name), start=[0] * rank, stop=list(x.shape[:-1]) + [int(k)], step=[1] * rank)
 
 
 def add_n(inputs, name=None):

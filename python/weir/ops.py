@@ -21,6 +21,7 @@ __all__ = [
     "identity_n", "cast_to_static_shape", "ones", "zeros", "gather", "dim_gather", "where", "parallel_cast", "pad",
     "count_not_finite", "multi_count_not_finite", "reflection_pad2d", "replication_pad2d", "constant_pad2d",
     "assign", "gather_nd", "scatter_nd", "tensor_scatter_nd_update", "tensor_scatter_nd_add", "batch_gather",
+    "argsort", "sort",
 ]
 
 # Past either end of any axis: what an open end of a slice becomes (the op clamps it to the axis).
@@ -333,6 +334,36 @@ def _gather_in_batches(params, indices, batch_dims, op, name):
     grid = np.moveaxis(np.broadcast_to(grid, (batch_dims,) + shape), 0, -1)
     tuples = concat([_constant_of(np.ascontiguousarray(grid), indices), expand_dims(indices, -1)], axis=-1)
     return gather_nd(params, tuples, name)
+
+
+def argsort(input, axis=-1, direction="ASCENDING", name=None):  # noqa: A002 - OneFlow's name
+    """The indices (int32) that sort `input` along `axis`, "ASCENDING" or "DESCENDING"; NaN counts as
+    the largest, equal values keep their order (a stable sort)."""
+    return _argsort_along(check_blob(input, "flow.argsort", "input"), axis, direction, "flow.argsort", name)
+
+
+def sort(input, axis=-1, direction="ASCENDING", name=None):  # noqa: A002 - OneFlow's name
+    """`input` sorted along `axis` ("ASCENDING" or "DESCENDING"; NaN counts as the largest). The
+    gradient goes back to where each value came from."""
+    x = check_blob(input, "flow.sort", "input")
+    order = _argsort_along(x, axis, direction, "flow.sort", None)
+    return dim_gather(x, int(axis), order, name)
+
+
+def _argsort_along(x, axis, direction, op, name):
+    if direction not in ("ASCENDING", "DESCENDING"):
+        raise ValueError(f"{op}: direction must be 'ASCENDING' or 'DESCENDING', got {direction!r}")
+    rank = len(x.shape)
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not -rank <= axis < rank:
+        raise ValueError(f"{op}: axis must be an int in [{-rank}, {rank}) for input of shape {tuple(x.shape)}, got {axis!r}")
+    descending = direction == "DESCENDING"
+    axis = int(axis) % rank
+    if axis == rank - 1:
+        return add_op("argsort", [x], op_name(name), descending=descending)
+    swap = list(range(rank))  # the op sorts the last axis: swap `axis` there and back (a swap undoes itself)
+    swap[axis], swap[-1] = swap[-1], swap[axis]
+    order = add_op("argsort", [transpose(x, swap)], "", descending=descending)
+    return transpose(order, swap, name=name)
 
 
 def gather_nd(params, indices, name=None):

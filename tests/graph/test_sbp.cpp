@@ -268,6 +268,7 @@ TEST_CASE("every declared SBP signature of every op gives the one-device result 
     Blob added = TensorScatterNdAdd(Reshape(x, {{6, 12}}), rows, Reshape(x, {{6, 12}}));
     Blob replaced = TensorScatterNdUpdate(Reshape(x, {{6, 12}}), Slice(rows, {.start = {0, 0}, .stop = {1, 1}, .step = {1, 1}}),
                                           Slice(Reshape(x, {{6, 12}}), {.start = {2, 0}, .stop = {3, 12}, .step = {1, 1}}));
+    builder.Output("order", ArgSort(Reshape(x, {{6, 12}}), true));
     Blob all = Add(Add(ReduceSum(scattered), ReduceSum(added)), ReduceSum(replaced));
     builder.Output("all", all);
     builder.Output("dx", Gradients(all, {x})[0]);

@@ -35,6 +35,7 @@
 #include "kernels/attrs/concat_attrs.hpp"
 #include "kernels/attrs/gather_attrs.hpp"
 #include "kernels/attrs/nd_index_attrs.hpp"
+#include "kernels/functors/sort.hpp"
 #include "kernels/attrs/conv2d_attrs.hpp"
 #include "kernels/attrs/slice_attrs.hpp"
 #include "kernels/attrs/dropout_attrs.hpp"
@@ -268,6 +269,14 @@ std::vector<Sample> Samples() {
                       {{t.tensor, dtype}}, false, t.bound};
         sample.distinct = 1;
         samples.push_back(std::move(sample));
+      }
+    }
+  }
+  // argsort, both directions, with many ties (each row's order must come out the same on both).
+  for (const Shape& shape : {Shape{7, 13}, Shape{1}, Shape{0, 5}, Shape{1000, 3}, Shape{3, 600}}) {
+    for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
+      for (bool descending : {false, true}) {
+        samples.push_back({"argsort", ArgSortAttrs{descending}, {{shape, dtype}}, {{shape, DType::kI32}}, false, 5, true});
       }
     }
   }

@@ -2,6 +2,7 @@
 // the others'), and where: hand-computed values along every axis, index shapes and dtypes, bad inputs,
 // and finite-difference gradients (tests/gradient_check.hpp).
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include <doctest/doctest.h>
@@ -9,12 +10,14 @@
 #include "gradient_check.hpp"
 #include "kernels/attrs/gather_attrs.hpp"
 #include "kernels/attrs/nd_index_attrs.hpp"
+#include "kernels/functors/sort.hpp"
 #include "op_test_util.hpp"
 
 using weir::Blob;
 using weir::DType;
 using weir::Shape;
 using weir::Tensor;
+using weir::internal::ArgSortAttrs;
 using weir::internal::GatherAttrs;
 using weir::internal::KernelError;
 using weir::internal::ScatterNdAttrs;
@@ -214,6 +217,25 @@ TEST_CASE("gather_nd and the scatter_nd family: gradients against finite differe
   const Tensor distinct = Tensor::FromVector<std::int32_t>({2, 1}, {2, 0});
   CheckGradients(session, "tensor_scatter_nd_update", {Random({3, 4}), distinct, Random({2, 4})},
                  [](const std::vector<Blob>& in) { return weir::TensorScatterNdUpdate(in[0], in[1], in[2]); });
+}
+
+// --- argsort -----------------------------------------------------------------------------------
+
+TEST_CASE("argsort orders each row ascending or descending, ties by index, NaN as the largest") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor x = Tensor::FromVector<float>({2, 5}, {3, 1, nan, 1, -2, 0, 0, 5, -1, 0});
+  Tensor up = RunOp("argsort", ArgSortAttrs{false}, {x})[0];
+  CHECK(up.GetDType() == DType::kI32);
+  CHECK(up.ToVector<std::int32_t>() == std::vector<std::int32_t>{4, 1, 3, 0, 2, 3, 0, 1, 4, 2});
+  CHECK(RunOp("argsort", ArgSortAttrs{true}, {x})[0].ToVector<std::int32_t>() ==
+        std::vector<std::int32_t>{2, 0, 1, 3, 4, 2, 0, 1, 4, 3});
+  CHECK(RunOp("argsort", ArgSortAttrs{true}, {Tensor::FromVector<std::int64_t>({4}, {7, -3, 7, 9})})[0]
+            .ToVector<std::int32_t>() == std::vector<std::int32_t>{3, 0, 2, 1});
+  CHECK(RunOp("argsort", ArgSortAttrs{false}, {Tensor(Shape{3, 0}, DType::kF64)})[0].GetShape() == Shape{3, 0});
+  CHECK_THROWS_WITH_AS(RunOp("argsort", ArgSortAttrs{false}, {Tensor(Shape{2}, DType::kU8)}),
+                       "[argsort] expects an f32, f64, i32 or i64 input, got u8", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("argsort", ArgSortAttrs{false}, {Tensor::Scalar<float>(1)}),
+                       "[argsort] x must have at least one axis, got a scalar", std::invalid_argument);
 }
 
 // --- where ----------------------------------------------------------------------------------

@@ -1579,3 +1579,64 @@ def test_gather_nd_and_the_scatters_name_bad_arguments_and_indices_out_of_range(
         def bad_batch(p: tp.Numpy.Placeholder((3, 4)), i: tp.Numpy.Placeholder((2, 2), dtype=flow.int32)) -> tp.Numpy:
             return flow.batch_gather(p, i)
         bad_batch(np.zeros((3, 4), np.float32), np.zeros((2, 2), np.int32))
+
+
+# --- argsort, sort, top_k ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+@pytest.mark.parametrize("direction", ["ASCENDING", "DESCENDING"])
+@pytest.mark.parametrize("dtype,fdtype", [(np.float32, flow.float32), (np.int64, flow.int64)])
+def test_argsort_and_sort_match_numpys_stable_sort_and_sorts_gradient_goes_back(axis, direction, dtype, fdtype):
+    rng = np.random.default_rng(5)
+    x = rng.integers(-3, 4, (4, 6, 5)).astype(dtype)  # many ties: the order among them is the indices'
+    grads = []
+
+    @flow.global_function(type="train" if dtype == np.float32 else "predict")
+    def job(p: tp.Numpy.Placeholder((4, 6, 5), dtype=fdtype)) -> List[tp.Numpy]:
+        if dtype == np.float32:
+            p = p + flow.get_variable("v", shape=(1,), dtype=flow.float32, initializer=flow.zeros_initializer())
+            flow.watch_diff(p, grads.append)
+        order = flow.argsort(p, axis=axis, direction=direction)
+        values = flow.sort(p, axis=axis, direction=direction)
+        if dtype == np.float32:
+            weights = flow.constant(places, dtype=flow.float32)  # each sorted place's own weight
+            flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.0]), momentum=0).minimize(
+                flow.math.reduce_sum(values * weights))
+        return [order, values]
+
+    shape = [1, 1, 1]
+    shape[axis] = x.shape[axis]
+    places = np.broadcast_to(np.arange(x.shape[axis], dtype=np.float32).reshape(shape), x.shape).copy()
+    order, values = job(x)
+    key = x if direction == "ASCENDING" else -x
+    expected = np.argsort(key, axis=axis, kind="stable")
+    assert order.dtype == np.int32
+    np.testing.assert_array_equal(order, expected)
+    np.testing.assert_array_equal(values, np.take_along_axis(x, expected, axis))
+    if grads:  # d(sum(sorted * w))/dx: each x gets the weight of the place it was sorted to
+        expected_grad = np.zeros_like(x, dtype=np.float64)
+        np.put_along_axis(expected_grad, expected, places.astype(np.float64), axis)
+        np.testing.assert_allclose(grads[0], expected_grad)
+
+
+def test_top_k_gives_the_indices_of_the_k_largest_largest_first():
+    x = np.array([[1.0, 5.0, 3.0, 5.0, np.nan], [0.0, -1.0, 2.0, 2.0, 1.0]], np.float32)
+
+    @flow.global_function()
+    def job(p: tp.Numpy.Placeholder((2, 5))) -> List[tp.Numpy]:
+        return [flow.math.top_k(p, k=3), flow.math.top_k(p), flow.math.top_k(p, k=5)]
+
+    three, one, five = job(x)
+    np.testing.assert_array_equal(three, [[4, 1, 3], [2, 3, 4]])
+    np.testing.assert_array_equal(one, [[4], [2]])
+    np.testing.assert_array_equal(five, [[4, 1, 3, 2, 0], [2, 3, 4, 0, 1]])
+    with pytest.raises(ValueError, match=r"flow.math.top_k: k must be an int in \[1, 5\] .* got 6"):
+        @flow.global_function()
+        def too_many(p: tp.Numpy.Placeholder((2, 5))) -> tp.Numpy:
+            return flow.math.top_k(p, k=6)
+        too_many(x)
+    with pytest.raises(ValueError, match="flow.argsort: direction must be 'ASCENDING' or 'DESCENDING', got 'UP'"):
+        @flow.global_function()
+        def bad_direction(p: tp.Numpy.Placeholder((2, 5))) -> tp.Numpy:
+            return flow.argsort(p, direction="UP")
+        bad_direction(x)
