@@ -185,15 +185,16 @@ def function_config() -> FunctionConfig:
 class _Compiled:
     """A job function compiled in one session."""
 
-    __slots__ = ("session", "c_session", "owed", "job", "template", "devices")
+    __slots__ = ("session", "c_session", "owed", "job", "template", "devices", "mirrored")
 
-    def __init__(self, session, job, template):
+    def __init__(self, session, job, template, mirrored=False):
         self.session = session
         self.c_session = session.c_session()  # resolved once, not under the session lock per call
         self.owed = session.owed_callbacks
         self.devices = session.devices()  # a mirrored placeholder takes one array per device
         self.job = job
         self.template = template
+        self.mirrored = mirrored  # a consistent (tp.Numpy) placeholder's array is split over the devices
 
 
 class _CompileFailure:
@@ -316,13 +317,15 @@ class JobFunction:
         # Where the session runs (a GPU session on a machine without one runs on the CPU).
         on_cuda = session.c_session().resource()["gpu_device_num"] > 0
         mixed_precision = self._mixed_precision_dtype(on_cuda)
+        mirrored = scope._current_view(self.config) == "mirrored"
+        devices = session.devices()
         builder = _C.JobBuilder(
             name,
             job_type,
             to_c_dtype(self.config.default_data_type_value),
             channels_last_convolutions=(not on_cuda if self.config.channels_last_convolutions_value is None
                                         else self.config.channels_last_convolutions_value),
-            mirrored=scope._current_view(self.config) == "mirrored",
+            mirrored=mirrored,
             mixed_precision=mixed_precision,
             on_cuda=on_cuda,
         )
@@ -330,9 +333,12 @@ class JobFunction:
             self.config.default_placement_scope_value.push_to(builder)
         context = _context.BuildContext(builder, name, self.job_type, self.config)
         with _context.tracing(context):
+            # In the mirrored view a consistent (tp.Numpy) placeholder is split over the devices, as
+            # OneFlow does: each device's blob holds its rows; the call passes the one array.
             args = self.signature.build_arguments(
                 lambda leaf: Blob(
-                    builder.placeholder(leaf.name, leaf.shape, to_c_dtype(leaf.dtype, f"{name}: {leaf.where}")),
+                    builder.placeholder(leaf.name, leaf.per_device_shape(devices, name) if mirrored else leaf.shape,
+                                        to_c_dtype(leaf.dtype, f"{name}: {leaf.where}")),
                     builder,
                     leaf.batch_axis,
                 )
@@ -352,7 +358,7 @@ class JobFunction:
                 builder.output(f"return_{index}", blob._c)
             if not template.leaves and not context.watches and not context.minimized:
                 # Nothing to compute (an empty body returning None): calls only check their inputs.
-                return _Compiled(session, None, template)
+                return _Compiled(session, None, template, mirrored)
         job = builder.build()
         if mixed_precision is not None and job.mixed_precision_ops == 0:
             _notice_once(f"mixed:{name}", f"enable_auto_mixed_precision: job {name} has no matmul, batch_matmul or "
@@ -362,7 +368,7 @@ class JobFunction:
         except Exception as error:
             error.weir_op_sites = context.op_sites  # where the op the planner names was made
             raise
-        return _Compiled(session, job, template)
+        return _Compiled(session, job, template, mirrored)
 
     def _mixed_precision_dtype(self, on_cuda: bool):
         """The 16-bit dtype of enable_auto_mixed_precision(True) on this session's device, or None."""
@@ -392,7 +398,7 @@ class JobFunction:
     # --- call
     def __call__(self, *args, **kwargs):
         compiled = self._compiled()
-        arrays = self.signature.flatten_call_args(args, kwargs, devices=compiled.devices)
+        arrays = self.signature.flatten_call_args(args, kwargs, devices=compiled.devices, split_whole=compiled.mirrored)
         session = compiled.c_session
         template = compiled.template
         if compiled.job is None:

@@ -50,8 +50,10 @@ defaults).
 Mirrored (``ListNumpy``/``ListListNumpy``) inputs hold one array per device of the session
 (``[[array]]`` per device for tensor lists, one tensor each), list index i for device i; list
 results hold one array per device (OneFlow 0.2/0.3; ``tp.Numpy`` results of a mirrored job are
-the devices' arrays concatenated along axis 0, OneFlow 0.4's rule). Input shapes must match the
-placeholder exactly (no dynamic shapes).
+the devices' arrays concatenated along axis 0, OneFlow 0.4's rule). A ``Numpy`` input of a mirrored
+job is one array, split along axis 0 over the devices (each device's blob has its rows, as OneFlow
+splits a consistent input in the mirrored view). Input shapes must match the placeholder exactly (no
+dynamic shapes).
 """
 
 from __future__ import annotations
@@ -187,6 +189,18 @@ class PlaceholderLeaf:
     def where(self) -> str:
         """``argument 'pair'[1]``: how error messages refer to this input."""
         return f"argument '{self.param}'" + "".join(f"[{i}]" for i in self.path)
+
+    def per_device_shape(self, devices: int, fn_name: str) -> tuple:
+        """The shape of each device's piece in a mirrored job. A list leaf's arrays are the devices'
+        own; a ``Numpy`` leaf (consistent) is split over the devices along axis 0, as OneFlow splits a
+        consistent input in the mirrored view."""
+        if self.kind != "numpy" or devices == 1:
+            return self.shape
+        if self.shape[0] % devices != 0:
+            raise ValueError(f"{fn_name}(): {self.where} is a tp.Numpy placeholder of shape {self.shape} in a mirrored "
+                             f"job, which splits its rows over the {devices} devices: {self.shape[0]} rows do not "
+                             f"split evenly (use a multiple of {devices}, or tp.ListNumpy for each device's own array)")
+        return (self.shape[0] // devices,) + tuple(self.shape[1:])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -543,9 +557,11 @@ class JobSignature:
 
     # -- calls
 
-    def flatten_call_args(self, args, kwargs=None, devices: int = 1) -> list:
+    def flatten_call_args(self, args, kwargs=None, devices: int = 1, split_whole: bool = False) -> list:
         """Validate one call's arguments; one C-contiguous ndarray per leaf (per device for list
-        leaves), in order. ``devices``: how many arrays a list (mirrored) argument holds."""
+        leaves), in order. ``devices``: how many arrays a list (mirrored) argument holds.
+        ``split_whole`` (a mirrored job): a ``Numpy`` leaf's array is split into ``devices`` arrays
+        of its rows (PlaceholderLeaf.per_device_shape), views of the caller's array."""
         if kwargs:
             names = ", ".join(repr(k) for k in kwargs)
             raise TypeError(
@@ -559,10 +575,10 @@ class JobSignature:
             )
         out: list = []
         for spec, value in zip(self._param_specs, args):
-            self._flatten_arg(spec, value, out, devices)
+            self._flatten_arg(spec, value, out, devices, split_whole)
         return out
 
-    def _flatten_arg(self, spec, value, out: list, devices: int = 1) -> None:
+    def _flatten_arg(self, spec, value, out: list, devices: int = 1, split_whole: bool = False) -> None:
         fn = self.fn_name
         if isinstance(spec, _TupleParam):
             n = len(spec.items)
@@ -573,11 +589,14 @@ class JobSignature:
                     f"({_fmt(spec.annotation)}), got {_describe(value)}"
                 )
             for item, v in zip(spec.items, value):
-                self._flatten_arg(item, v, out, devices)
+                self._flatten_arg(item, v, out, devices, split_whole)
             return
         leaf: PlaceholderLeaf = spec
         if leaf.kind == "numpy":
             self._append_array(leaf, value, leaf.where, out)
+            if split_whole:
+                whole = out.pop()
+                out.extend(np.split(whole, devices))
             return
         outer_ok = isinstance(value, (list, tuple))
         if not outer_ok or len(value) != devices:

@@ -58,6 +58,47 @@ def test_mirrored_training_on_two_devices_matches_one_device_on_the_whole_batch(
     assert sorted(got) == sorted(expected)
     for name in expected:
         np.testing.assert_allclose(got[name], expected[name], rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+def test_a_numpy_placeholder_in_a_mirrored_job_is_split_over_the_devices_as_in_oneflow():
+    # A consistent (tp.Numpy) input of a mirrored job: the caller passes one array, each device gets
+    # its rows (its blob has the per-device shape); before, the job wanted one whole array per device.
+    losses, expected = _train_one_device(3)
+    flow.clear_default_session()
+    flow.config.cpu_device_num(2)
+    config = flow.FunctionConfig()
+    config.default_logical_view(flow.scope.mirrored_view())
+    traced = []
+
+    @flow.global_function(type="train", function_config=config)
+    def train(images: tp.Numpy.Placeholder((BATCH, FEATURES)),
+              labels: tp.Numpy.Placeholder((BATCH,), dtype=flow.int32)) -> tp.ListNumpy:
+        traced.append((images.shape, labels.shape))
+        return _mlp(images, labels)
+
+    for step in range(3):
+        loss = train(*_data(step))
+        assert [piece.shape for piece in loss] == [(6,), (6,)]
+        np.testing.assert_allclose(np.concatenate(loss), losses[step], rtol=1e-5)
+    assert traced == [((BATCH // 2, FEATURES), (BATCH // 2,))]
+    got = {name: var.numpy() for name, var in flow.get_all_variables().items()}
+    for name in expected:
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-4, atol=1e-6, err_msg=name)
+
+    @flow.global_function(function_config=config)
+    def doubled(x: tp.Numpy.Placeholder((4, 3))) -> tp.Numpy:
+        return x * 2  # a tp.Numpy result of a mirrored job: the devices' pieces concatenated
+
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    np.testing.assert_array_equal(doubled(x), x * 2)
+
+    @flow.global_function(function_config=config)
+    def odd(x: tp.Numpy.Placeholder((5, 3))) -> tp.Numpy:
+        return x
+
+    with pytest.raises(ValueError, match=r"odd\(\): argument 'x' is a tp.Numpy placeholder of shape \(5, 3\) in a mirrored "
+                                         r"job, which splits its rows over the 2 devices: 5 rows do not split evenly"):
+        odd(np.zeros((5, 3), np.float32))
     assert flow.current_resource()["cpu_device_num"] == 2
     dot = flow.plan_dot(train)
     assert "cpu:1" in dot and "reduce_scatter(" in dot  # each device averages its rows of each gradient
