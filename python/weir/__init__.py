@@ -75,6 +75,8 @@ from weir.initializers import (
     zeros_initializer,
 )
 from weir.input_blob_def import FixedTensorDef, MirroredTensorDef, MirroredTensorListDef
+from weir._blob import INVALID_BATCH_AXIS, INVALID_SPLIT_AXIS
+from weir.math import unsorted_segment_sum, unsorted_segment_sum_like  # OneFlow exports them at the top too
 from weir.ops import *  # noqa: F401,F403 - flow.reshape, flow.matmul, ...: every name of ops.__all__
 
 __version__ = "0.1.0"

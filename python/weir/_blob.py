@@ -10,7 +10,11 @@ import numpy as np
 from weir import _C, _context, dtypes
 from weir import distribute as _distribute
 
-__all__ = ["BlobDef", "Blob", "is_blob", "to_c_dtype", "from_c_dtype"]
+__all__ = ["BlobDef", "Blob", "is_blob", "to_c_dtype", "from_c_dtype", "INVALID_SPLIT_AXIS", "INVALID_BATCH_AXIS"]
+
+# OneFlow's markers of a blob that is not split / has no batch axis (flow.INVALID_SPLIT_AXIS).
+INVALID_SPLIT_AXIS = -22
+INVALID_BATCH_AXIS = -22
 
 
 def to_c_dtype(dtype, what: str = "dtype"):
@@ -69,11 +73,12 @@ class Blob(BlobDef):
     def blob_name(self) -> str:
         return self._c.name.split("/")[-1]
 
-    # Weir has no dynamic shapes or tensor lists yet, and runs one device per placement.
+    # Weir has no dynamic shapes or tensor lists yet, and runs one device per placement. How a blob is
+    # split is the compiler's choice, made after tracing: OneFlow's "not split" value.
     is_dynamic = False
     is_tensor_list = False
     parallel_size = 1
-    split_axis = None
+    split_axis = INVALID_SPLIT_AXIS
 
     @property
     def distribute(self):

@@ -17,7 +17,8 @@ __all__ = [
     "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "squared_difference",
     "unsorted_segment_sum", "unsorted_segment_sum_like", "reduce_variance", "reduce_std", "reduce_euclidean_norm",
     "reduce_logsumexp", "l2_normalize", "xdivy", "xlogy", "reduce_any", "reduce_all", "in_top_k", "tril",
-    "atan2", "floordiv", "reduced_shape_elem_cnt",
+    "atan2", "floordiv", "reduced_shape_elem_cnt", "sigmoid_v2", "two_stage_reduce_max", "two_stage_reduce_min",
+    "fused_scale_tril",
 ]
 
 
@@ -91,6 +92,7 @@ def _unary(kind):
 exp = _unary("exp")
 relu = _unary("relu")
 sigmoid = _unary("sigmoid")
+sigmoid_v2 = sigmoid  # OneFlow's second sigmoid op: the same function and gradient
 tanh = _unary("tanh")
 log = _unary("log")
 sqrt = _unary("sqrt")
@@ -227,6 +229,17 @@ def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
     return _reduce("reduce_min", x, axis, keepdims, name)
 
 
+def two_stage_reduce_max(x, axis=None, keepdims=False, name=None):
+    """reduce_max computed by OneFlow in two stages (on each device, then across them) for a split x:
+    the same result, and the same gradient (shared among the tied maxima)."""
+    return reduce_max(x, axis, keepdims, name)
+
+
+def two_stage_reduce_min(x, axis=None, keepdims=False, name=None):
+    """reduce_min, as two_stage_reduce_max is reduce_max."""
+    return reduce_min(x, axis, keepdims, name)
+
+
 def _named(name, part):
     return None if name is None else f"{name}_{part}"
 
@@ -356,6 +369,15 @@ def tril(x, diagonal=0, fill_value=0, name=None):
 # Blob's + - * / % ** build these ops.
 install_operators(add=add, subtract=subtract, multiply=multiply, divide=divide, mod=mod, pow=pow, equal=equal,
                   not_equal=not_equal, greater=greater, greater_equal=greater_equal, less=less, less_equal=less_equal)
+
+
+def fused_scale_tril(x, diagonal=0, fill_value=0, scale=1, name=None):
+    """tril(x * scale, diagonal, fill_value): the lower triangle of x scaled, the rest fill_value
+    (unscaled), as OneFlow's fused op gives (a transformer's causal mask of scaled scores)."""
+    x = check_blob(x, "flow.math.fused_scale_tril", "x")
+    if isinstance(scale, bool) or not isinstance(scale, (int, float, np.integer, np.floating)):
+        raise TypeError(f"flow.math.fused_scale_tril: scale must be a number, got {scale!r}")
+    return tril(x * scale if scale != 1 else x, diagonal, fill_value, name)
 
 
 def unsorted_segment_sum(data, segment_ids, num_segments, axis=0, name=None):

@@ -9,7 +9,7 @@ from weir import initializers as _init
 from weir._image import check_format, pair, padding_spec
 from weir._ops_util import add_op, check_blob, constant_like, op_name, wrap
 from weir import math as _math
-from weir.math import relu, sigmoid, tanh
+from weir.math import fused_scale_tril, relu, sigmoid, tanh
 
 __all__ = [
     "relu", "sigmoid", "tanh", "softmax", "logsoftmax", "dropout", "bias_add", "conv2d", "compat_conv2d", "max_pool2d",
@@ -18,7 +18,7 @@ __all__ = [
     "hardtanh", "hardsigmoid", "hardswish", "mish", "swish", "sparse_cross_entropy", "moments",
     "L1Loss", "MSELoss", "BCELoss", "MarginRankingLoss", "TripletMarginLoss", "conv2d_transpose",
     "BCEWithLogitsLoss", "KLDivLoss", "PixelShuffle", "PixelShufflev2", "InstanceNorm1d", "InstanceNorm2d",
-    "InstanceNorm3d", "GroupNorm", "conv1d",
+    "InstanceNorm3d", "GroupNorm", "conv1d", "fused_scale_tril",
 ]
 
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from weir import _C, _context, dtypes
@@ -21,7 +23,7 @@ __all__ = [
     "identity_n", "cast_to_static_shape", "ones", "zeros", "gather", "dim_gather", "where", "parallel_cast", "pad",
     "count_not_finite", "multi_count_not_finite", "reflection_pad2d", "replication_pad2d", "constant_pad2d",
     "assign", "gather_nd", "scatter_nd", "tensor_scatter_nd_update", "tensor_scatter_nd_add", "batch_gather",
-    "argsort", "sort",
+    "argsort", "sort", "slice_update",
 ]
 
 # Past either end of any axis: what an open end of a slice becomes (the op clamps it to the axis).
@@ -61,6 +63,34 @@ def slice_v2(x, slice_tup_list, name=None):
         stop.append((_OPEN_END if stride > 0 else -_OPEN_END) if end is None else int(end))
         step.append(stride)
     return add_op("slice", [x], op_name(name), start=start, stop=stop, step=step)
+
+
+def slice_update(x, update, slice_tup_list, name=None):
+    """`x` with its slice x[start:stop:step, ...] (slice_v2's tuples, one per axis from the first)
+    replaced by `update`, which has the slice's shape and x's dtype. The gradient: x's is dy with the
+    slice zeroed, update's is dy's slice (a tensor_scatter_nd_update by the slice's coordinates)."""
+    op = "flow.slice_update"
+    x = check_blob(x, op, "x")
+    update = check_blob(update, op, "update")
+    specs = list(slice_tup_list)
+    if len(specs) > len(x.shape):
+        raise ValueError(f"{op}: slice_tup_list has {len(specs)} tuples for x of {len(x.shape)} axes")
+    ranges = []
+    for axis, dim in enumerate(x.shape):
+        spec = tuple(specs[axis]) if axis < len(specs) else (None, None, None)
+        if len(spec) != 3 or spec[2] == 0:
+            raise ValueError(f"{op}: slice_tup_list[{axis}] must be (start, stop, step) with a nonzero step, got {spec!r}")
+        ranges.append(range(*builtins.slice(*spec).indices(dim)))
+    wanted = tuple(len(r) for r in ranges)
+    if tuple(update.shape) != wanted:
+        raise ValueError(f"{op}: update must have the slice's shape {wanted}, got {tuple(update.shape)}")
+    if update.dtype != x.dtype:
+        raise TypeError(f"{op}: update must have x's dtype {x.dtype.name}, got {update.dtype.name}")
+    # Coordinates over the axes up to the last one not taken whole; the later axes go as whole slices.
+    depth = max([a + 1 for a, r in enumerate(ranges) if r != range(x.shape[a])], default=1)
+    grid = np.stack(np.meshgrid(*[np.array(r, np.int64) for r in ranges[:depth]], indexing="ij"), -1)
+    tuples = Blob(x._job.constant(np.ascontiguousarray(grid), ""), x._job)
+    return tensor_scatter_nd_update(x, tuples, update, name)
 
 
 def reverse(input, axis, name=None):  # noqa: A002 - OneFlow's name

@@ -1640,3 +1640,56 @@ def test_top_k_gives_the_indices_of_the_k_largest_largest_first():
         def bad_direction(p: tp.Numpy.Placeholder((2, 5))) -> tp.Numpy:
             return flow.argsort(p, direction="UP")
         bad_direction(x)
+
+
+def test_slice_update_replaces_the_slice_and_its_gradient_splits_dy():
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    update = -np.arange(6, dtype=np.float32).reshape(2, 3)
+    grads = {}
+
+    @flow.global_function(type="train")
+    def job(p: tp.Numpy.Placeholder((4, 6)), u: tp.Numpy.Placeholder((2, 3))) -> tp.Numpy:
+        v = flow.get_variable("v", shape=(1,), dtype=flow.float32, initializer=flow.zeros_initializer())
+        pv, uv = p + v, u + v
+        flow.watch_diff(pv, lambda g: grads.setdefault("x", g.numpy()))
+        flow.watch_diff(uv, lambda g: grads.setdefault("update", g.numpy()))
+        out = flow.slice_update(pv, uv, [(1, None, 2), (-1, 0, -2)])  # rows 1, 3; columns 5, 3, 1
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.0]), momentum=0).minimize(out * 2)
+        return out
+
+    expected = x.copy()
+    expected[1::2, -1:0:-2] = update
+    np.testing.assert_array_equal(job(x, update), expected)
+    zeroed = np.full((4, 6), 2.0)
+    zeroed[1::2, -1:0:-2] = 0
+    np.testing.assert_array_equal(grads["x"], zeroed)
+    np.testing.assert_array_equal(grads["update"], np.full((2, 3), 2.0))
+    with pytest.raises(ValueError, match=r"flow.slice_update: update must have the slice's shape \(2, 6\), got \(2, 3\)"):
+        @flow.global_function()
+        def wrong(p: tp.Numpy.Placeholder((4, 6)), u: tp.Numpy.Placeholder((2, 3))) -> tp.Numpy:
+            return flow.slice_update(p, u, [(0, 2, 1)])
+        wrong(x, update)
+
+
+def test_small_oneflow_aliases_give_their_originals_results():
+    x = np.array([[1.0, 5.0, 5.0], [-2.0, 0.5, 3.0]], np.float32)
+    ids = np.array([1, 0], np.int32)
+
+    @flow.global_function()
+    def job(p: tp.Numpy.Placeholder((2, 3)), i: tp.Numpy.Placeholder((2,), dtype=flow.int32)) -> List[tp.Numpy]:
+        like = flow.constant(0.0, dtype=flow.float32, shape=(3, 3))
+        assert p.split_axis == flow.INVALID_SPLIT_AXIS == -22 and flow.INVALID_BATCH_AXIS == -22
+        return [flow.math.sigmoid_v2(p), flow.math.two_stage_reduce_max(p, axis=1),
+                flow.math.two_stage_reduce_min(p, axis=0, keepdims=True),
+                flow.math.fused_scale_tril(p, diagonal=0, fill_value=-1.0, scale=2.0),
+                flow.nn.fused_scale_tril(p, diagonal=1),
+                flow.unsorted_segment_sum(p, i, 2), flow.unsorted_segment_sum_like(p, i, like)]
+
+    sig, most, least, tril2, tril1, seg, seg_like = job(x, ids)
+    np.testing.assert_allclose(sig, 1 / (1 + np.exp(-x)), rtol=1e-6)
+    np.testing.assert_array_equal(most, [5.0, 3.0])
+    np.testing.assert_array_equal(least, [[-2.0, 0.5, 3.0]])
+    np.testing.assert_array_equal(tril2, [[2.0, -1.0, -1.0], [-4.0, 1.0, -1.0]])
+    np.testing.assert_array_equal(tril1, [[1.0, 5.0, 0.0], [-2.0, 0.5, 3.0]])
+    np.testing.assert_array_equal(seg, x[[1, 0]])
+    np.testing.assert_array_equal(seg_like, np.vstack([x[[1, 0]], np.zeros((1, 3))]))
