@@ -50,6 +50,7 @@ namespace weir {
   X(kAtanh, "atanh")                                \
   X(kErf, "erf")                                    \
   X(kErfc, "erfc")             /* 1 - erf x */      \
+  X(kLgamma, "lgamma")         /* ln |Γ(x)| */      \
   X(kLogSigmoid, "log_sigmoid") /* -softplus(-x) */ \
   X(kGelu, "gelu")             /* x·Φ(x), exact */  \
   X(kReciprocalNoNan, "reciprocal_no_nan") /* 1/x, 0 at 0 */ \

@@ -18,7 +18,7 @@ __all__ = [
     "unsorted_segment_sum", "unsorted_segment_sum_like", "reduce_variance", "reduce_std", "reduce_euclidean_norm",
     "reduce_logsumexp", "l2_normalize", "xdivy", "xlogy", "reduce_any", "reduce_all", "in_top_k", "tril",
     "atan2", "floordiv", "reduced_shape_elem_cnt", "sigmoid_v2", "two_stage_reduce_max", "two_stage_reduce_min",
-    "fused_scale_tril",
+    "fused_scale_tril", "lgamma",
 ]
 
 
@@ -123,6 +123,7 @@ atanh = _unary("atanh")
 erf = _unary("erf")
 erfc = _unary("erfc")
 log_sigmoid = _unary("log_sigmoid")
+lgamma = _unary("lgamma")
 gelu = _unary("gelu")
 gelu.__doc__ = "x·Φ(x), Φ the standard normal CDF (the exact form, as OneFlow's gelu), elementwise."
 reciprocal_no_nan = _unary("reciprocal_no_nan")

@@ -223,6 +223,7 @@ TEST_CASE("unary kinds on hand-computed values, f32 and f64") {
       {UnaryOpKind::kAtanh, &unit, {-0.9729550745276566, -0.25541281188299536, 0.25541281188299536, 0.9729550745276566}},
       {UnaryOpKind::kErf, &line, {-0.9953222650189527, -0.5204998778130465, 0.5204998778130465, 0.9953222650189527}},
       {UnaryOpKind::kErfc, &line, {1.9953222650189528, 1.5204998778130465, 0.4795001221869535, 0.004677734981047265}},
+      {UnaryOpKind::kLgamma, &positive, {1.2880225246980772, 0.5723649429247004, 0.0, 1.7917594692280554}},
       {UnaryOpKind::kLogSigmoid, &line, {-2.1269280110429727, -0.9740769841801067, -0.4740769841801067, -0.1269280110429725}},
       {UnaryOpKind::kGelu, &line, {-0.04550026389635842, -0.15426876936299344, 0.34573123063700656, 1.9544997361036416}},
       {UnaryOpKind::kReciprocalNoNan, &with_zero, {-0.5, 0, 2, 0.5}},
@@ -342,6 +343,24 @@ TEST_CASE("f32 gelu and its gradient (vectorized loops) match the exact f64 math
       CHECK(std::abs(dx[i] - want_grad) <= 4e-7 * std::max(std::abs(want_grad), 1.0));
     }
   }
+}
+
+TEST_CASE("lgamma: values and its gradient, the digamma function, on both sides of zero; NaN gradients at the poles") {
+  const weir::UnaryAttrs lgamma{.kind = UnaryOpKind::kLgamma};
+  CheckClose<double>(RunOp("unary", lgamma, {Tensor::FromVector<double>({3}, {-0.5, -1.5, 30})})[0], {3},
+                     {1.265512123484645, 0.8600470153764812, 71.25703896716801}, 1e-13);
+  // ψ(0.25) = -γ - π/2 - 3 ln 2, ψ(0.5) = -γ - 2 ln 2, ψ(1) = -γ, ψ(4) = -γ + 1 + 1/2 + 1/3, ψ(-0.5) =
+  // ψ(1.5) = ψ(0.5) + 2 (reflection, cot(-π/2) = 0), ψ(10.5) = ψ(0.5) + Σ 1/(k + 1/2) for k < 10.
+  const Tensor x = Tensor::FromVector<double>({6}, {0.25, 0.5, 1, 4, -0.5, 10.5});
+  CheckClose<double>(RunOp("unary_grad", lgamma, {Tensor::FromVector<double>({6}, {1, 1, 1, 1, 1, 2}), x})[0], {6},
+                     {-4.227453533376265, -1.9635100260214235, -0.5772156649015329, 1.2561176684318005,
+                      0.03648997397857652, 2 * 2.3030010342976857},
+                     1e-10);
+  const std::vector<double> poles =
+      RunOp("unary_grad", lgamma, {Tensor::FromVector<double>({2}, {1, 1}), Tensor::FromVector<double>({2}, {0, -2})})[0]
+          .ToVector<double>();
+  CHECK(std::isnan(poles[0]));
+  CHECK(std::isnan(poles[1]));
 }
 
 TEST_CASE("unary_grad: abs at 0 and the rounding kinds give zero") {

@@ -3,6 +3,7 @@ on the CPU, option checks and the module-level queries (each was a wrong result 
 OneFlow does not make); int8, the comparisons, reverse, constant_like, squared_difference and
 broadcast_to_compatible_with, gather and unsorted_segment_sum (each was missing)."""
 
+import math
 from typing import List, Tuple
 
 import numpy as np
@@ -1693,3 +1694,21 @@ def test_small_oneflow_aliases_give_their_originals_results():
     np.testing.assert_array_equal(tril1, [[1.0, 5.0, 0.0], [-2.0, 0.5, 3.0]])
     np.testing.assert_array_equal(seg, x[[1, 0]])
     np.testing.assert_array_equal(seg_like, np.vstack([x[[1, 0]], np.zeros((1, 3))]))
+
+
+def test_lgamma_and_its_gradient_the_digamma_function():
+    x = np.array([0.25, 0.5, 1.0, 4.0, -0.5, 30.0])
+    grads = []
+
+    @flow.global_function(type="train")
+    def job(p: tp.Numpy.Placeholder((6,), dtype=flow.double)) -> tp.Numpy:
+        v = flow.get_variable("v", shape=(1,), dtype=flow.double, initializer=flow.zeros_initializer())
+        pv = p + v
+        flow.watch_diff(pv, grads.append)
+        y = flow.math.lgamma(pv)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.0]), momentum=0).minimize(y)
+        return y
+
+    np.testing.assert_allclose(job(x), [math.lgamma(v) for v in x], rtol=1e-13)
+    h = 1e-6  # central differences of math.lgamma
+    np.testing.assert_allclose(grads[0], [(math.lgamma(v + h) - math.lgamma(v - h)) / (2 * h) for v in x], rtol=1e-6)
