@@ -107,6 +107,9 @@ Blob SigmoidCrossEntropy(const Blob& labels, const Blob& logits, std::string_vie
 /// is shared evenly among the elements equal to the result (OneFlow's rule for ties).
 Blob ReduceMax(const Blob& x, ReduceAttrs attrs = {}, std::string_view name = {});
 Blob ReduceMin(const Blob& x, ReduceAttrs attrs = {}, std::string_view name = {});
+/// The product of the elements over some axes (f32, f64, i32, i64; integers wrap); an empty product is
+/// 1. The gradient is dy times the product of the other elements (right with zeros among them).
+Blob ReduceProd(const Blob& x, ReduceAttrs attrs = {}, std::string_view name = {});
 
 /// Elementwise max / min with numpy broadcasting (f32, f64, i32, i64). On ties the gradient goes
 /// to `a` (OneFlow's rule: a gets it where a >= b for maximum, a <= b for minimum).

@@ -18,7 +18,7 @@ __all__ = [
     "unsorted_segment_sum", "unsorted_segment_sum_like", "reduce_variance", "reduce_std", "reduce_euclidean_norm",
     "reduce_logsumexp", "l2_normalize", "xdivy", "xlogy", "reduce_any", "reduce_all", "in_top_k", "tril",
     "atan2", "floordiv", "reduced_shape_elem_cnt", "sigmoid_v2", "two_stage_reduce_max", "two_stage_reduce_min",
-    "fused_scale_tril", "lgamma",
+    "fused_scale_tril", "lgamma", "reduce_prod",
 ]
 
 
@@ -228,6 +228,13 @@ def reduce_max(input_tensor, axis=None, keepdims=False, name=None):
 def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
     x = check_blob(input_tensor, "flow.math.reduce_min", "input_tensor")
     return _reduce("reduce_min", x, axis, keepdims, name)
+
+
+def reduce_prod(input_tensor, axis=None, keepdims=False, name=None):
+    """The product over `axis` (every axis when None); its gradient is right with zeros among the
+    elements (the product of the others, never a division by zero)."""
+    x = check_blob(input_tensor, "flow.math.reduce_prod", "input_tensor")
+    return _reduce("reduce_prod", x, axis, keepdims, name)
 
 
 def two_stage_reduce_max(x, axis=None, keepdims=False, name=None):

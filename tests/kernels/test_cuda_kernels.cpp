@@ -352,6 +352,8 @@ std::vector<Sample> Samples() {
       if (dtype == DType::kF32 || dtype == DType::kF64) samples.push_back({"reduce_mean", attrs, {{r.x, dtype}}, {{r.out, dtype}}});
       samples.push_back({"reduce_max", attrs, {{r.x, dtype}}, {{r.out, dtype}}});
       samples.push_back({"reduce_min", attrs, {{r.x, dtype}}, {{r.out, dtype}}});
+      // Factors near 1: long products stay in range whatever order the GPU multiplies in (integers wrap alike).
+      samples.push_back({"reduce_prod", attrs, {{r.x, dtype}}, {{r.out, dtype}}, false, 0, false, 0.9, 1.1});
       if (dtype == DType::kF32 || dtype == DType::kF64) {  // (x, y, dy): values in {0, 1, 2}, so x often ties y
         samples.push_back({"reduce_extremum_grad", attrs, {{r.x, dtype}, {r.out, dtype}, {r.out, dtype}}, {{r.x, dtype}},
                            false, 0, true});

@@ -345,6 +345,25 @@ TEST_CASE("f32 gelu and its gradient (vectorized loops) match the exact f64 math
   }
 }
 
+TEST_CASE("reduce_prod: products over axes, integers wrapping, and the gradient with zeros among the factors") {
+  const Tensor x = Tensor::FromVector<double>({2, 3}, {1, 2, 3, -0.5, 4, 2});
+  CheckClose<double>(RunOp("reduce_prod", weir::ReduceAttrs{{1}}, {x})[0], {2}, {6, -4});
+  CheckClose<double>(RunOp("reduce_prod", weir::ReduceAttrs{{0}, true}, {x})[0], {1, 3}, {-0.5, 8, 6});
+  CheckClose<double>(RunOp("reduce_prod", weir::ReduceAttrs{}, {x})[0], {}, {-24});
+  CheckClose<double>(RunOp("reduce_prod", weir::ReduceAttrs{{1}}, {Tensor(Shape{2, 0}, DType::kF64)})[0], {2}, {1, 1});
+  // 2^31 * 2 wraps to 0 in i32, as the sums wrap.
+  CheckExact<std::int32_t>(RunOp("reduce_prod", weir::ReduceAttrs{}, {Tensor::FromVector<std::int32_t>({3}, {65536, 32768, 2})})[0],
+                           {}, {0});
+  CHECK_THROWS_WITH_AS(RunOp("reduce_prod", weir::ReduceAttrs{}, {Tensor(Shape{2}, DType::kU8)}),
+                       "[reduce_prod] expects an f32, f64, i32 or i64 input, got u8", std::invalid_argument);
+  weir::Session session;
+  // No zero, one zero in a row (its element gets the product of the rest), two zeros in a row (all 0).
+  CheckGradients(session, "reduce_prod_rows", {Tensor::FromVector<double>({3, 3}, {1.5, -2, 0.5, 0, 3, -1.25, 0, 2, 0})},
+                 [](const std::vector<Blob>& in) { return weir::ReduceProd(in[0], {{1}}); });
+  CheckGradients(session, "reduce_prod_all", {Random({2, 3})},
+                 [](const std::vector<Blob>& in) { return weir::ReduceProd(in[0]); });
+}
+
 TEST_CASE("lgamma: values and its gradient, the digamma function, on both sides of zero; NaN gradients at the poles") {
   const weir::UnaryAttrs lgamma{.kind = UnaryOpKind::kLgamma};
   CheckClose<double>(RunOp("unary", lgamma, {Tensor::FromVector<double>({3}, {-0.5, -1.5, 30})})[0], {3},

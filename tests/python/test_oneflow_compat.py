@@ -1712,3 +1712,28 @@ def test_lgamma_and_its_gradient_the_digamma_function():
     np.testing.assert_allclose(job(x), [math.lgamma(v) for v in x], rtol=1e-13)
     h = 1e-6  # central differences of math.lgamma
     np.testing.assert_allclose(grads[0], [(math.lgamma(v + h) - math.lgamma(v - h)) / (2 * h) for v in x], rtol=1e-6)
+
+
+@pytest.mark.parametrize("axis,keepdims", [(None, False), (1, False), ([0, 2], True), ([], False)])
+def test_reduce_prod_matches_numpy_and_its_gradient_handles_zeros(axis, keepdims):
+    x = np.array([[[1.5, -2.0], [0.0, 3.0]], [[0.5, 0.0], [0.0, 2.0]], [[1.25, 4.0], [-1.0, 0.5]]])
+    grads = []
+
+    @flow.global_function(type="train")
+    def job(p: tp.Numpy.Placeholder((3, 2, 2), dtype=flow.double)) -> tp.Numpy:
+        v = flow.get_variable("v", shape=(1,), dtype=flow.double, initializer=flow.zeros_initializer())
+        pv = p + v
+        flow.watch_diff(pv, grads.append)
+        y = flow.math.reduce_prod(pv, axis=axis, keepdims=keepdims)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.0]), momentum=0).minimize(y)
+        return y
+
+    np_axis = None if axis is None else tuple(axis) if isinstance(axis, list) else axis
+    np.testing.assert_allclose(job(x), np.prod(x, axis=np_axis, keepdims=keepdims))
+    expected = np.zeros_like(x)  # d prod / dx_i: the product of the other elements of x_i's reduction
+    for index in np.ndindex(*x.shape):
+        others = x.copy()
+        others[index] = 1.0
+        group = np.prod(others, axis=np_axis, keepdims=True)
+        expected[index] = np.broadcast_to(group, x.shape)[index]
+    np.testing.assert_allclose(grads[0], expected)

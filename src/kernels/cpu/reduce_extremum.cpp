@@ -1,4 +1,4 @@
-// reduce_max, reduce_min and reduce_extremum_grad on the CPU. Like reduce_sum's walk, size-1 axes
+// reduce_max, reduce_min (and reduce_prod, the same walk multiplying) and reduce_extremum_grad on the CPU. Like reduce_sum's walk, size-1 axes
 // are dropped and neighbouring axes that are both reduced or both kept merged, so the common cases
 // are a row reduction (innermost axis reduced) or an elementwise max into an output row.
 #include <algorithm>
@@ -113,6 +113,7 @@ template <typename Op> void RegisterExtremum(const char* op_type) {
 WEIR_REGISTER_KERNELS {
   RegisterExtremum<MaxOp>("reduce_max");
   RegisterExtremum<MinOp>("reduce_min");
+  RegisterExtremum<ProdOp>("reduce_prod");  // the same walk, multiplying (graph/ops/reduce_prod.cpp)
   RegisterKernel({"reduce_extremum_grad", Device::Kind::kCpu, DType::kF32}, &MakeKernel<ReduceExtremumGradCpu<float>>);
   RegisterKernel({"reduce_extremum_grad", Device::Kind::kCpu, DType::kF64}, &MakeKernel<ReduceExtremumGradCpu<double>>);
 }

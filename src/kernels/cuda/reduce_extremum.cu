@@ -1,4 +1,4 @@
-// reduce_max, reduce_min and reduce_extremum_grad on CUDA: the merged-axes plan of
+// reduce_max, reduce_min (and reduce_prod: ProdOp) and reduce_extremum_grad on CUDA: the merged-axes plan of
 // kernels/functors/reduce.hpp, a block per output whose threads stride over its reduced elements and
 // combine in shared memory, a NaN winning as on the CPU (MaxOp, MinOp). The gradient spreads dy[o]
 // evenly over the elements equal to y[o] (the ties), as the CPU does.
@@ -38,7 +38,7 @@ __global__ void ExtremumGradKernel(ReductionPlan plan, const T* x, const T* y, c
   }
 }
 
-// Op: MaxOp (reduce_max) or MinOp (reduce_min).
+// Op: MaxOp (reduce_max), MinOp (reduce_min) or ProdOp (reduce_prod).
 template <typename T, typename Op> class ReduceExtremumCuda final : public Kernel {
  public:
   explicit ReduceExtremumCuda(const KernelSetup& setup)
@@ -85,6 +85,7 @@ template <typename Op> void RegisterExtremum(const char* op_type) {
 WEIR_REGISTER_KERNELS {
   RegisterExtremum<MaxOp>("reduce_max");
   RegisterExtremum<MinOp>("reduce_min");
+  RegisterExtremum<ProdOp>("reduce_prod");  // the same walk, multiplying (graph/ops/reduce_prod.cpp)
   RegisterKernel({"reduce_extremum_grad", Device::Kind::kCuda, DType::kF32}, &MakeKernel<ReduceExtremumGradCuda<float>>);
   RegisterKernel({"reduce_extremum_grad", Device::Kind::kCuda, DType::kF64}, &MakeKernel<ReduceExtremumGradCuda<double>>);
 }

@@ -31,6 +31,19 @@ struct MinOp {
   template <typename T> static WEIR_HOST_DEVICE T Combine(T acc, T x) { return (x < acc || x != x) ? x : acc; }
 };
 
+// reduce_prod: integers multiply as unsigned, which wraps (as the sums do) instead of overflowing.
+struct ProdOp {
+  template <typename T> static WEIR_HOST_DEVICE T Identity() { return T(1); }
+  template <typename T> static WEIR_HOST_DEVICE T Combine(T acc, T x) {
+    if constexpr (std::is_integral_v<T>) {
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(static_cast<U>(static_cast<U>(acc) * static_cast<U>(x)));
+    } else {
+      return acc * x;
+    }
+  }
+};
+
 struct ReductionPlan {
   static constexpr int kMaxRank = 12;
   int kept_rank = 0;

@@ -1,0 +1,56 @@
+// reduce_prod: the product of the elements over some axes (all when none are given), optionally keeping
+// them as 1s (OneFlow's flow.math.reduce_prod); an empty product is 1. Its kernels are reduce_max's
+// walk with ProdOp (kernels/functors/reduce.hpp). The gradient is dy times the product of the other
+// elements, computed without dividing by zero: with no zero in the reduced elements it is y / x; with
+// one zero, that element gets the product of the rest and the others 0; with more, every element 0.
+#include "graph/job_graph.hpp"
+#include "graph/op_registry.hpp"
+#include "graph/ops/reduce.hpp"
+#include "weir/ops.hpp"
+
+namespace weir {
+
+namespace internal {
+namespace {
+
+std::vector<TensorMeta> InferReduceProd(const InferContext& ctx) {
+  const TensorMeta& x = ctx.inputs[0];
+  if (x.dtype != DType::kF32 && x.dtype != DType::kF64 && x.dtype != DType::kI32 && x.dtype != DType::kI64) {
+    throw OpError(ctx.op_type, "expects an f32, f64, i32 or i64 input, got {}", x.dtype);
+  }
+  return {InferReduce(ctx, ctx.Get<ReduceAttrs>(), x)};
+}
+
+std::vector<Blob> ReduceProdGradient(const GradContext& ctx) {
+  const Blob& x = ctx.inputs[0];
+  if (!ctx.needs_grad[0] || !IsFloating(x.GetDType())) return {Blob()};
+  const DType dtype = x.GetDType();
+  ReduceAttrs kept = ctx.Get<ReduceAttrs>();
+  kept.keep_dims = true;
+  Tensor one_value = Tensor::Scalar<double>(1.0);
+  const Blob zero = AddConstant(x.Graph(), Tensor(Shape{}, dtype), {});
+  const Blob one = Cast(AddConstant(x.Graph(), one_value, {}), {dtype});
+  const Blob is_zero = Compare(x, zero, {CompareOpKind::kEqual});
+  const Blob nonzero = Where(is_zero, one, x);
+  const Blob product = ReduceProd(nonzero, kept);  // of the nonzero elements
+  const Blob zeros = ReduceSum(Cast(is_zero, {dtype}), kept);
+  const Blob others = Where(Compare(zeros, zero, {CompareOpKind::kEqual}), Div(product, nonzero),
+                            Where(is_zero, Where(Compare(zeros, one, {CompareOpKind::kEqual}), product, zero), zero));
+  return {Mul(ReduceGradient(ctx.output_grads[0], Shape(x.GetShape()), ctx.Get<ReduceAttrs>(), 1.0), others)};
+}
+
+WEIR_REGISTER_OP({.type = "reduce_prod",
+                  .num_inputs = 1,
+                  .input_names = {"x"},
+                  .infer = InferReduceProd,
+                  .gradient = ReduceProdGradient,
+                  .read_attrs = ReadReduceAttrs()});
+
+}  // namespace
+}  // namespace internal
+
+Blob ReduceProd(const Blob& x, ReduceAttrs attrs, std::string_view name) {
+  return internal::AddOp1("reduce_prod", {x}, std::move(attrs), name);
+}
+
+}  // namespace weir
