@@ -76,6 +76,7 @@ from weir.initializers import (
 )
 from weir.input_blob_def import FixedTensorDef, MirroredTensorDef, MirroredTensorListDef
 from weir._blob import INVALID_BATCH_AXIS, INVALID_SPLIT_AXIS
+from weir._user_op import user_op_builder
 from weir.math import unsorted_segment_sum, unsorted_segment_sum_like  # OneFlow exports them at the top too
 from weir.ops import *  # noqa: F401,F403 - flow.reshape, flow.matmul, ...: every name of ops.__all__
 

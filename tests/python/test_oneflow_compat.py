@@ -1737,3 +1737,36 @@ def test_reduce_prod_matches_numpy_and_its_gradient_handles_zeros(axis, keepdims
         group = np.prod(others, axis=np_axis, keepdims=True)
         expected[index] = np.broadcast_to(group, x.shape)[index]
     np.testing.assert_allclose(grads[0], expected)
+
+
+def test_user_op_builder_builds_registered_ops_by_name():
+    params = np.arange(12, dtype=np.float32).reshape(3, 4)
+    ids = np.array([3, 0], np.int32)
+
+    @flow.global_function()
+    def job(p: tp.Numpy.Placeholder((3, 4)), i: tp.Numpy.Placeholder((2,), dtype=flow.int32)) -> List[tp.Numpy]:
+        picked = (flow.user_op_builder("picked").Op("gather").Input("params", [p]).Input("indices", [i])
+                  .Output("out").Attr("axis", 1, "AttrTypeInt64").Build().InferAndTryRun().RemoteBlobList()[0])
+        relu = flow.user_op_builder("relu").Op("relu").Input("in", [p - 5.0]).Output("out").Build()
+        joined = (flow.user_op_builder("joined").Op("concat").Input("in", [p, p]).Output("out")
+                  .SetAttr("axis", 0).Build().InferAndTryRun().SoleOutputBlob())
+        return [picked, relu.InferAndTryRun().SoleOutputBlob(), joined]
+
+    picked, relu, joined = job(params, ids)
+    np.testing.assert_array_equal(picked, params[:, [3, 0]])
+    np.testing.assert_array_equal(relu, np.maximum(params - 5, 0))
+    np.testing.assert_array_equal(joined, np.concatenate([params, params]))
+
+    def build(make):
+        @flow.global_function()
+        def bad(p: tp.Numpy.Placeholder((3, 4))) -> tp.Numpy:
+            return make(p)
+        bad(params)
+
+    with pytest.raises(ValueError, match=r"op type 'myrelu' is not registered in Weir \(custom op libraries"):
+        build(lambda p: flow.user_op_builder("x").Op("myrelu").Input("in", [p]).Output("out").Build())
+    with pytest.raises(ValueError, match=r"op 'gather' has no input\(s\) \['table'\]; its inputs are \['params', 'indices'\]"):
+        build(lambda p: flow.user_op_builder("x").Op("gather").Input("params", [p]).Input("table", [p]).Build())
+    with pytest.raises(ValueError, match=r"op 'gather' has 1 output\(s\), but 2 were declared"):
+        build(lambda p: flow.user_op_builder("x").Op("gather").Input("params", [p]).Input("indices", [flow.cast(p, flow.int32)])
+              .Output("out", 2).Build().InferAndTryRun())

@@ -92,6 +92,14 @@ void BindOps(py::module_& m) {
   // The kinds of the unary and scalar ops, in enum order (weir/op_kinds.hpp).
   m.attr("unary_kinds") = std::vector<std::string>(std::begin(kUnaryOpKindNames), std::end(kUnaryOpKindNames));
   m.attr("scalar_kinds") = std::vector<std::string>(std::begin(kScalarOpKindNames), std::end(kScalarOpKindNames));
+  m.def(
+      "op_inputs",
+      [](const std::string& type) {
+        const internal::OpDef& def = internal::FindOp(type);
+        return py::make_tuple(def.num_inputs, std::vector<std::string>(def.input_names.begin(), def.input_names.end()));
+      },
+      py::arg("type"),
+      "(number of inputs, -1 for any; their names) of registered op `type`; ValueError for an unknown type.");
   m.def("registered_ops", [] {
     std::vector<std::string> types;
     for (std::string_view type : internal::RegisteredOpTypes()) types.emplace_back(type);

@@ -1,0 +1,137 @@
+"""``flow.user_op_builder``: OneFlow's builder of an op by its registered type name, over Weir's op
+registry (the ops of src/graph/ops, their input names and attributes as their files declare them)::
+
+    y = (flow.user_op_builder("my_gather").Op("gather").Input("params", [table]).Input("indices", [ids])
+         .Output("out").Attr("axis", 0).Build().InferAndTryRun().RemoteBlobList()[0])
+
+Inputs are matched to the op's input names (an op of one input also takes OneFlow's usual "in"); an
+op taking any number of inputs takes them from one ``Input`` call's list. Attributes are the op's own
+(names and values as ``weir._C.add_op`` reads them; OneFlow's attribute type names are accepted and
+not needed). Unary functions are reached by their names ("relu", "exp", ...). Ops of a custom library
+(``flow.config.load_library``) do not exist in Weir: their type is an unknown op."""
+
+from __future__ import annotations
+
+from weir import _C, _context
+from weir._blob import Blob, is_blob
+from weir._ops_util import op_name
+
+__all__ = ["user_op_builder", "UserOpConfBuilder", "UserOp"]
+
+
+def user_op_builder(op_name: str) -> "UserOpConfBuilder":
+    """A builder of one op named `op_name` (scoped like every op name)."""
+    if not isinstance(op_name, str) or not op_name:
+        raise TypeError(f"flow.user_op_builder: op_name must be a non-empty str, got {op_name!r}")
+    return UserOpConfBuilder(op_name)
+
+
+class UserOpConfBuilder:
+    def __init__(self, name: str):
+        self._name = name
+        self._type = None
+        self._inputs: dict = {}
+        self._outputs: list = []
+        self._attrs: dict = {}
+
+    def _where(self) -> str:
+        return f"flow.user_op_builder({self._name!r})"
+
+    def Op(self, op_type_name: str) -> "UserOpConfBuilder":  # noqa: N802 - OneFlow's names
+        if not isinstance(op_type_name, str):
+            raise TypeError(f"{self._where()}.Op: the op type must be a str, got {op_type_name!r}")
+        self._type = op_type_name
+        return self
+
+    def Input(self, input_name: str, input_blob_list) -> "UserOpConfBuilder":  # noqa: N802
+        blobs = list(input_blob_list) if isinstance(input_blob_list, (list, tuple)) else None
+        if blobs is None or not all(is_blob(b) for b in blobs):
+            raise TypeError(f"{self._where()}.Input({input_name!r}): expected a list of blobs, got {input_blob_list!r}")
+        if input_name in self._inputs:
+            raise ValueError(f"{self._where()}.Input({input_name!r}): given twice")
+        self._inputs[input_name] = blobs
+        return self
+
+    def Output(self, output_name: str, num: int = 1) -> "UserOpConfBuilder":  # noqa: N802
+        if isinstance(num, bool) or not isinstance(num, int) or num < 1:
+            raise ValueError(f"{self._where()}.Output({output_name!r}): num must be an int >= 1, got {num!r}")
+        self._outputs.append((output_name, num))
+        return self
+
+    def Attr(self, attr_name: str, attr_value, attr_type_name=None) -> "UserOpConfBuilder":  # noqa: N802
+        # OneFlow 0.3 named the attribute's type ("AttrTypeInt32"); Weir reads the op's own attribute types.
+        self._attrs[attr_name] = attr_value
+        return self
+
+    SetAttr = Attr
+
+    def Build(self) -> "UserOp":  # noqa: N802
+        where = self._where()
+        if self._type is None:
+            raise ValueError(f"{where}: no op type given (call .Op(type) before .Build())")
+        op_type, attrs = self._type, dict(self._attrs)
+        if op_type in _C.unary_kinds:  # a unary function is a kind of the one unary op
+            op_type, attrs["kind"] = "unary", self._type
+        try:
+            count, names = _C.op_inputs(op_type)
+        except ValueError:
+            raise ValueError(f"{where}: op type {self._type!r} is not registered in Weir (custom op libraries are "
+                             f"not supported); weir._C.registered_ops() lists the types") from None
+        return UserOp(self._name, op_type, self._order_inputs(count, list(names), where), attrs, self._outputs)
+
+    def _order_inputs(self, count: int, names: list, where: str) -> list:
+        given = dict(self._inputs)
+        if count == -1:  # any number: one list
+            if len(given) > 1:
+                raise ValueError(f"{where}: op {self._type!r} takes its inputs as one list, got {sorted(given)}")
+            return next(iter(given.values()), [])
+        if count == 1 and "in" in given and (not names or names[0] not in given):
+            given[names[0] if names else "in"] = given.pop("in")  # OneFlow's usual name for a sole input
+        ordered = []
+        for index in range(count):
+            name = names[index] if index < len(names) else f"input {index}"
+            blobs = given.pop(name, None)
+            if blobs is None:
+                if index >= len(names):
+                    raise ValueError(f"{where}: op {self._type!r} takes {count} inputs; name them {names}")
+                break  # the rest are optional (an update's trailing slots)
+            if len(blobs) != 1:
+                raise ValueError(f"{where}: input {name!r} of op {self._type!r} takes one blob, got {len(blobs)}")
+            ordered.append(blobs[0])
+        if given:
+            raise ValueError(f"{where}: op {self._type!r} has no input(s) {sorted(given)}; its inputs are {names}")
+        return ordered
+
+
+class UserOp:
+    """A built op: ``InferAndTryRun()`` adds it to the job being traced, ``RemoteBlobList()`` gives its
+    outputs, ``SoleOutputBlob()`` its one output."""
+
+    def __init__(self, name, op_type, inputs, attrs, outputs):
+        self._name, self._type, self._inputs, self._attrs, self._outputs = name, op_type, inputs, attrs, outputs
+        self._blobs = None
+
+    def InferAndTryRun(self) -> "UserOp":  # noqa: N802 - OneFlow's names
+        if self._blobs is None:
+            name = op_name(self._name)
+            if self._inputs:
+                job = self._inputs[0]._job
+                c_blobs = _C.add_op(self._type, [b._c for b in self._inputs], self._attrs, name)
+            else:
+                job = _context.current(f"flow.user_op_builder({self._name!r})").builder
+                c_blobs = _C.add_source_op(job, self._type, self._attrs, name)
+            self._blobs = [Blob(c, job) for c in c_blobs]
+            wanted = sum(num for _, num in self._outputs)
+            if self._outputs and wanted != len(self._blobs):
+                raise ValueError(f"flow.user_op_builder({self._name!r}): op {self._type!r} has {len(self._blobs)} "
+                                 f"output(s), but {wanted} were declared with .Output")
+        return self
+
+    def RemoteBlobList(self) -> list:  # noqa: N802
+        return list(self.InferAndTryRun()._blobs)
+
+    def SoleOutputBlob(self) -> Blob:  # noqa: N802
+        blobs = self.RemoteBlobList()
+        if len(blobs) != 1:
+            raise ValueError(f"flow.user_op_builder({self._name!r}): op {self._type!r} has {len(blobs)} outputs, not one")
+        return blobs[0]
