@@ -328,6 +328,10 @@ struct Optimizer {
   /// syntax); with excludes, all but those. At most one of the two is given; neither: every variable.
   std::vector<std::string> weight_decay_includes;
   std::vector<std::string> weight_decay_excludes;
+  /// The variables it trains, by name (OneFlow's `variables=`): each must be a trainable floating
+  /// variable of the job; the job's others keep their values and get no gradient. Empty: every
+  /// trainable floating variable.
+  std::vector<std::string> variables;
   /// kRmsProp.
   double decay_rate = 0.99;
   bool centered = false;

@@ -203,20 +203,15 @@ def layer_norm(inputs, center=True, scale=True, trainable=True, begin_norm_axis=
                          f"{tuple(x.shape)}, got {begin_params_axis}")
     full = _context.layer_name(name, op, "LayerNorm")
     layer = full[len(_context.scoped_name("")):]  # get_variable adds the namespaces again
-    norm_axis = int(begin_norm_axis) % rank
-    mean, variance = _nn.moments(x, list(range(norm_axis, rank)), keepdims=True)
-    y = (x - mean) * _math.rsqrt(variance + float(epsilon))
     params_shape = list(x.shape[int(begin_params_axis) % rank:])
-    broadcast_shape = [1] * (rank - len(params_shape)) + params_shape
+    gamma = beta = None
     if scale:
         gamma = _ops.get_variable(f"{layer}-gamma", shape=params_shape, dtype=x.dtype,
                                   initializer=initializers.ones_initializer(), trainable=bool(trainable))
-        y = y * _ops.reshape(gamma, broadcast_shape)
     if center:
         beta = _ops.get_variable(f"{layer}-beta", shape=params_shape, dtype=x.dtype,
                                  initializer=initializers.zeros_initializer(), trainable=bool(trainable))
-        y = y + _ops.reshape(beta, broadcast_shape)
-    return y
+    return _nn.layer_norm(x, gamma, beta, int(begin_norm_axis), int(begin_params_axis), epsilon)
 
 
 def _resize_matrix(size, scale, interpolation, dtype):

@@ -18,7 +18,7 @@ __all__ = [
     "hardtanh", "hardsigmoid", "hardswish", "mish", "swish", "sparse_cross_entropy", "moments",
     "L1Loss", "MSELoss", "BCELoss", "MarginRankingLoss", "TripletMarginLoss", "conv2d_transpose",
     "BCEWithLogitsLoss", "KLDivLoss", "PixelShuffle", "PixelShufflev2", "InstanceNorm1d", "InstanceNorm2d",
-    "InstanceNorm3d", "GroupNorm", "conv1d", "fused_scale_tril",
+    "InstanceNorm3d", "GroupNorm", "conv1d", "fused_scale_tril", "layer_norm",
 ]
 
 
@@ -302,6 +302,35 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, axis
             raise ValueError(f"{op}: {what} has shape {blob.shape}, mean has {channels}")
     return add_op("batch_norm", [x, scale, offset, mean, variance], op_name(name), axis=int(axis),
                   epsilon=float(variance_epsilon), momentum=0.0, training=False)
+
+
+def layer_norm(inputs, gamma=None, beta=None, begin_norm_axis=1, begin_params_axis=-1, epsilon=1e-5, name=None):
+    """Layer normalization with the caller's scale and shift (OneFlow's flow.nn.layer_norm): each example
+    normalized over the axes from `begin_norm_axis` on, y = (x - mean) / sqrt(variance + epsilon), then
+    times `gamma` and plus `beta` (blobs of inputs.shape[begin_params_axis:], either may be None). Built
+    from reductions and elementwise ops, as OneFlow builds it on the CPU; its gradient is theirs."""
+    op = "flow.nn.layer_norm"
+    x = check_blob(inputs, op, "inputs")
+    rank = len(x.shape)
+    for what, axis in (("begin_norm_axis", begin_norm_axis), ("begin_params_axis", begin_params_axis)):
+        if isinstance(axis, bool) or not isinstance(axis, int) or not -rank <= axis < rank:
+            raise ValueError(f"{op}: {what} must be an int in [{-rank}, {rank}) for inputs of shape {tuple(x.shape)}, "
+                             f"got {axis!r}")
+    norm_axis = begin_norm_axis % rank
+    mean, variance = moments(x, list(range(norm_axis, rank)), keepdims=True)
+    y = (x - mean) * _math.rsqrt(variance + float(epsilon))
+    params_shape = tuple(x.shape[begin_params_axis % rank:])
+    broadcast_shape = [1] * (rank - len(params_shape)) + list(params_shape)
+    for what, param in (("gamma", gamma), ("beta", beta)):
+        if param is None:
+            continue
+        param = check_blob(param, op, what)
+        if tuple(param.shape) != params_shape:
+            raise ValueError(f"{op}: {what} must have the shape inputs.shape[begin_params_axis:] = {params_shape}, "
+                             f"got {tuple(param.shape)}")
+        param = ops.reshape(param, broadcast_shape)
+        y = y * param if what == "gamma" else y + param
+    return y if name is None else ops.identity(y, name)
 
 
 def moments(x, axes, keepdims=False, name=None):

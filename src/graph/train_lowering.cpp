@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "graph/autodiff.hpp"
 #include "graph/op_registry.hpp"
@@ -218,12 +219,23 @@ void LowerTraining(const std::shared_ptr<JobGraph>& graph) {
 
   std::vector<Blob> variables;
   std::vector<VariableAttrs> variable_attrs;
+  std::vector<std::string> trainable;  // by name, for the error below
+  const std::vector<std::string>& chosen = optimizer.variables;
   for (const OpNode& node : graph->nodes) {
     if (node.type != kVariableOp) continue;
     const auto& attrs = std::any_cast<const VariableAttrs&>(node.attrs);
     if (!attrs.spec.trainable || !IsFloating(*attrs.spec.dtype)) continue;
+    trainable.push_back(attrs.name);
+    if (!chosen.empty() && std::find(chosen.begin(), chosen.end(), attrs.name) == chosen.end()) continue;
     variables.emplace_back(graph, node.outputs[0]);
     variable_attrs.push_back(attrs);
+  }
+  for (const std::string& name : chosen) {
+    if (std::find(trainable.begin(), trainable.end(), name) == trainable.end()) {
+      throw std::invalid_argument(fmt::format("[optimizer {}] variables: '{}' is not a trainable floating variable of job "
+                                              "'{}' (those are: {})", KindName(optimizer.kind), name, graph->name,
+                                              fmt::join(trainable, ", ")));
+    }
   }
 
   Blob seed;

@@ -1770,3 +1770,69 @@ def test_user_op_builder_builds_registered_ops_by_name():
     with pytest.raises(ValueError, match=r"op 'gather' has 1 output\(s\), but 2 were declared"):
         build(lambda p: flow.user_op_builder("x").Op("gather").Input("params", [p]).Input("indices", [flow.cast(p, flow.int32)])
               .Output("out", 2).Build().InferAndTryRun())
+
+
+@pytest.mark.parametrize("chosen", ["names", "blobs", "function"])
+def test_an_optimizers_variables_train_and_the_others_keep_their_values(chosen):
+    x = np.ones((2, 3), np.float32)
+
+    @flow.global_function(type="train")
+    def job(p: tp.Numpy.Placeholder((2, 3))) -> tp.Numpy:
+        w1 = flow.get_variable("w1", shape=(3, 1), dtype=flow.float32, initializer=flow.constant_initializer(1.0))
+        w2 = flow.get_variable("w2", shape=(1,), dtype=flow.float32, initializer=flow.constant_initializer(2.0))
+        loss = flow.math.reduce_sum(flow.matmul(p, w1) * w2)
+        variables = {"names": ["w1"], "blobs": [w1], "function": lambda: ["w1"]}[chosen]
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0,
+                           variables=variables).minimize(loss)
+        return loss
+
+    job(x)
+    got = {name: v.numpy() for name, v in flow.get_all_variables().items()}
+    np.testing.assert_allclose(got["w1"], np.full((3, 1), 1.0 - 0.1 * 2 * 2))  # d loss / d w1 = w2 · Σ rows = 4
+    np.testing.assert_array_equal(got["w2"], [2.0])
+
+
+def test_an_optimizers_variables_must_be_trainable_variables_of_the_job():
+    def compile_with(variables):
+        @flow.global_function(type="train")
+        def job(p: tp.Numpy.Placeholder((2,))) -> tp.Numpy:
+            w = flow.get_variable("w", shape=(2,), dtype=flow.float32, initializer=flow.zeros_initializer())
+            loss = flow.math.reduce_sum(p * w)
+            flow.optimizer.Adam(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), variables=variables).minimize(loss)
+            return loss
+        job(np.ones(2, np.float32))
+
+    with pytest.raises(ValueError, match=r"\[optimizer adam\] variables: 'v' is not a trainable floating variable of "
+                                         r"job 'job' \(those are: w\)"):
+        compile_with(["v"])
+    flow.clear_default_session()
+    with pytest.raises(ValueError, match="Adam: variables is empty"):
+        compile_with([])
+    with pytest.raises(TypeError, match="Adam: variables must be a list of variable names"):
+        compile_with("w")
+
+
+def test_nn_layer_norm_with_the_callers_gamma_and_beta_and_the_layer_built_on_it():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    gamma = rng.standard_normal(4).astype(np.float32)
+    beta = rng.standard_normal(4).astype(np.float32)
+
+    @flow.global_function()
+    def job(p: tp.Numpy.Placeholder((2, 3, 4)), g: tp.Numpy.Placeholder((4,)), b: tp.Numpy.Placeholder((4,))
+            ) -> List[tp.Numpy]:
+        return [flow.nn.layer_norm(p, g, b), flow.nn.layer_norm(p, begin_norm_axis=-1, epsilon=1e-3, name="ln"),
+                flow.layers.layer_norm(p)]
+
+    with_params, last_axis, layer = job(x, gamma, beta)
+    over_rest = (x - x.mean(axis=(1, 2), keepdims=True)) / np.sqrt(x.var(axis=(1, 2), keepdims=True) + 1e-5)
+    np.testing.assert_allclose(with_params, over_rest * gamma + beta, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(last_axis, (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-3),
+                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(layer, over_rest, rtol=1e-4, atol=1e-5)  # gamma ones, beta zeros at first
+    with pytest.raises(ValueError, match=r"flow.nn.layer_norm: gamma must have the shape inputs.shape\[begin_params_axis:\] "
+                                         r"= \(4,\), got \(3,\)"):
+        @flow.global_function()
+        def bad(p: tp.Numpy.Placeholder((2, 3, 4)), g: tp.Numpy.Placeholder((3,))) -> tp.Numpy:
+            return flow.nn.layer_norm(p, g)
+        bad(x, np.ones(3, np.float32))

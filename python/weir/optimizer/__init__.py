@@ -144,7 +144,12 @@ def _set_weight_decay_filter(c_optimizer, name, includes, excludes):
 class Optimizer:
     """Base of the optimizers: ``minimize(loss)`` inside a train job."""
 
-    def __init__(self, c_optimizer, loss_scale_factor=None, grad_clipping=None, loss_scale_policy=None):
+    def __init__(self, c_optimizer, loss_scale_factor=None, grad_clipping=None, loss_scale_policy=None,
+                 variables=None):
+        if variables is not None and not callable(variables) and not isinstance(variables, (list, tuple)):
+            raise TypeError(f"{type(self).__name__}: variables must be a list of variable names (or blobs), or a "
+                            f"function returning one, got {variables!r}")
+        self._variables = variables
         if grad_clipping is not None:
             if not isinstance(grad_clipping, _grad_clipping.GlobalNormClip):
                 raise TypeError(f"grad_clipping must be flow.optimizer.grad_clipping.by_global_norm(...), got {grad_clipping!r}")
@@ -171,36 +176,54 @@ class Optimizer:
             if other.shape != total.shape:
                 raise ValueError(f"minimize: losses of different shapes {total.shape} and {other.shape}")
             total = total + other
+        if self._variables is not None:
+            self._c.variables = self._variable_names(self._variables() if callable(self._variables) else self._variables)
         context.builder.minimize(self._c, total._c)
         context.minimized = True
+
+    def _variable_names(self, variables) -> list:
+        # OneFlow's variables=: names (as flow.get_all_variables() keys them), or the variables' blobs.
+        names = []
+        for v in variables:
+            if is_blob(v):
+                names.append(v.op_name)
+            elif isinstance(v, str):
+                names.append(v)
+            else:
+                raise TypeError(f"{type(self).__name__}: variables must hold variable names or blobs, got {v!r}")
+        if not names:
+            raise ValueError(f"{type(self).__name__}: variables is empty: give the variables to train")
+        return names
 
 
 class SGD(Optimizer):
     """OneFlow's SGD: default momentum 0.9 (pass momentum=0 for plain SGD)."""
 
     def __init__(self, lr_scheduler, loss_scale_factor=None, momentum=0.9, grad_clipping=None, train_step_lbn=None,
-                 loss_scale_policy=None):
+                 loss_scale_policy=None, variables=None):
         super().__init__(_C.sgd(_schedule(lr_scheduler, "SGD"), float(momentum)), loss_scale_factor, grad_clipping,
-                         loss_scale_policy)
+                         loss_scale_policy, variables=variables)
 
 
 class Adam(Optimizer):
     """Adam without bias correction unless asked for (OneFlow's default)."""
 
     def __init__(self, lr_scheduler, beta1=0.9, beta2=0.999, epsilon=1e-8, do_bias_correction=False,
-                 loss_scale_factor=None, grad_clipping=None, train_step_lbn=None, loss_scale_policy=None):
+                 loss_scale_factor=None, grad_clipping=None, train_step_lbn=None, loss_scale_policy=None,
+                 variables=None):
         super().__init__(_C.adam(_schedule(lr_scheduler, "Adam"), float(beta1), float(beta2), float(epsilon),
-                                 bool(do_bias_correction)), loss_scale_factor, grad_clipping, loss_scale_policy)
+                                 bool(do_bias_correction)), loss_scale_factor, grad_clipping, loss_scale_policy,
+                         variables=variables)
 
 
 class AdamW(Optimizer):
     def __init__(self, lr_scheduler, beta1=0.9, beta2=0.999, epsilon=1e-8, do_bias_correction=False,
                  loss_scale_factor=None, weight_decay=None, weight_decay_includes=None, weight_decay_excludes=None,
-                 grad_clipping=None, train_step_lbn=None, loss_scale_policy=None):
+                 grad_clipping=None, train_step_lbn=None, loss_scale_policy=None, variables=None):
         c_optimizer = _C.adamw(_schedule(lr_scheduler, "AdamW"), float(weight_decay or 0.0), float(beta1),
                                float(beta2), float(epsilon), bool(do_bias_correction))
         _set_weight_decay_filter(c_optimizer, "AdamW", weight_decay_includes, weight_decay_excludes)
-        super().__init__(c_optimizer, loss_scale_factor, grad_clipping, loss_scale_policy)
+        super().__init__(c_optimizer, loss_scale_factor, grad_clipping, loss_scale_policy, variables=variables)
 
 
 class LazyAdam(Optimizer):
@@ -208,27 +231,28 @@ class LazyAdam(Optimizer):
     LazyAdam): embedding rows a batch did not read keep their values and moments."""
 
     def __init__(self, lr_scheduler, beta1=0.9, beta2=0.999, epsilon=1e-8, loss_scale_factor=None, grad_clipping=None,
-                 train_step_lbn=None, loss_scale_policy=None):
+                 train_step_lbn=None, loss_scale_policy=None, variables=None):
         c_optimizer = _C.adam(_schedule(lr_scheduler, "LazyAdam"), float(beta1), float(beta2), float(epsilon), True)
         c_optimizer.lazy = True
-        super().__init__(c_optimizer, loss_scale_factor, grad_clipping, loss_scale_policy)
+        super().__init__(c_optimizer, loss_scale_factor, grad_clipping, loss_scale_policy, variables=variables)
 
 
 class RMSProp(Optimizer):
     def __init__(self, lr_scheduler, decay_rate=0.99, epsilon=1e-8, centered=False, loss_scale_factor=None,
-                 grad_clipping=None, train_step_lbn=None, loss_scale_policy=None):
+                 grad_clipping=None, train_step_lbn=None, loss_scale_policy=None, variables=None):
         super().__init__(_C.rmsprop(_schedule(lr_scheduler, "RMSProp"), float(decay_rate), float(epsilon),
-                                    bool(centered)), loss_scale_factor, grad_clipping, loss_scale_policy)
+                                    bool(centered)), loss_scale_factor, grad_clipping, loss_scale_policy,
+                         variables=variables)
 
 
 class LAMB(Optimizer):
     def __init__(self, lr_scheduler, beta1=0.9, beta2=0.999, epsilon=1e-6, weight_decay=0.0, loss_scale_factor=None,
                  grad_clipping=None, train_step_lbn=None, loss_scale_policy=None, weight_decay_includes=None,
-                 weight_decay_excludes=None):
+                 weight_decay_excludes=None, variables=None):
         c_optimizer = _C.lamb(_schedule(lr_scheduler, "LAMB"), float(beta1), float(beta2), float(epsilon),
                               float(weight_decay or 0.0))
         _set_weight_decay_filter(c_optimizer, "LAMB", weight_decay_includes, weight_decay_excludes)
-        super().__init__(c_optimizer, loss_scale_factor, grad_clipping, loss_scale_policy)
+        super().__init__(c_optimizer, loss_scale_factor, grad_clipping, loss_scale_policy, variables=variables)
 
 
 class LARS(Optimizer):
@@ -237,7 +261,7 @@ class LARS(Optimizer):
     rate · g, w += v."""
 
     def __init__(self, lr_scheduler, momentum_beta=0.9, epsilon=1e-9, lars_coefficient=0.0001, loss_scale_factor=None,
-                 grad_clipping=None, train_step_lbn=None, loss_scale_policy=None):
+                 grad_clipping=None, train_step_lbn=None, loss_scale_policy=None, variables=None):
         c_optimizer = _C.lars(_schedule(lr_scheduler, "LARS"), float(momentum_beta), float(epsilon),
                               float(lars_coefficient))
-        super().__init__(c_optimizer, loss_scale_factor, grad_clipping, loss_scale_policy)
+        super().__init__(c_optimizer, loss_scale_factor, grad_clipping, loss_scale_policy, variables=variables)

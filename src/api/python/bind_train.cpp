@@ -136,6 +136,7 @@ void BindTraining(py::module_& m) {
       .def_readwrite("weight_decay_includes", &Optimizer::weight_decay_includes)
       .def_readwrite("lazy", &Optimizer::lazy)
       .def_readwrite("weight_decay_excludes", &Optimizer::weight_decay_excludes)
+      .def_readwrite("variables", &Optimizer::variables)
       .def_property_readonly("learning_rate", [](const Optimizer& o) { return o.learning_rate; });
   m.def("sgd", &Sgd, py::arg("learning_rate"), py::arg("momentum"));
   m.def("adam", &Adam, py::arg("learning_rate"), py::arg("beta1"), py::arg("beta2"), py::arg("epsilon"),
