@@ -1,8 +1,11 @@
 // Starter ops that work along axes: softmax, reduce_sum, reduce_mean, argmax, and
 // sparse_softmax_cross_entropy.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <random>
+#include <vector>
 
 #include <doctest/doctest.h>
 
@@ -36,6 +39,41 @@ TEST_CASE("softmax along the last axis is shift-invariant") {
   CheckClose<double>(
       RunOp("softmax", weir::SoftmaxAttrs{.axis = 1}, {Tensor::FromVector<double>({2, 3}, {1, 2, 3, -1, -1, -1})})[0],
       {2, 3}, {expected[0], expected[1], expected[2], 1.0 / 3, 1.0 / 3, 1.0 / 3}, 1e-12);
+}
+
+TEST_CASE("f32 softmax rows (the vectorized loop) match f64 softmax for every row length; NaN and infinities as before") {
+  std::mt19937 random(11);
+  std::normal_distribution<float> logits(0.f, 8.f);
+  for (std::int64_t n : {1, 5, 15, 16, 17, 128, 1000}) {
+    CAPTURE(n);
+    const std::int64_t rows = 600;  // 600 x 128 and 600 x 1000 are split over the intra-op pool
+    std::vector<float> values(static_cast<std::size_t>(rows * n));
+    for (float& v : values) v = logits(random);
+    values[0] = 90.f;  // e^90 overflows f32: only the maximum taken out keeps it finite
+    const Tensor x = Tensor::FromVector<float>({rows, n}, values);
+    const std::vector<float> got = RunOp("softmax", weir::SoftmaxAttrs{}, {x})[0].ToVector<float>();
+    const std::vector<double> want =
+        RunOp("softmax", weir::SoftmaxAttrs{}, {Tensor::FromVector<double>({rows, n}, {values.begin(), values.end()})})[0]
+            .ToVector<double>();
+    double worst = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      worst = std::max(worst, std::abs(got[i] - want[i]) / std::max(want[i], 1e-30));
+      if (want[i] < 1e-30) CHECK(got[i] < 1e-30f);  // the tail below f32's normal range: zero or a denormal
+    }
+    CHECK(worst < 5e-6);
+  }
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> special =
+      RunOp("softmax", weir::SoftmaxAttrs{},
+            {Tensor::FromVector<float>({3, 17}, std::vector<float>{nan, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+                                                                    -inf, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                                                    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, nan})})[0]
+          .ToVector<float>();
+  for (int j = 0; j < 17; ++j) CHECK(std::isnan(special[static_cast<std::size_t>(j)]));             // a NaN spreads over its row
+  CHECK(special[17] == 0.f);                                                                       // e^-inf is 0
+  for (int j = 18; j < 34; ++j) CHECK(special[static_cast<std::size_t>(j)] == doctest::Approx(1.0 / 16));
+  for (int j = 34; j < 51; ++j) CHECK(std::isnan(special[static_cast<std::size_t>(j)]));
 }
 
 TEST_CASE("softmax along outer and middle axes") {
