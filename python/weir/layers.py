@@ -15,7 +15,7 @@ from weir._image import check_format, pair, padding_spec
 from weir._ops_util import check_blob, wrap
 
 __all__ = ["dense", "conv2d", "batch_normalization", "batch_normalization_relu", "batch_normalization_add_relu",
-           "layer_norm", "upsample_2d", "prelu", "conv1d"]
+           "layer_norm", "upsample_2d", "prelu", "conv1d", "conv3d"]
 
 _warned_zero_dense = False  # flow.layers.dense's zero-kernel warning is given once per process
 
@@ -312,6 +312,41 @@ def conv1d(inputs, filters, kernel_size=1, strides=1, padding="VALID", data_form
                                initializer=kernel_initializer or initializers.xavier_uniform_initializer(fans),
                                regularizer=kernel_regularizer, trainable=bool(trainable))
     out = _nn.conv1d(x, weight, strides, padding, data_format=data_format, dilations=dilation_rate, groups=groups)
+    if use_bias:
+        bias = _ops.get_variable(f"{layer}-bias", shape=[int(filters)], dtype=x.dtype,
+                                 initializer=bias_initializer or initializers.zeros_initializer(),
+                                 regularizer=bias_regularizer, trainable=bool(trainable))
+        out = _nn.bias_add(out, bias, data_format=data_format)
+    return _activate(out, activation, full)
+
+
+def conv3d(inputs, filters, kernel_size=1, strides=1, padding="VALID", data_format="NCDHW", dilation_rate=1, groups=1,
+           activation=None, use_bias=True, kernel_initializer=None, bias_initializer=None, kernel_regularizer=None,
+           bias_regularizer=None, trainable=True, name=None, weight_name=None, bias_name=None):
+    """3-D convolution with variables "<name>-weight" (filters, C/groups, kd, kh, kw) for NCDHW or
+    (filters, kd, kh, kw, C/groups) for NDHWC, and "<name>-bias" (filters); initializers as conv2d's
+    (xavier_uniform over the data format's fans, zeros). Runs as flow.nn.conv3d (built from conv2d)."""
+    op = "flow.layers.conv3d"
+    x = check_blob(inputs, op, "inputs")
+    if weight_name is not None or bias_name is not None:
+        raise ValueError(f"{op}: weight_name/bias_name are not supported; variables are named <name>-weight/-bias")
+    if data_format not in ("NCDHW", "NDHWC"):
+        raise ValueError(f"{op}: data_format must be 'NCDHW' or 'NDHWC', got {data_format!r}")
+    if len(x.shape) != 5:
+        raise ValueError(f"{op}: inputs must be 5-D, got shape {tuple(x.shape)}")
+    channels = x.shape[1] if data_format == "NCDHW" else x.shape[4]
+    if int(groups) <= 0 or channels % int(groups) != 0 or int(filters) % int(groups) != 0:
+        raise ValueError(f"{op}: groups ({groups}) must divide the channels ({channels}) and filters ({filters})")
+    size = _nn._triple(kernel_size, "kernel_size", op, data_format == "NCDHW")
+    full = _context.layer_name(name, op, "Conv3d")
+    layer = full[len(_context.scoped_name("")):]
+    per_group = channels // int(groups)
+    shape = [int(filters), per_group, *size] if data_format == "NCDHW" else [int(filters), *size, per_group]
+    fans = "channels_first" if data_format == "NCDHW" else "channels_last"
+    weight = _ops.get_variable(f"{layer}-weight", shape=shape, dtype=x.dtype,
+                               initializer=kernel_initializer or initializers.xavier_uniform_initializer(fans),
+                               regularizer=kernel_regularizer, trainable=bool(trainable))
+    out = _nn.conv3d(x, weight, strides, padding, data_format=data_format, dilations=dilation_rate, groups=groups)
     if use_bias:
         bias = _ops.get_variable(f"{layer}-bias", shape=[int(filters)], dtype=x.dtype,
                                  initializer=bias_initializer or initializers.zeros_initializer(),

@@ -18,7 +18,7 @@ __all__ = [
     "hardtanh", "hardsigmoid", "hardswish", "mish", "swish", "sparse_cross_entropy", "moments",
     "L1Loss", "MSELoss", "BCELoss", "MarginRankingLoss", "TripletMarginLoss", "conv2d_transpose",
     "BCEWithLogitsLoss", "KLDivLoss", "PixelShuffle", "PixelShufflev2", "InstanceNorm1d", "InstanceNorm2d",
-    "InstanceNorm3d", "GroupNorm", "conv1d", "fused_scale_tril", "layer_norm",
+    "InstanceNorm3d", "GroupNorm", "conv1d", "fused_scale_tril", "layer_norm", "conv3d",
 ]
 
 
@@ -222,6 +222,87 @@ def conv1d(input, filters, strides, padding, data_format="NCW", dilations=None, 
     y = conv2d(image, kernel, [1, _one(strides, "strides", op)], _conv1d_padding(padding, op, data_format),
                data_format="NCHW" if data_format == "NCW" else "NHWC", dilations=[1, dilation], groups=groups)
     return ops.reshape(y, [*y.shape[:axis], *y.shape[axis + 1:]], name=name)
+
+
+def _triple(value, what, op, channels_first):
+    """conv3d's strides and dilations: an int, (d, h, w), or five entries in the data format's order."""
+    items = [value] * 3 if isinstance(value, int) and not isinstance(value, bool) else list(value)
+    if len(items) == 5:
+        items = items[2:] if channels_first else items[1:4]
+    if len(items) != 3 or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in items):
+        raise ValueError(f"{op}: {what} must be a positive int or three of them (depth, height, width), got {value!r}")
+    return items
+
+
+def _conv3d_pads(padding, op, channels_first, depth, size, stride, dilation):
+    """((depth before, after), conv2d's padding for height and width): "SAME" (the odd plane at the end,
+    as for conv2d), "VALID", an int, or (before, after) pairs for the three spatial axes (or all five)."""
+    if isinstance(padding, str):
+        if padding.upper() == "VALID":
+            return (0, 0), "VALID"
+        if padding.upper() not in ("SAME", "SAME_UPPER"):
+            raise ValueError(f"{op}: padding must be 'SAME', 'VALID' or explicit pads, got {padding!r}")
+        total = max((-(-depth // stride) - 1) * stride + (size - 1) * dilation + 1 - depth, 0)
+        return (total // 2, total - total // 2), "SAME"
+    if isinstance(padding, int) and not isinstance(padding, bool):
+        return (padding, padding), [[padding, padding], [padding, padding]]
+    pairs = [tuple(p) for p in padding]
+    if len(pairs) == 5:
+        others = pairs[:2] if channels_first else [pairs[0], pairs[4]]
+        if any(p != (0, 0) for p in others):
+            raise ValueError(f"{op}: only the spatial axes may be padded, got {padding!r}")
+        pairs = pairs[2:] if channels_first else pairs[1:4]
+    if len(pairs) != 3 or any(len(p) != 2 for p in pairs):
+        raise ValueError(f"{op}: padding must be 'SAME', 'VALID', an int or ((d0, d1), (h0, h1), (w0, w1)), got {padding!r}")
+    return pairs[0], [list(pairs[1]), list(pairs[2])]
+
+
+def conv3d(input, filters, strides, padding, data_format="NCDHW", dilations=None, groups=1, name=None):  # noqa: A002
+    """3-D cross-correlation of input (N, C, D, H, W) or, NDHWC, (N, D, H, W, C) with the weight blob
+    `filters` (out, C/groups, kd, kh, kw) or, NDHWC, (out, kd, kh, kw, C/groups); no bias. Built from
+    conv2d: for each of the kd depth taps, the input planes that tap reads (a strided slice of the
+    depth-padded input, the output planes folded into the batch) go through conv2d with that tap's
+    filter, and the kd results add up: the multiply-adds of a direct 3-D convolution, plus a copy of the
+    input per tap. Its gradients are those ops'."""
+    op = "flow.nn.conv3d"
+    x = check_blob(input, op, "input")
+    w = check_blob(filters, op, "filters")
+    if data_format not in ("NCDHW", "NDHWC", "channels_first", "channels_last"):
+        raise ValueError(f"{op}: data_format must be 'NCDHW' or 'NDHWC', got {data_format!r}")
+    channels_first = data_format in ("NCDHW", "channels_first")
+    if len(x.shape) != 5 or len(w.shape) != 5:
+        raise ValueError(f"{op}: input and filters must be 5-D, got {tuple(x.shape)} and {tuple(w.shape)}")
+    if not channels_first:  # to NCDHW and back: conv2d runs NCHW here
+        x = ops.transpose(x, [0, 4, 1, 2, 3])
+        w = ops.transpose(w, [0, 4, 1, 2, 3])
+    n, c, depth, height, width = x.shape
+    out_channels, per_group, taps = w.shape[0], w.shape[1], w.shape[2]
+    if per_group * int(groups) != c:
+        raise ValueError(f"{op}: filters {tuple(w.shape)} take {per_group} channels per group, but input has {c} "
+                         f"in {groups} group(s)")
+    stride, sh, sw = _triple(strides, "strides", op, channels_first)
+    dilation, dh, dw = _triple(1 if dilations is None else dilations, "dilations", op, channels_first)
+    (before, after), spatial = _conv3d_pads(padding, op, channels_first, depth, taps, stride, dilation)
+    if before or after:
+        x = ops.pad(x, [[0, 0], [0, 0], [before, after], [0, 0], [0, 0]])
+    padded = depth + before + after
+    planes = (padded - (taps - 1) * dilation - 1) // stride + 1
+    if planes < 1:
+        raise ValueError(f"{op}: the input's depth {depth} (padded {padded}) is smaller than the filter's reach "
+                         f"{(taps - 1) * dilation + 1}")
+    total = None
+    for k in range(taps):
+        start = k * dilation
+        slab = ops.slice_v2(x, [(None, None, None), (None, None, None), (start, start + (planes - 1) * stride + 1, stride)])
+        slab = ops.reshape(ops.transpose(slab, [0, 2, 1, 3, 4]), [n * planes, c, height, width])
+        tap = ops.reshape(ops.slice_v2(w, [(None, None, None), (None, None, None), (k, k + 1, 1)]),
+                          [out_channels, per_group, w.shape[3], w.shape[4]])
+        y = conv2d(slab, tap, [sh, sw], spatial, data_format="NCHW", dilations=[dh, dw], groups=groups)
+        total = y if total is None else total + y
+    y = ops.transpose(ops.reshape(total, [n, planes, *total.shape[1:]]), [0, 2, 1, 3, 4])
+    if not channels_first:
+        y = ops.transpose(y, [0, 2, 3, 4, 1])
+    return y if name is None else ops.identity(y, name)
 
 
 def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None, padding="VALID",  # noqa: A002

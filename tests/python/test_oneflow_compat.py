@@ -1836,3 +1836,90 @@ def test_nn_layer_norm_with_the_callers_gamma_and_beta_and_the_layer_built_on_it
         def bad(p: tp.Numpy.Placeholder((2, 3, 4)), g: tp.Numpy.Placeholder((3,))) -> tp.Numpy:
             return flow.nn.layer_norm(p, g)
         bad(x, np.ones(3, np.float32))
+
+
+def _np_conv3d(x, w, strides, pads, dilations, groups):
+    """Direct 3-D cross-correlation, NCDHW; pads: ((before, after) per spatial axis)."""
+    x = np.pad(x, [(0, 0), (0, 0), *pads])
+    n, c, *size = x.shape
+    out_channels, per_group, *taps = w.shape
+    outs = [(size[a] - (taps[a] - 1) * dilations[a] - 1) // strides[a] + 1 for a in range(3)]
+    y = np.zeros((n, out_channels, *outs))
+    per_out = out_channels // groups
+    for o in range(out_channels):
+        g = o // per_out
+        for index in np.ndindex(*outs):
+            window = x[:, g * per_group:(g + 1) * per_group,
+                       index[0] * strides[0]:index[0] * strides[0] + (taps[0] - 1) * dilations[0] + 1:dilations[0],
+                       index[1] * strides[1]:index[1] * strides[1] + (taps[1] - 1) * dilations[1] + 1:dilations[1],
+                       index[2] * strides[2]:index[2] * strides[2] + (taps[2] - 1) * dilations[2] + 1:dilations[2]]
+            y[(slice(None), o, *index)] = np.einsum("ncdhw,cdhw->n", window, w[o])
+    return y
+
+
+def _same(size, stride, tap, dilation):
+    total = max((-(-size // stride) - 1) * stride + (tap - 1) * dilation + 1 - size, 0)
+    return (total // 2, total - total // 2)
+
+
+@pytest.mark.parametrize("strides,padding,dilations,groups,data_format", [
+    (1, "VALID", 1, 1, "NCDHW"), ((2, 1, 2), "SAME", 1, 1, "NCDHW"), (1, "SAME", (2, 1, 1), 2, "NCDHW"),
+    (1, ((1, 0), (0, 1), (1, 1)), 1, 1, "NDHWC"), (2, "SAME", 1, 1, "NDHWC")])
+def test_conv3d_matches_a_direct_3d_convolution_and_its_gradients_flow(strides, padding, dilations, groups, data_format):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 4, 5, 6, 5))  # NCDHW
+    w = rng.standard_normal((6, 4 // groups, 3, 2, 3))
+    s = [strides] * 3 if isinstance(strides, int) else list(strides)
+    d = [dilations] * 3 if isinstance(dilations, int) else list(dilations)
+    if padding == "SAME":
+        pads = [_same(x.shape[2 + a], s[a], w.shape[2 + a], d[a]) for a in range(3)]
+    elif padding == "VALID":
+        pads = [(0, 0)] * 3
+    else:
+        pads = [tuple(p) for p in padding]
+    expected = _np_conv3d(x, w, s, pads, d, groups)
+    to_last = (0, 2, 3, 4, 1)
+    x_in = x if data_format == "NCDHW" else x.transpose(to_last)
+    w_in = w if data_format == "NCDHW" else w.transpose(to_last)
+    grads = {}
+
+    @flow.global_function(type="train")
+    def job(p: tp.Numpy.Placeholder(x_in.shape, dtype=flow.double), f: tp.Numpy.Placeholder(w_in.shape, dtype=flow.double)
+            ) -> tp.Numpy:
+        v = flow.get_variable("v", shape=(1,), dtype=flow.double, initializer=flow.zeros_initializer())
+        pv, fv = p + v, f + v
+        flow.watch_diff(pv, lambda g: grads.setdefault("x", g.numpy()))
+        flow.watch_diff(fv, lambda g: grads.setdefault("w", g.numpy()))
+        y = flow.nn.conv3d(pv, fv, strides, padding, data_format=data_format, dilations=dilations, groups=groups)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.0]), momentum=0).minimize(
+            flow.math.reduce_sum(y * y) * 0.5)
+        return y
+
+    y = job(x_in, w_in)
+    got = y if data_format == "NCDHW" else y.transpose(0, 4, 1, 2, 3)
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10)
+    # d(½Σy²)/dw by central differences of the direct convolution, at a few weights.
+    gw = grads["w"] if data_format == "NCDHW" else grads["w"].transpose(0, 4, 1, 2, 3)
+    for index in [(0, 0, 0, 0, 0), (5, 4 // groups - 1, 2, 1, 2), (3, 1, 1, 0, 1)]:
+        up, down = w.copy(), w.copy()
+        up[index] += 1e-6
+        down[index] -= 1e-6
+        numeric = (0.5 * (_np_conv3d(x, up, s, pads, d, groups) ** 2).sum()
+                   - 0.5 * (_np_conv3d(x, down, s, pads, d, groups) ** 2).sum()) / 2e-6
+        np.testing.assert_allclose(gw[index], numeric, rtol=1e-5)
+    assert grads["x"].shape == x_in.shape
+
+
+def test_layers_conv3d_makes_its_variables_and_trains():
+    @flow.global_function(type="train")
+    def job(p: tp.Numpy.Placeholder((2, 3, 4, 4, 4))) -> tp.Numpy:
+        y = flow.layers.conv3d(p, 5, kernel_size=3, padding="SAME", activation=flow.nn.relu, name="c3")
+        loss = flow.math.reduce_mean(y)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0).minimize(loss)
+        return y
+
+    y = job(np.ones((2, 3, 4, 4, 4), np.float32))
+    assert y.shape == (2, 5, 4, 4, 4)
+    variables = flow.get_all_variables()
+    assert variables["c3-weight"].numpy().shape == (5, 3, 3, 3, 3) and variables["c3-bias"].numpy().shape == (5,)
+    assert not np.allclose(variables["c3-bias"].numpy(), 0)  # trained: relu's gradient reached the bias
