@@ -5,6 +5,7 @@ from __future__ import annotations
 import random as _random
 
 from weir import _C, _context, dtypes, ops
+from weir import random as _draws
 from weir import initializers as _init
 from weir._image import check_format, pair, padding_spec
 from weir._ops_util import add_op, check_blob, constant_like, op_name, wrap
@@ -18,7 +19,7 @@ __all__ = [
     "hardtanh", "hardsigmoid", "hardswish", "mish", "swish", "sparse_cross_entropy", "moments",
     "L1Loss", "MSELoss", "BCELoss", "MarginRankingLoss", "TripletMarginLoss", "conv2d_transpose",
     "BCEWithLogitsLoss", "KLDivLoss", "PixelShuffle", "PixelShufflev2", "InstanceNorm1d", "InstanceNorm2d",
-    "InstanceNorm3d", "GroupNorm", "conv1d", "fused_scale_tril", "layer_norm", "conv3d",
+    "InstanceNorm3d", "GroupNorm", "conv1d", "fused_scale_tril", "layer_norm", "conv3d", "random_mask_like",
 ]
 
 
@@ -87,6 +88,23 @@ def swish(x, beta=1.0, name=None):
     x = check_blob(x, "flow.nn.swish", "x")
     inner = x if float(beta) == 1.0 else _math.multiply(x, float(beta))
     return _math.multiply(x, sigmoid(inner), name)
+
+
+def random_mask_like(like, rate, seed=None, noise_shape=None, name=None):
+    """An int8 mask of `like`'s shape, each element 1 with probability 1 - rate and 0 otherwise, drawn
+    anew at every call (OneFlow's flow.nn.random_mask_like: the mask of a dropout). Seeded as
+    flow.random.CoinFlip is, on whose draws it is built."""
+    op = "flow.nn.random_mask_like"
+    x = check_blob(like, op, "like")
+    if noise_shape is not None:
+        raise ValueError(f"{op}: noise_shape is not supported; the mask has like's shape")
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0.0 <= rate < 1.0:
+        raise ValueError(f"{op}: rate must be a number in [0, 1), got {rate!r}")
+    count = 1
+    for d in x.shape:
+        count *= d
+    flips = _draws.CoinFlip(batch_size=count, seed=seed, probability=1.0 - float(rate))
+    return ops.reshape(flips, list(x.shape), name=name)
 
 
 def dropout(x, rate, noise_shape=None, seed=None, name=None):

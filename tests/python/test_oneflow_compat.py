@@ -1923,3 +1923,20 @@ def test_layers_conv3d_makes_its_variables_and_trains():
     variables = flow.get_all_variables()
     assert variables["c3-weight"].numpy().shape == (5, 3, 3, 3, 3) and variables["c3-bias"].numpy().shape == (5,)
     assert not np.allclose(variables["c3-bias"].numpy(), 0)  # trained: relu's gradient reached the bias
+
+
+def test_random_mask_like_keeps_one_minus_rate_and_draws_anew_each_call():
+    @flow.global_function()
+    def job(p: tp.Numpy.Placeholder((40, 50))) -> tp.Numpy:
+        return flow.nn.random_mask_like(p, rate=0.3, seed=7)
+
+    first, second = job(np.zeros((40, 50), np.float32)), job(np.zeros((40, 50), np.float32))
+    assert first.dtype == np.int8 and first.shape == (40, 50)
+    assert set(np.unique(first)) <= {0, 1}
+    assert abs(first.mean() - 0.7) < 0.05  # 2000 draws: 0.7 +- 0.01 (one standard deviation)
+    assert not np.array_equal(first, second)
+    with pytest.raises(ValueError, match=r"flow.nn.random_mask_like: rate must be a number in \[0, 1\), got 1.0"):
+        @flow.global_function()
+        def bad(p: tp.Numpy.Placeholder((2,))) -> tp.Numpy:
+            return flow.nn.random_mask_like(p, rate=1.0)
+        bad(np.zeros(2, np.float32))
