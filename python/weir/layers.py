@@ -101,32 +101,46 @@ def conv2d(inputs, filters, kernel_size=1, strides=1, padding="VALID", data_form
     return _activate(out, activation, full)
 
 
-def _conv2d_named(x, filters, kernel_size, strides, padding, data_format, dilation_rate, groups, activation, use_bias,
-                  kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer, trainable, name,
-                  weight_name, bias_name):
-    """conv2d with variables of the caller's names: the variables, then flow.nn.conv2d and bias_add."""
-    op = "flow.layers.conv2d"
-    data_format = check_format(data_format, op)
-    full = _context.layer_name(name, op, "Conv2d")
-    layer = full[len(_context.scoped_name("")):]
-    channels = x.shape[1] if data_format == "NCHW" else x.shape[3]
+def _conv_layer(x, op, default_name, filters, taps, channels_first, groups, activation, use_bias, kernel_initializer,
+                bias_initializer, kernel_regularizer, bias_regularizer, trainable, name, data_format, convolve,
+                weight_name=None, bias_name=None):
+    """A convolution layer's variables and ops: "<name>-weight" (filters, C/groups, *taps) channels
+    first or (filters, *taps, C/groups) channels last (xavier_uniform over the data format's fans by
+    default), convolve(weight), then "<name>-bias" (filters; zeros by default) and the activation.
+    The variables may take the caller's names (weight_name, bias_name)."""
+    channels = x.shape[1] if channels_first else x.shape[-1]
     if int(groups) <= 0 or channels % int(groups) != 0 or int(filters) % int(groups) != 0:
         raise ValueError(f"{op}: groups ({groups}) must divide the channels ({channels}) and filters ({filters})")
-    kh, kw = pair(kernel_size, "kernel_size", op, data_format)
+    full = _context.layer_name(name, op, default_name)
+    layer = full[len(_context.scoped_name("")):]  # get_variable adds the namespaces again
     per_group = channels // int(groups)
-    shape = [int(filters), per_group, kh, kw] if data_format == "NCHW" else [int(filters), kh, kw, per_group]
-    fans = "channels_first" if data_format == "NCHW" else "channels_last"
+    shape = [int(filters), per_group, *taps] if channels_first else [int(filters), *taps, per_group]
+    fans = "channels_first" if channels_first else "channels_last"
     weight = _ops.get_variable(weight_name or f"{layer}-weight", shape=shape, dtype=x.dtype,
                                initializer=kernel_initializer or initializers.xavier_uniform_initializer(fans),
                                regularizer=kernel_regularizer, trainable=bool(trainable))
-    out = _nn.conv2d(x, weight, strides, padding, data_format=data_format,
-                     dilations=1 if dilation_rate is None else dilation_rate, groups=groups, name=f"{layer}-conv")
+    out = convolve(weight, layer)
     if use_bias:
         bias = _ops.get_variable(bias_name or f"{layer}-bias", shape=[int(filters)], dtype=x.dtype,
                                  initializer=bias_initializer or initializers.zeros_initializer(),
                                  regularizer=bias_regularizer, trainable=bool(trainable))
         out = _nn.bias_add(out, bias, data_format=data_format)
     return _activate(out, activation, full)
+
+
+def _conv2d_named(x, filters, kernel_size, strides, padding, data_format, dilation_rate, groups, activation, use_bias,
+                  kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer, trainable, name,
+                  weight_name, bias_name):
+    """conv2d with variables of the caller's names: the variables, then flow.nn.conv2d and bias_add."""
+    op = "flow.layers.conv2d"
+    data_format = check_format(data_format, op)
+    return _conv_layer(
+        x, op, "Conv2d", filters, pair(kernel_size, "kernel_size", op, data_format), data_format == "NCHW", groups,
+        activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer, trainable, name,
+        data_format, lambda weight, layer: _nn.conv2d(x, weight, strides, padding, data_format=data_format,
+                                                      dilations=1 if dilation_rate is None else dilation_rate,
+                                                      groups=groups, name=f"{layer}-conv"),
+        weight_name, bias_name)
 
 
 def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=0.001, center=True, scale=True,
@@ -299,25 +313,11 @@ def conv1d(inputs, filters, kernel_size=1, strides=1, padding="VALID", data_form
         raise ValueError(f"{op}: data_format must be 'NCW' or 'NWC', got {data_format!r}")
     if len(x.shape) != 3:
         raise ValueError(f"{op}: inputs must be 3-D, got shape {tuple(x.shape)}")
-    channels = x.shape[1] if data_format == "NCW" else x.shape[2]
-    if int(groups) <= 0 or channels % int(groups) != 0 or int(filters) % int(groups) != 0:
-        raise ValueError(f"{op}: groups ({groups}) must divide the channels ({channels}) and filters ({filters})")
     size = _nn._one(kernel_size, "kernel_size", op)
-    full = _context.layer_name(name, op, "Conv1d")
-    layer = full[len(_context.scoped_name("")):]
-    per_group = channels // int(groups)
-    shape = [int(filters), per_group, size] if data_format == "NCW" else [int(filters), size, per_group]
-    fans = "channels_first" if data_format == "NCW" else "channels_last"
-    weight = _ops.get_variable(f"{layer}-weight", shape=shape, dtype=x.dtype,
-                               initializer=kernel_initializer or initializers.xavier_uniform_initializer(fans),
-                               regularizer=kernel_regularizer, trainable=bool(trainable))
-    out = _nn.conv1d(x, weight, strides, padding, data_format=data_format, dilations=dilation_rate, groups=groups)
-    if use_bias:
-        bias = _ops.get_variable(f"{layer}-bias", shape=[int(filters)], dtype=x.dtype,
-                                 initializer=bias_initializer or initializers.zeros_initializer(),
-                                 regularizer=bias_regularizer, trainable=bool(trainable))
-        out = _nn.bias_add(out, bias, data_format=data_format)
-    return _activate(out, activation, full)
+    return _conv_layer(x, op, "Conv1d", filters, [size], data_format == "NCW", groups, activation, use_bias,
+                       kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer, trainable, name,
+                       data_format, lambda weight, _: _nn.conv1d(x, weight, strides, padding, data_format=data_format,
+                                                                 dilations=dilation_rate, groups=groups))
 
 
 def conv3d(inputs, filters, kernel_size=1, strides=1, padding="VALID", data_format="NCDHW", dilation_rate=1, groups=1,
@@ -334,22 +334,8 @@ def conv3d(inputs, filters, kernel_size=1, strides=1, padding="VALID", data_form
         raise ValueError(f"{op}: data_format must be 'NCDHW' or 'NDHWC', got {data_format!r}")
     if len(x.shape) != 5:
         raise ValueError(f"{op}: inputs must be 5-D, got shape {tuple(x.shape)}")
-    channels = x.shape[1] if data_format == "NCDHW" else x.shape[4]
-    if int(groups) <= 0 or channels % int(groups) != 0 or int(filters) % int(groups) != 0:
-        raise ValueError(f"{op}: groups ({groups}) must divide the channels ({channels}) and filters ({filters})")
     size = _nn._triple(kernel_size, "kernel_size", op, data_format == "NCDHW")
-    full = _context.layer_name(name, op, "Conv3d")
-    layer = full[len(_context.scoped_name("")):]
-    per_group = channels // int(groups)
-    shape = [int(filters), per_group, *size] if data_format == "NCDHW" else [int(filters), *size, per_group]
-    fans = "channels_first" if data_format == "NCDHW" else "channels_last"
-    weight = _ops.get_variable(f"{layer}-weight", shape=shape, dtype=x.dtype,
-                               initializer=kernel_initializer or initializers.xavier_uniform_initializer(fans),
-                               regularizer=kernel_regularizer, trainable=bool(trainable))
-    out = _nn.conv3d(x, weight, strides, padding, data_format=data_format, dilations=dilation_rate, groups=groups)
-    if use_bias:
-        bias = _ops.get_variable(f"{layer}-bias", shape=[int(filters)], dtype=x.dtype,
-                                 initializer=bias_initializer or initializers.zeros_initializer(),
-                                 regularizer=bias_regularizer, trainable=bool(trainable))
-        out = _nn.bias_add(out, bias, data_format=data_format)
-    return _activate(out, activation, full)
+    return _conv_layer(x, op, "Conv3d", filters, size, data_format == "NCDHW", groups, activation, use_bias,
+                       kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer, trainable, name,
+                       data_format, lambda weight, _: _nn.conv3d(x, weight, strides, padding, data_format=data_format,
+                                                                 dilations=dilation_rate, groups=groups))

@@ -7,19 +7,15 @@
 // in range are still written.
 #include <cstdint>
 #include <memory>
-#include <stdexcept>
-#include <type_traits>
 
 #include "kernels/attrs/nd_index_attrs.hpp"
 #include "kernels/cuda/atomic_add.cuh"
 #include "kernels/cuda/cuda_kernel.hpp"
 #include "kernels/cuda/grid.cuh"
-#include "kernels/word_dispatch.hpp"
+#include "kernels/scatter_nd_kernels.hpp"
 
 namespace weir::internal {
 namespace {
-
-enum class Scatter : std::uint8_t { kIntoZeros, kAdd, kReplace };
 
 template <Scatter kHow, typename T, typename Index>
 __global__ void ScatterNdKernel(NdIndexPlan plan, const Index* indices, const T* updates, T* out, cuda::ReportRing reports) {
@@ -40,7 +36,7 @@ __global__ void ScatterNdKernel(NdIndexPlan plan, const Index* indices, const T*
 }
 
 template <Scatter kHow, typename T, typename Index> class ScatterNdCuda final : public Kernel {
-  static constexpr int kIndices = kHow == Scatter::kIntoZeros ? 0 : 1;  // scatter_nd: (indices, updates)
+  static constexpr int kIndices = kScatterIndices<kHow>;
 
  public:
   explicit ScatterNdCuda(const KernelSetup& setup)
@@ -59,54 +55,19 @@ template <Scatter kHow, typename T, typename Index> class ScatterNdCuda final : 
   }
   void AfterCompletion() override {
     if (const auto bad = reports_.TakeCompleted()) {
-      throw KernelError(fmt::format("[{}] index {} at position {} of indices is outside [0, {})", Name(), bad->index,
-                                    bad->position, plan_.dims[bad->position % plan_.depth]));
+      throw KernelError(fmt::format("[{}] index {} at position {} of indices is outside [0, {})", ScatterOpName<kHow>(),
+                                    bad->index, bad->position, plan_.dims[bad->position % plan_.depth]));
     }
   }
 
  private:
-  static const char* Name() {
-    if constexpr (kHow == Scatter::kIntoZeros) return "scatter_nd";
-    else if constexpr (kHow == Scatter::kAdd) return "tensor_scatter_nd_add";
-    else return "tensor_scatter_nd_update";
-  }
-
   void* stream_;
   NdIndexPlan plan_;
   std::size_t out_bytes_;
   DeviceReports reports_;
 };
 
-template <Scatter kHow, typename T> std::unique_ptr<Kernel> MakeScatterNd(const KernelSetup& setup) {
-  constexpr int kIndices = kHow == Scatter::kIntoZeros ? 0 : 1;
-  if (setup.inputs[kIndices].dtype == DType::kI64) return std::make_unique<ScatterNdCuda<kHow, T, std::int64_t>>(setup);
-  return std::make_unique<ScatterNdCuda<kHow, T, std::int32_t>>(setup);
-}
-
-// Keyed by the first input's dtype: scatter_nd's is the indices', so the updates' picks the type here.
-std::unique_ptr<Kernel> MakeScatterNdIntoZeros(const KernelSetup& setup) {
-  return WithTypeOf(setup.inputs[1].dtype, [&]<typename T>() -> std::unique_ptr<Kernel> {
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, std::int32_t> ||
-                  std::is_same_v<T, std::int64_t>) {
-      return MakeScatterNd<Scatter::kIntoZeros, T>(setup);
-    } else {
-      throw std::invalid_argument(fmt::format("[scatter_nd] no CUDA kernel for {} updates", setup.inputs[1].dtype));
-    }
-  });
-}
-
-std::unique_ptr<Kernel> MakeTensorScatterNdUpdate(const KernelSetup& setup) {
-  return WithWordOf(setup.inputs[0].dtype, [&]<typename Word>() { return MakeScatterNd<Scatter::kReplace, Word>(setup); });
-}
-
-WEIR_REGISTER_KERNELS {
-  for (DType dtype : {DType::kI32, DType::kI64}) RegisterKernel({"scatter_nd", Device::Kind::kCuda, dtype}, &MakeScatterNdIntoZeros);
-  RegisterKernel({"tensor_scatter_nd_add", Device::Kind::kCuda, DType::kF32}, &MakeScatterNd<Scatter::kAdd, float>);
-  RegisterKernel({"tensor_scatter_nd_add", Device::Kind::kCuda, DType::kF64}, &MakeScatterNd<Scatter::kAdd, double>);
-  RegisterKernel({"tensor_scatter_nd_add", Device::Kind::kCuda, DType::kI32}, &MakeScatterNd<Scatter::kAdd, std::int32_t>);
-  RegisterKernel({"tensor_scatter_nd_add", Device::Kind::kCuda, DType::kI64}, &MakeScatterNd<Scatter::kAdd, std::int64_t>);
-  for (DType dtype : kAllDTypes) RegisterKernel({"tensor_scatter_nd_update", Device::Kind::kCuda, dtype}, &MakeTensorScatterNdUpdate);
-}
+WEIR_REGISTER_KERNELS { RegisterScatterNdKernels<ScatterNdCuda>(Device::Kind::kCuda); }
 
 }  // namespace
 }  // namespace weir::internal
