@@ -57,7 +57,7 @@ def weir_worker(args):
 def torch_worker(args):
     import torch
 
-    torch.set_num_threads(1 if args.threads == 1 else args.threads)
+    torch.set_num_threads(args.threads)
     results = {}
     for op, shape in SHAPES.items():
         x = torch.randn(*shape)

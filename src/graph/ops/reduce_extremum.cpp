@@ -10,14 +10,6 @@ namespace weir {
 namespace internal {
 namespace {
 
-std::vector<TensorMeta> InferReduceExtremum(const InferContext& ctx) {
-  const TensorMeta& x = ctx.inputs[0];
-  if (x.dtype != DType::kF32 && x.dtype != DType::kF64 && x.dtype != DType::kI32 && x.dtype != DType::kI64) {
-    throw OpError(ctx.op_type, "expects an f32, f64, i32 or i64 input, got {}", x.dtype);
-  }
-  return {InferReduce(ctx, ctx.Get<ReduceAttrs>(), x)};
-}
-
 // The elements equal to the result share dy evenly (OneFlow's rule); reduce_extremum_grad finds
 // them by comparing x with y, so the same backward op serves max and min.
 std::vector<Blob> ReduceExtremumGradient(const GradContext& ctx) {
@@ -28,13 +20,13 @@ std::vector<Blob> ReduceExtremumGradient(const GradContext& ctx) {
 WEIR_REGISTER_OP({.type = "reduce_max",
                   .num_inputs = 1,
                   .input_names = {"x"},
-                  .infer = InferReduceExtremum,
+                  .infer = InferNumberReduction,
                   .gradient = ReduceExtremumGradient,
                   .read_attrs = ReadReduceAttrs()});
 WEIR_REGISTER_OP({.type = "reduce_min",
                   .num_inputs = 1,
                   .input_names = {"x"},
-                  .infer = InferReduceExtremum,
+                  .infer = InferNumberReduction,
                   .gradient = ReduceExtremumGradient,
                   .read_attrs = ReadReduceAttrs()});
 

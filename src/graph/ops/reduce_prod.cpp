@@ -13,23 +13,14 @@ namespace weir {
 namespace internal {
 namespace {
 
-std::vector<TensorMeta> InferReduceProd(const InferContext& ctx) {
-  const TensorMeta& x = ctx.inputs[0];
-  if (x.dtype != DType::kF32 && x.dtype != DType::kF64 && x.dtype != DType::kI32 && x.dtype != DType::kI64) {
-    throw OpError(ctx.op_type, "expects an f32, f64, i32 or i64 input, got {}", x.dtype);
-  }
-  return {InferReduce(ctx, ctx.Get<ReduceAttrs>(), x)};
-}
-
 std::vector<Blob> ReduceProdGradient(const GradContext& ctx) {
   const Blob& x = ctx.inputs[0];
   if (!ctx.needs_grad[0] || !IsFloating(x.GetDType())) return {Blob()};
   const DType dtype = x.GetDType();
   ReduceAttrs kept = ctx.Get<ReduceAttrs>();
   kept.keep_dims = true;
-  Tensor one_value = Tensor::Scalar<double>(1.0);
   const Blob zero = AddConstant(x.Graph(), Tensor(Shape{}, dtype), {});
-  const Blob one = Cast(AddConstant(x.Graph(), one_value, {}), {dtype});
+  const Blob one = AddConstant(x.Graph(), dtype == DType::kF32 ? Tensor::Scalar<float>(1) : Tensor::Scalar<double>(1), {});
   const Blob is_zero = Compare(x, zero, {CompareOpKind::kEqual});
   const Blob nonzero = Where(is_zero, one, x);
   const Blob product = ReduceProd(nonzero, kept);  // of the nonzero elements
@@ -42,7 +33,7 @@ std::vector<Blob> ReduceProdGradient(const GradContext& ctx) {
 WEIR_REGISTER_OP({.type = "reduce_prod",
                   .num_inputs = 1,
                   .input_names = {"x"},
-                  .infer = InferReduceProd,
+                  .infer = InferNumberReduction,
                   .gradient = ReduceProdGradient,
                   .read_attrs = ReadReduceAttrs()});
 

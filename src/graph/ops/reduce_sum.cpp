@@ -9,14 +9,6 @@ namespace weir {
 namespace internal {
 namespace {
 
-std::vector<TensorMeta> InferReduceSum(const InferContext& ctx) {
-  const TensorMeta& x = ctx.inputs[0];
-  if (x.dtype != DType::kF32 && x.dtype != DType::kF64 && x.dtype != DType::kI32 && x.dtype != DType::kI64) {
-    throw OpError(ctx.op_type, "expects an f32, f64, i32 or i64 input, got {}", x.dtype);
-  }
-  return {InferReduce(ctx, ctx.Get<ReduceAttrs>(), x)};
-}
-
 std::vector<Blob> ReduceSumGradient(const GradContext& ctx) {
   return {ReduceGradient(ctx.output_grads[0], ctx.inputs[0].GetShape(), ctx.Get<ReduceAttrs>(), 1.0)};
 }
@@ -30,7 +22,7 @@ std::vector<SbpSignature> ReduceSumSbp(const SbpContext& ctx) {
 WEIR_REGISTER_OP({.type = "reduce_sum",
                   .num_inputs = 1,
                   .input_names = {"x"},
-                  .infer = InferReduceSum,
+                  .infer = InferNumberReduction,
                   .gradient = ReduceSumGradient,
                   .sbp = ReduceSumSbp,
                   .read_attrs = ReadReduceAttrs()});

@@ -1,10 +1,9 @@
-// argsort on the CPU: each row of the last axis sorted as indices by kernels/functors/sort.hpp's order
-// (std::stable_sort: ties keep index order, as the comparator also says).
+// argsort on the CPU: each row of the last axis sorted as indices, in the output, by
+// kernels/functors/sort.hpp's order (ties in index order).
 #include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <numeric>
-#include <vector>
 
 #include "kernels/functors/sort.hpp"
 #include "kernels/kernel.hpp"
@@ -15,20 +14,18 @@ namespace {
 template <typename T> class ArgSortCpu final : public Kernel {
  public:
   explicit ArgSortCpu(const KernelSetup& setup)
-      : n_(setup.inputs[0].shape.Rank() == 0 ? 1 : setup.inputs[0].shape[setup.inputs[0].shape.Rank() - 1]),
-        rows_(n_ == 0 ? 0 : setup.inputs[0].shape.NumElements() / n_), descending_(setup.Get<ArgSortAttrs>().descending),
-        order_(static_cast<std::size_t>(n_)) {}
+      : n_(setup.inputs[0].shape[setup.inputs[0].shape.Rank() - 1]),
+        rows_(n_ == 0 ? 0 : setup.inputs[0].shape.NumElements() / n_), descending_(setup.Get<ArgSortAttrs>().descending) {}
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     const T* x = inputs[0].As<T>();
-    auto* out = outputs[0].As<std::int32_t>();
     for (std::int64_t r = 0; r < rows_; ++r) {
       const T* row = x + r * n_;
-      std::iota(order_.begin(), order_.end(), 0);
-      std::stable_sort(order_.begin(), order_.end(), [&](std::int32_t a, std::int32_t b) {
-        return SortsBefore(row[a], a, row[b], b, descending_);
-      });
-      std::copy(order_.begin(), order_.end(), out + r * n_);
+      std::int32_t* order = outputs[0].As<std::int32_t>() + r * n_;
+      std::iota(order, order + n_, 0);
+      // SortsBefore breaks ties by index, a total order: std::sort gives the stable order without
+      // std::stable_sort's buffer.
+      std::sort(order, order + n_, [&](std::int32_t a, std::int32_t b) { return SortsBefore(row[a], a, row[b], b, descending_); });
     }
   }
 
@@ -36,7 +33,6 @@ template <typename T> class ArgSortCpu final : public Kernel {
   std::int64_t n_;
   std::int64_t rows_;
   bool descending_;
-  std::vector<std::int32_t> order_;
 };
 
 WEIR_REGISTER_KERNELS {
