@@ -3,9 +3,11 @@
 // 64 MB. Run as
 // the ranks of a distributed job (weir-launch's environment: RANK, WORLD_SIZE, MASTER_ADDR,
 // MASTER_PORT); bench/multi_process.py starts two, each pinned to a core. Each size: warm-up, then
-// --reps timed all-reduces per side (each after a barrier), alternated in blocks; rank 0 prints the
-// medians in microseconds
-// and the bus bandwidth (2 (n-1)/n bytes per rank), and last one JSON line.
+// --reps samples per side, alternated in blocks. A sample is a barrier, one untimed all-reduce (the
+// ranks leave the control plane's barrier up to a few hundred microseconds apart; the all-reduce
+// lines them up), then `burst` all-reduces back to back (a train step's gradient buckets), timed
+// together. Rank 0 prints the median time per all-reduce in microseconds and the bus bandwidth
+// (2 (n-1)/n bytes per rank), and last one JSON line.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -97,7 +99,10 @@ int main(int argc, char** argv) {
     const std::size_t elements = bytes / sizeof(float);
     std::vector<float> buffer(elements, 1.0f);
     const weir::internal::TensorMeta meta{weir::Shape{static_cast<std::int64_t>(elements)}, weir::DType::kF32};
-    const int reps = reps_flag > 0 ? reps_flag : static_cast<int>(std::clamp<std::size_t>((256u << 20) / bytes, 5, 400));
+    // Bursts of about 1 MiB, samples of about 64 MiB (each size takes a few seconds per side).
+    const int burst = static_cast<int>(std::clamp<std::size_t>((1u << 20) / bytes, 1, 16));
+    const int reps = reps_flag > 0 ? reps_flag
+                                   : static_cast<int>(std::clamp<std::size_t>((64u << 20) / (bytes * burst), 5, 50));
     auto weir_once = [&] { group->AllReduce(weir::internal::TensorView{buffer.data(), &meta}, ReduceOp::kSum, "bench"); };
     auto shm_once = [&] { shm->AllReduce(weir::internal::TensorView{buffer.data(), &meta}, ReduceOp::kSum, "bench"); };
     auto raw_once = [&] {
@@ -116,10 +121,12 @@ int main(int argc, char** argv) {
     for (int block = 0; block < 4; ++block) {  // alternate, so that drifts hit every side
       for (int side = 0; side < 3; ++side) {
         for (int i = 0; i < (reps + 3) / 4; ++i) {
+          auto once = [&] { side == 0 ? shm_once() : side == 1 ? weir_once() : raw_once(); };
           client->Barrier("rep", std::chrono::milliseconds(60000));
+          once();
           const auto start = Clock::now();
-          side == 0 ? shm_once() : side == 1 ? weir_once() : raw_once();
-          us[side].push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+          for (int b = 0; b < burst; ++b) once();
+          us[side].push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count() / burst);
         }
       }
     }
