@@ -1940,3 +1940,81 @@ def test_random_mask_like_keeps_one_minus_rate_and_draws_anew_each_call():
         def bad(p: tp.Numpy.Placeholder((2,))) -> tp.Numpy:
             return flow.nn.random_mask_like(p, rate=1.0)
         bad(np.zeros(2, np.float32))
+
+
+def test_bernoulli_draws_one_with_probability_x_anew_each_call_and_repeats_with_a_seed():
+    probabilities = np.tile(np.array([0.0, 0.25, 0.5, 1.0], np.float32), (2000, 1))  # (2000, 4)
+
+    def make():
+        @flow.global_function()
+        def job(p: tp.Numpy.Placeholder((2000, 4))) -> Tuple[tp.Numpy, tp.Numpy]:
+            return flow.random.bernoulli(p, seed=11), flow.random.bernoulli(p, dtype=flow.int32)
+        return job
+
+    job = make()
+    first, as_ints = job(probabilities)
+    second, _ = job(probabilities)
+    assert first.dtype == np.float32 and first.shape == (2000, 4) and as_ints.dtype == np.int32
+    for draws in (first, as_ints):
+        assert set(np.unique(draws)) <= {0, 1}
+        assert draws[:, 0].sum() == 0 and draws[:, 3].sum() == 2000  # p = 0 and p = 1 exactly
+        # 2000 draws each: one standard deviation is 0.0097 (p = 0.25) and 0.011 (p = 0.5).
+        assert abs(draws[:, 1].mean() - 0.25) < 0.04 and abs(draws[:, 2].mean() - 0.5) < 0.045
+    assert not np.array_equal(first, second)  # anew each call
+    flow.clear_default_session()
+    again, _ = make()(probabilities)
+    np.testing.assert_array_equal(again, first)  # the same seed: the same first call
+
+    @flow.global_function()
+    def scalar(p: tp.Numpy.Placeholder((3,))) -> tp.Numpy:
+        return flow.random.bernoulli(flow.math.reduce_max(p), dtype=flow.int8)
+
+    one = scalar(np.array([0.0, 1.0, 0.5], np.float32))
+    assert one.shape == () and one.dtype == np.int8 and one == 1
+    with pytest.raises(TypeError, match="flow.random.bernoulli: x must hold floating-point probabilities .* got weir.int32"):
+        @flow.global_function()
+        def bad(p: tp.Numpy.Placeholder((3,), dtype=flow.int32)) -> tp.Numpy:
+            return flow.random.bernoulli(p)
+        bad(np.zeros(3, np.int32))
+
+
+def test_random_permutations_are_uniform_and_new_each_call():
+    @flow.global_function()
+    def job(x: tp.Numpy.Placeholder((3, 2))) -> tp.Numpy:
+        return flow.random.generate_random_batch_permutation_indices(x, seed=5)
+
+    counts = {}
+    for _ in range(600):
+        order = job(np.zeros((3, 2), np.float32))
+        assert order.dtype == np.int32 and sorted(order.tolist()) == [0, 1, 2]
+        counts[tuple(order)] = counts.get(tuple(order), 0) + 1
+    # Six orders, 100 expected each (one standard deviation 9.1): each within five of them.
+    assert len(counts) == 6 and all(55 <= c <= 145 for c in counts.values()), counts
+    with pytest.raises(ValueError, match="generate_random_batch_permutation_indices: value must have a batch axis"):
+        @flow.global_function()
+        def bad(x: tp.Numpy.Placeholder((3,))) -> tp.Numpy:
+            return flow.random.generate_random_batch_permutation_indices(flow.math.reduce_sum(x))
+        bad(np.zeros(3, np.float32))
+
+
+def test_shuffle_reorders_rows_and_sends_each_row_gradient_back_where_it_came_from():
+    start = np.arange(12, dtype=np.float32).reshape(6, 2)
+    weights = np.arange(1, 13, dtype=np.float32).reshape(6, 2)
+
+    @flow.global_function(type="train")
+    def job(w: tp.Numpy.Placeholder((6, 2))) -> tp.Numpy:
+        x = flow.get_variable("x", shape=(6, 2), dtype=flow.float, initializer=flow.constant_initializer(0.0))
+        shuffled = flow.random.shuffle(x, seed=3)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [1.0]), momentum=0).minimize(
+            flow.math.reduce_sum(shuffled * w))
+        return shuffled
+
+    flow.load_variables({"x": start})
+    shuffled = job(weights)
+    order = [int(row[0]) // 2 for row in shuffled]  # row i of the result is row order[i] of x
+    assert sorted(order) == list(range(6)) and order != list(range(6))
+    np.testing.assert_array_equal(shuffled, start[order])
+    # d/dx sum(x[order] * w): row order[i] of x gets w's row i.
+    expected = start.copy()
+    expected[order] -= weights
+    np.testing.assert_array_equal(flow.get_all_variables()["x"].numpy(), expected)
