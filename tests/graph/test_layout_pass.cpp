@@ -140,3 +140,62 @@ TEST_CASE("a job computes the same outputs, watched values and gradients with an
     CheckClose(value, variables[1].at(name), 1e-4);
   }
 }
+
+// A residual block as ResNet's: conv-bn-relu, conv-bn, plus a projected shortcut (conv-bn), relu,
+// then a global mean over height and width and a dense layer.
+Blob BuildResidual(JobBuilder& builder, const Blob& images, bool training) {
+  const Initializer init = TruncatedNormalInitializer(0.0, 0.3);
+  auto conv_bn = [&](const Blob& x, std::int64_t filters, const std::string& name) {
+    Conv2DOptions conv{.kernel_size = {3, 3}, .padding = SamePadding(), .use_bias = false, .kernel_initializer = init};
+    conv.name = name;
+    BatchNormOptions norm{.axis = 1, .momentum = 0.9};
+    norm.training = training;
+    norm.name = name + "-bn";
+    return BatchNormalization(Conv2DLayer(x, filters, conv), norm);
+  };
+  const Blob a = Relu(conv_bn(images, 6, "a"));
+  const Blob block = Relu(Add(conv_bn(a, 6, "b"), conv_bn(images, 6, "shortcut")));
+  return Dense(ReduceMean(block, {{2, 3}}), 5, {.kernel_initializer = init, .name = "dense"});
+}
+
+TEST_CASE("residual blocks stay NHWC through batch norm, the shortcut's sum and the global mean") {
+  const Tensor images = Random(Shape{4, 3, 8, 8}, 3);
+  const Tensor labels = Tensor::FromVector<std::int32_t>({4}, {0, 3, 1, 4});
+  std::map<std::string, Tensor> variables[2];
+  Tensor losses[2], logits[2];
+  for (int on = 0; on < 2; ++on) {
+    JobBuilder builder("train", JobType::kTrain, Config(on == 1));
+    const Blob x = builder.Placeholder("images", Shape{4, 3, 8, 8});
+    const Blob label_blob = builder.Placeholder("labels", Shape{4}, DType::kI32);
+    const Blob loss = SparseSoftmaxCrossEntropy(label_blob, BuildResidual(builder, x, true));
+    builder.Minimize(Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.9), loss);
+    builder.Output("loss", loss);
+    const Job job = builder.Build();
+    if (on == 1) {
+      CHECK(CountOps(job, "conv2d", DataFormat::kNHWC) == 3);
+      // Only the images go in through a transpose (and each weight); nothing comes back out.
+      int out_transposes = 0;
+      for (const internal::OpNode& node : job.Graph()->nodes) {
+        if (node.type == "transpose" && node.name.ends_with("/nchw_out")) ++out_transposes;
+      }
+      CHECK(out_transposes == 0);
+    }
+    JobBuilder predict("predict", JobType::kPredict, Config(on == 1));
+    predict.Output("logits", BuildResidual(predict, predict.Placeholder("images", Shape{4, 3, 8, 8}), false));
+    const Job infer = predict.Build();
+    SessionOptions options;
+    options.seed = 11;
+    Session session(options);
+    for (int step = 0; step < 3; ++step) losses[on] = session.Call(job, {images, labels})[0].Clone();
+    logits[on] = session.Call(infer, {images})[0].Clone();
+    variables[on] = session.GetVariables();
+  }
+  CheckClose(losses[0], losses[1], 1e-4);
+  CheckClose(logits[0], logits[1], 1e-4);
+  REQUIRE(variables[0].size() == variables[1].size());
+  for (const auto& [name, value] : variables[0]) {  // weights and the moving statistics
+    if (value.GetDType() != DType::kF32) continue;
+    CAPTURE(name);
+    CheckClose(value, variables[1].at(name), 1e-4);
+  }
+}
