@@ -4,6 +4,7 @@ cropped, resized and normalized by the job itself, as OneFlow's CNN trainer read
 Deep from synthetic click records. Sizes chosen to keep `make test` short; the CNNs' accuracies after
 these few steps are far from converged ones."""
 
+import inspect
 import os
 import re
 import subprocess
@@ -346,6 +347,74 @@ def test_resnet50_matches_pytorch_forward_and_one_sgd_step(tmp_path):
         # Measured: Weir's error at most 3.3 % (stem side), at most 3.6x PyTorch's; a wrong rule is off by O(1).
         assert weir_error < min(5 * torch_error, 0.1), (name, weir_error, torch_error)
     flow.clear_default_session()
+
+
+def _losses_over_steps(build_loss, placeholders, inputs, amp, steps, rate):
+    """The loss of each of `steps` SGD steps on the same batch, in a fresh session seeded alike."""
+    import weir as flow
+
+    flow.clear_default_session()
+    config = flow.FunctionConfig()
+    config.enable_auto_mixed_precision(amp)
+
+    def step(*args):
+        loss = build_loss(*args)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [rate]), momentum=0.9).minimize(loss)
+        return loss
+
+    parameters = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=placeholder)
+                  for name, placeholder in placeholders.items()]
+    step.__signature__ = inspect.Signature(parameters, return_annotation=flow.typing.Numpy)
+    step.__annotations__.update(placeholders, **{"return": flow.typing.Numpy})
+    job = flow.global_function(type="train", function_config=config)(step)
+    losses = [float(job(*inputs)) for _ in range(steps)]
+    flow.clear_default_session()
+    return np.array(losses)
+
+
+def test_resnet50_and_bert_train_under_mixed_precision_as_in_float32():
+    """OneFlow's one line, enable_auto_mixed_precision(True), on the zoo's models: their matmuls and
+    convolutions run in bf16 on this CPU (the mixed-precision tests check the plan), and the loss over
+    steps on one batch follows float32's."""
+    import weir as flow
+    import weir.typing as tp
+
+    sys.path.insert(0, os.path.join(ROOT, "examples", "python", "zoo"))
+    from bert import bert, pretraining_losses
+    from resnet50 import resnet50
+
+    rng = np.random.default_rng(5)
+    images = rng.standard_normal((8, 3, 32, 32)).astype(np.float32)
+    labels = rng.integers(0, 10, 8).astype(np.int32)
+
+    def resnet_loss(x, y):
+        return flow.math.reduce_mean(flow.nn.sparse_softmax_cross_entropy_with_logits(y, resnet50(x, 10, True)))
+
+    resnet_places = dict(x=tp.Numpy.Placeholder((8, 3, 32, 32)), y=tp.Numpy.Placeholder((8,), dtype=flow.int32))
+    _, config = _bert_pair()
+    batch, seq, predictions = 4, 12, 3
+    bert_inputs = _bert_inputs(batch, seq, predictions, config.vocab_size)
+
+    def bert_loss(ids, mask, segments, positions, label_ids, label_weights, nsp_labels):
+        sequence, pooled, words = bert(ids, mask, segments, config, training=True)
+        lm, nsp, _ = pretraining_losses(sequence, pooled, words, positions, label_ids, label_weights, nsp_labels, config)
+        return lm + nsp
+
+    ints = flow.int32
+    bert_places = dict(ids=tp.Numpy.Placeholder((batch, seq), dtype=ints), mask=tp.Numpy.Placeholder((batch, seq), dtype=ints),
+                       segments=tp.Numpy.Placeholder((batch, seq), dtype=ints),
+                       positions=tp.Numpy.Placeholder((batch, predictions), dtype=ints),
+                       label_ids=tp.Numpy.Placeholder((batch, predictions), dtype=ints),
+                       label_weights=tp.Numpy.Placeholder((batch, predictions)),
+                       nsp_labels=tp.Numpy.Placeholder((batch, 1), dtype=ints))
+    for name, build, places, inputs, rate in (("resnet50", resnet_loss, resnet_places, (images, labels), 0.02),
+                                             ("bert", bert_loss, bert_places, bert_inputs, 0.05)):
+        # A variable's initial value depends on its name only: both runs start alike.
+        fp32, bf16 = (_losses_over_steps(build, places, inputs, amp, 12, rate) for amp in (False, True))
+        assert fp32[-1] < 0.5 * fp32[0], (name, fp32)  # it learns the batch
+        # bf16 keeps 8 bits of mantissa: each step's loss within a few percent of float32's.
+        assert not np.array_equal(bf16, fp32), name  # bf16 did run: its rounding shows
+        np.testing.assert_allclose(bf16, fp32, rtol=0.1, err_msg=name)
 
 
 def test_dcgan_makes_digits(tmp_path_factory, tmp_path):

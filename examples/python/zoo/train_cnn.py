@@ -4,7 +4,7 @@ crop (training) or the whole image (evaluation), resizes and normalizes it (no m
 not left-right symmetric) and trains, with no placeholder. Then it evaluates on the test digits and
 prints "accuracy: <percent>%".
 
-  python examples/python/zoo/train_cnn.py --model resnet50 --steps 200
+  python examples/python/zoo/train_cnn.py --model resnet50 --steps 200 [--amp]
 The OFRecord files are written first if absent (python -m weir.data.ofrecord mnist ...), into --data.
 """
 
@@ -37,6 +37,8 @@ def parse_args():
     parser.add_argument("--lr", type=float, default=0.02)
     parser.add_argument("--train-examples", type=int, default=12000, help="MNIST training digits to write")
     parser.add_argument("--test-examples", type=int, default=1000, help="MNIST test digits to evaluate on")
+    parser.add_argument("--amp", action="store_true",
+                        help="mixed precision (OneFlow's enable_auto_mixed_precision): bf16 convolutions on this CPU")
     return parser.parse_args()
 
 
@@ -68,8 +70,10 @@ def main():
     args = parse_args()
     train_dir, test_dir = write_dataset(args)
     model = MODELS[args.model]
+    config = flow.FunctionConfig()
+    config.enable_auto_mixed_precision(args.amp)
 
-    @flow.global_function(type="train")
+    @flow.global_function(type="train", function_config=config)
     def train() -> tp.Numpy:
         labels, images = pipeline(train_dir, 4, args.batch, args.image_size, True)
         loss = flow.nn.sparse_softmax_cross_entropy_with_logits(labels, model(images, 10, True))
@@ -79,7 +83,7 @@ def main():
 
     eval_batch = 100
 
-    @flow.global_function(type="predict")
+    @flow.global_function(type="predict", function_config=config)
     def evaluate() -> Tuple[tp.Numpy, tp.Numpy]:
         labels, images = pipeline(test_dir, 1, eval_batch, args.image_size, False)
         return flow.math.argmax(model(images, 10, False), 1), labels
