@@ -75,8 +75,10 @@ def test_the_model_zoo_benchmark_runs():
 
 
 def test_bert_pretrains_and_finetunes_from_records(tmp_path_factory):
-    # Measured with these arguments: masked-LM loss 4.15 -> 2.25 on held-out records, next-sentence
-    # accuracy 91 %, the fine-tuned topic classifier 100 %.
+    # Measured with these arguments (seed 0, the default: the dropout and reader shuffle seeds come from
+    # Python's random module, so a run repeats): masked-LM loss 4.17 -> 2.57 on held-out records,
+    # next-sentence accuracy 92.5 %, the fine-tuned topic classifier 100 %. Over seeds 0-3 the loss
+    # ended at 2.38-3.10: unseeded, this test failed about one run in four.
     data = tmp_path_factory.getbasetemp() / "bert-ofrecord"
     result = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "python", "zoo", "train_bert.py"),
                              "--data", str(data), "--train-examples", "16000", "--test-examples", "1000"],

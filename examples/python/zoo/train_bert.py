@@ -19,6 +19,7 @@ given both neighbours, a floor no model reaches) and "finetuned: accuracy A%".
 
 import argparse
 import os
+import random
 import shutil
 import sys
 import tempfile
@@ -53,6 +54,9 @@ def parse_args():
     parser.add_argument("--steps", type=int, default=800)
     parser.add_argument("--finetune-steps", type=int, default=100)
     parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seeds Python's random module, from which the jobs' dropout and reader shuffles draw "
+                             "their seeds when traced (as in OneFlow): a run repeats")
     return parser.parse_args()
 
 
@@ -237,6 +241,7 @@ def finetune(args, folders, checkpoint):
 
 def main():
     args = parse_args()
+    random.seed(args.seed)
     folders = write_dataset(args)
     checkpoint = tempfile.mkdtemp(prefix="bert-pretrained-")
     try:
