@@ -17,6 +17,7 @@ many of the ten digits they cover (noise scores a low confidence, a collapsed ge
 
 import argparse
 import os
+import random
 import struct
 import zlib
 
@@ -36,6 +37,8 @@ def parse_args():
     parser.add_argument("--train-examples", type=int, default=12000, help="MNIST training digits to write")
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--samples", default="dcgan_samples.png", help="the PNG grid of samples to write")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seeds Python's random module, whence the jobs' random ops draw their seeds: a run repeats")
     return parser.parse_args()
 
 
@@ -152,6 +155,7 @@ def score(samples):
 
 def main():
     args = parse_args()
+    random.seed(args.seed)
     folder = os.path.join(args.data, f"train-{args.train_examples}")
     if not os.path.exists(ofrecord.part_path(folder, 3, suffix_length=5)):
         ofrecord.write_mnist(folder, "train", size=28, parts=4, limit=args.train_examples, suffix_length=5)

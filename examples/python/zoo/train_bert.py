@@ -55,8 +55,7 @@ def parse_args():
     parser.add_argument("--finetune-steps", type=int, default=100)
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--seed", type=int, default=0,
-                        help="seeds Python's random module, from which the jobs' dropout and reader shuffles draw "
-                             "their seeds when traced (as in OneFlow): a run repeats")
+                        help="seeds Python's random module, whence the jobs' random ops draw their seeds: a run repeats")
     return parser.parse_args()
 
 

@@ -10,6 +10,7 @@ The OFRecord files are written first if absent (python -m weir.data.ofrecord mni
 
 import argparse
 import os
+import random
 import sys
 import time
 from typing import Tuple
@@ -39,6 +40,8 @@ def parse_args():
     parser.add_argument("--test-examples", type=int, default=1000, help="MNIST test digits to evaluate on")
     parser.add_argument("--amp", action="store_true",
                         help="mixed precision (OneFlow's enable_auto_mixed_precision): bf16 convolutions on this CPU")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seeds Python's random module, whence the jobs' random ops draw their seeds: a run repeats")
     return parser.parse_args()
 
 
@@ -68,6 +71,7 @@ def pipeline(folder, parts, batch, size, training):
 
 def main():
     args = parse_args()
+    random.seed(args.seed)
     train_dir, test_dir = write_dataset(args)
     model = MODELS[args.model]
     config = flow.FunctionConfig()

@@ -14,6 +14,7 @@ Prints "auc: <value> (ceiling <value>)".
 
 import argparse
 import os
+import random
 from typing import Tuple
 
 import numpy as np
@@ -38,6 +39,8 @@ def parse_args():
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--lr", type=float, default=0.005)
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seeds Python's random module, whence the jobs' random ops draw their seeds: a run repeats")
     return parser.parse_args()
 
 
@@ -110,6 +113,7 @@ def wide_and_deep(dense, wide_ids, deep_ids):
 
 def main():
     args = parse_args()
+    random.seed(args.seed)
     train_dir, test_dir, ceiling = write_dataset(args)
 
     @flow.global_function(type="train")
