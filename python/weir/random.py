@@ -5,11 +5,10 @@ traced (``random.seed(n)`` first makes a run repeat). In a split batch each devi
 
 from __future__ import annotations
 
-from weir import dtypes, ops
+from weir import _C, dtypes, ops
 from weir import math as _math
-from weir._blob import to_c_dtype
 from weir._ops_util import check_blob
-from weir.data import _seed, _source
+from weir.data import _random_draws, _seed, _source
 
 __all__ = ["CoinFlip", "coin_flip", "bernoulli", "generate_random_batch_permutation_indices", "shuffle"]
 
@@ -36,9 +35,7 @@ def _uniform_draws(shape, seed, api, argument):
     if len(shape) > 0 and shape[0] < 1:
         raise ValueError(f"{api}: {argument} must have at least one row, got shape {tuple(shape)}")
     rows = shape[0] if len(shape) > 0 else 1
-    draws = _source("decode_random", api, None, shape=[int(d) for d in shape[1:]], dtype=to_c_dtype(dtypes.float64),
-                    batch_size=int(rows), distribution="uniform", minval=0.0, maxval=1.0, mean=0.0, stddev=1.0,
-                    value=0.0, seed=_seed(seed))
+    draws = _random_draws(shape[1:], dtypes.float64, rows, _C.random_uniform_initializer(0.0, 1.0), seed, api, None)
     return draws if len(shape) > 0 else ops.reshape(draws, [])
 
 

@@ -179,10 +179,15 @@ def decode_random(shape, dtype, batch_size=1, initializer=None, tick=None, name=
     if not isinstance(init, _C.Initializer) or not init.distribution:
         raise TypeError(f"flow.data.decode_random: initializer must be a constant, random_uniform, random_normal or "
                         f"truncated_normal initializer, got {init!r}")
-    return _source("decode_random", "flow.data.decode_random", name, shape=[int(d) for d in shape],
-                   dtype=to_c_dtype(dtype), batch_size=int(batch_size), distribution=init.distribution,
-                   minval=init.minval, maxval=init.maxval, mean=init.mean, stddev=init.stddev, value=init.value,
-                   seed=_seed(None))
+    return _random_draws(shape, dtype, batch_size, init, None, "flow.data.decode_random", name)
+
+
+def _random_draws(shape, dtype, batch_size, init, seed, api, name):
+    """decode_random's op: each call, (batch_size, *shape) drawn as `init` draws, seeded by `seed`
+    (None: drawn when traced)."""
+    return _source("decode_random", api, name, shape=[int(d) for d in shape], dtype=to_c_dtype(dtype),
+                   batch_size=int(batch_size), distribution=init.distribution, minval=init.minval, maxval=init.maxval,
+                   mean=init.mean, stddev=init.stddev, value=init.value, seed=_seed(seed))
 
 
 def CropMirrorNormalize(input_blob, mirror_blob=None, color_space="BGR", output_layout="NCHW", crop_h=0, crop_w=0,
