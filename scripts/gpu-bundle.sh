@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 bundle=.gpu-bundle
-binaries=(tests/test_cuda tests/test_common tests/test_actors bench/train_step)
+binaries=(tests/test_cuda tests/test_ops tests/test_common tests/test_actors bench/train_step)
 scripts/reconfigure-on-new-sources.sh "$build"
 ninja -C "$build" "${binaries[@]}" src/libweir.so src/libweir_cuda.so >/dev/null
 rm -rf "$bundle"

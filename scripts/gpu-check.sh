@@ -84,6 +84,8 @@ results=()
 checks=(
   "cuda-runtime|$build/tests/test_common -tc=*CUDA*"
   "cuda-kernels-and-sessions|$build/tests/test_cuda --duration=true"
+  # Ops whose conformance samples live in their own test files (tests/conformance.hpp).
+  "op-conformance|$build/tests/test_ops -tc=*CUDA*"
   "device-streams|$build/tests/test_actors -tc=*stream*,*event*,*poller*"
 )
 if $prebuilt; then

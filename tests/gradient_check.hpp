@@ -4,51 +4,20 @@
 // the analytic d loss / d input from weir::Gradients must match (loss(x + h) - loss(x - h)) / 2h.
 #include <doctest/doctest.h>
 
-#include <cerrno>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <random>
-#include <set>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "coverage.hpp"
 #include "graph/job_graph.hpp"
 #include "weir/weir.hpp"
 
 namespace weir::testing {
-
-/// The op types of the jobs whose gradients CheckGradients compared with finite differences in this
-/// process. With WEIR_GRADIENT_COVERAGE_DIR set (the test runs of meson), they are written at exit to
-/// <dir>/<program>.ops, one per line, where the gradient-coverage suite
-/// (tests/graph/test_gradient_coverage.cpp) checks that every op with a gradient rule has a check.
-class GradientCoverage {
- public:
-  static GradientCoverage& Get() {
-    static GradientCoverage coverage;
-    return coverage;
-  }
-  void Add(const Job& job) {
-    for (const auto& node : job.Graph()->nodes) ops_.insert(node.type);
-  }
-  ~GradientCoverage() {
-    const char* dir = std::getenv("WEIR_GRADIENT_COVERAGE_DIR");
-    if (dir == nullptr || ops_.empty()) return;
-    std::error_code error;
-    std::filesystem::create_directories(dir, error);
-    std::ofstream out(std::filesystem::path(dir) / (std::string(program_invocation_short_name) + ".ops"));
-    for (const std::string& op : ops_) out << op << '\n';
-  }
-
- private:
-  GradientCoverage() = default;
-  std::set<std::string> ops_;
-};
 
 constexpr double kStep = 1e-6;
 constexpr double kTolerance = 1e-6;  // relative and absolute
@@ -120,7 +89,8 @@ inline void CheckGradients(Session& session, const std::string& name, const std:
   Tensor weights;
   const Job grad_job = LossJob(name + "_grad", inputs, fn, weights, true);
   const Job loss_job = LossJob(name + "_loss", inputs, fn, weights, false);
-  GradientCoverage::Get().Add(loss_job);
+  // The ops of the checked job count as checked (tests/coverage.hpp).
+  for (const auto& node : loss_job.Graph()->nodes) Coverage::Add("gradients", node.type);
   const Outputs grads = session.Call(grad_job, inputs);
   std::size_t grad_index = 0;
   for (std::size_t k = 0; k < inputs.size(); ++k) {

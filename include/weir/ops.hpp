@@ -66,6 +66,10 @@ Blob Cast(const Blob& x, CastAttrs attrs, std::string_view name = {});
 /// labels (N) i32/i64, logits (N, C) float -> (N) with the logits' dtype. A label outside
 /// [0, C) fails the call.
 Blob SparseSoftmaxCrossEntropy(const Blob& labels, const Blob& logits, std::string_view name = {});
+/// x (N, C) of cosines with each row's label entry replaced by cos(m1 * acos(x) + m2) - m3: the
+/// margins of SphereFace (m1), ArcFace (m2) and CosFace (m3) in one op. labels (N) i32/i64; a label
+/// outside [0, C) fails the call.
+Blob CombinedMarginLoss(const Blob& x, const Blob& labels, double m1 = 1, double m2 = 0, double m3 = 0, std::string_view name = {});
 
 // --- more math (concat, unary, losses, reductions, clipping, one_hot) ------------------------
 

@@ -23,7 +23,7 @@ __all__ = [
     "identity_n", "cast_to_static_shape", "ones", "zeros", "gather", "dim_gather", "where", "parallel_cast", "pad",
     "count_not_finite", "multi_count_not_finite", "reflection_pad2d", "replication_pad2d", "constant_pad2d",
     "assign", "gather_nd", "scatter_nd", "tensor_scatter_nd_update", "tensor_scatter_nd_add", "batch_gather",
-    "argsort", "sort", "slice_update",
+    "argsort", "sort", "slice_update", "combined_margin_loss",
 ]
 
 # Past either end of any axis: what an open end of a slice becomes (the op clamps it to the axis).
@@ -404,6 +404,25 @@ def gather_nd(params, indices, name=None):
     params = check_blob(params, "flow.gather_nd", "params")
     indices = check_blob(indices, "flow.gather_nd", "indices")
     return add_op("gather_nd", [params, indices], op_name(name))
+
+
+def combined_margin_loss(x, label, m1=1, m2=0, m3=0, name=None):
+    """x (N, C) of cosines with each row's ``label`` entry replaced by cos(m1 * acos(x) + m2) - m3:
+    the angular margins of SphereFace (m1), ArcFace (m2) and CosFace (m3) in one op (OneFlow's
+    flow.combined_margin_loss; its result then goes through a scale and a softmax cross entropy).
+    label: int32/int64 (N); a label outside [0, C) fails the call (OneFlow leaves such a row as it
+    is, for a split of the classes over devices that Weir does not offer for this op). The gradient
+    for x scales dy at the label entries by the margin's derivative, m1 * sin(m1 * theta + m2) /
+    sin(theta), which is infinite where x is +-1 (unless m1 = 1 and m2 = 0)."""
+    op = "flow.combined_margin_loss"
+    x = check_blob(x, op, "x")
+    label = check_blob(label, op, "label")
+    margins = {}
+    for key, value in (("m1", m1), ("m2", m2), ("m3", m3)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+            raise TypeError(f"{op}: {key} must be a number, got {value!r}")
+        margins[key] = float(value)
+    return add_op("combined_margin_loss", [x, label], op_name(name), **margins)
 
 
 def scatter_nd(indices, updates, shape, name=None):

@@ -1,9 +1,9 @@
-// The CUDA kernels against the CPU kernels (the conformance test): every (op, dtype) with a CUDA
-// kernel has samples here (checked with or without a GPU), and on a machine with a GPU each sample runs
-// on the CPU kernel and on the CUDA kernel (on a device stream, as the runtime runs it) on the same
-// random inputs, odd and empty shapes included, and the results must agree. Without a GPU the runs
-// skip, saying so. A second test keeps the list of ops that have a CPU kernel and no CUDA kernel yet:
-// it fails when an op is missing from it (a new CPU-only op) or listed while it has a CUDA kernel.
+// The CUDA kernels against the CPU kernels (tests/conformance.hpp) for the core's ops, whose samples
+// are listed here; ops with a test file of their own list theirs there. On a machine with a GPU each
+// sample runs on the CPU kernel and on the CUDA kernel on the same random inputs, odd and empty shapes
+// included, and the results must agree; without one the samples run on the CPU kernels only. The
+// checks of the f16 kernels against the CPU's f32 ones, fused-kernel regressions, and the test that
+// every op with a CPU kernel has a CUDA kernel are here too.
 #include <doctest/doctest.h>
 
 #include <any>
@@ -29,13 +29,12 @@
 #include "common/cuda_backend.hpp"
 #include "common/cuda_runtime.hpp"
 #include "common/device_stream.hpp"
+#include "conformance.hpp"
 #include "kernels/attrs/batch_norm_attrs.hpp"
 #include "kernels/functors/unary.hpp"
 #include "kernels/collectives/collective_attrs.hpp"
 #include "kernels/attrs/concat_attrs.hpp"
 #include "kernels/attrs/gather_attrs.hpp"
-#include "kernels/attrs/nd_index_attrs.hpp"
-#include "kernels/functors/sort.hpp"
 #include "kernels/attrs/conv2d_attrs.hpp"
 #include "kernels/attrs/slice_attrs.hpp"
 #include "kernels/attrs/dropout_attrs.hpp"
@@ -51,6 +50,7 @@
 
 using namespace weir;
 using namespace weir::internal;
+using namespace weir::testing;
 
 namespace {
 
@@ -58,35 +58,8 @@ namespace {
 // sessions' and NCCL's tests) loads it before any test, as a program asking for a GPU would.
 [[maybe_unused]] const bool backend_loaded = CudaBuilt() && (LoadCudaBackend(), true);
 
-// Ops with a CPU kernel and no CUDA kernel yet. Shrinks as kernels land; never grows.
-// Ops whose CUDA kernels the conformance samples cannot run: a transfer needs the processes of a
-// session (tests/api/test_gpu_sessions.cpp runs it between processes, one GPU each).
-const std::set<std::string> kSampledElsewhere = {"transfer"};
-// CUDA kernels of a dtype the CPU has no kernel for, each checked by a test of its own against the
-// CPU's f32 kernel: f16 matmul (the CPU's mixed precision is bf16).
-const std::set<std::pair<std::string, DType>> kCheckedAgainstF32 = {
-    {"matmul", DType::kF16}, {"conv2d", DType::kF16}, {"conv2d_grad_data", DType::kF16}, {"conv2d_grad_filter", DType::kF16}};
-
-struct Sample {
-  std::string op;
-  std::any attrs;
-  std::vector<TensorMeta> inputs;
-  std::vector<TensorMeta> outputs;
-  bool positive = false;  // inputs drawn from (0.1, 2): the domain of log, sqrt, rsqrt, reciprocal
-  std::int64_t classes = 0;  // > 0: integer inputs are labels in [0, classes)
-  bool ties = false;         // float inputs drawn from {0, 1, 2}: equal values are common
-  double low = -2.0;         // float inputs drawn from [low, high) (unless positive or ties)
-  double high = 2.0;
-  int distinct = -1;         // >= 0: that input's integers are distinct labels (at most `classes` of them)
-};
-
 // Shapes every elementwise sample runs on: empty, one element, odd, and more than a block of threads.
 const std::vector<Shape> kElementwiseShapes = {Shape{0}, Shape{1}, Shape{7, 13}, Shape{1000, 3}};
-
-// distinct: integers that are distinct labels (at most sample.classes of them).
-Tensor RandomTensor(const TensorMeta& meta, const Sample& sample, std::mt19937& random, bool distinct = false);
-// The sample's inputs, drawn by RandomTensor; the one Sample::distinct names gets distinct labels.
-std::vector<Tensor> RandomInputs(const Sample& sample, std::mt19937& random);
 
 // Every update op and variant: its optimizer, its slots, and whether the train step is an input.
 struct UpdateCase {
@@ -232,51 +205,6 @@ std::vector<Sample> Samples() {
         out.insert(out.end(), data.Dims().begin() + axis + ids.Rank(), data.Dims().end());
         samples.push_back({"unsorted_segment_sum", UnsortedSegmentSumAttrs{axis, segments}, {{data, dtype}, {ids, index}},
                            {{Shape(out), dtype}}, false, segments});
-      }
-    }
-  }
-  // gather_nd and the scatter_nd family: tuples of 1, 2 and every index (whole elements), 2-D indices,
-  // none, and more than a block of threads; gather_nd in every dtype, the sums in the four numeric ones.
-  // Indices drawn in [0, bound): the indexed axes are at least bound long. A replacement's tuples are
-  // distinct (of repeated ones, the CPU's last wins, the GPU's any).
-  struct Tuples {
-    Shape tensor;   // the indexed tensor: gather_nd's params, the scatters' output
-    Shape indices;  // its last axis: K
-    std::int64_t bound;
-  };
-  for (const Tuples& t : {Tuples{Shape{5, 3}, Shape{7, 1}, 5}, Tuples{Shape{4, 4, 3}, Shape{2, 3, 2}, 4},
-                          Tuples{Shape{3, 3}, Shape{4, 2}, 3}, Tuples{Shape{4, 2}, Shape{0, 1}, 4},
-                          Tuples{Shape{300, 8}, Shape{500, 1}, 300}}) {
-    const Shape side = TupleSideShape(t.tensor, t.indices);
-    for (DType index : {DType::kI32, DType::kI64}) {
-      for (DType dtype : kAllDTypes) {
-        samples.push_back({"gather_nd", std::any(), {{t.tensor, dtype}, {t.indices, index}}, {{side, dtype}}, false, t.bound});
-      }
-      for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
-        samples.push_back({"scatter_nd", ScatterNdAttrs{t.tensor}, {{t.indices, index}, {side, dtype}}, {{t.tensor, dtype}},
-                           false, t.bound});
-        samples.push_back({"tensor_scatter_nd_add", std::any(), {{t.tensor, dtype}, {t.indices, index}, {side, dtype}},
-                           {{t.tensor, dtype}}, false, t.bound});
-      }
-    }
-  }
-  for (const Tuples& t : {Tuples{Shape{5, 3}, Shape{4, 1}, 5}, Tuples{Shape{0, 3}, Shape{0, 1}, 0},
-                          Tuples{Shape{600, 2}, Shape{300, 1}, 600}}) {
-    const Shape side = TupleSideShape(t.tensor, t.indices);
-    for (DType index : {DType::kI32, DType::kI64}) {
-      for (DType dtype : kAllDTypes) {
-        Sample sample{"tensor_scatter_nd_update", std::any(), {{t.tensor, dtype}, {t.indices, index}, {side, dtype}},
-                      {{t.tensor, dtype}}, false, t.bound};
-        sample.distinct = 1;
-        samples.push_back(std::move(sample));
-      }
-    }
-  }
-  // argsort, both directions, with many ties (each row's order must come out the same on both).
-  for (const Shape& shape : {Shape{7, 13}, Shape{1}, Shape{0, 5}, Shape{1000, 3}, Shape{3, 600}}) {
-    for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
-      for (bool descending : {false, true}) {
-        samples.push_back({"argsort", ArgSortAttrs{descending}, {{shape, dtype}}, {{shape, DType::kI32}}, false, 5, true});
       }
     }
   }
@@ -672,120 +600,7 @@ std::vector<Sample> Samples() {
       }
     }
   }
-  // The 16-bit types have kernels for mixed precision's ops only: their samples of other ops go.
-  std::erase_if(samples, [](const Sample& sample) {
-    const DType dtype = sample.inputs.empty() ? sample.outputs[0].dtype : sample.inputs[0].dtype;
-    if (dtype != DType::kF16 && dtype != DType::kBF16) return false;
-    return FindKernel({sample.op, Device::Kind::kCpu, dtype}) == nullptr ||
-           FindKernel({sample.op, Device::Kind::kCuda, dtype}) == nullptr;
-  });
   return samples;
-}
-
-// The registry's key dtype: the first input's, or the first output's for ops without inputs.
-DType KeyDType(const Sample& sample) { return sample.inputs.empty() ? sample.outputs[0].dtype : sample.inputs[0].dtype; }
-
-std::string Describe(const Sample& sample) {
-  std::vector<std::string> inputs;
-  for (const TensorMeta& meta : sample.inputs) inputs.push_back(meta.ToString());
-  std::string kind;
-  if (const auto* unary = std::any_cast<UnaryAttrs>(&sample.attrs)) kind = fmt::format(" kind {}", static_cast<int>(unary->kind));
-  return fmt::format("{}{} ({})", sample.op, kind, fmt::join(inputs, ", "));
-}
-
-Tensor RandomTensor(const TensorMeta& meta, const Sample& sample, std::mt19937& random, bool distinct) {
-  Tensor t(meta.shape, meta.dtype);
-  if (distinct) {
-    std::vector<std::int64_t> labels(static_cast<std::size_t>(sample.classes));
-    std::iota(labels.begin(), labels.end(), 0);
-    std::shuffle(labels.begin(), labels.end(), random);
-    REQUIRE(t.NumElements() <= sample.classes);
-    for (std::int64_t i = 0; i < t.NumElements(); ++i) {
-      if (meta.dtype == DType::kI32) t.Data<std::int32_t>()[i] = static_cast<std::int32_t>(labels[static_cast<std::size_t>(i)]);
-      else t.Data<std::int64_t>()[i] = labels[static_cast<std::size_t>(i)];
-    }
-    return t;
-  }
-  std::uniform_real_distribution<double> real(sample.positive ? 0.1 : sample.low, sample.positive ? 2.0 : sample.high);
-  std::uniform_int_distribution<std::int64_t> integer(sample.classes > 0 ? 0 : sample.positive ? 1 : -1000,
-                                                      sample.classes > 0 ? sample.classes - 1 : 1000);
-  for (std::int64_t i = 0; i < t.NumElements(); ++i) {
-    switch (meta.dtype) {
-      case DType::kF32: t.Data<float>()[i] = static_cast<float>(sample.ties ? random() % 3 : real(random)); break;
-      case DType::kF64: t.Data<double>()[i] = sample.ties ? random() % 3 : real(random); break;
-      case DType::kI32: t.Data<std::int32_t>()[i] = static_cast<std::int32_t>(integer(random)); break;
-      case DType::kI64: t.Data<std::int64_t>()[i] = integer(random); break;
-      case DType::kU8: t.Data<std::uint8_t>()[i] = static_cast<std::uint8_t>(integer(random)); break;
-      case DType::kI8: t.Data<std::int8_t>()[i] = static_cast<std::int8_t>(integer(random)); break;
-      case DType::kBool: t.Data<bool>()[i] = integer(random) % 2 == 0; break;
-      case DType::kF16: t.Data<float16>()[i] = float16(static_cast<float>(sample.ties ? random() % 3 : real(random))); break;
-      case DType::kBF16: t.Data<bfloat16>()[i] = bfloat16(static_cast<float>(sample.ties ? random() % 3 : real(random))); break;
-      case DType::kTensorBuffer: FAIL("no CUDA kernel reads tensor_buffers"); break;
-    }
-  }
-  return t;
-}
-
-std::vector<Tensor> RandomInputs(const Sample& sample, std::mt19937& random) {
-  std::vector<Tensor> inputs;
-  for (std::size_t i = 0; i < sample.inputs.size(); ++i) {
-    inputs.push_back(RandomTensor(sample.inputs[i], sample, random, static_cast<int>(i) == sample.distinct));
-  }
-  return inputs;
-}
-
-void CudaOrHostCopy(Tensor& dst, const Tensor& src) {
-  const bool dst_cuda = dst.GetDevice().kind == Device::Kind::kCuda;
-  const bool src_cuda = src.GetDevice().kind == Device::Kind::kCuda;
-  if (dst.NumBytes() == 0) return;
-  if (dst_cuda || src_cuda) {
-    CudaCopy(dst.RawData(), dst_cuda, src.RawData(), src_cuda, dst.NumBytes());
-  } else {
-    std::memcpy(dst.RawData(), src.RawData(), dst.NumBytes());
-  }
-}
-
-// Runs the (op, device) kernel of `sample` on host inputs; CUDA runs on a device stream. Returns the
-// outputs and then the inputs, copied to the host.
-std::vector<Tensor> RunOn(Device::Kind device, const Sample& sample, const std::vector<Tensor>& inputs) {
-  const KernelFactory factory = FindKernel({sample.op, device, KeyDType(sample)});
-  const bool found = factory != nullptr;
-  REQUIRE(found);
-  std::unique_ptr<DeviceStream> stream;
-  if (device == Device::Kind::kCuda) stream = MakeCudaDeviceStream(0, "cuda:0 compute");
-  const Device where = device == Device::Kind::kCuda ? Device::Cuda(0) : Device::Cpu();
-  const KernelSetup setup{sample.op, "conformance", &sample.attrs, sample.inputs, sample.outputs, where, nullptr, stream.get()};
-  std::unique_ptr<Kernel> kernel = factory(setup);
-  std::vector<Tensor> ins, outs;
-  std::vector<ConstTensorView> in_views;
-  std::vector<TensorView> out_views;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    Tensor t(sample.inputs[i].shape, sample.inputs[i].dtype, where);
-    CudaOrHostCopy(t, inputs[i]);
-    ins.push_back(t);
-    in_views.push_back({t.RawData(), &sample.inputs[i]});
-  }
-  for (const TensorMeta& meta : sample.outputs) {
-    outs.emplace_back(meta.shape, meta.dtype, where);
-    out_views.push_back({outs.back().RawData(), &meta});
-  }
-  if (stream) {
-    stream->Submit([&] { kernel->Run(in_views, out_views); });
-    REQUIRE(stream->Record()->WaitFor(std::chrono::seconds(30)));
-    kernel->AfterCompletion();  // as the runtime does: what the device found wrong throws here
-  } else {
-    kernel->Run(in_views, out_views);
-  }
-  // The outputs, then the inputs as the kernel left them (updates write theirs in place).
-  std::vector<Tensor> host;
-  for (const std::vector<Tensor>* tensors : {&outs, &ins}) {
-    for (const Tensor& t : *tensors) {
-      Tensor h(t.GetShape(), t.GetDType());
-      CudaOrHostCopy(h, t);
-      host.push_back(h);
-    }
-  }
-  return host;
 }
 
 }  // namespace
@@ -813,54 +628,6 @@ TEST_CASE("every op with a CPU kernel has a CUDA kernel") {
   CHECK_MESSAGE(missing.empty(), fmt::format("ops with a CPU kernel and no CUDA kernel: {}", fmt::join(missing, ", ")));
   CHECK(on_cuda + host_only == static_cast<int>(cpu.size()));
   MESSAGE(fmt::format("{} of {} ops with CPU kernels have CUDA kernels; {} run on the host only", on_cuda, cpu.size(), host_only));
-}
-
-TEST_CASE("every CUDA kernel has conformance samples, and the CPU kernels run them") {
-  std::set<std::pair<std::string, DType>> sampled;
-  std::mt19937 random(3);
-  for (const Sample& sample : Samples()) {
-    CAPTURE(Describe(sample));
-    sampled.insert({sample.op, KeyDType(sample)});
-    std::vector<Tensor> inputs;
-    for (Tensor& input : RandomInputs(sample, random)) inputs.push_back(std::move(input));
-    RunOn(Device::Kind::kCpu, sample, inputs);  // a sample the GPU day can use: valid for the CPU kernel
-  }
-  for (const KernelKey& key : RegisteredKernels(Device::Kind::kCuda)) {
-    if (kSampledElsewhere.count(key.op_type) > 0 || kCheckedAgainstF32.count({key.op_type, key.dtype}) > 0) continue;
-    CHECK_MESSAGE(sampled.count({key.op_type, key.dtype}) == 1,
-                  fmt::format("no conformance sample for the CUDA kernel of {} ({})", key.op_type, key.dtype));
-  }
-}
-
-struct Tolerance {
-  double relative, absolute, norm;
-};
-
-// The GPU's output agrees with the CPU's to rounding: the same infinities and NaNs; each finite element
-// within `relative` of the CPU's plus `absolute` times the output's largest magnitude (at least 1: the
-// random inputs are of order 1); and the whole within `norm` relative to the CPU's norm (plus that absolute
-// term, for outputs of zeros). The two differ
-// by ulps (nvcc contracts a * b + c into FMAs, GCC does not; CUDA's expf and tanhf are not glibc's),
-// and cancellation magnifies that relative to small elements: centered RMSProp's ms - mg^2, a
-// parameter update close to the parameter.
-template <typename T> void CheckAgrees(const std::vector<T>& cpu, const std::vector<T>& gpu, const Tolerance& tolerance) {
-  REQUIRE(cpu.size() == gpu.size());
-  double largest = 1, difference_squares = 0, cpu_squares = 0;
-  for (const T value : cpu) {
-    if (std::isfinite(value)) largest = std::max(largest, std::abs(static_cast<double>(value)));
-  }
-  for (std::size_t i = 0; i < cpu.size(); ++i) {
-    const double x = cpu[i], y = gpu[i];
-    if (!std::isfinite(x)) {
-      CHECK_MESSAGE((x == y || (std::isnan(x) && std::isnan(y))), fmt::format("element {}: the CPU's {}, the GPU's {}", i, x, y));
-      continue;
-    }
-    CHECK_MESSAGE(std::abs(y - x) <= tolerance.relative * std::abs(x) + tolerance.absolute * largest,
-                  fmt::format("element {}: the CPU's {}, the GPU's {}", i, x, y));
-    difference_squares += (y - x) * (y - x);
-    cpu_squares += x * x;
-  }
-  CHECK(std::sqrt(difference_squares) <= tolerance.norm * std::sqrt(cpu_squares) + tolerance.absolute * largest);
 }
 
 TEST_CASE("a fused matmul with a scaled product is refused on the CPU, whose oneDNN would scale the bias too") {
@@ -894,44 +661,8 @@ TEST_CASE("an empty product (k = 0) on the CPU: matmul_bias_act is act(bias) in 
   CHECK(after[2].ToVector<float>() == variable.ToVector<float>());  // the inputs as the kernel left them
 }
 
-TEST_CASE("CUDA kernels compute what the CPU kernels compute, on random inputs and odd and empty shapes" *
-          doctest::skip(CudaDeviceCount() == 0)) {
-  std::mt19937 random(7);
-  int compared = 0;
-  for (const Sample& sample : Samples()) {
-    CAPTURE(Describe(sample));
-    std::vector<Tensor> inputs;
-    for (Tensor& input : RandomInputs(sample, random)) inputs.push_back(std::move(input));
-    const std::vector<Tensor> cpu = RunOn(Device::Kind::kCpu, sample, inputs);
-    const std::vector<Tensor> gpu = RunOn(Device::Kind::kCuda, sample, inputs);
-    for (std::size_t j = 0; j < cpu.size(); ++j) {
-      switch (cpu[j].GetDType()) {
-        case DType::kF32:
-          CheckAgrees(cpu[j].ToVector<float>(), gpu[j].ToVector<float>(), {.relative = 1e-3, .absolute = 1e-5, .norm = 1e-3});
-          break;
-        case DType::kF64:
-          CheckAgrees(cpu[j].ToVector<double>(), gpu[j].ToVector<double>(), {.relative = 1e-9, .absolute = 1e-12, .norm = 1e-9});
-          break;
-        case DType::kF16:
-        case DType::kBF16: {
-          // oneDNN and cuBLAS sum in different orders, then round to 8 (bf16) or 11 (f16) bits.
-          const auto widened = [](const Tensor& t) {
-            std::vector<float> values;
-            for (std::int64_t i = 0; i < t.NumElements(); ++i) {
-              values.push_back(t.GetDType() == DType::kF16 ? float(t.Data<float16>()[i]) : float(t.Data<bfloat16>()[i]));
-            }
-            return values;
-          };
-          CheckAgrees(widened(cpu[j]), widened(gpu[j]), {.relative = 1e-2, .absolute = 1e-2, .norm = 1e-2});
-          break;
-        }
-        default:  // integers, u8 and bool: the same bytes
-          CHECK(std::memcmp(cpu[j].RawData(), gpu[j].RawData(), cpu[j].NumBytes()) == 0);
-      }
-    }
-    ++compared;
-  }
-  MESSAGE(fmt::format("{} samples compared on {}", compared, CudaDescribe()));
+TEST_CASE("the core's CUDA kernels compute what the CPU kernels compute, on random inputs and odd and empty shapes") {
+  CheckConformance(Samples(), 7);
 }
 
 TEST_CASE("convolutions through cuDNN's graph-API engines compute what the CPU kernels compute" *

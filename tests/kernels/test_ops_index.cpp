@@ -3,15 +3,20 @@
 // and finite-difference gradients (tests/gradient_check.hpp).
 #include <cstdint>
 #include <limits>
+#include <set>
+#include <string>
 #include <vector>
 
 #include <doctest/doctest.h>
 
+#include "conformance.hpp"
 #include "gradient_check.hpp"
 #include "kernels/attrs/gather_attrs.hpp"
 #include "kernels/attrs/nd_index_attrs.hpp"
 #include "kernels/functors/sort.hpp"
 #include "op_test_util.hpp"
+#include "sbp_check.hpp"
+#include "weir/weir.hpp"
 
 using weir::Blob;
 using weir::DType;
@@ -22,7 +27,10 @@ using weir::internal::GatherAttrs;
 using weir::internal::KernelError;
 using weir::internal::ScatterNdAttrs;
 using weir::internal::UnsortedSegmentSumAttrs;
+using weir::testing::CheckConformance;
 using weir::testing::CheckGradients;
+using weir::testing::CheckSbpSignatures;
+using weir::testing::Sample;
 using weir::testing::Random;
 using weir::testing::RunOp;
 
@@ -219,6 +227,65 @@ TEST_CASE("gather_nd and the scatter_nd family: gradients against finite differe
                  [](const std::vector<Blob>& in) { return weir::TensorScatterNdUpdate(in[0], in[1], in[2]); });
 }
 
+TEST_CASE("gather_nd and the scatter_nd family: the CUDA kernels against the CPU's, and every SBP signature") {
+  // Tuples of 1, 2 and every index (whole elements), 2-D indices, none, and more than a block of
+  // threads; gather_nd in every dtype, the sums in the four numeric ones. Indices drawn in [0, bound):
+  // the indexed axes are at least bound long. A replacement's tuples are distinct (of repeated ones,
+  // the CPU's last wins, the GPU's any).
+  struct Tuples {
+    Shape tensor;   // the indexed tensor: gather_nd's params, the scatters' output
+    Shape indices;  // its last axis: K
+    std::int64_t bound;
+  };
+  std::vector<Sample> samples;
+  for (const Tuples& t : {Tuples{Shape{5, 3}, Shape{7, 1}, 5}, Tuples{Shape{4, 4, 3}, Shape{2, 3, 2}, 4},
+                          Tuples{Shape{3, 3}, Shape{4, 2}, 3}, Tuples{Shape{4, 2}, Shape{0, 1}, 4},
+                          Tuples{Shape{300, 8}, Shape{500, 1}, 300}}) {
+    const Shape side = weir::internal::TupleSideShape(t.tensor, t.indices);
+    for (DType index : {DType::kI32, DType::kI64}) {
+      for (DType dtype : weir::kAllDTypes) {
+        samples.push_back({"gather_nd", std::any(), {{t.tensor, dtype}, {t.indices, index}}, {{side, dtype}}, false, t.bound});
+      }
+      for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
+        samples.push_back({"scatter_nd", ScatterNdAttrs{t.tensor}, {{t.indices, index}, {side, dtype}}, {{t.tensor, dtype}},
+                           false, t.bound});
+        samples.push_back({"tensor_scatter_nd_add", std::any(), {{t.tensor, dtype}, {t.indices, index}, {side, dtype}},
+                           {{t.tensor, dtype}}, false, t.bound});
+      }
+    }
+  }
+  for (const Tuples& t : {Tuples{Shape{5, 3}, Shape{4, 1}, 5}, Tuples{Shape{0, 3}, Shape{0, 1}, 0},
+                          Tuples{Shape{600, 2}, Shape{300, 1}, 600}}) {
+    const Shape side = weir::internal::TupleSideShape(t.tensor, t.indices);
+    for (DType index : {DType::kI32, DType::kI64}) {
+      for (DType dtype : weir::kAllDTypes) {
+        Sample sample{"tensor_scatter_nd_update", std::any(), {{t.tensor, dtype}, {t.indices, index}, {side, dtype}},
+                      {{t.tensor, dtype}}, false, t.bound};
+        sample.distinct = 1;
+        samples.push_back(std::move(sample));
+      }
+    }
+  }
+  CheckConformance(samples, 41);
+
+  // Tuples of 1 and 2 indices, and their gradients, split over 2 and 3 devices.
+  weir::JobBuilder builder("tuples", weir::JobType::kPredict);
+  Blob x = builder.Placeholder("x", Shape{6, 4, 3});
+  Blob pairs = builder.Placeholder("pairs", Shape{6, 2}, DType::kI32);
+  Blob rows = builder.Placeholder("rows", Shape{6, 1}, DType::kI32);
+  Blob picked = weir::GatherNd(x, pairs);  // (6, 3)
+  Blob scattered = weir::ScatterNd(rows, picked, Shape{4, 3});
+  Blob flat = weir::Reshape(x, {{6, 12}});
+  Blob added = weir::TensorScatterNdAdd(flat, rows, flat);
+  Blob replaced = weir::TensorScatterNdUpdate(flat, weir::Slice(rows, {.start = {0, 0}, .stop = {1, 1}, .step = {1, 1}}),
+                                              weir::Slice(flat, {.start = {2, 0}, .stop = {3, 12}, .step = {1, 1}}));
+  Blob all = weir::Add(weir::Add(weir::ReduceSum(scattered), weir::ReduceSum(added)), weir::ReduceSum(replaced));
+  builder.Output("all", all);
+  builder.Output("dx", weir::Gradients(all, {x})[0]);
+  const std::set<std::string> checked = CheckSbpSignatures(builder.Build());
+  for (const char* op : {"gather_nd", "scatter_nd", "tensor_scatter_nd_add", "tensor_scatter_nd_update"}) CHECK(checked.count(op) == 1);
+}
+
 // --- argsort -----------------------------------------------------------------------------------
 
 TEST_CASE("argsort orders each row ascending or descending, ties by index, NaN as the largest") {
@@ -236,6 +303,22 @@ TEST_CASE("argsort orders each row ascending or descending, ties by index, NaN a
                        "[argsort] expects an f32, f64, i32 or i64 input, got u8", std::invalid_argument);
   CHECK_THROWS_WITH_AS(RunOp("argsort", ArgSortAttrs{false}, {Tensor::Scalar<float>(1)}),
                        "[argsort] x must have at least one axis, got a scalar", std::invalid_argument);
+}
+
+TEST_CASE("argsort: the CUDA kernel against the CPU's, and its SBP signatures") {
+  // Both directions, with many ties (each row's order must come out the same on both).
+  std::vector<Sample> samples;
+  for (const Shape& shape : {Shape{7, 13}, Shape{1}, Shape{0, 5}, Shape{1000, 3}, Shape{3, 600}}) {
+    for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
+      for (bool descending : {false, true}) {
+        samples.push_back({"argsort", ArgSortAttrs{descending}, {{shape, dtype}}, {{shape, DType::kI32}}, false, 5, true});
+      }
+    }
+  }
+  CheckConformance(samples, 43);
+  weir::JobBuilder builder("order", weir::JobType::kPredict);
+  builder.Output("order", weir::ArgSort(builder.Placeholder("x", Shape{6, 12}), true));
+  CHECK(CheckSbpSignatures(builder.Build()).count("argsort") == 1);
 }
 
 // --- where ----------------------------------------------------------------------------------

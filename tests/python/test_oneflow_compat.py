@@ -2018,3 +2018,60 @@ def test_shuffle_reorders_rows_and_sends_each_row_gradient_back_where_it_came_fr
     expected = start.copy()
     expected[order] -= weights
     np.testing.assert_array_equal(flow.get_all_variables()["x"].numpy(), expected)
+
+
+@pytest.mark.parametrize("m1,m2,m3", [(1.0, 0.5, 0.0), (4.0, 0.0, 0.0), (1.0, 0.0, 0.35), (1.2, 0.3, 0.1)])
+def test_combined_margin_loss_matches_numpy_with_its_gradient(m1, m2, m3):
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-0.9, 0.9, size=(5, 7))
+    labels = np.array([0, 6, 3, 3, 1], dtype=np.int32)
+    grads = []
+
+    @flow.global_function(type="train")
+    def job(p: tp.Numpy.Placeholder((5, 7), dtype=flow.double),
+            label: tp.Numpy.Placeholder((5,), dtype=flow.int32)) -> tp.Numpy:
+        v = flow.get_variable("v", shape=(1,), dtype=flow.double, initializer=flow.zeros_initializer())
+        pv = p + v
+        flow.watch_diff(pv, grads.append)
+        y = flow.combined_margin_loss(pv, label, m1=m1, m2=m2, m3=m3)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.0]), momentum=0).minimize(y * y)
+        return y
+
+    rows = np.arange(5)
+    expected = x.copy()
+    theta = np.arccos(x[rows, labels])
+    expected[rows, labels] = np.cos(m1 * theta + m2) - m3
+    y = job(x, labels)
+    np.testing.assert_allclose(y, expected, rtol=1e-12, atol=1e-14)
+    dx = 2 * expected  # d(y * y)/dy, through the margin at the label entries
+    dx[rows, labels] *= m1 * np.sin(m1 * theta + m2) / np.sin(theta)
+    np.testing.assert_allclose(grads[0], dx, rtol=1e-10, atol=1e-12)
+
+
+def test_combined_margin_loss_trains_an_arcface_head_and_refuses_bad_labels_and_margins():
+    rng = np.random.default_rng(7)
+    centers = rng.normal(size=(4, 8))
+    labels = np.repeat(np.arange(4, dtype=np.int32), 8)
+    features = (centers[labels] + 0.3 * rng.normal(size=(32, 8))).astype(np.float32)
+
+    @flow.global_function(type="train")
+    def train(f: tp.Numpy.Placeholder((32, 8)), label: tp.Numpy.Placeholder((32,), dtype=flow.int32)) -> tp.Numpy:
+        w = flow.get_variable("w", shape=(8, 4), initializer=flow.random_normal_initializer(seed=1))
+        cosine = flow.matmul(flow.math.l2_normalize(f, axis=1), flow.math.l2_normalize(w, axis=0))
+        logits = flow.combined_margin_loss(cosine, label, m2=0.3) * 16.0
+        loss = flow.math.reduce_mean(flow.nn.sparse_softmax_cross_entropy_with_logits(label, logits))
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0.9).minimize(loss)
+        return loss
+
+    losses = [float(train(features, labels)) for _ in range(60)]
+    assert losses[-1] < 0.25 * losses[0]
+    bad = labels.copy()
+    bad[5] = 4
+    with pytest.raises(Exception, match=r"\[combined_margin_loss\] label 4 at row 5 is outside \[0, 4\)"):
+        train(features, bad)
+    with pytest.raises(TypeError, match=r"flow.combined_margin_loss: m2 must be a number, got '0.5'"):
+        @flow.global_function()
+        def bad_margin(c: tp.Numpy.Placeholder((2, 3)), label: tp.Numpy.Placeholder((2,), dtype=flow.int32)) -> tp.Numpy:
+            return flow.combined_margin_loss(c, label, m2="0.5")
+
+        bad_margin(np.zeros((2, 3), np.float32), np.zeros(2, np.int32))
