@@ -90,6 +90,7 @@ bench: build venv
 	/usr/bin/python3 bench/pipeline_processes.py
 	/usr/bin/python3 bench/data_reader.py
 	/usr/bin/python3 bench/model_zoo.py --weir-binary $(BUILD)/bench/train_step
+	/usr/bin/python3 bench/zoo_data_parallel.py
 
 clean:
 	rm -rf $(BUILD) $(BUILD_SAN) $(VENV) .mesonpy-native-file.ini

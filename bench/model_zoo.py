@@ -197,13 +197,29 @@ def numpy_bert_batches(batch, seq):
     return batches
 
 
+def weir_bert_pretraining(flow, config, *inputs):
+    """In a Weir train job: the zoo's BERT pretraining loss (masked LM + next sentence) of inputs (ids, mask,
+    segments, positions, label_ids, label_weights, next_sentence_labels), minimized with AdamW as the
+    PyTorch rows are (lr 1e-4, weight decay 0.01 but on biases and layer norms)."""
+    from bert import bert, pretraining_losses  # examples/python/zoo, which the Weir workers put on sys.path
+
+    ids, mask, segments, positions, label_ids, label_weights, next_sentence_labels = inputs
+    sequence, pooled, words = bert(ids, mask, segments, config, training=True)
+    lm_loss, nsp_loss, _ = pretraining_losses(sequence, pooled, words, positions, label_ids, label_weights,
+                                              next_sentence_labels, config)
+    loss = lm_loss + nsp_loss
+    flow.optimizer.AdamW(flow.optimizer.PiecewiseConstantScheduler([], [1e-4]), weight_decay=0.01,
+                         weight_decay_excludes=["bias", "LayerNorm"], epsilon=1e-6).minimize(loss)
+    return loss
+
+
 def weir_bert_worker(args):
     """Weir's BERT row through its Python API (examples/python/zoo/bert.py)."""
     import weir as flow
     import weir.typing as tp
 
     sys.path.insert(0, os.path.join(ROOT, "examples", "python", "zoo"))
-    from bert import BertConfig, bert, pretraining_losses
+    from bert import BertConfig, bert
 
     if args.device == "gpu":
         if flow.visible_gpus() == 0:
@@ -226,13 +242,8 @@ def weir_bert_worker(args):
               label_ids: tp.Numpy.Placeholder((batch, PREDICTIONS), dtype=ints),
               label_weights: tp.Numpy.Placeholder((batch, PREDICTIONS)),
               next_sentence_labels: tp.Numpy.Placeholder((batch, 1), dtype=ints)) -> tp.Numpy:
-        sequence, pooled, words = bert(ids, mask, segments, config, training=True)
-        lm_loss, nsp_loss, _ = pretraining_losses(sequence, pooled, words, positions, label_ids, label_weights,
-                                                  next_sentence_labels, config)
-        loss = lm_loss + nsp_loss
-        flow.optimizer.AdamW(flow.optimizer.PiecewiseConstantScheduler([], [1e-4]), weight_decay=0.01,
-                             weight_decay_excludes=["bias", "LayerNorm"], epsilon=1e-6).minimize(loss)
-        return loss
+        return weir_bert_pretraining(flow, config, ids, mask, segments, positions, label_ids, label_weights,
+                                     next_sentence_labels)
 
     @flow.global_function(type="predict", function_config=function_config)
     def infer(ids: tp.Numpy.Placeholder((batch, seq), dtype=ints), mask: tp.Numpy.Placeholder((batch, seq), dtype=ints),

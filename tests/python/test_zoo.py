@@ -74,6 +74,24 @@ def test_the_model_zoo_benchmark_runs():
             assert "step_ms" in rows[kind] or "skipped" in rows[kind], (kind, rows[kind])
 
 
+def test_the_data_parallel_benchmark_of_the_big_models_runs():
+    """bench/zoo_data_parallel.py (ResNet-50 and BERT over 2 devices and 2 processes against 1 process and
+    PyTorch DDP) at toy sizes: every row trains and the ratios come out."""
+    import json
+
+    result = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "bench", "zoo_data_parallel.py"), "--image-size", "32",
+                             "--seq", "24", "--bert-layers", "1", "--batch", "4", "--steps", "1", "--repeats", "1",
+                             "--warmup", "1", "--weir-python", sys.executable], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    summary = json.loads(result.stdout.splitlines()[-1])
+    for model in ("resnet50", "bert"):
+        rows = summary["models"][model]
+        assert rows["weir-2proc"]["processes"] == 2 and rows["weir-2proc"]["collectives"] == "shm", rows["weir-2proc"]
+        assert rows["weir-2dev"]["devices"] == 2 and rows["torch-ddp"]["processes"] == 2, rows
+        for key in ("weir_2proc_vs_torch_ddp", "weir_2proc_vs_weir_1", "weir_2dev_vs_weir_1", "weir_1_vs_torch_1"):
+            assert rows[key] > 0, (key, rows)
+
+
 def test_bert_pretrains_and_finetunes_from_records(tmp_path_factory):
     # Measured with these arguments (seed 0, the default: the dropout and reader shuffle seeds come from
     # Python's random module, so a run repeats): masked-LM loss 4.17 -> 2.57 on held-out records,
