@@ -117,7 +117,12 @@ void Task::ActAsync(MessageSink& sink) {
         else kernel->Run(inputs, outputs);
       } catch (...) {
         // A failed call's act only tells the other processes; the call has its error already.
-        if (!failed) act->error = std::current_exception();  // read after the event, which orders it
+        if (!failed) {
+          act->error = std::current_exception();  // read after the event, which orders it
+          // The call knows now, before any later work of this stream completes: the commit before the
+          // call's writes asks the call, once the kernels it waits for are done.
+          if (act->call != nullptr) act->call->Fail(act->error);
+        }
       }
     });
   }
@@ -235,7 +240,11 @@ bool Task::Work(CallRecord*& call) {
   switch (desc_.kind) {
     case TaskKind::kSourceTick:
     case TaskKind::kVariable:  // the register's memory is the variable: nothing to copy
-    case TaskKind::kBarrier:   // its zero-byte output only orders and carries `failed`
+      break;
+    case TaskKind::kBarrier:  // the commit: its zero-byte output only orders and carries `failed`
+      // A kernel on a device stream fails its call when the stream runs it, after its outputs' slots
+      // were written at submission (the stream's next kernels read them at once): the call knows.
+      failed = failed || (call != nullptr && call->Error() != nullptr);
       break;
     case TaskKind::kInput: {
       RegisterSlot& out = store_.Slot(desc_.produced[0], protocol_.ProducedSlot(0));

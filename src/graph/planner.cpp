@@ -87,16 +87,19 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   OrderWriters(graph, live, lowering.placed, lowering.node_tasks, *plan);
   ConnectSink(*plan, graph, outputs);
 
-  // Where kernels run on the host's actor threads (the CPU's default), a kernel's failure is known when
-  // it returns. On a device stream (a GPU's, or the CPU's with async_cpu_streams) it is known only once
-  // the stream has run it: the barrier would wait for the device before every step's updates and split
-  // the stream's graph in two.
+  // The in-place writers act after a commit that every other kernel of the call reaches first, and skip
+  // their kernels when the call failed. Where kernels run on the host's actor threads (the CPU's
+  // default), a kernel's failure is known when it returns. On the CPU's device streams
+  // (async_cpu_streams) it is known once the stream has run the kernel: the commit then waits for the
+  // streams, one hand-off back to the host before each step's updates. Not on a GPU, where that wait
+  // would also split the step's CUDA graph in two (docs/runtime.md).
   // Across processes the commit also waits for every other process's word, so that a call failing in
   // one process writes no variable in any. A plan split over processes gets it once split.
   const bool split = topology.split_processes > 1;
-  const std::vector<bool> writers = options.device_kind == Device::Kind::kCpu && !options.async_cpu_streams
-                                        ? WriterTasks(graph, live, lowering.node_tasks, *plan)
-                                        : std::vector<bool>{};
+  const bool host_commit = options.device_kind == Device::Kind::kCpu &&
+                           (!options.async_cpu_streams || !topology.across_processes);
+  const std::vector<bool> writers =
+      host_commit ? WriterTasks(graph, live, lowering.node_tasks, *plan) : std::vector<bool>{};
   std::vector<int> chain = boxing.Collectives();
   if (!writers.empty() && !split) {
     CommitBeforeWrites(writers, lowering.control_stream, topology.across_processes, chain, *plan);

@@ -78,16 +78,65 @@ std::vector<int> MemberOrder(const Plan& plan, const std::vector<int>& members, 
   return order;
 }
 
+// The members that a path from some member's result through a task outside reaches: they wait for
+// that outside task (the commit before a call's writes, another device's kernels).
+std::vector<bool> ReachedThroughOutside(const Plan& plan, const std::vector<int>& members, const std::vector<bool>& member) {
+  std::vector<bool> seen(plan.tasks.size(), false);
+  std::vector<int> stack;
+  auto visit_consumers = [&](int task, bool only_outside) {
+    for (int reg : plan.tasks[static_cast<std::size_t>(task)].produced) {
+      for (int consumer : plan.registers[static_cast<std::size_t>(reg)].consumers) {
+        if ((only_outside && member[static_cast<std::size_t>(consumer)]) || seen[static_cast<std::size_t>(consumer)]) continue;
+        seen[static_cast<std::size_t>(consumer)] = true;
+        stack.push_back(consumer);
+      }
+    }
+  };
+  for (int m : members) visit_consumers(m, true);
+  while (!stack.empty()) {
+    const int task = stack.back();
+    stack.pop_back();
+    visit_consumers(task, false);
+  }
+  std::vector<bool> reached(plan.tasks.size(), false);
+  for (int m : members) reached[static_cast<std::size_t>(m)] = seen[static_cast<std::size_t>(m)];
+  return reached;
+}
+
+void FuseMembers(Plan& plan, int stream, const std::vector<int>& members, Dropped& dropped);
+
+// The stream's kernels as one graph where no path leaves them and comes back; else the kernels no such
+// path reaches as one graph (none of theirs can lead back), and the rest on their own terms: so the
+// commit before a call's writes splits a stream into the kernels before it and the writes after it.
 void FuseStream(Plan& plan, int stream, Dropped& dropped) {
   std::vector<int> members;
-  std::vector<bool> member(plan.tasks.size(), false);
   for (const TaskDesc& task : plan.tasks) {
     if (task.kind == TaskKind::kKernel && task.stream == stream && !dropped.tasks[static_cast<std::size_t>(task.id)]) {
       members.push_back(task.id);
-      member[static_cast<std::size_t>(task.id)] = true;
     }
   }
-  if (members.size() < 2 || LeadsBack(plan, members, member)) return;
+  FuseMembers(plan, stream, members, dropped);
+}
+
+void FuseGroup(Plan& plan, int stream, const std::vector<int>& members, const std::vector<bool>& member, Dropped& dropped);
+
+void FuseMembers(Plan& plan, int stream, const std::vector<int>& members, Dropped& dropped) {
+  if (members.size() < 2) return;
+  std::vector<bool> member(plan.tasks.size(), false);
+  for (int m : members) member[static_cast<std::size_t>(m)] = true;
+  if (!LeadsBack(plan, members, member)) {
+    FuseGroup(plan, stream, members, member, dropped);
+    return;
+  }
+  const std::vector<bool> reached = ReachedThroughOutside(plan, members, member);
+  std::vector<int> first, rest;
+  for (int m : members) (reached[static_cast<std::size_t>(m)] ? rest : first).push_back(m);
+  if (first.empty() || rest.empty()) return;  // no split that helps
+  FuseMembers(plan, stream, first, dropped);
+  FuseMembers(plan, stream, rest, dropped);
+}
+
+void FuseGroup(Plan& plan, int stream, const std::vector<int>& members, const std::vector<bool>& member, Dropped& dropped) {
   const std::vector<int> order = MemberOrder(plan, members, member);
 
   // The graph's inputs (registers members read that others make), outputs (registers members make
