@@ -16,7 +16,6 @@
 #include "common/cuda_runtime.hpp"
 #include "common/device_stream.hpp"
 #include "coverage.hpp"
-#include "kernels/functors/unary.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/op_attrs.hpp"
 

@@ -25,4 +25,10 @@ __attribute__((always_inline)) inline float ExpNonPositive(float x) {
 
 // Each loop is built for AVX-512, AVX2 and the baseline; the loader picks by the CPU. (Clones named by
 // architecture, "arch=haswell", vectorize nothing here with GCC 12; by instruction set they do.)
+// Under ThreadSanitizer the baseline alone: the loader runs the clones' resolvers before TSan's runtime
+// has started, and their instrumented entry crashes the program before main.
+#if defined(__SANITIZE_THREAD__)
+#define WEIR_VECTOR_CLONES
+#else
 #define WEIR_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
