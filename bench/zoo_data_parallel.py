@@ -24,15 +24,14 @@ all-reduce makes every rank's step the same length). Last line: JSON.
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import benchlib  # noqa: E402  (bench/ is not a package)
-from model_zoo import BERT, PREDICTIONS, numpy_bert_batches, parse_cpus, weir_bert_pretraining  # noqa: E402
+from model_zoo import (BERT, PREDICTIONS, numpy_bert_batches, parse_cpus, timed_blocks,  # noqa: E402
+                       weir_bert_pretraining)
 
 ROWS = ("weir-1", "weir-2dev", "weir-2proc", "torch-1", "torch-ddp")
 LABELS = {"weir-1": "weir, 1 process", "weir-2dev": "weir, 2 devices (mirrored)",
@@ -83,19 +82,6 @@ def batches(model, args, rank, world):
     pool = [(rng.random((args.batch, 3, args.image_size, args.image_size), dtype=np.float32),
              rng.integers(0, 1000, args.batch, dtype=np.int32)) for _ in range(POOL_BATCHES)]
     return [(np.ascontiguousarray(images[rows]), np.ascontiguousarray(labels[rows])) for images, labels in pool]
-
-
-def timed(step, args):
-    """The median seconds a step over --repeats blocks of --steps after --warmup, and the last loss."""
-    for i in range(args.warmup):
-        step(i)
-    blocks = []
-    for _ in range(args.repeats):
-        start = time.perf_counter()
-        for i in range(args.steps):
-            loss = step(i)
-        blocks.append((time.perf_counter() - start) / args.steps)
-    return statistics.median(blocks), loss
 
 
 # --- Weir ----------------------------------------------------------------------------------------------
@@ -152,7 +138,7 @@ def weir_worker(args):
         loss = train(*pool[i % POOL_BATCHES])
         return float(np.mean(np.concatenate([np.ravel(piece) for piece in loss]) if mirrored else loss))
 
-    step_s, loss = timed(step, args)
+    _, step_s, loss = timed_blocks(step, args)
     if loss != loss:
         sys.exit(f"zoo_data_parallel: Weir's {args.model} loss is NaN")
     print(json.dumps({"step_ms": 1e3 * step_s, "loss": loss, "processes": world, "devices": devices,
@@ -200,7 +186,7 @@ def torch_rank(args, rank, world):
 
     if world > 1:
         dist.barrier()
-    step_s, loss = timed(step, args)
+    _, step_s, loss = timed_blocks(step, args)
     if world > 1:
         dist.destroy_process_group()
     if loss != loss:
