@@ -13,6 +13,7 @@
 #include "graph/sbp.hpp"
 #include "kernels/collectives/communicator.hpp"
 #include "kernels/kernel.hpp"
+#include "op_test_util.hpp"
 
 namespace weir::testing {
 
@@ -42,24 +43,6 @@ std::vector<Tensor> RandomInputs(const std::vector<TensorMeta>& metas, std::uint
     tensors.push_back(std::move(t));
   }
   return tensors;
-}
-
-// Runs the op's CPU kernel on `inputs` with the given metas; returns the outputs.
-std::vector<Tensor> RunKernel(const OpNode& node, const std::vector<Tensor>& inputs, const std::vector<TensorMeta>& in_metas,
-                              const std::vector<TensorMeta>& out_metas) {
-  const DType key = in_metas.empty() ? out_metas[0].dtype : in_metas[0].dtype;
-  const KernelFactory factory = FindKernel({node.type, Device::Kind::kCpu, key});
-  REQUIRE(static_cast<bool>(factory != nullptr));
-  const KernelSetup setup{node.type, node.name, &node.attrs, in_metas, out_metas, Device::Cpu()};
-  std::unique_ptr<Kernel> kernel = factory(setup);
-  std::vector<Tensor> outputs;
-  std::vector<ConstTensorView> in_views;
-  std::vector<TensorView> out_views;
-  for (std::size_t i = 0; i < inputs.size(); ++i) in_views.push_back({inputs[i].RawData(), &in_metas[i]});
-  for (const TensorMeta& meta : out_metas) outputs.emplace_back(meta.shape, meta.dtype);
-  for (std::size_t j = 0; j < outputs.size(); ++j) out_views.push_back({outputs[j].RawData(), &out_metas[j]});
-  kernel->Run(in_views, out_views);
-  return outputs;
 }
 
 // Device `rank`'s piece of `whole` under `sbp`: a slice, the whole, or (partial sum) the whole on
@@ -140,7 +123,7 @@ std::set<std::string> CheckSbpSignatures(const Job& job) {
     // expected of the pieces too.
     std::vector<Tensor> whole_inputs;
     for (const Tensor& input : inputs) whole_inputs.push_back(input.Clone());
-    const std::vector<Tensor> expected = RunKernel(node, whole_inputs, in_metas, out_metas);
+    const std::vector<Tensor> expected = RunCpuKernel(node.type, node.name, node.attrs, whole_inputs, in_metas, out_metas);
     const std::vector<SbpSignature> signatures = def.sbp({node.type, &node.attrs, in_metas, out_metas});
     if (signatures.empty()) continue;  // none for these shapes (a reshape that moves axis 0)
     for (int devices : {2, 3}) {
@@ -169,7 +152,7 @@ std::set<std::string> CheckSbpSignatures(const Job& job) {
           for (std::size_t j = 0; j < out_metas.size(); ++j) {
             piece_out.push_back({PieceShape(out_metas[j].shape, signature.outputs[j], devices, r), out_metas[j].dtype});
           }
-          outputs_by_rank.push_back(RunKernel(node, piece_inputs, piece_in, piece_out));
+          outputs_by_rank.push_back(RunCpuKernel(node.type, node.name, node.attrs, piece_inputs, piece_in, piece_out));
           for (int m : def.mutates_inputs) {  // the written pieces come back as extra "outputs"
             if (m < static_cast<int>(piece_inputs.size())) outputs_by_rank.back().push_back(piece_inputs[static_cast<std::size_t>(m)]);
           }

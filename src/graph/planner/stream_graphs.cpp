@@ -19,36 +19,6 @@ struct Dropped {
   std::vector<bool> registers;
 };
 
-// Whether a path leaves the members and comes back to one: some member's result is read by a task
-// outside from which, through registers, a member is reached. One search from all those readers.
-bool LeadsBack(const Plan& plan, const std::vector<int>& members, const std::vector<bool>& member) {
-  std::vector<bool> seen(plan.tasks.size(), false);
-  std::vector<int> stack;
-  for (int m : members) {
-    for (int reg : plan.tasks[static_cast<std::size_t>(m)].produced) {
-      for (int consumer : plan.registers[static_cast<std::size_t>(reg)].consumers) {
-        if (member[static_cast<std::size_t>(consumer)] || seen[static_cast<std::size_t>(consumer)]) continue;
-        seen[static_cast<std::size_t>(consumer)] = true;
-        stack.push_back(consumer);
-      }
-    }
-  }
-  while (!stack.empty()) {
-    const int task = stack.back();
-    stack.pop_back();
-    for (int reg : plan.tasks[static_cast<std::size_t>(task)].produced) {
-      for (int consumer : plan.registers[static_cast<std::size_t>(reg)].consumers) {
-        if (member[static_cast<std::size_t>(consumer)]) return true;
-        if (!seen[static_cast<std::size_t>(consumer)]) {
-          seen[static_cast<std::size_t>(consumer)] = true;
-          stack.push_back(consumer);
-        }
-      }
-    }
-  }
-  return false;
-}
-
 // The members in an order that respects the registers between them (Kahn; ties in task order).
 std::vector<int> MemberOrder(const Plan& plan, const std::vector<int>& members, const std::vector<bool>& member) {
   std::map<int, int> waiting;  // member -> members it still waits for (one per register)
@@ -78,8 +48,9 @@ std::vector<int> MemberOrder(const Plan& plan, const std::vector<int>& members, 
   return order;
 }
 
-// The members that a path from some member's result through a task outside reaches: they wait for
-// that outside task (the commit before a call's writes, another device's kernels).
+// The members that a path from some member's result through a task outside reaches (one search from
+// all those outside readers): they wait for that outside task (the commit before a call's writes,
+// another device's kernels). None reached: the members can be one graph.
 std::vector<bool> ReachedThroughOutside(const Plan& plan, const std::vector<int>& members, const std::vector<bool>& member) {
   std::vector<bool> seen(plan.tasks.size(), false);
   std::vector<int> stack;
@@ -103,39 +74,7 @@ std::vector<bool> ReachedThroughOutside(const Plan& plan, const std::vector<int>
   return reached;
 }
 
-void FuseMembers(Plan& plan, int stream, const std::vector<int>& members, Dropped& dropped);
-
-// The stream's kernels as one graph where no path leaves them and comes back; else the kernels no such
-// path reaches as one graph (none of theirs can lead back), and the rest on their own terms: so the
-// commit before a call's writes splits a stream into the kernels before it and the writes after it.
-void FuseStream(Plan& plan, int stream, Dropped& dropped) {
-  std::vector<int> members;
-  for (const TaskDesc& task : plan.tasks) {
-    if (task.kind == TaskKind::kKernel && task.stream == stream && !dropped.tasks[static_cast<std::size_t>(task.id)]) {
-      members.push_back(task.id);
-    }
-  }
-  FuseMembers(plan, stream, members, dropped);
-}
-
-void FuseGroup(Plan& plan, int stream, const std::vector<int>& members, const std::vector<bool>& member, Dropped& dropped);
-
-void FuseMembers(Plan& plan, int stream, const std::vector<int>& members, Dropped& dropped) {
-  if (members.size() < 2) return;
-  std::vector<bool> member(plan.tasks.size(), false);
-  for (int m : members) member[static_cast<std::size_t>(m)] = true;
-  if (!LeadsBack(plan, members, member)) {
-    FuseGroup(plan, stream, members, member, dropped);
-    return;
-  }
-  const std::vector<bool> reached = ReachedThroughOutside(plan, members, member);
-  std::vector<int> first, rest;
-  for (int m : members) (reached[static_cast<std::size_t>(m)] ? rest : first).push_back(m);
-  if (first.empty() || rest.empty()) return;  // no split that helps
-  FuseMembers(plan, stream, first, dropped);
-  FuseMembers(plan, stream, rest, dropped);
-}
-
+// Replaces `members` (no path leaves them and comes back) with one stream_graph task.
 void FuseGroup(Plan& plan, int stream, const std::vector<int>& members, const std::vector<bool>& member, Dropped& dropped) {
   const std::vector<int> order = MemberOrder(plan, members, member);
 
@@ -201,6 +140,35 @@ void FuseGroup(Plan& plan, int stream, const std::vector<int>& members, const st
   graph.attrs = &plan.fused_attrs.emplace_back(std::move(attrs));
   plan.tasks.push_back(std::move(graph));
   dropped.tasks.push_back(false);
+}
+
+// The stream's kernels as one graph where no path leaves them and comes back; else the kernels no such
+// path reaches as one graph (none of theirs can lead back), and the rest on their own terms: so the
+// commit before a call's writes splits a stream into the kernels before it and the writes after it.
+void FuseMembers(Plan& plan, int stream, const std::vector<int>& members, Dropped& dropped) {
+  if (members.size() < 2) return;
+  std::vector<bool> member(plan.tasks.size(), false);
+  for (int m : members) member[static_cast<std::size_t>(m)] = true;
+  const std::vector<bool> reached = ReachedThroughOutside(plan, members, member);
+  std::vector<int> first, rest;
+  for (int m : members) (reached[static_cast<std::size_t>(m)] ? rest : first).push_back(m);
+  if (rest.empty()) {
+    FuseGroup(plan, stream, members, member, dropped);
+    return;
+  }
+  if (first.empty()) return;  // no split that helps
+  FuseMembers(plan, stream, first, dropped);
+  FuseMembers(plan, stream, rest, dropped);
+}
+
+void FuseStream(Plan& plan, int stream, Dropped& dropped) {
+  std::vector<int> members;
+  for (const TaskDesc& task : plan.tasks) {
+    if (task.kind == TaskKind::kKernel && task.stream == stream && !dropped.tasks[static_cast<std::size_t>(task.id)]) {
+      members.push_back(task.id);
+    }
+  }
+  FuseMembers(plan, stream, members, dropped);
 }
 
 }  // namespace
