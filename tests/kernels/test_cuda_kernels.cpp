@@ -208,9 +208,12 @@ std::vector<Sample> Samples() {
       }
     }
   }
-  // Along rows, columns and a middle axis; a one-element axis; an empty batch.
+  // Along rows, columns and a middle axis; a one-element axis; an empty batch. Along the last axis the
+  // CUDA kernels give a row a warp up to 1024 elements and a block beyond (kernels/cuda/row_team.cuh):
+  // rows of 33, 1024, 1025 and 1500 elements, more rows than a block of warps takes.
   for (const auto& [x, axis] : {std::pair{Shape{7, 10}, -1}, std::pair{Shape{7, 10}, 0}, std::pair{Shape{3, 5, 4}, 1},
-                                std::pair{Shape{6, 1}, 1}, std::pair{Shape{0, 4}, 1}}) {
+                                std::pair{Shape{6, 1}, 1}, std::pair{Shape{0, 4}, 1}, std::pair{Shape{41, 33}, 1},
+                                std::pair{Shape{2, 1024}, 1}, std::pair{Shape{2, 1025}, -1}, std::pair{Shape{3, 1500}, 1}}) {
     for (DType dtype : {DType::kF32, DType::kF64}) {
       samples.push_back({"softmax", SoftmaxAttrs{axis}, {{x, dtype}}, {{x, dtype}}});
       samples.push_back({"softmax_grad", SoftmaxAttrs{axis}, {{x, dtype}, {x, dtype}}, {{x, dtype}}, true});
@@ -295,8 +298,10 @@ std::vector<Sample> Samples() {
       samples.push_back({"reduce_sum_to", ReduceSumToAttrs{target}, {{x, dtype}}, {{target, dtype}}});
     }
   }
-  // The sparse cross entropy: (labels, logits[, dy]) with labels in range; rows x classes incl. odd and empty.
-  for (const auto& [rows, classes] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {7, 10}, {100, 10}, {3, 1000}, {0, 5}}) {
+  // The sparse cross entropy: (labels, logits[, dy]) with labels in range; rows x classes incl. odd and empty,
+  // and rows a warp (up to 1024) and a block (beyond) take on CUDA.
+  for (const auto& [rows, classes] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {7, 10}, {100, 10}, {3, 1000}, {0, 5},
+                                      {2, 1025}, {5, 3000}}) {
     for (DType label : {DType::kI32, DType::kI64}) {
       for (DType dtype : {DType::kF32, DType::kF64}) {
         const TensorMeta labels{Shape{rows}, label}, logits{Shape{rows, classes}, dtype};
@@ -380,7 +385,7 @@ std::vector<Sample> Samples() {
     }
   }
   // The dense softmax cross entropy: (labels, logits[, dy]) with probability-like labels.
-  for (const auto& [rows, classes] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {7, 10}, {3, 1000}, {0, 5}}) {
+  for (const auto& [rows, classes] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {7, 10}, {3, 1000}, {0, 5}, {4, 2000}}) {
     for (DType dtype : {DType::kF32, DType::kF64}) {
       const TensorMeta logits{Shape{rows, classes}, dtype}, loss{Shape{rows}, dtype};
       samples.push_back({"softmax_cross_entropy", std::any(), {logits, logits}, {loss}, true});
@@ -773,21 +778,25 @@ TEST_CASE("an update with a skip flag: 0 updates as without one, anything else (
 
 TEST_CASE("a label out of range fails on the GPU with the CPU's error" *
           doctest::skip(CudaDeviceCount() == 0)) {
-  for (const char* op : {"sparse_softmax_cross_entropy", "sparse_softmax_cross_entropy_grad"}) {
-    CAPTURE(op);
-    const bool grad = std::string(op).ends_with("_grad");
-    const Sample sample{op, std::any(),
-                        grad ? std::vector<TensorMeta>{{Shape{3}, DType::kI32}, {Shape{3, 4}, DType::kF32}, {Shape{3}, DType::kF32}}
-                             : std::vector<TensorMeta>{{Shape{3}, DType::kI32}, {Shape{3, 4}, DType::kF32}},
-                        {grad ? TensorMeta{Shape{3, 4}, DType::kF32} : TensorMeta{Shape{3}, DType::kF32}}, false, 4};
-    std::mt19937 random(5);
-    std::vector<Tensor> inputs;
-    for (Tensor& input : RandomInputs(sample, random)) inputs.push_back(std::move(input));
-    inputs[0] = Tensor::FromVector<std::int32_t>(Shape{3}, {1, 9, -2});
-    const std::string expected = fmt::format("[{}] label 9 at row 1 is outside [0, 4)", op);
-    CHECK_THROWS_WITH_AS(RunOn(Device::Kind::kCpu, sample, inputs), expected.c_str(), KernelError);
-    CHECK_THROWS_WITH_AS(RunOn(Device::Kind::kCuda, sample, inputs), expected.c_str(), KernelError);
-    inputs[0] = Tensor::FromVector<std::int32_t>(Shape{3}, {1, 3, 0});
-    CHECK_NOTHROW(RunOn(Device::Kind::kCuda, sample, inputs));
+  // Rows of 4 classes (a warp a row on the GPU) and of 2000 (a block a row).
+  for (const std::int64_t classes : {std::int64_t{4}, std::int64_t{2000}}) {
+    for (const char* op : {"sparse_softmax_cross_entropy", "sparse_softmax_cross_entropy_grad"}) {
+      CAPTURE(op);
+      CAPTURE(classes);
+      const bool grad = std::string(op).ends_with("_grad");
+      const TensorMeta labels{Shape{3}, DType::kI32}, logits{Shape{3, classes}, DType::kF32}, loss{Shape{3}, DType::kF32};
+      const Sample sample{op, std::any(), grad ? std::vector<TensorMeta>{labels, logits, loss} : std::vector<TensorMeta>{labels, logits},
+                          {grad ? logits : loss}, false, classes};
+      std::mt19937 random(5);
+      std::vector<Tensor> inputs;
+      for (Tensor& input : RandomInputs(sample, random)) inputs.push_back(std::move(input));
+      const auto bad = static_cast<std::int32_t>(classes + 5);
+      inputs[0] = Tensor::FromVector<std::int32_t>(Shape{3}, {1, bad, -2});
+      const std::string expected = fmt::format("[{}] label {} at row 1 is outside [0, {})", op, bad, classes);
+      CHECK_THROWS_WITH_AS(RunOn(Device::Kind::kCpu, sample, inputs), expected.c_str(), KernelError);
+      CHECK_THROWS_WITH_AS(RunOn(Device::Kind::kCuda, sample, inputs), expected.c_str(), KernelError);
+      inputs[0] = Tensor::FromVector<std::int32_t>(Shape{3}, {1, static_cast<std::int32_t>(classes - 1), 0});
+      CHECK_NOTHROW(RunOn(Device::Kind::kCuda, sample, inputs));
+    }
   }
 }

@@ -1,25 +1,29 @@
 // softmax_cross_entropy (dense labels) and its gradient on CUDA: the CPU kernels' row math
-// (kernels/functors/softmax.hpp), a thread per row of the last axis.
+// (kernels/functors/softmax.hpp) by a team of threads a row of the last axis (kernels/cuda/row_team.cuh).
 #include <cstdint>
 
 #include "kernels/cuda/cuda_kernel.hpp"
 #include "kernels/cuda/grid.cuh"
+#include "kernels/cuda/row_team.cuh"
 #include "kernels/functors/softmax.hpp"
 
 namespace weir::internal {
 namespace {
 
-template <typename T>
+template <typename Team, typename T>
 __global__ void DenseCrossEntropyKernel(const T* z, const T* x, T* loss, std::int64_t rows, std::int64_t classes) {
-  WEIR_FOR_EACH_ELEMENT(r, rows) { loss[r] = SoftmaxCrossEntropyRow(z + r * classes, x + r * classes, classes); }
+  for (std::int64_t r = Team::FirstRow(); r < rows; r += Team::RowStride()) {
+    const T value = SoftmaxCrossEntropyRow<Team>(z + r * classes, x + r * classes, classes);
+    if (Team::Lane() == 0) loss[r] = value;
+  }
 }
 
-template <typename T>
+template <typename Team, typename T>
 __global__ void DenseCrossEntropyGradKernel(const T* z, const T* x, const T* dy, T* dz, T* dx, std::int64_t rows,
                                             std::int64_t classes) {
-  WEIR_FOR_EACH_ELEMENT(r, rows) {
+  for (std::int64_t r = Team::FirstRow(); r < rows; r += Team::RowStride()) {
     const std::int64_t at = r * classes;
-    SoftmaxCrossEntropyGradRow(z + at, x + at, dy[r], dz + at, dx + at, classes);
+    SoftmaxCrossEntropyGradRow<Team>(z + at, x + at, dy[r], dz + at, dx + at, classes);
   }
 }
 
@@ -33,10 +37,12 @@ template <typename T, bool kGrad> class SoftmaxCrossEntropyCuda final : public K
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     if (classes_ == 0) return;
     if constexpr (kGrad) {
-      cuda::LaunchOver(stream_, rows_, &DenseCrossEntropyGradKernel<T>, inputs[0].As<T>(), inputs[1].As<T>(),
+      cuda::LaunchRows(stream_, rows_, classes_, &DenseCrossEntropyGradKernel<cuda::WarpPerRow, T>,
+                       &DenseCrossEntropyGradKernel<cuda::BlockPerRow, T>, inputs[0].As<T>(), inputs[1].As<T>(),
                        inputs[2].As<T>(), outputs[0].As<T>(), outputs[1].As<T>(), rows_, classes_);
     } else {
-      cuda::LaunchOver(stream_, rows_, &DenseCrossEntropyKernel<T>, inputs[0].As<T>(), inputs[1].As<T>(),
+      cuda::LaunchRows(stream_, rows_, classes_, &DenseCrossEntropyKernel<cuda::WarpPerRow, T>,
+                       &DenseCrossEntropyKernel<cuda::BlockPerRow, T>, inputs[0].As<T>(), inputs[1].As<T>(),
                        outputs[0].As<T>(), rows_, classes_);
     }
   }

@@ -1,34 +1,46 @@
-// sparse_softmax_cross_entropy and its gradient on CUDA: a thread per row running the CPU kernels' row
-// math (kernels/functors/softmax.hpp); a label out of range fails the call with the CPU's error,
-// reported from the device through DeviceReports (lowest row first). The kernel key is the labels'
-// dtype; the logits' is picked at creation.
+// sparse_softmax_cross_entropy and its gradient on CUDA: the CPU kernels' row math
+// (kernels/functors/softmax.hpp) by a team of threads a row (kernels/cuda/row_team.cuh). A label out
+// of range fails the call with the CPU's error, reported from the device through DeviceReports
+// (lowest row first). The kernel key is the labels' dtype; the logits' is picked at creation.
 #include <cstdint>
 #include <memory>
 
 #include "kernels/cuda/cuda_kernel.hpp"
 #include "kernels/cuda/grid.cuh"
+#include "kernels/cuda/row_team.cuh"
 #include "kernels/functors/softmax.hpp"
 
 namespace weir::internal {
 namespace {
 
-template <typename Label, typename T>
+// The row's label, checked: an out-of-range label is reported (by the team's first lane) and the row skipped.
+template <typename Team, typename Label>
+__device__ bool LabelInRange(const Label* labels, std::int64_t r, std::int64_t classes, const cuda::ReportRing& reports,
+                             std::int64_t& label) {
+  label = labels[r];
+  if (label >= 0 && label < classes) return true;
+  if (Team::Lane() == 0) cuda::CheckIndex(r, label, classes, reports);
+  return false;
+}
+
+template <typename Team, typename Label, typename T>
 __global__ void CrossEntropyKernel(const Label* labels, const T* logits, T* loss, std::int64_t rows, std::int64_t classes,
                                    cuda::ReportRing reports) {
-  WEIR_FOR_EACH_ELEMENT(r, rows) {
-    const std::int64_t label = labels[r];
-    if (cuda::CheckIndex(r, label, classes, reports)) loss[r] = SparseCrossEntropyRow(logits + r * classes, classes, label);
+  for (std::int64_t r = Team::FirstRow(); r < rows; r += Team::RowStride()) {
+    std::int64_t label = 0;
+    if (!LabelInRange<Team>(labels, r, classes, reports, label)) continue;
+    const T value = SparseCrossEntropyRow<Team>(logits + r * classes, classes, label);
+    if (Team::Lane() == 0) loss[r] = value;
   }
 }
 
-template <typename Label, typename T>
+template <typename Team, typename Label, typename T>
 __global__ void CrossEntropyGradKernel(const Label* labels, const T* logits, const T* dy, T* dlogits, std::int64_t rows,
                                        std::int64_t classes, cuda::ReportRing reports) {
-  WEIR_FOR_EACH_ELEMENT(r, rows) {
-    const std::int64_t label = labels[r];
-    if (cuda::CheckIndex(r, label, classes, reports)) {
-      SparseCrossEntropyGradRow(logits + r * classes, classes, label, dy[r], dlogits + r * classes);
-    }
+  for (std::int64_t r = Team::FirstRow(); r < rows; r += Team::RowStride()) {
+    std::int64_t label = 0;
+    if (!LabelInRange<Team>(labels, r, classes, reports, label)) continue;
+    SparseCrossEntropyGradRow<Team>(logits + r * classes, classes, label, dy[r], dlogits + r * classes);
   }
 }
 
@@ -44,11 +56,13 @@ template <typename Label, typename T, bool kGrad> class SparseCrossEntropyCuda f
     const Label* labels = inputs[0].As<Label>();
     const T* logits = inputs[1].As<T>();
     if constexpr (kGrad) {
-      cuda::LaunchOver(stream_, rows_, &CrossEntropyGradKernel<Label, T>, labels, logits, inputs[2].As<T>(),
+      cuda::LaunchRows(stream_, rows_, classes_, &CrossEntropyGradKernel<cuda::WarpPerRow, Label, T>,
+                       &CrossEntropyGradKernel<cuda::BlockPerRow, Label, T>, labels, logits, inputs[2].As<T>(),
                        outputs[0].As<T>(), rows_, classes_, reports_.Ring());
     } else {
-      cuda::LaunchOver(stream_, rows_, &CrossEntropyKernel<Label, T>, labels, logits, outputs[0].As<T>(), rows_, classes_,
-                       reports_.Ring());
+      cuda::LaunchRows(stream_, rows_, classes_, &CrossEntropyKernel<cuda::WarpPerRow, Label, T>,
+                       &CrossEntropyKernel<cuda::BlockPerRow, Label, T>, labels, logits, outputs[0].As<T>(), rows_,
+                       classes_, reports_.Ring());
     }
     reports_.AdvanceAfterRun(stream_);
   }
