@@ -156,18 +156,22 @@ int main(int argc, char** argv) {
   const weir::Job jobs[] = {Chain(), Diamond()};
   // The last rows: the kernels on asynchronous (CPU) device streams, the path GPU kernels take: an
   // actor per kernel (what each act's submission, event and completion add), and the stream's kernels
-  // as one graph actor (the default; on a GPU one CUDA graph).
+  // as one graph actor (the default; on a GPU one CUDA graph). On device streams the executors are lent
+  // to the threads that hand them work (the default); the last row has them as actors of the runtime's
+  // threads instead (SessionOptions::lend_executors off).
   struct Hosting {
     const char* name;
     const char* json_prefix;
     weir::ActorHosting hosting;
     bool device_streams;
     bool stream_graphs;
+    bool lend_executors = true;
   } hostings[] = {{"actor per stream", "", weir::ActorHosting::kActorPerStream, false, false},
                   {"actor per op", "per_op_", weir::ActorHosting::kActorPerOp, false, false},
                   {"device streams", "device_streams_", weir::ActorHosting::kActorPerStream, true, false},
-                  {"device stream graph", "stream_graph_", weir::ActorHosting::kActorPerStream, true, true}};
-  constexpr int kHostings = 4;
+                  {"device stream graph", "stream_graph_", weir::ActorHosting::kActorPerStream, true, true},
+                  {"  on actor threads", "stream_graph_actor_threads_", weir::ActorHosting::kActorPerStream, true, true, false}};
+  constexpr int kHostings = 5;
 
   fmt::print("actor overhead: {} calls per run, median of {} runs (alternating hostings)\n", calls, repeats);
   fmt::print("{:<20} {:<10} {:>7} {:>16} {:>16} {:>14} {:>14}\n", "hosting", "graph", "actors", "sync calls/s",
@@ -186,6 +190,7 @@ int main(int argc, char** argv) {
         sync_options.hosting = hostings[h].hosting;
         sync_options.async_cpu_streams = hostings[h].device_streams;
         sync_options.stream_graphs = hostings[h].stream_graphs;
+        sync_options.lend_executors = hostings[h].lend_executors;
         weir::Session sync_session(sync_options);
         const int acting = actors[static_cast<std::size_t>(h)] = ActorsPerCall(sync_session, job);
         const Measurement sync = RunSync(sync_session, job, acting, calls);

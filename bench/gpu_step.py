@@ -42,8 +42,10 @@ BATCH = 100
 POOL_BATCHES = 8
 KINDS = ("weir", "weir-copy-streams", "weir-no-graphs", "torch-eager", "torch-graph", "torch-graph-host-batch")
 # Rows run only when --kinds names them: the convolutions in NHWC (the channels-last pass),
-# TF32 tensor cores for f32 products on both sides, mixed precision (f16) on both sides.
-EXTRA_KINDS = ("weir-nhwc", "weir-tf32", "torch-graph-tf32", "weir-amp", "torch-eager-amp", "torch-graph-amp")
+# TF32 tensor cores for f32 products on both sides, mixed precision (f16) on both sides; Weir with every
+# executor an actor of its runtime's threads (--weir-binary only: SessionOptions::lend_executors off).
+EXTRA_KINDS = ("weir-nhwc", "weir-tf32", "torch-graph-tf32", "weir-amp", "torch-eager-amp", "torch-graph-amp",
+               "weir-actor-threads")
 
 
 def parse_args():
@@ -221,6 +223,8 @@ def run_cpp_worker(kind, model, args):
         argv.append("--no-stream-graphs")
     if kind == "weir-copy-streams":
         argv.append("--copy-streams")
+    if kind == "weir-actor-threads":
+        argv.append("--no-lend")
     argv += {"weir-nhwc": ["--nhwc"], "weir-tf32": ["--tf32"], "weir-amp": ["--amp"]}.get(kind, [])
     row = last_json_line(argv, args)
     if "error" in row:
@@ -232,6 +236,8 @@ def run_cpp_worker(kind, model, args):
 def run_worker(kind, model, args):
     if kind.startswith("weir") and args.weir_binary:
         return run_cpp_worker(kind, model, args)
+    if kind == "weir-actor-threads":
+        return {"error": "weir-actor-threads runs through the C++ API only (--weir-binary)"}
     python = sys.executable if kind.startswith("weir") else args.torch_python
     argv = [python, os.path.abspath(__file__), "--worker", kind, "--model", model, "--steps", str(args.steps),
             "--repeats", str(args.repeats), "--warmup", str(args.warmup)] + (["--smoke-cpu"] if args.smoke_cpu else [])

@@ -143,6 +143,12 @@ struct SessionOptions {
   /// one actor, which on a GPU launches them as one CUDA graph (captured once per set of register
   /// addresses, replayed per call), instead of an actor per kernel.
   bool stream_graphs = true;
+  /// Where no actor of a job waits for anything (every kernel on a device stream, no collective: a
+  /// one-GPU job, or CPU jobs with async_cpu_streams), its executors run on the threads that hand them
+  /// work: the caller's thread launches a call's first kernels itself, and the poller that saw a device
+  /// finish passes the results on, instead of waking an actor thread for each (tens of µs each). Off:
+  /// every executor is an actor of the runtime's threads.
+  bool lend_executors = true;
   /// On a GPU, a call input or result of at most this many bytes moves on the GPU's compute stream, in
   /// order with the kernels (in their CUDA graph); a larger one on copy streams of its own, so that the
   /// copy for the next call overlaps this call's kernels. A hand-off between streams costs a host round

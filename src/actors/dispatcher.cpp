@@ -38,12 +38,21 @@ void Dispatcher::Admit(const std::shared_ptr<CallRecord>& record, const std::fun
     --admission_waiters_;
   }
   if (closed_) throw std::runtime_error("[session] the session is shutting down; no new calls are accepted");
-  record->call_id = next_call_id_++;
+  const std::int64_t call_id = record->call_id = next_call_id_++;
   pending_.push_back(record);
-  // Hand over hand: launches keep call-id order, but run outside the dispatcher's lock, which
-  // the actors need to complete calls.
-  std::lock_guard launch_lock(launch_mutex_);
   lock.unlock();
+  // Launches keep call-id order, and run outside the dispatcher's lock, which the actors need to
+  // complete calls: a launch may complete earlier calls on this thread (lent executors), so nothing
+  // takes the launch lock while holding the dispatcher's.
+  std::unique_lock launch_lock(launch_mutex_);
+  launch_turn_.wait(launch_lock, [&] { return next_launch_id_ == call_id; });
+  struct NextTurn {
+    Dispatcher& dispatcher;
+    ~NextTurn() {
+      ++dispatcher.next_launch_id_;
+      dispatcher.launch_turn_.notify_all();
+    }
+  } next_turn{*this};
   launch();
 }
 

@@ -53,6 +53,8 @@ class Dispatcher {
   const int max_in_flight_;
   mutable std::mutex mutex_;
   std::mutex launch_mutex_;  // orders launches without holding mutex_
+  std::condition_variable launch_turn_;  // the call whose turn it is to launch may
+  std::int64_t next_launch_id_ = 0;      // under launch_mutex_
   std::condition_variable admitted_cv_;  // room for another call; calls completed
   std::condition_variable callback_cv_;  // callback queue non-empty or stopping
   std::condition_variable finished_cv_;  // a call was released or a callback finished

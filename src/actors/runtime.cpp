@@ -1,4 +1,5 @@
-// CAF hosting of plans: executors are CAF event-based actors, each hosting one or more tasks.
+// Hosting of plans: executors, each hosting one or more tasks, are CAF event-based actors, or (jobs
+// whose handlers never wait, on device streams) lent to the threads that hand them work.
 #include "actors/runtime.hpp"
 
 #include "common/intra_op_pool.hpp"
@@ -11,6 +12,8 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <type_traits>
+#include <variant>
 
 #include <caf/all.hpp>
 #include <fmt/format.h>
@@ -54,6 +57,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weir::internal::AsyncDoneMsg)
 
 namespace weir::internal {
 
+class LentExecutor;
+
 namespace {
 
 // Debian's CAF is not built with ThreadSanitizer, so TSan cannot see that a CAF message send
@@ -87,6 +92,9 @@ struct JobRuntime::Impl {
   // Weak handles (strong ones would form a cycle with the executors' ownership of this state);
   // written before the first launch, then read-only.
   std::vector<caf::actor_addr> executors;
+  // Or, where the job's executors are lent (RuntimeOptions::lend_executors; then `executors` is empty):
+  // the executors themselves, run by whichever thread hands them work.
+  std::vector<std::unique_ptr<LentExecutor>> lent;
 
   // Calls launched and not yet through the sink. Slots point at these records, so the runtime
   // keeps them alive itself: after a forced shutdown the dispatcher may have let go of them.
@@ -156,13 +164,7 @@ struct JobRuntime::Impl {
   std::vector<std::unique_ptr<CompletionPoller>> pollers;
 
   // On a poller's thread: hands a completed act to its task's executor.
-  void DeliverAsync(std::shared_ptr<AsyncAct> act) {
-    const int executor = task_executor[static_cast<std::size_t>(act->task)];
-    if (auto peer = caf::actor_cast<caf::actor>(executors[static_cast<std::size_t>(executor)])) {
-      BeforeSend();
-      caf::anon_send(peer, AsyncDoneMsg{std::move(act)});
-    }
-  }
+  void DeliverAsync(std::shared_ptr<AsyncAct> act);
 
   void ExecutorFinished() {
     std::lock_guard lock(mutex);
@@ -194,71 +196,64 @@ struct JobRuntime::Executors {
 
 namespace {
 
-class Executor final : public caf::event_based_actor, public MessageSink {
+// What an executor does with its messages, whoever runs it: a CAF actor (CafExecutor) or the thread
+// that hands it work (LentExecutor). Its handlers never run concurrently.
+class ExecutorCore : public MessageSink {
  public:
-  // Executors share ownership of the job's state: after a forced shutdown an executor may still
-  // be inside a kernel, and the state must outlive it.
-  Executor(caf::actor_config& config, std::shared_ptr<JobRuntime::Impl> job, int index)
-      : caf::event_based_actor(config), job_(std::move(job)), index_(index),
-        outboxes_(job_->hosted.size()), finished_(job_->hosted[static_cast<std::size_t>(index)].size(), false) {}
+  ExecutorCore(JobRuntime::Impl& job, int index)
+      : job_(job), index_(index), outboxes_(job_.hosted.size()), finished_(job_.hosted[static_cast<std::size_t>(index)].size(), false) {}
 
-  ~Executor() override { OnReceive(); }
-
-  caf::behavior make_behavior() override {
-    return {
-        [this](MsgBatch& batch) {
-          Guarded([&] {
-            for (const ActorMsg& msg : batch.msgs) local_.push_back(msg);
-            Pump();
-          });
-        },
-        [this](launch_atom, LaunchMsg launch) {
-          Guarded([&] {
-            Task& source = *job_->tasks[static_cast<std::size_t>(job_->plan->source_task)];
-            source.Launch(launch.record);
-            Run(source);
-            Pump();
-          });
-        },
-        [this](AsyncDoneMsg& done) {
-          Guarded([&] {
-            Task& task = *job_->tasks[static_cast<std::size_t>(done.act->task)];
-            task.FinishAsync(*done.act, *this);
-            Run(task);
-            Pump();
-          });
-        },
-        [this](describe_atom, DescribeMsg msg) {
-          OnReceive();
-          std::string text = fmt::format("  executor {} ({}):\n", index_, StreamName());
-          int idle = 0;
-          for (int id : job_->hosted[static_cast<std::size_t>(index_)]) {
-            const std::string line = DescribeBlocked(*job_->tasks[static_cast<std::size_t>(id)]);
-            if (line.empty()) {
-              ++idle;
-            } else {
-              text += line;
-            }
-          }
-          if (idle > 0) text += fmt::format("    {} other actor(s) wait for every input (nothing reached them)\n", idle);
-          std::lock_guard lock(msg.request->mutex);
-          msg.request->answers[static_cast<std::size_t>(index_)] = std::move(text);
-          --msg.request->pending;
-          msg.request->answered.notify_all();
-        },
-        [this](close_atom) {
-          Guarded([&] {
-            Task& source = *job_->tasks[static_cast<std::size_t>(job_->plan->source_task)];
-            source.Protocol().CloseExternal();
-            Run(source);
-            Pump();
-          });
-        },
-    };
+  void OnBatch(const std::vector<ActorMsg>& msgs) {
+    Guarded([&] {
+      for (const ActorMsg& msg : msgs) local_.push_back(msg);
+      Pump();
+    });
+  }
+  void OnLaunch(CallRecord* record) {
+    Guarded([&] {
+      Task& source = *job_.tasks[static_cast<std::size_t>(job_.plan->source_task)];
+      source.Launch(record);
+      Run(source);
+      Pump();
+    });
+  }
+  void OnAsyncDone(AsyncAct& act) {
+    Guarded([&] {
+      Task& task = *job_.tasks[static_cast<std::size_t>(act.task)];
+      task.FinishAsync(act, *this);
+      Run(task);
+      Pump();
+    });
+  }
+  void OnClose() {
+    Guarded([&] {
+      Task& source = *job_.tasks[static_cast<std::size_t>(job_.plan->source_task)];
+      source.Protocol().CloseExternal();
+      Run(source);
+      Pump();
+    });
+  }
+  void OnDescribe(DescribeRequest& request) {
+    OnReceive();
+    std::string text = fmt::format("  executor {} ({}):\n", index_, StreamName());
+    int idle = 0;
+    for (int id : job_.hosted[static_cast<std::size_t>(index_)]) {
+      const std::string line = DescribeBlocked(*job_.tasks[static_cast<std::size_t>(id)]);
+      if (line.empty()) {
+        ++idle;
+      } else {
+        text += line;
+      }
+    }
+    if (idle > 0) text += fmt::format("    {} other actor(s) wait for every input (nothing reached them)\n", idle);
+    std::lock_guard lock(request.mutex);
+    request.answers[static_cast<std::size_t>(index_)] = std::move(text);
+    --request.pending;
+    request.answered.notify_all();
   }
 
   void Send(const ActorMsg& msg) override {
-    const int target = job_->task_executor[static_cast<std::size_t>(msg.dst_task)];
+    const int target = job_.task_executor[static_cast<std::size_t>(msg.dst_task)];
     if (target == index_) {
       local_.push_back(msg);
     } else {
@@ -266,13 +261,20 @@ class Executor final : public caf::event_based_actor, public MessageSink {
     }
   }
 
+ protected:
+  JobRuntime::Impl& Job() const { return job_; }
+  /// Hands `msgs` to executor `executor` (another one).
+  virtual void SendBatch(std::size_t executor, std::vector<ActorMsg> msgs) = 0;
+  /// Every hosted task has finished: the executor takes no more messages.
+  virtual void Quit() = 0;
+
  private:
   template <typename Fn> void Guarded(Fn&& fn) {
     OnReceive();
     try {
       fn();
     } catch (...) {
-      job_->Fault(std::current_exception());
+      job_.Fault(std::current_exception());
     }
     BeforeSend();  // publishes this handler's writes to whoever destroys the shared state
   }
@@ -282,7 +284,7 @@ class Executor final : public caf::event_based_actor, public MessageSink {
   void Pump() {
     for (std::size_t i = 0; i < local_.size(); ++i) {
       const ActorMsg msg = local_[i];
-      Task& task = *job_->tasks[static_cast<std::size_t>(msg.dst_task)];
+      Task& task = *job_.tasks[static_cast<std::size_t>(msg.dst_task)];
       task.Protocol().Receive(msg);
       Run(task);
     }
@@ -290,21 +292,21 @@ class Executor final : public caf::event_based_actor, public MessageSink {
     FlushOutboxes();
     if (finished_count_ == finished_.size() && !reported_) {
       reported_ = true;
-      job_->ExecutorFinished();
-      quit();
+      job_.ExecutorFinished();
+      Quit();
     }
   }
 
   std::string StreamName() const {
-    const Plan& plan = *job_->plan;
-    const TaskDesc& first = plan.tasks[static_cast<std::size_t>(job_->hosted[static_cast<std::size_t>(index_)].front())];
+    const Plan& plan = *job_.plan;
+    const TaskDesc& first = plan.tasks[static_cast<std::size_t>(job_.hosted[static_cast<std::size_t>(index_)].front())];
     return plan.streams[static_cast<std::size_t>(first.stream)].ToString();
   }
 
   // One line on why `task` cannot fire, with names; empty when it waits for all of its inputs and
   // holds nothing (upstream of it is where the stall is) or when it has ended.
   std::string DescribeBlocked(Task& task) const {
-    const Plan& plan = *job_->plan;
+    const Plan& plan = *job_.plan;
     const BlockedOn blocked = task.Protocol().Blocked();
     const TaskDesc& desc = task.Desc();
     const bool all_inputs_empty = blocked.empty_inputs.size() == desc.consumed.size();
@@ -329,17 +331,14 @@ class Executor final : public caf::event_based_actor, public MessageSink {
   void FlushOutboxes() {
     for (std::size_t e = 0; e < outboxes_.size(); ++e) {
       if (outboxes_[e].empty()) continue;
-      if (auto peer = caf::actor_cast<caf::actor>(job_->executors[e])) {
-        BeforeSend();
-        send(peer, MsgBatch{std::move(outboxes_[e])});
-      }
+      SendBatch(e, std::move(outboxes_[e]));
       outboxes_[e].clear();
     }
   }
 
   void Run(Task& task) {
     TaskProtocol& protocol = task.Protocol();
-    auto& progress = job_->progress[static_cast<std::size_t>(index_)];
+    auto& progress = job_.progress[static_cast<std::size_t>(index_)];
     while (protocol.CanAct()) {
       // Before an act (perhaps a long kernel), hand the other executors what is ready for them:
       // holding it back until this executor ran out of work serialised the devices.
@@ -355,7 +354,7 @@ class Executor final : public caf::event_based_actor, public MessageSink {
   }
 
   void MarkFinished(Task& task) {
-    const auto& hosted = job_->hosted[static_cast<std::size_t>(index_)];
+    const auto& hosted = job_.hosted[static_cast<std::size_t>(index_)];
     for (std::size_t i = 0; i < hosted.size(); ++i) {
       if (hosted[i] == task.Desc().id && !finished_[i]) {
         finished_[i] = true;
@@ -364,7 +363,7 @@ class Executor final : public caf::event_based_actor, public MessageSink {
     }
   }
 
-  std::shared_ptr<JobRuntime::Impl> job_;
+  JobRuntime::Impl& job_;
   int index_;
   std::vector<ActorMsg> local_;
   std::vector<std::vector<ActorMsg>> outboxes_;
@@ -373,11 +372,166 @@ class Executor final : public caf::event_based_actor, public MessageSink {
   bool reported_ = false;
 };
 
+class CafExecutor final : public caf::event_based_actor, public ExecutorCore {
+ public:
+  // Executors share ownership of the job's state: after a forced shutdown an executor may still
+  // be inside a kernel, and the state must outlive it.
+  CafExecutor(caf::actor_config& config, std::shared_ptr<JobRuntime::Impl> job, int index)
+      : caf::event_based_actor(config), ExecutorCore(*job, index), keep_alive_(std::move(job)) {}
+
+  ~CafExecutor() override { OnReceive(); }
+
+  caf::behavior make_behavior() override {
+    return {
+        [this](MsgBatch& batch) { OnBatch(batch.msgs); },
+        [this](launch_atom, LaunchMsg launch) { OnLaunch(launch.record); },
+        [this](AsyncDoneMsg& done) { OnAsyncDone(*done.act); },
+        [this](describe_atom, DescribeMsg msg) { OnDescribe(*msg.request); },
+        [this](close_atom) { OnClose(); },
+    };
+  }
+
+ private:
+  void SendBatch(std::size_t executor, std::vector<ActorMsg> msgs) override {
+    // send, not anon_send: under work stealing the peer then runs next on this thread, no wake-up.
+    if (auto peer = caf::actor_cast<caf::actor>(Job().executors[executor])) {
+      BeforeSend();
+      send(peer, MsgBatch{std::move(msgs)});
+    }
+  }
+  void Quit() override { quit(); }
+
+  std::shared_ptr<JobRuntime::Impl> keep_alive_;
+};
+
+}  // namespace
+
+/// An executor that no thread of its own runs: the thread that hands it work (the caller launching a
+/// call, a poller that saw a device finish an act, another executor's thread) runs its handlers, then
+/// those of the executors they handed work to, unless another thread is running it already (then the
+/// work waits in its mailbox for that thread). Each hand-off that woke a sleeping actor thread (tens
+/// of µs on a VM) becomes a function call. Only for jobs whose handlers never wait: every kernel is
+/// submitted to a device stream, and no collective waits for other executors (RuntimeOptions::lend_executors).
+class LentExecutor final : public ExecutorCore {
+ public:
+  using ExecutorCore::ExecutorCore;
+  using Message = std::variant<MsgBatch, LaunchMsg, AsyncDoneMsg, DescribeMsg, close_atom>;
+
+  /// Queues `message`; runs this executor on the calling thread unless a thread has it already.
+  void Post(Message message) {
+    {
+      std::lock_guard lock(mutex_);
+      if (stopped_) return;
+      mailbox_.push_back(std::move(message));
+      if (scheduled_) return;
+      scheduled_ = true;
+    }
+    RunOnThisThread(this);
+  }
+  /// Drops what is queued and everything posted later (a forced shutdown).
+  void Stop() {
+    std::lock_guard lock(mutex_);
+    stopped_ = true;
+    mailbox_.clear();
+  }
+
+ private:
+  // Executors handed work while this thread runs another wait for it in order: a handler never runs
+  // inside another's.
+  static void RunOnThisThread(LentExecutor* executor) {
+    thread_local std::deque<LentExecutor*> ready;
+    thread_local bool running = false;
+    ready.push_back(executor);
+    if (running) return;
+    running = true;
+    while (!ready.empty()) {
+      LentExecutor* next = ready.front();
+      ready.pop_front();
+      next->Drain();
+    }
+    running = false;
+  }
+
+  void Drain() {
+    for (;;) {
+      Message message;
+      {
+        std::lock_guard lock(mutex_);
+        if (mailbox_.empty() || stopped_) {
+          scheduled_ = false;
+          return;
+        }
+        message = std::move(mailbox_.front());
+        mailbox_.pop_front();
+      }
+      std::visit(
+          [this](auto& m) {
+            using M = std::decay_t<decltype(m)>;
+            if constexpr (std::is_same_v<M, MsgBatch>) {
+              OnBatch(m.msgs);
+            } else if constexpr (std::is_same_v<M, LaunchMsg>) {
+              OnLaunch(m.record);
+            } else if constexpr (std::is_same_v<M, AsyncDoneMsg>) {
+              OnAsyncDone(*m.act);
+            } else if constexpr (std::is_same_v<M, DescribeMsg>) {
+              OnDescribe(*m.request);
+            } else {
+              OnClose();
+            }
+          },
+          message);
+    }
+  }
+
+  void SendBatch(std::size_t executor, std::vector<ActorMsg> msgs) override;
+  void Quit() override {
+    std::lock_guard lock(mutex_);
+    stopped_ = true;
+  }
+
+  std::mutex mutex_;
+  std::deque<Message> mailbox_;
+  bool scheduled_ = false;  // a thread runs it, or has it queued to run
+  bool stopped_ = false;
+};
+
+namespace {
+
 // Kernels use the cores through the intra-op pool (common/intra_op_pool.hpp); actor threads beyond
 // that only add inter-op parallelism, which is worth a thread per four cores. On two cores: one
 // actor thread, one pool worker, nothing spinning against the callback or caller threads.
 int DefaultThreads() {
   return std::max(1, UsableCores() / 4);
+}
+
+}  // namespace
+
+void LentExecutor::SendBatch(std::size_t executor, std::vector<ActorMsg> msgs) {
+  Job().lent[executor]->Post(MsgBatch{std::move(msgs)});
+}
+
+void JobRuntime::Impl::DeliverAsync(std::shared_ptr<AsyncAct> act) {
+  const auto executor = static_cast<std::size_t>(task_executor[static_cast<std::size_t>(act->task)]);
+  if (!lent.empty()) {
+    lent[executor]->Post(AsyncDoneMsg{std::move(act)});
+  } else if (auto peer = caf::actor_cast<caf::actor>(executors[executor])) {
+    BeforeSend();
+    caf::anon_send(peer, AsyncDoneMsg{std::move(act)});
+  }
+}
+
+namespace {
+
+// Whether the plan's executors may be lent (LentExecutor): no handler waits for anything, so any
+// thread may run one. Every kernel is submitted to a device stream, and no collective joins devices
+// or processes (one device's collective actor waits for the others').
+bool HandlersNeverWait(const Plan& plan, const std::vector<std::unique_ptr<DeviceStream>>& device_streams) {
+  if (plan.process_collectives) return false;
+  for (const TaskDesc& desc : plan.tasks) {
+    if (desc.collective) return false;
+    if (desc.kind == TaskKind::kKernel && device_streams[static_cast<std::size_t>(desc.stream)] == nullptr) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -499,9 +653,13 @@ std::unique_ptr<JobRuntime> Runtime::Instantiate(std::shared_ptr<const Plan> pla
   job->executors_running = static_cast<int>(job->hosted.size());
   job->progress = std::make_unique<JobRuntime::Impl::ExecutorProgress[]>(job->hosted.size());
   std::vector<caf::actor> executors;
-  for (std::size_t e = 0; e < job->hosted.size(); ++e) {
-    executors.push_back(impl_->system.spawn<Executor>(job, static_cast<int>(e)));
-    job->executors.push_back(executors.back().address());
+  if (options_.lend_executors && options_.hosting == Hosting::kActorPerStream && HandlersNeverWait(p, job->device_streams)) {
+    for (std::size_t e = 0; e < job->hosted.size(); ++e) job->lent.push_back(std::make_unique<LentExecutor>(*job, static_cast<int>(e)));
+  } else {
+    for (std::size_t e = 0; e < job->hosted.size(); ++e) {
+      executors.push_back(impl_->system.spawn<CafExecutor>(job, static_cast<int>(e)));
+      job->executors.push_back(executors.back().address());
+    }
   }
   auto runtime = std::make_unique<JobRuntime>(std::move(job));
   runtime->executors_->handles = std::move(executors);
@@ -528,9 +686,13 @@ void JobRuntime::Launch(const std::shared_ptr<CallRecord>& record) {
     std::lock_guard lock(impl_->calls_mutex);
     impl_->calls_in_flight.push_back(record);
   }
-  const int executor = impl_->task_executor[static_cast<std::size_t>(impl_->plan->source_task)];
+  const auto executor = static_cast<std::size_t>(impl_->task_executor[static_cast<std::size_t>(impl_->plan->source_task)]);
+  if (!impl_->lent.empty()) {
+    impl_->lent[executor]->Post(LaunchMsg{record.get()});
+    return;
+  }
   BeforeSend();
-  caf::anon_send(executors_->handles[static_cast<std::size_t>(executor)], launch_atom::value, LaunchMsg{record.get()});
+  caf::anon_send(executors_->handles[executor], launch_atom::value, LaunchMsg{record.get()});
 }
 
 bool JobRuntime::Shutdown() {
@@ -538,9 +700,15 @@ bool JobRuntime::Shutdown() {
   if (impl_->shut_down) return impl_->clean_shutdown;
   if (!impl_->launched_close) {
     impl_->launched_close = true;
-    const int executor = impl_->task_executor[static_cast<std::size_t>(impl_->plan->source_task)];
-    BeforeSend();
-    caf::anon_send(executors_->handles[static_cast<std::size_t>(executor)], close_atom::value);
+    const auto executor = static_cast<std::size_t>(impl_->task_executor[static_cast<std::size_t>(impl_->plan->source_task)]);
+    if (!impl_->lent.empty()) {
+      lock.unlock();  // the cascade may run here, and its executors report to this lock
+      impl_->lent[executor]->Post(close_atom::value);
+      lock.lock();
+    } else {
+      BeforeSend();
+      caf::anon_send(executors_->handles[executor], close_atom::value);
+    }
   }
   const bool clean = impl_->finished_cv.wait_for(lock, impl_->options.shutdown_timeout,
                                                  [&] { return impl_->executors_running == 0 || impl_->fault; });
@@ -550,6 +718,7 @@ bool JobRuntime::Shutdown() {
       BeforeSend();
       caf::anon_send_exit(executor, caf::exit_reason::user_shutdown);
     }
+    for (const auto& executor : impl_->lent) executor->Stop();
   }
   // Executors hold no handles to themselves once they exit; dropping ours lets CAF reclaim them.
   impl_->shut_down = true;
@@ -639,10 +808,11 @@ JobCounters JobRuntime::Profile() const {
 
 std::string JobRuntime::DescribeWaiting() const {
   auto request = std::make_shared<DescribeRequest>();
-  const std::vector<caf::actor>& executors = executors_->handles;
-  request->answers.resize(executors.size());
-  request->pending = static_cast<int>(executors.size());
-  for (const caf::actor& executor : executors) {
+  const std::size_t count = impl_->hosted.size();
+  request->answers.resize(count);
+  request->pending = static_cast<int>(count);
+  for (const auto& executor : impl_->lent) executor->Post(DescribeMsg{request});
+  for (const caf::actor& executor : executors_->handles) {
     BeforeSend();
     caf::anon_send(executor, describe_atom::value, DescribeMsg{request});
   }

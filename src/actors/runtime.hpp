@@ -36,6 +36,10 @@ struct RuntimeOptions {
   /// thread polls for about 0.5 ms after each message, which keeps back-to-back CPU calls from ever
   /// paying a wake-up but holds a core through every GPU step.
   bool waits_on_devices = false;
+  /// Where no handler of a job waits (every kernel submitted to a device stream, no collective), its
+  /// executors run on the threads that hand them work (the caller launching a call, the poller that
+  /// saw a device finish) instead of waking an actor thread for each hand-off (kActorPerStream only).
+  bool lend_executors = false;
 };
 
 class JobRuntime;

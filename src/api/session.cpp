@@ -225,7 +225,8 @@ class SessionImpl {
             options_.scheduler_threads,
             options.hosting == ActorHosting::kActorPerOp ? Hosting::kActorPerTask : Hosting::kActorPerStream,
             options.shutdown_timeout, /*share_work=*/std::max(options_.cpu_devices, options_.gpu_devices) > 1,
-            options.async_cpu_streams, /*waits_on_devices=*/options_.gpu_devices > 0 || options.async_cpu_streams})) {
+            options.async_cpu_streams, /*waits_on_devices=*/options_.gpu_devices > 0 || options.async_cpu_streams,
+            options.lend_executors})) {
     StartWatchdog();
   }
 

@@ -11,6 +11,7 @@
 #include <map>
 #include <regex>
 #include <sstream>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -417,4 +418,39 @@ TEST_CASE("a trace shows each device act's submission, its work on the device an
     }
     CHECK(device_acts == device_slices);
   }
+}
+
+TEST_CASE("lent executors and actor threads alike: a stalled device stream is described at once, calls end in order") {
+  // On device streams every executor of a one-device job is lent to the threads that hand it work
+  // (SessionOptions::lend_executors): the caller launches, the poller passes results on. Both ways must
+  // describe a stall (no executor is inside a kernel: the kernel runs on the stream's thread) and end
+  // the calls in call order once the kernel returns.
+  testing::RegisterBlockOp();
+  for (const bool lend : {true, false}) {
+    CAPTURE(lend);
+    testing::BlockReset();
+    SessionOptions options;
+    options.async_cpu_streams = true;
+    options.lend_executors = lend;
+    Session session(options);
+    JobBuilder builder("stalled");
+    builder.Output("y", testing::Block(ScalarMul(builder.Placeholder("x", Shape{2}), 2.0, "double")));
+    const Job job = builder.Build();
+    std::vector<float> seen;
+    for (int call = 0; call < 4; ++call) {
+      session.CallAsync(job, {Tensor::FromVector<float>(Shape{2}, {1, static_cast<float>(call)})},
+                        [&](CallResult result) { seen.push_back(result.outputs["y"].ToVector<float>().at(1)); });
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const auto asked = std::chrono::steady_clock::now();
+    const std::string state = session.DescribeState();
+    INFO(state);
+    CHECK(std::chrono::steady_clock::now() - asked < std::chrono::milliseconds(900));  // every executor answered
+    CHECK(state.find("job 'stalled': 4 call(s) in flight") != std::string::npos);
+    CHECK(state.find("did not answer") == std::string::npos);
+    testing::BlockRelease();
+    session.Sync();
+    CHECK(seen == std::vector<float>{0, 2, 4, 6});
+  }
+  testing::BlockReset();
 }
