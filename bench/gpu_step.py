@@ -25,7 +25,9 @@ were not built for. `--torch-python` names the interpreter that has torch (defau
 `--kinds` also takes rows that do not run by default: weir-nhwc (the convolutions in NHWC through the
 channels-last pass, as on the CPU; by default a GPU runs them in NCHW as written), weir-tf32 and torch-graph-tf32 (f32 matmuls and convolutions on TF32
 tensor cores, both sides), weir-amp, torch-eager-amp and torch-graph-amp (mixed precision in f16:
-Weir's enable_auto_mixed_precision, PyTorch's torch.autocast; neither scales the loss).
+Weir's enable_auto_mixed_precision, PyTorch's torch.autocast; neither scales the loss), and
+weir-actor-threads (with --weir-binary: every executor an actor of Weir's runtime threads, where by
+default a one-GPU job's executors are lent to the caller's and the poller's threads).
 
 `--smoke-cpu` runs the same code on the CPU (no CUDA graphs), so that tests/python/test_gpu.py keeps
 this program working on machines without a GPU; its figures mean nothing.

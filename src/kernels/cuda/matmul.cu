@@ -1,13 +1,19 @@
-// matmul on CUDA through cuBLAS, on the device stream's handle; and the
-// planner-fused matmul_bias_act in one cuBLASLt matmul whose epilogue adds the bias and applies the
-// relu (FusedGemm), or, where cuBLASLt offers no algorithm for the shapes, the GEMM and then the bias
-// and the relu in place (two more elementwise launches).
+// matmul on CUDA: one cuBLASLt matmul (LtGemm) whose algorithm is timed once per shape among cuBLASLt's
+// heuristic candidates, and the planner-fused matmul_bias_act in one cuBLASLt matmul whose epilogue adds
+// the bias and applies the relu; where cuBLASLt offers no algorithm for the shapes (or for double), the
+// cuBLAS GEMM, then the bias and the relu in place (two more elementwise launches).
 #include <climits>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+
+#include <fmt/format.h>
 
 #include "common/cuda_handles.cuh"
 #include "kernels/attrs/fused_attrs.hpp"
@@ -18,19 +24,26 @@
 
 namespace weir::internal::cuda {
 
-/// matmul_bias_act's GEMM in one cuBLASLt matmul with its BIAS or RELU_BIAS epilogue: row-major C (m x n)
-/// = alpha op(A) op(B) + bias (one row of n, added to every row), then relu if asked. The descriptors
-/// and the algorithm are chosen once, for the shapes, from cuBLASLt's heuristics; Ready() is false
-/// when it offers none (the kernel then adds the bias and the relu itself). float.
-class FusedGemm {
+/// Row-major C (m x n) = alpha op(A) op(B) [+ bias (one row of n, added to every row) [then relu]] in one
+/// cuBLASLt matmul (the bias and relu in its BIAS or RELU_BIAS epilogue). A is (m x k) or, transposed,
+/// (k x m); B is (k x n) or (n x k). The descriptors are made once for the shapes, and the algorithm
+/// is the fastest of cuBLASLt's heuristic candidates (up to kLtCandidates), each timed on scratch
+/// operands when the first kernel of its configuration is made (a process-wide cache: BERT's 12
+/// layers time each shape once). WEIR_CUBLASLT_TUNE=0 takes the heuristics' first instead, and
+/// WEIR_CUBLASLT_TRACE=1 prints each timed candidate. Ready() is false when cuBLASLt offers none
+/// (the kernel then runs the cuBLAS GEMM). float (FP32, or TF32 tensor cores where allowed), and
+/// float16 / bfloat16 (tensor cores, float accumulation), all without an epilogue or with the bias.
+class LtGemm {
  public:
-  FusedGemm(void* stream, bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
-            bool relu, bool tensor_float_32);
-  ~FusedGemm();
-  FusedGemm(const FusedGemm&) = delete;
-  FusedGemm& operator=(const FusedGemm&) = delete;
+  enum class Epilogue : std::uint8_t { kNone, kBias, kReluBias };
+  LtGemm(void* stream, int device, DType dtype, bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n,
+         std::int64_t k, double alpha, Epilogue epilogue, bool tensor_float_32);
+  ~LtGemm();
+  LtGemm(const LtGemm&) = delete;
+  LtGemm& operator=(const LtGemm&) = delete;
   bool Ready() const;
-  void Run(void* stream, const float* a, const float* b, const float* bias, float* c);
+  /// `bias`: the epilogue's (null without one).
+  void Run(void* stream, const void* a, const void* b, const void* bias, void* c);
 
  private:
   struct Impl;
@@ -135,7 +148,7 @@ namespace weir::internal::cuda {
 // cuBLASLt sees the row-major C = op(A) op(B) + bias as the column-major C^T (n x m) = op(B)^T op(A)^T
 // + bias, whose bias is one value per row of C^T (n of them) added to each of its m columns: exactly
 // cuBLASLt's BIAS epilogue.
-struct FusedGemm::Impl {
+struct LtGemm::Impl {
   cublasLtMatmulDesc_t operation = nullptr;
   cublasLtMatrixLayout_t b_layout = nullptr, a_layout = nullptr, c_layout = nullptr;
   cublasLtMatmulAlgo_t algorithm{};
@@ -150,35 +163,99 @@ struct FusedGemm::Impl {
   }
 };
 
-FusedGemm::FusedGemm(void* stream, bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                     double alpha, bool relu, bool tensor_float_32)
+namespace {
+
+constexpr int kLtCandidates = 8;
+
+bool EnvOn(const char* name, bool otherwise) {
+  const char* text = std::getenv(name);
+  return text == nullptr || *text == '\0' ? otherwise : std::string(text) != "0";
+}
+
+// The chosen algorithm of each configuration timed so far (device, dtype, compute, epilogue, shapes).
+struct LtChoices {
+  std::mutex mutex;
+  std::map<std::string, cublasLtMatmulAlgo_t> chosen;
+};
+LtChoices& Choices() {
+  static LtChoices choices;
+  return choices;
+}
+
+// The mean of three runs of `run` (a cuBLASLt matmul) after one untimed, on the stream; -1 where it fails.
+template <typename Run> float TimeAlgorithm(cudaStream_t stream, Run run) {
+  if (run() != CUBLAS_STATUS_SUCCESS) return -1;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  WEIR_CUDA_CHECK(cudaEventCreate(&start));
+  WEIR_CUDA_CHECK(cudaEventCreate(&stop));
+  constexpr int kRuns = 3;
+  bool ok = cudaEventRecord(start, stream) == cudaSuccess;
+  for (int i = 0; ok && i < kRuns; ++i) ok = run() == CUBLAS_STATUS_SUCCESS;
+  float milliseconds = -1;
+  if (!(ok && cudaEventRecord(stop, stream) == cudaSuccess && cudaEventSynchronize(stop) == cudaSuccess &&
+        cudaEventElapsedTime(&milliseconds, start, stop) == cudaSuccess)) {
+    milliseconds = -1 * kRuns;
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return milliseconds / kRuns;
+}
+
+cudaDataType_t LtType(DType dtype) {
+  return dtype == DType::kF16 ? CUDA_R_16F : dtype == DType::kBF16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+}  // namespace
+
+LtGemm::LtGemm(void* stream, int device, DType dtype, bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n,
+               std::int64_t k, double alpha, Epilogue epilogue, bool tensor_float_32)
     : impl_(std::make_unique<Impl>()) {
   if (m == 0 || n == 0 || k == 0) return;  // nothing for cuBLASLt to multiply: the kernel's own path
-  const CublasLtOf lt(static_cast<cudaStream_t>(stream));
+  const cudaStream_t native = static_cast<cudaStream_t>(stream);
+  const CublasLtOf lt(native);
   impl_->alpha = static_cast<float>(alpha);
-  WEIR_CUDA_CHECK(cublasLtMatmulDescCreate(&impl_->operation,
-                                           tensor_float_32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const bool tf32 = dtype == DType::kF32 && tensor_float_32;
+  const cudaDataType_t type = LtType(dtype);
+  WEIR_CUDA_CHECK(cublasLtMatmulDescCreate(&impl_->operation, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+                                           CUDA_R_32F));
   const cublasOperation_t op_b = transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's first operand
   const cublasOperation_t op_a = transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   WEIR_CUDA_CHECK(cublasLtMatmulDescSetAttribute(impl_->operation, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b)));
   WEIR_CUDA_CHECK(cublasLtMatmulDescSetAttribute(impl_->operation, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a)));
-  const cublasLtEpilogue_t epilogue = relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
-  WEIR_CUDA_CHECK(cublasLtMatmulDescSetAttribute(impl_->operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-                                                 sizeof(epilogue)));
+  const cublasLtEpilogue_t lt_epilogue = epilogue == Epilogue::kReluBias ? CUBLASLT_EPILOGUE_RELU_BIAS
+                                         : epilogue == Epilogue::kBias   ? CUBLASLT_EPILOGUE_BIAS
+                                                                         : CUBLASLT_EPILOGUE_DEFAULT;
+  WEIR_CUDA_CHECK(cublasLtMatmulDescSetAttribute(impl_->operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &lt_epilogue,
+                                                 sizeof(lt_epilogue)));
+  if (epilogue != Epilogue::kNone) {
+    WEIR_CUDA_CHECK(cublasLtMatmulDescSetAttribute(impl_->operation, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type, sizeof(type)));
+  }
   // Column-major layouts of the row-major memory: B is (k x n) row-major, so (n x k) column-major with
   // leading dimension n, or (k x n) with leading dimension k when transposed; A likewise; C^T is n x m.
   const std::uint64_t rows_n = static_cast<std::uint64_t>(n), rows_m = static_cast<std::uint64_t>(m),
                       rows_k = static_cast<std::uint64_t>(k);
-  WEIR_CUDA_CHECK(cublasLtMatrixLayoutCreate(&impl_->b_layout, CUDA_R_32F, transpose_b ? rows_k : rows_n,
+  WEIR_CUDA_CHECK(cublasLtMatrixLayoutCreate(&impl_->b_layout, type, transpose_b ? rows_k : rows_n,
                                              transpose_b ? rows_n : rows_k, static_cast<std::int64_t>(transpose_b ? rows_k : rows_n)));
-  WEIR_CUDA_CHECK(cublasLtMatrixLayoutCreate(&impl_->a_layout, CUDA_R_32F, transpose_a ? rows_m : rows_k,
+  WEIR_CUDA_CHECK(cublasLtMatrixLayoutCreate(&impl_->a_layout, type, transpose_a ? rows_m : rows_k,
                                              transpose_a ? rows_k : rows_m, static_cast<std::int64_t>(transpose_a ? rows_m : rows_k)));
-  WEIR_CUDA_CHECK(cublasLtMatrixLayoutCreate(&impl_->c_layout, CUDA_R_32F, rows_n, rows_m, static_cast<std::int64_t>(rows_n)));
+  WEIR_CUDA_CHECK(cublasLtMatrixLayoutCreate(&impl_->c_layout, type, rows_n, rows_m, static_cast<std::int64_t>(rows_n)));
+
+  const std::string key = fmt::format("{} {} {} {} {}{} {}x{}x{}", device, static_cast<int>(dtype), tf32,
+                                      static_cast<int>(epilogue), transpose_a, transpose_b, m, n, k);
+  const bool tune = EnvOn("WEIR_CUBLASLT_TUNE", true);
+  {
+    std::lock_guard lock(Choices().mutex);
+    if (const auto it = Choices().chosen.find(key); tune && it != Choices().chosen.end()) {
+      impl_->algorithm = it->second;
+      impl_->ready = true;
+      return;
+    }
+  }
   cublasLtMatmulPreference_t preference = nullptr;
   WEIR_CUDA_CHECK(cublasLtMatmulPreferenceCreate(&preference));
   // Register slots are 16-byte aligned at least; the algorithm must not assume more.
   const std::uint32_t alignment = 16;
-  cublasLtMatmulHeuristicResult_t result{};
+  cublasLtMatmulHeuristicResult_t results[kLtCandidates]{};
   int found = 0;
   cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                                &lt.workspace_bytes, sizeof(lt.workspace_bytes));
@@ -190,25 +267,68 @@ FusedGemm::FusedGemm(void* stream, bool transpose_a, bool transpose_b, std::int6
   }
   if (status == CUBLAS_STATUS_SUCCESS) {
     status = cublasLtMatmulAlgoGetHeuristic(lt.handle, impl_->operation, impl_->b_layout, impl_->a_layout,
-                                            impl_->c_layout, impl_->c_layout, preference, 1, &result, &found);
+                                            impl_->c_layout, impl_->c_layout, preference, tune ? kLtCandidates : 1,
+                                            results, &found);
   }
   cublasLtMatmulPreferenceDestroy(preference);
   // No algorithm for these shapes (CUBLAS_STATUS_NOT_SUPPORTED, or none found): the kernel's own path.
   if (status == CUBLAS_STATUS_NOT_SUPPORTED || found == 0) return;
   WEIR_CUDA_CHECK(status);
-  impl_->algorithm = result.algo;
+  int best = 0;
+  if (found > 1) {
+    // Scratch operands of the real shapes, zeroed (the times do not depend on the values).
+    const std::size_t element = dtype == DType::kF32 ? 4 : 2;
+    const std::size_t a_bytes = element * static_cast<std::size_t>(m * k), b_bytes = element * static_cast<std::size_t>(k * n),
+                      c_bytes = element * static_cast<std::size_t>(m * n), bias_bytes = element * static_cast<std::size_t>(n);
+    DeviceScratch scratch(device, a_bytes + b_bytes + c_bytes + bias_bytes + 3 * 256);
+    auto at = [&](std::size_t offset) { return scratch.As<std::byte>((offset + 255) / 256 * 256); };
+    std::byte* a = at(0);
+    std::byte* b = at(a_bytes + 256);
+    std::byte* c = at(a_bytes + b_bytes + 512);
+    std::byte* bias = at(a_bytes + b_bytes + c_bytes + 768);
+    WEIR_CUDA_CHECK(cudaMemsetAsync(scratch.As<std::byte>(), 0, a_bytes + b_bytes + c_bytes + bias_bytes + 3 * 256, native));
+    if (epilogue != Epilogue::kNone) {
+      const void* bias_pointer = bias;
+      WEIR_CUDA_CHECK(cublasLtMatmulDescSetAttribute(impl_->operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer,
+                                                     sizeof(bias_pointer)));
+    }
+    const bool trace = EnvOn("WEIR_CUBLASLT_TRACE", false);
+    float best_ms = -1;
+    for (int i = 0; i < found; ++i) {
+      const float zero = 0;
+      const float ms = TimeAlgorithm(native, [&] {
+        return cublasLtMatmul(lt.handle, impl_->operation, &impl_->alpha, b, impl_->b_layout, a, impl_->a_layout, &zero, c,
+                              impl_->c_layout, c, impl_->c_layout, &results[i].algo, lt.workspace, lt.workspace_bytes,
+                              native);
+      });
+      if (trace) std::fprintf(stderr, "[cublaslt] %s candidate %d: %.4f ms\n", key.c_str(), i, ms);
+      if (ms >= 0 && (best_ms < 0 || ms < best_ms)) {
+        best_ms = ms;
+        best = i;
+      }
+    }
+    WEIR_CUDA_CHECK(cudaStreamSynchronize(native));  // the scratch goes now
+    if (trace) std::fprintf(stderr, "[cublaslt] %s: candidate %d of %d\n", key.c_str(), best, found);
+  }
+  impl_->algorithm = results[best].algo;
   impl_->ready = true;
+  if (tune) {
+    std::lock_guard lock(Choices().mutex);
+    Choices().chosen.emplace(key, impl_->algorithm);
+  }
 }
 
-FusedGemm::~FusedGemm() = default;
+LtGemm::~LtGemm() = default;
 
-bool FusedGemm::Ready() const { return impl_->ready; }
+bool LtGemm::Ready() const { return impl_->ready; }
 
-void FusedGemm::Run(void* stream, const float* a, const float* b, const float* bias, float* c) {
+void LtGemm::Run(void* stream, const void* a, const void* b, const void* bias, void* c) {
   const cudaStream_t native = static_cast<cudaStream_t>(stream);
   const CublasLtOf lt(native);
   // The bias's address is the slot's of this Run: set before each matmul (host-side, no device work).
-  WEIR_CUDA_CHECK(cublasLtMatmulDescSetAttribute(impl_->operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+  if (bias != nullptr) {
+    WEIR_CUDA_CHECK(cublasLtMatmulDescSetAttribute(impl_->operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+  }
   const float zero = 0;
   WEIR_CUDA_CHECK(cublasLtMatmul(lt.handle, impl_->operation, &impl_->alpha, b, impl_->b_layout, a, impl_->a_layout, &zero,
                                  c, impl_->c_layout, c, impl_->c_layout, &impl_->algorithm, lt.workspace,
@@ -232,21 +352,20 @@ template <typename T, bool kFused = false> class MatMulCuda final : public Kerne
     m_ = attrs_.transpose_a ? a[1] : a[0];
     k_ = attrs_.transpose_a ? a[0] : a[1];
     n_ = attrs_.transpose_b ? b[0] : b[1];
-    if (!kFused) return;
-    PlanBroadcast({m_, n_}, {n_}, {m_, n_}, bias_rows_);
-    if constexpr (std::is_same_v<T, float>) {
-      epilogue_.emplace(stream_, attrs_.transpose_a, attrs_.transpose_b, m_, n_, k_, attrs_.alpha, relu_,
-                        setup.tensor_float_32);
-      if (!epilogue_->Ready()) epilogue_.reset();
+    if (kFused) PlanBroadcast({m_, n_}, {n_}, {m_, n_}, bias_rows_);
+    if constexpr (!std::is_same_v<T, double>) {
+      using Epilogue = cuda::LtGemm::Epilogue;
+      lt_.emplace(stream_, setup.device.index, setup.inputs[0].dtype, attrs_.transpose_a, attrs_.transpose_b, m_, n_, k_,
+                  attrs_.alpha, !kFused ? Epilogue::kNone : relu_ ? Epilogue::kReluBias : Epilogue::kBias,
+                  setup.tensor_float_32);
+      if (!lt_->Ready()) lt_.reset();
     }
   }
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     T* c = outputs[0].As<T>();
-    if constexpr (std::is_same_v<T, float>) {
-      if (epilogue_) {
-        epilogue_->Run(stream_, inputs[0].As<T>(), inputs[1].As<T>(), inputs[2].As<T>(), c);
-        return;
-      }
+    if (lt_) {
+      lt_->Run(stream_, inputs[0].As<T>(), inputs[1].As<T>(), kFused ? inputs[2].As<T>() : nullptr, c);
+      return;
     }
     cuda::Gemm<T>(stream_, attrs_.transpose_a, attrs_.transpose_b, m_, n_, k_, attrs_.alpha, inputs[0].As<T>(),
                   inputs[1].As<T>(), c);
@@ -262,7 +381,7 @@ template <typename T, bool kFused = false> class MatMulCuda final : public Kerne
   bool relu_;
   std::int64_t m_ = 0, n_ = 0, k_ = 0;
   BroadcastPlan bias_rows_;  // the bias row over C's rows
-  std::optional<cuda::FusedGemm> epilogue_;  // matmul_bias_act in one cuBLASLt call, where it has an algorithm
+  std::optional<cuda::LtGemm> lt_;  // the product (and bias, relu) in one cuBLASLt call, where it has an algorithm
 };
 
 // matmul_sgd_update: (a, b, variable, lr) -> variable += (−lr · gradient_scale · alpha) op(a) op(b),
