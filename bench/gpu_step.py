@@ -27,7 +27,9 @@ channels-last pass, as on the CPU; by default a GPU runs them in NCHW as written
 tensor cores, both sides), weir-amp, torch-eager-amp and torch-graph-amp (mixed precision in f16:
 Weir's enable_auto_mixed_precision, PyTorch's torch.autocast; neither scales the loss), and
 weir-actor-threads (with --weir-binary: every executor an actor of Weir's runtime threads, where by
-default a one-GPU job's executors are lent to the caller's and the poller's threads).
+default a one-GPU job's executors are lent to the caller's and the poller's threads), and
+weir-caller-waits (with --weir-binary: the sync caller waits for the GPU's event itself and handles the
+completion, WEIR_CALLER_COMPLETION_US=2000, instead of sleeping until the poller wakes it).
 
 `--smoke-cpu` runs the same code on the CPU (no CUDA graphs), so that tests/python/test_gpu.py keeps
 this program working on machines without a GPU; its figures mean nothing.
@@ -47,7 +49,7 @@ KINDS = ("weir", "weir-copy-streams", "weir-no-graphs", "torch-eager", "torch-gr
 # TF32 tensor cores for f32 products on both sides, mixed precision (f16) on both sides; Weir with every
 # executor an actor of its runtime's threads (--weir-binary only: SessionOptions::lend_executors off).
 EXTRA_KINDS = ("weir-nhwc", "weir-tf32", "torch-graph-tf32", "weir-amp", "torch-eager-amp", "torch-graph-amp",
-               "weir-actor-threads")
+               "weir-actor-threads", "weir-caller-waits")
 
 
 def parse_args():
@@ -228,7 +230,8 @@ def run_cpp_worker(kind, model, args):
     if kind == "weir-actor-threads":
         argv.append("--no-lend")
     argv += {"weir-nhwc": ["--nhwc"], "weir-tf32": ["--tf32"], "weir-amp": ["--amp"]}.get(kind, [])
-    row = last_json_line(argv, args)
+    env = dict(os.environ, WEIR_CALLER_COMPLETION_US="2000") if kind == "weir-caller-waits" else None
+    row = last_json_line(argv, args, env)
     if "error" in row:
         return row
     return {"step_ms": row["train_ms_per_step"], "host_us": row["host_us_per_step"], "loss": row["final_loss"],
@@ -238,8 +241,8 @@ def run_cpp_worker(kind, model, args):
 def run_worker(kind, model, args):
     if kind.startswith("weir") and args.weir_binary:
         return run_cpp_worker(kind, model, args)
-    if kind == "weir-actor-threads":
-        return {"error": "weir-actor-threads runs through the C++ API only (--weir-binary)"}
+    if kind in ("weir-actor-threads", "weir-caller-waits"):
+        return {"error": f"{kind} runs through the C++ API only (--weir-binary)"}
     python = sys.executable if kind.startswith("weir") else args.torch_python
     argv = [python, os.path.abspath(__file__), "--worker", kind, "--model", model, "--steps", str(args.steps),
             "--repeats", str(args.repeats), "--warmup", str(args.warmup)] + (["--smoke-cpu"] if args.smoke_cpu else [])

@@ -40,6 +40,7 @@ struct CallRecord {
     promise.set_value();
     fulfilled_.store(true, std::memory_order_release);
   }
+  bool Fulfilled() const { return fulfilled_.load(std::memory_order_acquire); }
   /// Sync calls: returns once Fulfil ran. Spins for up to `spin` first, then sleeps on the promise: on
   /// small machines a futex wake-up costs tens of microseconds, more than a small job's whole call,
   /// while a spin sees the result within a fraction of a microsecond. The sleep polls the wait

@@ -162,6 +162,8 @@ struct JobRuntime::Impl {
   // waiting for what they watch and the streams running what was submitted.
   std::vector<std::unique_ptr<DeviceStream>> device_streams;
   std::vector<std::unique_ptr<CompletionPoller>> pollers;
+  // Where the executors are lent and one device stream has a poller: that poller (JobRuntime::CompleteNext).
+  CompletionPoller* only_poller = nullptr;
 
   // On a poller's thread: hands a completed act to its task's executor.
   void DeliverAsync(std::shared_ptr<AsyncAct> act);
@@ -655,6 +657,11 @@ std::unique_ptr<JobRuntime> Runtime::Instantiate(std::shared_ptr<const Plan> pla
   std::vector<caf::actor> executors;
   if (options_.lend_executors && options_.hosting == Hosting::kActorPerStream && HandlersNeverWait(p, job->device_streams)) {
     for (std::size_t e = 0; e < job->hosted.size(); ++e) job->lent.push_back(std::make_unique<LentExecutor>(*job, static_cast<int>(e)));
+    int pollers = 0;
+    for (const auto& poller : job->pollers) {
+      if (poller != nullptr && ++pollers == 1) job->only_poller = poller.get();
+    }
+    if (pollers != 1) job->only_poller = nullptr;
   } else {
     for (std::size_t e = 0; e < job->hosted.size(); ++e) {
       executors.push_back(impl_->system.spawn<CafExecutor>(job, static_cast<int>(e)));
@@ -734,6 +741,8 @@ int JobRuntime::CallsInFlight() const {
   std::lock_guard lock(impl_->calls_mutex);
   return static_cast<int>(impl_->calls_in_flight.size());
 }
+
+bool JobRuntime::CompleteNext() { return impl_->only_poller != nullptr && impl_->only_poller->CompleteNext(); }
 
 void JobRuntime::SetCallDoneHook(std::function<void()> hook) { impl_->call_done_hook = std::move(hook); }
 

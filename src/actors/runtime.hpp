@@ -83,6 +83,11 @@ class JobRuntime {
   const Plan& GetPlan() const;
   /// Calls launched and not yet through the final actor.
   int CallsInFlight() const;
+  /// For a sync caller waiting for its call, where the job's executors are lent and it has one device
+  /// stream: waits on the calling thread for that stream's next completion and handles it here (the
+  /// executors run on this thread), instead of the stream's poller waking and then waking the caller.
+  /// False when there is nothing to wait for this way (the caller then waits as usual).
+  bool CompleteNext();
   /// Runs `hook` on the actor thread each time a call leaves the final actor.
   void SetCallDoneHook(std::function<void()> hook);
   /// What the job waits for (the watchdog's report): calls in flight and the oldest one's age, then

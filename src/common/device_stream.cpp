@@ -22,30 +22,62 @@ CompletionPoller::~CompletionPoller() {
 void CompletionPoller::Watch(std::unique_ptr<StreamEvent> event, Done done) {
   {
     std::lock_guard lock(mutex_);
-    watched_.emplace_back(std::move(event), std::move(done));
+    watched_.push_back(std::make_shared<Watched>(Watched{std::move(event), std::move(done)}));
   }
   wake_.notify_one();
+}
+
+namespace {
+
+// Waits for `event`; the device's failure, if it failed.
+std::exception_ptr AwaitEvent(StreamEvent& event) {
+  try {
+    // Bounded waits, so that a device that never completes shows up in a stack dump here rather
+    // than as a thread parked forever; the actors' watchdog reports the stalled actor.
+    while (!event.WaitFor(std::chrono::milliseconds(100))) {
+    }
+  } catch (...) {
+    return std::current_exception();
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void CompletionPoller::Deliver(const std::shared_ptr<Watched>& watched, std::exception_ptr error) {
+  {
+    std::lock_guard lock(mutex_);
+    if (watched_.empty() || watched_.front() != watched) return;
+    watched_.pop_front();
+  }
+  watched->done(std::move(error));
+}
+
+bool CompletionPoller::CompleteNext() {
+  std::lock_guard deliver(deliver_mutex_);
+  std::shared_ptr<Watched> first;
+  {
+    std::lock_guard lock(mutex_);
+    if (watched_.empty()) return false;
+    first = watched_.front();
+  }
+  Deliver(first, AwaitEvent(*first->event));
+  return true;
 }
 
 void CompletionPoller::Loop() {
   pthread_setname_np(pthread_self(), "weir-poller");
   for (;;) {
-    std::unique_lock lock(mutex_);
-    wake_.wait(lock, [&] { return stopping_ || !watched_.empty(); });
-    if (watched_.empty()) return;  // stopping, and every watched event is done
-    auto [event, done] = std::move(watched_.front());
-    watched_.pop_front();
-    lock.unlock();
-    std::exception_ptr error;
-    try {
-      // Bounded waits, so that a device that never completes shows up in a stack dump here rather
-      // than as a thread parked forever; the actors' watchdog reports the stalled actor.
-      while (!event->WaitFor(std::chrono::milliseconds(100))) {
-      }
-    } catch (...) {
-      error = std::current_exception();
+    std::shared_ptr<Watched> first;  // kept alive here while a helper may deliver and drop it
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !watched_.empty(); });
+      if (watched_.empty()) return;  // stopping, and every watched event is done
+      first = watched_.front();
     }
-    done(error);
+    std::exception_ptr error = AwaitEvent(*first->event);
+    std::lock_guard deliver(deliver_mutex_);
+    Deliver(first, std::move(error));
   }
 }
 

@@ -2,7 +2,8 @@
 // The asynchronous device path (docs/runtime.md, "Devices with streams"; OneFlow's design, the runtime
 // reference 7.6): an actor on a device submits its kernel's work to the device's stream and records an
 // event behind it; its messages leave once the event completes. A poller thread per stream waits for
-// the events in order and hands each completion back to the actors' executor.
+// the events in order and hands each completion back to the actors' executor (or a sync caller waiting
+// for its call does, CompletionPoller::CompleteNext).
 //
 // Two implementations of one interface: CUDA streams and events (common/cuda_runtime.hpp,
 // MakeCudaDeviceStream), and CpuDeviceStream, where work runs on the stream's own thread and events
@@ -58,14 +59,27 @@ class CompletionPoller {
   CompletionPoller& operator=(const CompletionPoller&) = delete;
 
   void Watch(std::unique_ptr<StreamEvent> event, Done done);
+  /// Waits on the calling thread for the first event watched and calls its `done` here, unless the
+  /// poller's thread gets to it first; the `done` calls keep the order watched, one at a time. False
+  /// when nothing is watched. A sync caller that would sleep until the poller woke it (which the
+  /// device's completion woke first) waits here instead: one wake-up where there were two.
+  bool CompleteNext();
 
  private:
+  struct Watched {
+    std::unique_ptr<StreamEvent> event;
+    Done done;
+  };
   void Loop();
+  /// Calls `watched`'s done with `error` if it is still the first watched (else a helper did).
+  /// Under deliver_mutex_.
+  void Deliver(const std::shared_ptr<Watched>& watched, std::exception_ptr error);
 
   std::string name_;
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<std::pair<std::unique_ptr<StreamEvent>, Done>> watched_;
+  std::deque<std::shared_ptr<Watched>> watched_;
+  std::mutex deliver_mutex_;  // held from the wait for the first event through its done
   bool stopping_ = false;
   std::thread thread_;  // last: starts once the rest is made
 };

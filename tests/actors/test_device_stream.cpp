@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -78,6 +79,51 @@ TEST_CASE("the poller calls back in the order it was given events, with the devi
   CHECK(seen[0] == "first");
   CHECK(seen[1] == "[cuda] device 0: an illegal memory access");
   CHECK(seen[2] == "third");
+}
+
+TEST_CASE("a waiting caller and the poller complete each event once, in the order watched, the error included") {
+  // CompleteNext: a sync caller waits for the first event itself and calls its done on its own thread,
+  // racing the poller's thread for the same events. Every done runs once, in order, never two at once.
+  auto stream = MakeCpuDeviceStream("s");
+  CompletionPoller poller("s");
+  CHECK_FALSE(poller.CompleteNext());  // nothing watched
+  std::mutex mutex;
+  std::vector<int> seen;
+  std::atomic<int> inside{0};
+  std::atomic<bool> overlapped{false};
+  std::atomic<int> on_caller{0};
+  const auto caller = std::this_thread::get_id();
+  constexpr int kEvents = 400;
+  for (int i = 0; i < kEvents; ++i) {
+    stream->Submit([] { std::this_thread::sleep_for(std::chrono::microseconds(20)); });
+    auto done = [&, i](std::exception_ptr error) {
+      if (inside.fetch_add(1) != 0) overlapped = true;
+      if (std::this_thread::get_id() == caller) on_caller.fetch_add(1);
+      {
+        std::lock_guard lock(mutex);
+        seen.push_back(error ? -i : i);
+      }
+      inside.fetch_sub(1);
+    };
+    if (i % 7 == 3) {
+      poller.Watch(std::make_unique<FailedEvent>(), done);
+    } else {
+      poller.Watch(stream->Record(), done);
+    }
+  }
+  for (;;) {
+    {
+      std::lock_guard lock(mutex);
+      if (static_cast<int>(seen.size()) == kEvents) break;
+    }
+    poller.CompleteNext();
+  }
+  CHECK_FALSE(poller.CompleteNext());
+  CHECK_FALSE(overlapped.load());
+  CHECK(on_caller.load() > 0);  // the caller completed some (the 20 us of work each leave it time to)
+  std::lock_guard lock(mutex);
+  REQUIRE(seen.size() == kEvents);
+  for (int i = 0; i < kEvents; ++i) CHECK(seen[static_cast<std::size_t>(i)] == (i % 7 == 3 ? -i : i));
 }
 
 TEST_CASE("destroying a CPU device stream runs what was submitted") {

@@ -1,5 +1,6 @@
 """weir.profiler: per-actor busy time and per-call latency of job functions, sync and async."""
 
+import json
 import os
 import re
 import subprocess
@@ -184,3 +185,18 @@ def test_trace_ops_sums_device_time_by_op_type(tmp_path):
     assert "matmul_bias_act" in shares and "sparse_softmax_cross_entropy" in shares, out
     assert abs(sum(shares.values()) - 100.0) < 1.0, out
     assert len(re.findall(r"^    \S+ +\S+ ms$", out, re.MULTILINE)) == 3, out
+
+
+def test_a_sync_caller_waiting_for_the_device_itself_trains_as_when_the_poller_wakes_it():
+    """WEIR_CALLER_COMPLETION_US (off by default): a sync caller of a job on one device stream waits for
+    the device's event and handles the completion on its own thread. On CPU device streams (the GPU's
+    path, without a GPU) the C++ train-step benchmark ends with the same loss either way."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    binary = os.path.join(os.environ.get("WEIR_BUILD", os.path.join(root, "build")), "bench", "train_step")
+    losses = []
+    for completion_us in ("0", "2000"):
+        out = subprocess.run([binary, "--model", "mlp", "--cpu-device-streams", "--steps", "120", "--repeats", "1",
+                              "--warmup", "2", "--no-async", "--no-infer"], check=True, capture_output=True, text=True,
+                             timeout=120, env=dict(os.environ, WEIR_CALLER_COMPLETION_US=completion_us)).stdout
+        losses.append(json.loads(out.strip().splitlines()[-1])["final_loss"])
+    assert losses[0] == losses[1], losses
