@@ -20,7 +20,9 @@ def Resize(image, target_size=None, min_size=None, max_size=None, keep_aspect_ra
     scale (batch, 2) float32. With it, the `resize_side` ("shorter" or "longer") to `target_size` (an
     int), the other side then kept within `max_size` (shorter) or at least `min_size` (longer): returns
     (images, scale, new_size), images still a tensor_buffer, new_size (batch, 2) int32 (width, height).
-    `interpolation_type`: "auto" or "bilinear", or "nearest_neighbor". The deprecated arguments
+    `interpolation_type`: "auto" or "bilinear", "nearest_neighbor", "bicubic" or "area" (OpenCV's
+    resize, which OneFlow runs: bicubic with a = -0.75, area weighing source pixels by the share of
+    them each output pixel covers). The deprecated arguments
     (color_space, interp_type, resize_shorter, resize_x/resize_y) work as in OneFlow and make it return
     the images alone."""
     check_blob(image, "flow.image.Resize", "image")
@@ -30,9 +32,9 @@ def Resize(image, target_size=None, min_size=None, max_size=None, keep_aspect_ra
         channels = 1 if str(color_space).upper() == "GRAY" else 3
     if interp_type is not None:
         deprecated = True
-        known = {"Linear": "bilinear", "NN": "nearest_neighbor", "Cubic": "bicubic"}
+        known = {"Linear": "bilinear", "NN": "nearest_neighbor", "Cubic": "bicubic", "Area": "area"}
         if interp_type not in known:
-            raise ValueError(f"flow.image.Resize: interp_type must be 'Linear', 'NN' or 'Cubic', got {interp_type!r}")
+            raise ValueError(f"flow.image.Resize: interp_type must be 'Linear', 'NN', 'Cubic' or 'Area', got {interp_type!r}")
         interpolation_type = known[interp_type]
     if resize_x > 0 and resize_y > 0:
         deprecated, target_size, keep_aspect_ratio = True, (resize_x, resize_y), False

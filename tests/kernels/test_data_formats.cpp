@@ -247,6 +247,88 @@ TEST_CASE("bilinear resize matches a direct evaluation with half-pixel centres")
   }
 }
 
+namespace {
+
+// Keys' cubic convolution kernel at distance d, OpenCV's a = -0.75, in its piecewise textbook form.
+double Keys(double d) {
+  constexpr double a = -0.75;
+  d = std::abs(d);
+  if (d <= 1) return ((a + 2) * d - (a + 3)) * d * d + 1;
+  if (d < 2) return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a;
+  return 0;
+}
+
+// OpenCV's bicubic resize of one sample, from its definition: half-pixel centres, the 4 x 4
+// neighbours of the source position, edge pixels repeated.
+double BicubicAt(const std::vector<std::uint8_t>& src, image::Size from, int c, image::Size to, int y, int x, int k) {
+  const double sy = (y + 0.5) * from.height / to.height - 0.5, sx = (x + 0.5) * from.width / to.width - 0.5;
+  const int iy = static_cast<int>(std::floor(sy)), ix = static_cast<int>(std::floor(sx));
+  double value = 0;
+  for (int j = -1; j <= 2; ++j) {
+    for (int i = -1; i <= 2; ++i) {
+      const int py = std::clamp(iy + j, 0, from.height - 1), px = std::clamp(ix + i, 0, from.width - 1);
+      value += Keys(sy - (iy + j)) * Keys(sx - (ix + i)) * src[static_cast<std::size_t>((py * from.width + px) * c + k)];
+    }
+  }
+  return value;
+}
+
+// Area resampling of one sample: the mean of the source over the rectangle the output pixel covers.
+double AreaAt(const std::vector<std::uint8_t>& src, image::Size from, int c, image::Size to, int y, int x, int k) {
+  const double sy = static_cast<double>(from.height) / to.height, sx = static_cast<double>(from.width) / to.width;
+  double value = 0;
+  for (int py = 0; py < from.height; ++py) {
+    const double h = std::min<double>((y + 1) * sy, py + 1) - std::max<double>(y * sy, py);
+    for (int px = 0; px < from.width && h > 0; ++px) {
+      const double w = std::min<double>((x + 1) * sx, px + 1) - std::max<double>(x * sx, px);
+      if (w > 0) value += h * w * src[static_cast<std::size_t>((py * from.width + px) * c + k)];
+    }
+  }
+  return value / (sy * sx);
+}
+
+}  // namespace
+
+TEST_CASE("bicubic and area resizes match direct evaluations of OpenCV's definitions") {
+  CHECK(image::ParseInterpolation("bicubic", "t") == image::Interpolation::kBicubic);
+  CHECK(image::ParseInterpolation("area", "t") == image::Interpolation::kArea);
+  CHECK_THROWS_WITH_AS(image::ParseInterpolation("lanczos", "[image_resize]"),
+                       "[image_resize]: interpolation_type must be 'auto', 'bilinear', 'nearest_neighbor', 'bicubic' "
+                       "or 'area', got 'lanczos'",
+                       std::invalid_argument);
+  std::mt19937 gen(11);
+  for (const auto interpolation : {image::Interpolation::kBicubic, image::Interpolation::kArea}) {
+    // Up, down, mixed and non-integer factors; one-pixel images; the same size.
+    for (const auto& [from, to] : std::vector<std::pair<image::Size, image::Size>>{
+             {{7, 9}, {13, 4}}, {{1, 5}, {3, 3}}, {{16, 16}, {16, 16}}, {{30, 20}, {7, 11}}, {{5, 6}, {15, 18}}, {{9, 9}, {4, 4}}}) {
+      CAPTURE(from.height);
+      CAPTURE(from.width);
+      CAPTURE(to.height);
+      CAPTURE(to.width);
+      const int c = 3;
+      std::vector<std::uint8_t> src(static_cast<std::size_t>(from.height * from.width * c));
+      for (auto& v : src) v = static_cast<std::uint8_t>(gen());
+      std::vector<float> out(static_cast<std::size_t>(to.height * to.width * c));
+      image::Resize(src.data(), from, c, out.data(), to, interpolation);
+      std::vector<std::uint8_t> rounded(out.size());
+      image::Resize(src.data(), from, c, rounded.data(), to, interpolation);
+      for (int y = 0; y < to.height; ++y) {
+        for (int x = 0; x < to.width; ++x) {
+          for (int k = 0; k < c; ++k) {
+            const double expected = interpolation == image::Interpolation::kBicubic ? BicubicAt(src, from, c, to, y, x, k)
+                                                                                   : AreaAt(src, from, c, to, y, x, k);
+            const std::size_t i = static_cast<std::size_t>((y * to.width + x) * c + k);
+            REQUIRE(std::abs(out[i] - expected) < 1e-3 * std::max(1.0, std::abs(expected)));
+            // u8: rounded and saturated (a bicubic overshoots at edges).
+            REQUIRE(std::abs(rounded[i] - std::clamp(std::lround(expected), 0L, 255L)) <= 1);
+          }
+        }
+      }
+      if (from.height == to.height && from.width == to.width) CHECK(rounded == src);
+    }
+  }
+}
+
 TEST_CASE("a C++ job reads, decodes and normalizes its own batches from an OFRecord dataset") {
   ScratchDir dir("weir-ofrecord");
   // Two part files of 3 records: a 4x6 RGB JPEG and its label.

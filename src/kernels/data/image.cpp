@@ -1,6 +1,7 @@
 #include "kernels/data/image.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <string>
@@ -181,14 +182,118 @@ void Crop(const std::uint8_t* pixels, Size size, int channels, Window window, st
 Interpolation ParseInterpolation(std::string_view name, std::string_view what) {
   if (name == "auto" || name == "bilinear") return Interpolation::kBilinear;
   if (name == "nearest_neighbor") return Interpolation::kNearest;
+  if (name == "bicubic") return Interpolation::kBicubic;
+  if (name == "area") return Interpolation::kArea;
   throw std::invalid_argument(fmt::format(
-      "{}: interpolation_type must be 'auto', 'bilinear' or 'nearest_neighbor' (Weir has no bicubic or area "
-      "resize yet), got '{}'",
-      what, name));
+      "{}: interpolation_type must be 'auto', 'bilinear', 'nearest_neighbor', 'bicubic' or 'area', got '{}'", what,
+      name));
 }
+
+namespace {
+
+// Each output sample along one axis as a weighted sum of source samples: taps first[i] .. first[i] +
+// count[i] - 1 of `index` and `weight` (indices already clamped to the source).
+struct Filter {
+  std::vector<int> first;             // into index / weight, per output sample
+  std::vector<int> count;
+  std::vector<int> index;             // source sample
+  std::vector<float> weight;
+};
+
+// Keys' cubic convolution kernel with OpenCV's a = -0.75: the weights of the four neighbours of a
+// sample at fraction t past the second.
+std::array<float, 4> CubicWeights(float t) {
+  constexpr float a = -0.75f;
+  const float u = t + 1, v = 1 - t;
+  const float w0 = ((a * u - 5 * a) * u + 8 * a) * u - 4 * a;
+  const float w1 = ((a + 2) * t - (a + 3)) * t * t + 1;
+  const float w2 = ((a + 2) * v - (a + 3)) * v * v + 1;
+  return {w0, w1, w2, 1 - w0 - w1 - w2};
+}
+
+Filter CubicFilter(int from, int to) {
+  Filter filter;
+  const double scale = static_cast<double>(from) / to;
+  for (int i = 0; i < to; ++i) {
+    const double x = (i + 0.5) * scale - 0.5;
+    const int base = static_cast<int>(std::floor(x));
+    const std::array<float, 4> w = CubicWeights(static_cast<float>(x - base));
+    filter.first.push_back(static_cast<int>(filter.index.size()));
+    filter.count.push_back(4);
+    for (int k = 0; k < 4; ++k) {
+      filter.index.push_back(std::clamp(base - 1 + k, 0, from - 1));
+      filter.weight.push_back(w[static_cast<std::size_t>(k)]);
+    }
+  }
+  return filter;
+}
+
+// Output sample i covers [i, i + 1) * from / to of the source: each source sample weighs by its share
+// of that span.
+Filter AreaFilter(int from, int to) {
+  Filter filter;
+  const double scale = static_cast<double>(from) / to;
+  for (int i = 0; i < to; ++i) {
+    const double begin = i * scale, end = (i + 1) * scale;
+    filter.first.push_back(static_cast<int>(filter.index.size()));
+    int taps = 0;
+    for (int j = static_cast<int>(std::floor(begin)); j < end && j < from; ++j) {
+      const double covered = std::min<double>(end, j + 1) - std::max<double>(begin, j);
+      if (covered <= 1e-12) continue;
+      filter.index.push_back(j);
+      filter.weight.push_back(static_cast<float>(covered / scale));
+      ++taps;
+    }
+    filter.count.push_back(taps);
+  }
+  return filter;
+}
+
+// Separable resampling: every source row filtered along x into `rows` (from.height x to.width x c
+// floats), then each output row as a weighted sum of those rows.
+template <typename T>
+void ResizeSeparable(const std::uint8_t* src, Size from, int channels, T* dst, Size to, const Filter& xs, const Filter& ys) {
+  const std::size_t c = static_cast<std::size_t>(channels);
+  const std::size_t out_row = static_cast<std::size_t>(to.width) * c;
+  std::vector<float> rows(static_cast<std::size_t>(from.height) * out_row, 0.0f);
+  for (int y = 0; y < from.height; ++y) {
+    const std::uint8_t* in = src + static_cast<std::size_t>(y) * static_cast<std::size_t>(from.width) * c;
+    float* row = rows.data() + static_cast<std::size_t>(y) * out_row;
+    for (int x = 0; x < to.width; ++x) {
+      const auto at = static_cast<std::size_t>(xs.first[static_cast<std::size_t>(x)]);
+      for (int t = 0; t < xs.count[static_cast<std::size_t>(x)]; ++t) {
+        const std::size_t from_x = static_cast<std::size_t>(xs.index[at + static_cast<std::size_t>(t)]) * c;
+        const float w = xs.weight[at + static_cast<std::size_t>(t)];
+        for (std::size_t k = 0; k < c; ++k) row[static_cast<std::size_t>(x) * c + k] += w * in[from_x + k];
+      }
+    }
+  }
+  std::vector<float> sum(out_row);
+  for (int y = 0; y < to.height; ++y) {
+    std::fill(sum.begin(), sum.end(), 0.0f);
+    const auto at = static_cast<std::size_t>(ys.first[static_cast<std::size_t>(y)]);
+    for (int t = 0; t < ys.count[static_cast<std::size_t>(y)]; ++t) {
+      const float* row = rows.data() + static_cast<std::size_t>(ys.index[at + static_cast<std::size_t>(t)]) * out_row;
+      const float w = ys.weight[at + static_cast<std::size_t>(t)];
+      for (std::size_t i = 0; i < out_row; ++i) sum[i] += w * row[i];
+    }
+    T* out = dst + static_cast<std::size_t>(y) * out_row;
+    for (std::size_t i = 0; i < out_row; ++i) out[i] = FromFloat<T>(sum[i]);
+  }
+}
+
+}  // namespace
 
 template <typename T>
 void Resize(const std::uint8_t* src, Size from, int channels, T* dst, Size to, Interpolation interpolation) {
+  if (interpolation == Interpolation::kBicubic) {
+    ResizeSeparable(src, from, channels, dst, to, CubicFilter(from.width, to.width), CubicFilter(from.height, to.height));
+    return;
+  }
+  if (interpolation == Interpolation::kArea) {
+    ResizeSeparable(src, from, channels, dst, to, AreaFilter(from.width, to.width), AreaFilter(from.height, to.height));
+    return;
+  }
   const std::size_t c = static_cast<std::size_t>(channels);
   const std::size_t src_row = static_cast<std::size_t>(from.width) * c;
   if (interpolation == Interpolation::kNearest) {

@@ -49,11 +49,14 @@ Window RandomWindow(Size image, std::span<const double> area, std::span<const do
 /// Copies `window` of an image of `size` and `channels` into `out`.
 void Crop(const std::uint8_t* pixels, Size size, int channels, Window window, std::vector<std::uint8_t>& out);
 
-enum class Interpolation : std::uint8_t { kBilinear, kNearest };
-/// "auto" and "bilinear" (bilinear), "nearest_neighbor"; throws std::invalid_argument naming `what`.
+enum class Interpolation : std::uint8_t { kBilinear, kNearest, kBicubic, kArea };
+/// "auto" and "bilinear" (bilinear), "nearest_neighbor", "bicubic", "area" (OneFlow's names); throws
+/// std::invalid_argument naming `what` otherwise.
 Interpolation ParseInterpolation(std::string_view name, std::string_view what);
-/// Resizes `src` (of `from`) to `to` with half-pixel centres (OpenCV's convention), writing T (u8
-/// rounded, or float).
+/// Resizes `src` (of `from`) to `to` with half-pixel centres, as OpenCV's resize (which OneFlow's
+/// image_resize runs) does: bicubic is OpenCV's (Keys' kernel with a = -0.75, edge pixels repeated),
+/// area weighs each source pixel by how much of it the output pixel covers. Writes T (u8 rounded and
+/// saturated, or float).
 template <typename T>
 void Resize(const std::uint8_t* src, Size from, int channels, T* dst, Size to, Interpolation interpolation);
 
