@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential meson ninja-build pkg-config cmake
   libcaf-dev libboost-dev libfmt-dev doctest-dev libdnnl-dev libopenblas-dev zlib1g-dev libgloo-dev libssl-dev libturbojpeg0-dev
+  libpng-dev
   python3-numpy python3-pybind11 pybind11-dev python3-dev python3-pytest python3-mesonpy
   python3-venv python3-pip iproute2
   python3-torch

@@ -189,6 +189,65 @@ TEST_CASE("JPEGs round-trip through libjpeg-turbo, and bad ones are errors") {
   CHECK_THROWS_AS(image::ParseColorSpace("HSV", "test"), std::invalid_argument);
 }
 
+TEST_CASE("PNGs decode losslessly in every color space, alpha dropped; DecodeImage tells PNG from JPEG") {
+  const image::Size size{24, 40};
+  std::vector<std::uint8_t> rgba(static_cast<std::size_t>(size.height * size.width * 4));
+  std::vector<std::uint8_t> rgb;
+  for (int y = 0; y < size.height; ++y) {
+    for (int x = 0; x < size.width; ++x) {
+      std::uint8_t* p = rgba.data() + (y * size.width + x) * 4;
+      p[0] = static_cast<std::uint8_t>(x * 6);
+      p[1] = static_cast<std::uint8_t>(y * 10);
+      p[2] = static_cast<std::uint8_t>(x * y);
+      p[3] = static_cast<std::uint8_t>(x * 5 + y);  // not composited: the colour stays as it is
+      rgb.insert(rgb.end(), p, p + 3);
+    }
+  }
+  for (const bool with_alpha : {false, true}) {
+    CAPTURE(with_alpha);
+    const std::vector<std::uint8_t> png = with_alpha ? image::EncodePng(rgba.data(), size, 4) : image::EncodePng(rgb.data(), size, 3);
+    std::vector<std::uint8_t> decoded, bgr, gray, any;
+    CHECK(image::DecodePng(png, image::ColorSpace::kRGB, decoded).width == 40);
+    CHECK(decoded == rgb);  // lossless
+    image::DecodePng(png, image::ColorSpace::kBGR, bgr);
+    REQUIRE(bgr.size() == rgb.size());
+    for (std::size_t i = 0; i < rgb.size(); i += 3) {
+      CHECK(bgr[i] == rgb[i + 2]);
+      CHECK(bgr[i + 2] == rgb[i]);
+    }
+    image::DecodePng(png, image::ColorSpace::kGray, gray);
+    REQUIRE(gray.size() == rgb.size() / 3);
+    for (std::size_t i = 0; i < gray.size(); ++i) {  // BT.601 luma, as a JPEG decodes to gray
+      const double luma = 0.299 * rgb[3 * i] + 0.587 * rgb[3 * i + 1] + 0.114 * rgb[3 * i + 2];
+      REQUIRE(std::abs(gray[i] - luma) <= 0.5 + 1e-9);
+    }
+    const image::Size got = image::DecodeImage(png, image::ColorSpace::kRGB, any);
+    CHECK(got.height == 24);
+    CHECK(any == rgb);
+  }
+  // A gray PNG to RGB repeats the level, and back to gray keeps it.
+  std::vector<std::uint8_t> levels(static_cast<std::size_t>(size.height * size.width));
+  for (std::size_t i = 0; i < levels.size(); ++i) levels[i] = static_cast<std::uint8_t>(i);
+  std::vector<std::uint8_t> from_gray, to_gray;
+  const std::vector<std::uint8_t> gray_png = image::EncodePng(levels.data(), size, 1);
+  image::DecodePng(gray_png, image::ColorSpace::kRGB, from_gray);
+  image::DecodePng(gray_png, image::ColorSpace::kGray, to_gray);
+  CHECK(to_gray == levels);
+  for (std::size_t i = 0; i < levels.size(); ++i) REQUIRE(from_gray[3 * i + 1] == levels[i]);
+  // JPEG through the same entry; errors name what the bytes are.
+  std::vector<std::uint8_t> decoded;
+  CHECK(image::DecodeImage(image::EncodeJpeg(rgb.data(), size, 3, 95), image::ColorSpace::kRGB, decoded).width == 40);
+  CHECK_THROWS_WITH_AS(image::DecodeImage(std::vector<std::uint8_t>{'G', 'I', 'F', '8'}, image::ColorSpace::kRGB, decoded),
+                       "not a JPEG or PNG (4 bytes starting 47494638; Weir decodes JPEG and PNG images)", image::ImageError);
+  const std::vector<std::uint8_t> png = image::EncodePng(rgb.data(), size, 3);
+  const std::vector<std::uint8_t> truncated(png.begin(), png.begin() + static_cast<std::ptrdiff_t>(png.size() / 2));
+  CHECK_THROWS_WITH_AS(image::DecodeImage(truncated, image::ColorSpace::kRGB, decoded), doctest::Contains("a corrupt PNG"),
+                       image::ImageError);
+  std::vector<std::uint8_t> bad_crc = png;
+  bad_crc[20] ^= 0xff;  // inside IHDR
+  CHECK_THROWS_AS(image::DecodePng(bad_crc, image::ColorSpace::kRGB, decoded), image::ImageError);
+}
+
 TEST_CASE("random crop windows lie inside the image with the asked area and aspect ratio") {
   std::mt19937_64 rng(3);
   const double area[] = {0.08, 1.0};
@@ -331,7 +390,7 @@ TEST_CASE("bicubic and area resizes match direct evaluations of OpenCV's definit
 
 TEST_CASE("a C++ job reads, decodes and normalizes its own batches from an OFRecord dataset") {
   ScratchDir dir("weir-ofrecord");
-  // Two part files of 3 records: a 4x6 RGB JPEG and its label.
+  // Two part files of 3 records: a 4x6 RGB image and its label, JPEGs in the first part, PNGs in the second.
   std::vector<std::vector<std::uint8_t>> pixels;
   for (int part = 0; part < 2; ++part) {
     std::FILE* file = std::fopen((dir.Path() / fmt::format("part-{}", part)).c_str(), "wb");
@@ -340,9 +399,10 @@ TEST_CASE("a C++ job reads, decodes and normalizes its own batches from an OFRec
       const int label = part * 3 + i;
       std::vector<std::uint8_t> rgb(4 * 6 * 3, static_cast<std::uint8_t>(40 * label));
       pixels.push_back(rgb);
-      const std::vector<std::uint8_t> jpeg = image::EncodeJpeg(rgb.data(), {4, 6}, 3, 100);
+      const std::vector<std::uint8_t> encoded =
+          part == 0 ? image::EncodeJpeg(rgb.data(), {4, 6}, 3, 100) : image::EncodePng(rgb.data(), {4, 6}, 3);
       const std::vector<std::uint8_t> record = ofrecord::Serialize(
-          {{"encoded", {.kind = ofrecord::FeatureKind::kBytes, .bytes = {std::string(jpeg.begin(), jpeg.end())}}},
+          {{"encoded", {.kind = ofrecord::FeatureKind::kBytes, .bytes = {std::string(encoded.begin(), encoded.end())}}},
            {"label", {.kind = ofrecord::FeatureKind::kInt64, .numbers = {static_cast<double>(label)}}}});
       const std::uint64_t length = record.size();
       std::fwrite(&length, 8, 1, file);

@@ -7,6 +7,7 @@ import os
 import struct
 import subprocess
 import sys
+import zlib
 from typing import Tuple
 
 import numpy as np
@@ -313,12 +314,27 @@ def test_the_tool_writes_datasets_from_the_command_line(tmp_path):
     folder = tmp_path / "folder"
     for label, name in enumerate(["cat", "dog"]):
         (folder / name).mkdir(parents=True)
-        (folder / name / "a.jpg").write_bytes(flow._C.encode_jpeg(_smooth_images(1, 6, 6, seed=label)[0]))
+        image = _smooth_images(1, 6, 6, seed=label)[0]
+        if name == "cat":
+            (folder / name / "a.jpg").write_bytes(flow._C.encode_jpeg(image))
+        else:  # PNGs are taken too
+            (folder / name / "a.png").write_bytes(_png(image))
     result = subprocess.run([sys.executable, "-m", "weir.data.ofrecord", "images", str(tmp_path / "imgs"), "--folder",
                              str(folder)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and "2 classes: cat, dog" in result.stdout, result.stderr
     labels = [r["class/label"][1].tolist() for r in ofrecord.read(str(tmp_path / "imgs" / "part-0"))]
     assert labels == [[0], [1]]
+
+
+def _png(image):
+    """A minimal PNG (8-bit RGB, no filtering) of a (height, width, 3) uint8 array."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    height, width, _ = image.shape
+    rows = b"".join(b"\x00" + np.ascontiguousarray(image[y], dtype=np.uint8).tobytes() for y in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
 
 
 def test_a_convolutional_net_trains_from_mnist_jpeg_records_with_no_placeholders(tmp_path):

@@ -13,7 +13,7 @@ As a tool::
 
 ``arrays``: each array of the .npz is a feature, its first axis the records (float32 arrays become
 float_list, float64 double_list, int32 int32_list, int64 int64_list, uint8 bytes_list; arrays named
-by ``--jpeg`` are images, written as JPEG bytes). ``images``: a folder of class folders of JPEG files
+by ``--jpeg`` are images, written as JPEG bytes). ``images``: a folder of class folders of JPEG or PNG files
 (ImageNet's layout), written as features ``encoded`` (the JPEG) and ``class/label`` (int32, the class
 folder's index in sorted order). ``mnist``: the MNIST digits (``make data``) as JPEG images of
 ``--size`` pixels with their labels, the features OneFlow's image classification programs read.
@@ -167,7 +167,7 @@ def write(out_dir, features: dict, parts: int = 1, jpeg=(), quality: int = 95, p
 
 
 def write_images(out_dir, folder, parts: int = 1, prefix: str = "part-", suffix_length: int = -1):
-    """Writes the JPEG files of `folder`'s class folders (``folder/<class>/<file>.jpg``) as records
+    """Writes the JPEG and PNG files of `folder`'s class folders (``folder/<class>/<file>.jpg``, ``.png``) as records
     {"encoded": the file's bytes, "class/label": the class's index in sorted order (int32)}, in
     sorted order, into `parts` part files. Returns (paths, class names)."""
     classes = sorted(d for d in os.listdir(folder) if os.path.isdir(os.path.join(folder, d)))
@@ -177,10 +177,10 @@ def write_images(out_dir, folder, parts: int = 1, prefix: str = "part-", suffix_
     for label, name in enumerate(classes):
         directory = os.path.join(folder, name)
         for file in sorted(os.listdir(directory)):
-            if file.lower().endswith((".jpg", ".jpeg")):
+            if file.lower().endswith((".jpg", ".jpeg", ".png")):
                 files.append((os.path.join(directory, file), label))
     if not files:
-        raise ValueError(f"write_images: no .jpg or .jpeg files in the class folders of {folder}")
+        raise ValueError(f"write_images: no .jpg, .jpeg or .png files in the class folders of {folder}")
 
     def records():
         for path, label in files:

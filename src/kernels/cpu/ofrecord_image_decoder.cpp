@@ -1,5 +1,5 @@
-// ofrecord_image_decoder on the host: the batch's JPEGs decoded in parallel over the intra-op pool
-// (libjpeg-turbo), each into this kernel's own item buffer; with random_crop, a random window of
+// ofrecord_image_decoder on the host: the batch's JPEGs and PNGs decoded in parallel over the intra-op
+// pool (libjpeg-turbo, libpng), each into this kernel's own item buffer; with random_crop, a random window of
 // each, drawn from (seed, device share, call, image) so that a run repeats whatever the threads do.
 #include <string>
 #include <vector>
@@ -40,16 +40,16 @@ class OFRecordImageDecoderCpu final : public Kernel {
     const int channels = image::Channels(color_space_);
     ParallelFor(static_cast<int>(batch), [&](int i) {
       std::vector<std::uint8_t>& pixels = buffers[static_cast<std::size_t>(i)];
-      const std::span<const std::uint8_t> jpeg =
+      const std::span<const std::uint8_t> encoded =
           attrs_.name.empty() ? records[i].Bytes()
                               : ofrecord::FirstBytes(records[i].Bytes(), attrs_.name, i, "ofrecord_image_decoder", op_name_);
       image::Size size;
       try {
         if (!attrs_.random_crop) {
-          size = image::DecodeJpeg(jpeg, color_space_, pixels);
+          size = image::DecodeImage(encoded, color_space_, pixels);
         } else {
           thread_local std::vector<std::uint8_t> whole;
-          const image::Size full = image::DecodeJpeg(jpeg, color_space_, whole);
+          const image::Size full = image::DecodeImage(encoded, color_space_, whole);
           std::mt19937_64 rng(Mix(stream_ ^ Mix(call * 0x100000001b3ULL + static_cast<std::uint64_t>(i))));
           const image::Window window = image::RandomWindow(full, attrs_.random_area, attrs_.random_aspect_ratio,
                                                            static_cast<int>(attrs_.num_attempts), rng);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <png.h>
 #include <turbojpeg.h>
 
 namespace weir::internal::image {
@@ -111,6 +112,85 @@ Size JpegSize(std::span<const std::uint8_t> bytes) {
     throw ImageError(fmt::format("a corrupt or truncated JPEG ({} bytes): {}", bytes.size(), tjGetErrorStr2(Decompressor())));
   }
   return {height, width};
+}
+
+namespace {
+
+constexpr std::uint8_t kPngSignature[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+
+bool IsPng(std::span<const std::uint8_t> bytes) {
+  return bytes.size() >= sizeof(kPngSignature) && std::equal(std::begin(kPngSignature), std::end(kPngSignature), bytes.begin());
+}
+
+// Larger images are refused rather than allocated (OpenCV's own limit is 2^30 pixels too).
+constexpr std::uint64_t kMaxPixels = std::uint64_t{1} << 30;
+
+}  // namespace
+
+Size DecodePng(std::span<const std::uint8_t> bytes, ColorSpace color_space, std::vector<std::uint8_t>& pixels) {
+  if (!IsPng(bytes)) throw ImageError(fmt::format("not a PNG ({} bytes without the PNG signature)", bytes.size()));
+  png_image png{};
+  png.version = PNG_IMAGE_VERSION;
+  if (png_image_begin_read_from_memory(&png, bytes.data(), bytes.size()) == 0) {
+    throw ImageError(fmt::format("a corrupt PNG: {}", png.message));
+  }
+  const Size size{static_cast<int>(png.height), static_cast<int>(png.width)};
+  if (png.height < 1 || png.width < 1 || static_cast<std::uint64_t>(png.height) * png.width > kMaxPixels) {
+    png_image_free(&png);
+    throw ImageError(fmt::format("a PNG of {} x {} pixels (Weir decodes up to 2^30)", png.width, png.height));
+  }
+  // Read with an alpha channel (255 where the PNG has none), then drop it: no compositing. Gray is the
+  // BT.601 luma of the 8-bit values, as JPEGs decode to gray (libpng's own conversion is in linear light).
+  const int channels = Channels(color_space);
+  png.format = color_space == ColorSpace::kBGR ? PNG_FORMAT_BGRA : PNG_FORMAT_RGBA;
+  thread_local std::vector<std::uint8_t> with_alpha;
+  with_alpha.resize(PNG_IMAGE_SIZE(png));
+  if (png_image_finish_read(&png, nullptr, with_alpha.data(), 0, nullptr) == 0) {
+    const std::string message = png.message;
+    png_image_free(&png);
+    throw ImageError(fmt::format("a corrupt PNG: {}", message));
+  }
+  const std::size_t count = static_cast<std::size_t>(size.height) * static_cast<std::size_t>(size.width);
+  pixels.resize(count * static_cast<std::size_t>(channels));
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::uint8_t* in = with_alpha.data() + 4 * i;
+    if (color_space == ColorSpace::kGray) {
+      pixels[i] = static_cast<std::uint8_t>(std::lround(0.299 * in[0] + 0.587 * in[1] + 0.114 * in[2]));
+    } else {
+      std::copy(in, in + 3, pixels.data() + 3 * i);
+    }
+  }
+  return size;
+}
+
+std::vector<std::uint8_t> EncodePng(const std::uint8_t* pixels, Size size, int channels) {
+  if (channels != 1 && channels != 3 && channels != 4) {
+    throw std::invalid_argument(fmt::format("EncodePng: 1, 3 or 4 channels, got {}", channels));
+  }
+  png_image png{};
+  png.version = PNG_IMAGE_VERSION;
+  png.width = static_cast<png_uint_32>(size.width);
+  png.height = static_cast<png_uint_32>(size.height);
+  png.format = channels == 1 ? PNG_FORMAT_GRAY : channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_RGBA;
+  png_alloc_size_t bytes = 0;
+  if (png_image_write_to_memory(&png, nullptr, &bytes, 0, pixels, 0, nullptr) == 0) {
+    throw std::runtime_error(fmt::format("EncodePng: {}", png.message));
+  }
+  std::vector<std::uint8_t> out(bytes);
+  if (png_image_write_to_memory(&png, out.data(), &bytes, 0, pixels, 0, nullptr) == 0) {
+    throw std::runtime_error(fmt::format("EncodePng: {}", png.message));
+  }
+  out.resize(bytes);
+  return out;
+}
+
+Size DecodeImage(std::span<const std::uint8_t> bytes, ColorSpace color_space, std::vector<std::uint8_t>& pixels) {
+  if (IsPng(bytes)) return DecodePng(bytes, color_space, pixels);
+  if (bytes.size() >= 3 && bytes[0] == 0xff && bytes[1] == 0xd8 && bytes[2] == 0xff) return DecodeJpeg(bytes, color_space, pixels);
+  std::string head;
+  for (std::size_t i = 0; i < std::min<std::size_t>(bytes.size(), 4); ++i) head += fmt::format("{:02x}", bytes[i]);
+  throw ImageError(fmt::format("not a JPEG or PNG ({} bytes starting {}; Weir decodes JPEG and PNG images)", bytes.size(),
+                               head.empty() ? "with nothing" : head));
 }
 
 Size DecodeJpeg(std::span<const std::uint8_t> bytes, ColorSpace color_space, std::vector<std::uint8_t>& pixels) {

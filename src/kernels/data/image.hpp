@@ -1,5 +1,6 @@
 #pragma once
-// Images for the data pipeline: JPEG decoding and encoding (libjpeg-turbo's TurboJPEG API), the
+// Images for the data pipeline: JPEG decoding and encoding (libjpeg-turbo's TurboJPEG API), PNG
+// decoding and encoding (libpng's simplified API), the
 // random-area crop window of Inception-style training, and resizing. Pixels are 8-bit, rows of
 // (height, width, channels), channels in the image's color space's order.
 #include <cstdint>
@@ -11,7 +12,7 @@
 
 namespace weir::internal::image {
 
-/// A JPEG that cannot be decoded (or bytes that are no JPEG); the message says why.
+/// An image that cannot be decoded (or bytes that are no JPEG or PNG); the message says why.
 class ImageError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -33,6 +34,14 @@ Size JpegSize(std::span<const std::uint8_t> bytes);
 Size DecodeJpeg(std::span<const std::uint8_t> bytes, ColorSpace color_space, std::vector<std::uint8_t>& pixels);
 /// A JPEG of `pixels` (height, width, channels: 1 gray, 3 RGB) at `quality` (1..100).
 std::vector<std::uint8_t> EncodeJpeg(const std::uint8_t* pixels, Size size, int channels, int quality);
+/// Decodes the PNG in `bytes` (any bit depth, palette or color type; libpng's simplified API, 8-bit
+/// sRGB out) into `pixels` as DecodeJpeg does; an alpha channel is dropped, not composited (as OpenCV,
+/// which OneFlow decodes with, drops it), and gray is the BT.601 luma. Throws ImageError.
+Size DecodePng(std::span<const std::uint8_t> bytes, ColorSpace color_space, std::vector<std::uint8_t>& pixels);
+/// A lossless PNG of `pixels` (height, width, channels: 1 gray, 3 RGB, 4 RGBA).
+std::vector<std::uint8_t> EncodePng(const std::uint8_t* pixels, Size size, int channels);
+/// DecodeJpeg or DecodePng, by the bytes' signature; throws ImageError for anything else.
+Size DecodeImage(std::span<const std::uint8_t> bytes, ColorSpace color_space, std::vector<std::uint8_t>& pixels);
 
 /// A crop: its top-left corner and size, inside the image.
 struct Window {
