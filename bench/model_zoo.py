@@ -79,6 +79,9 @@ def parse_args():
                              "auto: Python where --weir-python exists")
     parser.add_argument("--torch-python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable)
     parser.add_argument("--compile-mode", default="default", help="torch.compile's mode")
+    parser.add_argument("--torch-profile", action="store_true",
+                        help="PyTorch's rows: after timing, 3 train steps under torch.profiler; prints the ops with the "
+                             "most self time (device time on a GPU), per step, to set beside bench/trace_ops.py's view of Weir")
     parser.add_argument("--cpus", help="CPU only: the cores both sides run on, e.g. 0 or 0-1 (default: all)")
     parser.add_argument("--worker-timeout", type=float, default=900, help="seconds each row's process may run")
     parser.add_argument("--worker", choices=KINDS, help=argparse.SUPPRESS)
@@ -325,13 +328,34 @@ def torch_worker(args):
 
     model.train()
     warmup_s, step_s, loss = timed_blocks(step, args)
+    profile = torch_step_profile(torch, step, device.type == "cuda") if args.torch_profile else None
     model.eval()
     _, infer_s, _ = timed_blocks(infer, args)
     if loss != loss:
         sys.exit("model_zoo: PyTorch's loss is NaN")
     print(json.dumps({"step_ms": 1e3 * step_s, "infer_ms": 1e3 * infer_s, "warmup_s": warmup_s, "loss": loss,
                       "torch": torch.__version__, "threads": torch.get_num_threads(),
-                      "cudnn": torch.backends.cudnn.version() if device.type == "cuda" else None}))
+                      "cudnn": torch.backends.cudnn.version() if device.type == "cuda" else None,
+                      **({"profile": profile} if profile is not None else {})}))
+
+
+def torch_step_profile(torch, step, cuda, steps=3, top=20):
+    """[op, self ms a step] of the `top` ops with the most self time (device time on a GPU) over `steps`
+    train steps under torch.profiler."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with profile(activities=activities) as prof:
+        for i in range(steps):
+            step(i)
+    if cuda:  # the name changed in PyTorch 2.4 (device for cuda)
+        def self_us(e):
+            return getattr(e, "self_device_time_total", None) or getattr(e, "self_cuda_time_total", 0)
+    else:
+        def self_us(e):
+            return e.self_cpu_time_total
+    events = sorted(prof.key_averages(), key=self_us, reverse=True)[:top]
+    return [[e.key, round(self_us(e) / steps / 1e3, 4)] for e in events if self_us(e) > 0]
 
 
 # --- The driver --------------------------------------------------------------------------------------
@@ -340,7 +364,7 @@ def worker_argv(python, kind, model, args):
     return [python, os.path.abspath(__file__), "--worker", kind, "--model", model, "--device", args.device,
             "--batch", str(batch_of(model, args)), "--image-size", str(args.image_size), "--seq", str(args.seq),
             "--bert-layers", str(args.bert_layers), "--steps", str(args.steps), "--repeats", str(args.repeats),
-            "--warmup", str(args.warmup), "--compile-mode", args.compile_mode]
+            "--warmup", str(args.warmup), "--compile-mode", args.compile_mode] + (["--torch-profile"] if args.torch_profile else [])
 
 
 def run_row(kind, model, args):
@@ -405,6 +429,8 @@ def run_model(model, args, peak, summary):
         infer = f"{row['infer_per_s']:>18.1f}" if row["infer_per_s"] else f"{'-':>18}"
         print(f"  {kind:<20} {row['train_per_s']:>18.1f} {row['step_ms']:>9.1f} {row['gflops']:>9.0f}{share} {infer}",
               flush=True)
+        for op, ms in row.get("profile", []):
+            print(f"      {ms:9.3f} ms a step  {op}")
     for suffix in ("", "-tf32", "-amp"):
         ours = rows.get(f"weir{suffix}", {})
         for peer in ("torch-eager", "torch-compile"):

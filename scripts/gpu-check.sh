@@ -128,6 +128,10 @@ if $prebuilt; then
   for model in resnet50 bert; do
     checks+=("zoo-$model-compile|$zoo --models $model --kinds torch-compile-tf32,torch-compile,torch-compile-amp")
   done
+  # PyTorch's step op by op (torch.profiler's device time), beside the zoo-*-trace checks' view of Weir's.
+  for model in resnet50 bert; do
+    checks+=("zoo-$model-torch-profile|$zoo --models $model --kinds torch-eager,torch-eager-tf32 --torch-profile")
+  done
   # Idle actor threads that poll about 0.5 ms instead of a few us (no wake-ups, a core spinning).
   checks+=("train-step-idle-poll|env WEIR_IDLE_POLL_ATTEMPTS=30000 $build/bench/train_step --gpu --model mlp --steps 200 --repeats 5 --no-async --no-infer")
   # Each actor's busy time and the call latency (the session's profiler), on stderr; then 20 steps under

@@ -61,7 +61,8 @@ def test_the_model_zoo_benchmark_runs():
     result = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "bench", "model_zoo.py"), "--image-size", "32",
                              "--seq", "24", "--bert-layers", "1", "--batch", "2", "--steps", "1", "--repeats", "1",
                              "--warmup", "1", "--weir-binary", binary, "--weir-bert-api", "cpp",
-                             "--kinds", "weir,torch-eager,torch-compile"], capture_output=True, text=True, timeout=600)
+                             "--kinds", "weir,torch-eager,torch-compile", "--torch-profile"], capture_output=True, text=True,
+                            timeout=600)
     assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
     summary = json.loads(result.stdout.splitlines()[-1])
     resnet, bert = summary["models"]["resnet50"], summary["models"]["bert"]
@@ -72,6 +73,10 @@ def test_the_model_zoo_benchmark_runs():
         assert rows["weir"]["step_ms"] > 0 and rows["weir"]["infer_ms"] > 0, rows["weir"]
         for kind in ("torch-eager", "torch-compile"):  # Debian's torch 1.13 has no torch.compile
             assert "step_ms" in rows[kind] or "skipped" in rows[kind], (kind, rows[kind])
+        # --torch-profile: PyTorch's ops with the most self time a step, printed under the row.
+        profile = rows["torch-eager"]["profile"]
+        assert profile and all(isinstance(op, str) and ms > 0 for op, ms in profile), profile
+        assert f"ms a step  {profile[0][0]}" in result.stdout
 
 
 def test_the_data_parallel_benchmark_of_the_big_models_runs():
