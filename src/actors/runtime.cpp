@@ -657,11 +657,10 @@ std::unique_ptr<JobRuntime> Runtime::Instantiate(std::shared_ptr<const Plan> pla
   std::vector<caf::actor> executors;
   if (options_.lend_executors && options_.hosting == Hosting::kActorPerStream && HandlersNeverWait(p, job->device_streams)) {
     for (std::size_t e = 0; e < job->hosted.size(); ++e) job->lent.push_back(std::make_unique<LentExecutor>(*job, static_cast<int>(e)));
-    int pollers = 0;
-    for (const auto& poller : job->pollers) {
-      if (poller != nullptr && ++pollers == 1) job->only_poller = poller.get();
+    const auto has_poller = [](const std::unique_ptr<CompletionPoller>& poller) { return poller != nullptr; };
+    if (std::count_if(job->pollers.begin(), job->pollers.end(), has_poller) == 1) {
+      job->only_poller = std::find_if(job->pollers.begin(), job->pollers.end(), has_poller)->get();
     }
-    if (pollers != 1) job->only_poller = nullptr;
   } else {
     for (std::size_t e = 0; e < job->hosted.size(); ++e) {
       executors.push_back(impl_->system.spawn<CafExecutor>(job, static_cast<int>(e)));

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/cuda_check.cuh"
+#include "kernels/cuda/event_timing.hpp"
 
 namespace weir::internal::cuda {
 namespace {
@@ -281,27 +282,11 @@ struct TuningBuffer {
 
 // The mean time of a few runs of `plan` after one untimed, on `handle`'s stream; -1 when it fails.
 float TimePlan(cudnnHandle_t handle, const Plan& plan, const std::array<void*, 3>& tensors, void* workspace) {
-  if (Execute(handle, plan, tensors[0], tensors[1], tensors[2], workspace) != CUDNN_STATUS_SUCCESS) return -1;
   cudaStream_t stream = nullptr;
   WEIR_CUDA_CHECK(cudnnGetStream(handle, &stream));
-  cudaEvent_t start = nullptr, stop = nullptr;
-  WEIR_CUDA_CHECK(cudaEventCreate(&start));
-  WEIR_CUDA_CHECK(cudaEventCreate(&stop));
-  constexpr int kRuns = 3;
-  bool ok = cudaEventRecord(start, stream) == cudaSuccess;
-  for (int i = 0; ok && i < kRuns; ++i) {
-    ok = Execute(handle, plan, tensors[0], tensors[1], tensors[2], workspace) == CUDNN_STATUS_SUCCESS;
-  }
-  float milliseconds = -1;
-  if (ok && cudaEventRecord(stop, stream) == cudaSuccess && cudaEventSynchronize(stop) == cudaSuccess &&
-      cudaEventElapsedTime(&milliseconds, start, stop) == cudaSuccess) {
-    milliseconds /= kRuns;
-  } else {
-    milliseconds = -1;
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return milliseconds;
+  return cuda::MeanMilliseconds(stream, [&] {
+    return Execute(handle, plan, tensors[0], tensors[1], tensors[2], workspace) == CUDNN_STATUS_SUCCESS;
+  });
 }
 
 bool Tracing() { return std::getenv("WEIR_CUDNN_TRACE") != nullptr; }

@@ -18,6 +18,7 @@
 #include "common/cuda_handles.cuh"
 #include "kernels/attrs/fused_attrs.hpp"
 #include "kernels/cuda/cuda_kernel.hpp"
+#include "kernels/cuda/event_timing.hpp"
 #include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.hpp"
 #include "weir/op_attrs.hpp"
@@ -182,25 +183,6 @@ LtChoices& Choices() {
   return choices;
 }
 
-// The mean of three runs of `run` (a cuBLASLt matmul) after one untimed, on the stream; -1 where it fails.
-template <typename Run> float TimeAlgorithm(cudaStream_t stream, Run run) {
-  if (run() != CUBLAS_STATUS_SUCCESS) return -1;
-  cudaEvent_t start = nullptr, stop = nullptr;
-  WEIR_CUDA_CHECK(cudaEventCreate(&start));
-  WEIR_CUDA_CHECK(cudaEventCreate(&stop));
-  constexpr int kRuns = 3;
-  bool ok = cudaEventRecord(start, stream) == cudaSuccess;
-  for (int i = 0; ok && i < kRuns; ++i) ok = run() == CUBLAS_STATUS_SUCCESS;
-  float milliseconds = -1;
-  if (!(ok && cudaEventRecord(stop, stream) == cudaSuccess && cudaEventSynchronize(stop) == cudaSuccess &&
-        cudaEventElapsedTime(&milliseconds, start, stop) == cudaSuccess)) {
-    milliseconds = -1 * kRuns;
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return milliseconds / kRuns;
-}
-
 cudaDataType_t LtType(DType dtype) {
   return dtype == DType::kF16 ? CUDA_R_16F : dtype == DType::kBF16 ? CUDA_R_16BF : CUDA_R_32F;
 }
@@ -278,17 +260,14 @@ LtGemm::LtGemm(void* stream, int device, DType dtype, bool transpose_a, bool tra
   if (found > 1) {
     // Scratch operands of the real shapes, zeroed (the times do not depend on the values).
     const std::size_t element = dtype == DType::kF32 ? 4 : 2;
-    const std::size_t a_bytes = element * static_cast<std::size_t>(m * k), b_bytes = element * static_cast<std::size_t>(k * n),
-                      c_bytes = element * static_cast<std::size_t>(m * n), bias_bytes = element * static_cast<std::size_t>(n);
-    DeviceScratch scratch(device, a_bytes + b_bytes + c_bytes + bias_bytes + 3 * 256);
-    auto at = [&](std::size_t offset) { return scratch.As<std::byte>((offset + 255) / 256 * 256); };
-    std::byte* a = at(0);
-    std::byte* b = at(a_bytes + 256);
-    std::byte* c = at(a_bytes + b_bytes + 512);
-    std::byte* bias = at(a_bytes + b_bytes + c_bytes + 768);
-    WEIR_CUDA_CHECK(cudaMemsetAsync(scratch.As<std::byte>(), 0, a_bytes + b_bytes + c_bytes + bias_bytes + 3 * 256, native));
+    const auto bytes = [&](std::int64_t elements) { return element * static_cast<std::size_t>(elements); };
+    const DeviceScratch a(device, bytes(m * k)), b(device, bytes(k * n)), c(device, bytes(m * n)), bias(device, bytes(n));
+    for (const auto& [scratch, size] : {std::pair{&a, bytes(m * k)}, std::pair{&b, bytes(k * n)}, std::pair{&c, bytes(m * n)},
+                                        std::pair{&bias, bytes(n)}}) {
+      WEIR_CUDA_CHECK(cudaMemsetAsync(scratch->As<std::byte>(), 0, size, native));
+    }
     if (epilogue != Epilogue::kNone) {
-      const void* bias_pointer = bias;
+      const void* bias_pointer = bias.As<std::byte>();
       WEIR_CUDA_CHECK(cublasLtMatmulDescSetAttribute(impl_->operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer,
                                                      sizeof(bias_pointer)));
     }
@@ -296,10 +275,11 @@ LtGemm::LtGemm(void* stream, int device, DType dtype, bool transpose_a, bool tra
     float best_ms = -1;
     for (int i = 0; i < found; ++i) {
       const float zero = 0;
-      const float ms = TimeAlgorithm(native, [&] {
-        return cublasLtMatmul(lt.handle, impl_->operation, &impl_->alpha, b, impl_->b_layout, a, impl_->a_layout, &zero, c,
-                              impl_->c_layout, c, impl_->c_layout, &results[i].algo, lt.workspace, lt.workspace_bytes,
-                              native);
+      const float ms = MeanMilliseconds(native, [&] {
+        return cublasLtMatmul(lt.handle, impl_->operation, &impl_->alpha, b.As<std::byte>(), impl_->b_layout,
+                              a.As<std::byte>(), impl_->a_layout, &zero, c.As<std::byte>(), impl_->c_layout,
+                              c.As<std::byte>(), impl_->c_layout, &results[i].algo, lt.workspace, lt.workspace_bytes,
+                              native) == CUBLAS_STATUS_SUCCESS;
       });
       if (trace) std::fprintf(stderr, "[cublaslt] %s candidate %d: %.4f ms\n", key.c_str(), i, ms);
       if (ms >= 0 && (best_ms < 0 || ms < best_ms)) {

@@ -49,12 +49,29 @@ int PixelFormat(ColorSpace color_space) {
   return TJPF_RGB;
 }
 
+bool IsJpeg(std::span<const std::uint8_t> bytes) {
+  return bytes.size() >= 3 && bytes[0] == 0xff && bytes[1] == 0xd8 && bytes[2] == 0xff;
+}
+
+constexpr std::uint8_t kPngSignature[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+
+bool IsPng(std::span<const std::uint8_t> bytes) {
+  return bytes.size() >= sizeof(kPngSignature) && std::equal(std::begin(kPngSignature), std::end(kPngSignature), bytes.begin());
+}
+
+// Larger images are refused rather than allocated (OpenCV's own limit is 2^30 pixels too).
+constexpr std::uint64_t kMaxPixels = std::uint64_t{1} << 30;
+
+// The first bytes in hex ("with nothing" for none), for errors that say what bytes are not.
+std::string Head(std::span<const std::uint8_t> bytes) {
+  std::string head;
+  for (std::size_t i = 0; i < std::min<std::size_t>(bytes.size(), 4); ++i) head += fmt::format("{:02x}", bytes[i]);
+  return head.empty() ? "with nothing" : head;
+}
+
 void CheckJpegMagic(std::span<const std::uint8_t> bytes) {
-  if (bytes.size() < 3 || bytes[0] != 0xff || bytes[1] != 0xd8 || bytes[2] != 0xff) {
-    std::string head;
-    for (std::size_t i = 0; i < std::min<std::size_t>(bytes.size(), 4); ++i) head += fmt::format("{:02x}", bytes[i]);
-    throw ImageError(fmt::format("not a JPEG ({} bytes starting {}; Weir decodes JPEG images)", bytes.size(),
-                                 head.empty() ? "with nothing" : head));
+  if (!IsJpeg(bytes)) {
+    throw ImageError(fmt::format("not a JPEG ({} bytes starting {}; Weir decodes JPEG images)", bytes.size(), Head(bytes)));
   }
 }
 
@@ -113,19 +130,6 @@ Size JpegSize(std::span<const std::uint8_t> bytes) {
   }
   return {height, width};
 }
-
-namespace {
-
-constexpr std::uint8_t kPngSignature[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-
-bool IsPng(std::span<const std::uint8_t> bytes) {
-  return bytes.size() >= sizeof(kPngSignature) && std::equal(std::begin(kPngSignature), std::end(kPngSignature), bytes.begin());
-}
-
-// Larger images are refused rather than allocated (OpenCV's own limit is 2^30 pixels too).
-constexpr std::uint64_t kMaxPixels = std::uint64_t{1} << 30;
-
-}  // namespace
 
 Size DecodePng(std::span<const std::uint8_t> bytes, ColorSpace color_space, std::vector<std::uint8_t>& pixels) {
   if (!IsPng(bytes)) throw ImageError(fmt::format("not a PNG ({} bytes without the PNG signature)", bytes.size()));
@@ -186,11 +190,9 @@ std::vector<std::uint8_t> EncodePng(const std::uint8_t* pixels, Size size, int c
 
 Size DecodeImage(std::span<const std::uint8_t> bytes, ColorSpace color_space, std::vector<std::uint8_t>& pixels) {
   if (IsPng(bytes)) return DecodePng(bytes, color_space, pixels);
-  if (bytes.size() >= 3 && bytes[0] == 0xff && bytes[1] == 0xd8 && bytes[2] == 0xff) return DecodeJpeg(bytes, color_space, pixels);
-  std::string head;
-  for (std::size_t i = 0; i < std::min<std::size_t>(bytes.size(), 4); ++i) head += fmt::format("{:02x}", bytes[i]);
+  if (IsJpeg(bytes)) return DecodeJpeg(bytes, color_space, pixels);
   throw ImageError(fmt::format("not a JPEG or PNG ({} bytes starting {}; Weir decodes JPEG and PNG images)", bytes.size(),
-                               head.empty() ? "with nothing" : head));
+                               Head(bytes)));
 }
 
 Size DecodeJpeg(std::span<const std::uint8_t> bytes, ColorSpace color_space, std::vector<std::uint8_t>& pixels) {
