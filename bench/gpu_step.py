@@ -29,7 +29,9 @@ Weir's enable_auto_mixed_precision, PyTorch's torch.autocast; neither scales the
 weir-actor-threads (with --weir-binary: every executor an actor of Weir's runtime threads, where by
 default a one-GPU job's executors are lent to the caller's and the poller's threads), and
 weir-caller-waits (with --weir-binary: the sync caller waits for the GPU's event itself and handles the
-completion, WEIR_CALLER_COMPLETION_US=2000, instead of sleeping until the poller wakes it).
+completion, WEIR_CALLER_COMPLETION_US=2000, instead of sleeping until the poller wakes it), and
+weir-no-commit (with --weir-binary: the updates do not wait for the commit that keeps a failed call from
+writing variables, SessionOptions::commit_before_writes off: one CUDA graph a step instead of two).
 
 `--smoke-cpu` runs the same code on the CPU (no CUDA graphs), so that tests/python/test_gpu.py keeps
 this program working on machines without a GPU; its figures mean nothing.
@@ -49,7 +51,7 @@ KINDS = ("weir", "weir-copy-streams", "weir-no-graphs", "torch-eager", "torch-gr
 # TF32 tensor cores for f32 products on both sides, mixed precision (f16) on both sides; Weir with every
 # executor an actor of its runtime's threads (--weir-binary only: SessionOptions::lend_executors off).
 EXTRA_KINDS = ("weir-nhwc", "weir-tf32", "torch-graph-tf32", "weir-amp", "torch-eager-amp", "torch-graph-amp",
-               "weir-actor-threads", "weir-caller-waits")
+               "weir-actor-threads", "weir-caller-waits", "weir-no-commit")
 
 
 def parse_args():
@@ -229,6 +231,8 @@ def run_cpp_worker(kind, model, args):
         argv.append("--copy-streams")
     if kind == "weir-actor-threads":
         argv.append("--no-lend")
+    if kind == "weir-no-commit":
+        argv.append("--no-commit")
     argv += {"weir-nhwc": ["--nhwc"], "weir-tf32": ["--tf32"], "weir-amp": ["--amp"]}.get(kind, [])
     env = dict(os.environ, WEIR_CALLER_COMPLETION_US="2000") if kind == "weir-caller-waits" else None
     row = last_json_line(argv, args, env)
@@ -241,7 +245,7 @@ def run_cpp_worker(kind, model, args):
 def run_worker(kind, model, args):
     if kind.startswith("weir") and args.weir_binary:
         return run_cpp_worker(kind, model, args)
-    if kind in ("weir-actor-threads", "weir-caller-waits"):
+    if kind in ("weir-actor-threads", "weir-caller-waits", "weir-no-commit"):
         return {"error": f"{kind} runs through the C++ API only (--weir-binary)"}
     python = sys.executable if kind.startswith("weir") else args.torch_python
     argv = [python, os.path.abspath(__file__), "--worker", kind, "--model", model, "--steps", str(args.steps),

@@ -10,7 +10,7 @@
 //                   [--seq L] [--bert-layers N] (bert: sequences of L tokens, default 128; N layers, default 12)
 //                   [--steps N] [--repeats R] [--warmup W]
 //                   [--scheduler-threads T] (0 = default) [--no-async] [--profile]
-//                   [--gpu] [--no-stream-graphs] [--no-lend] [--copy-streams] [--nchw | --nhwc] [--amp] [--tf32]
+//                   [--gpu] [--no-stream-graphs] [--no-lend] [--no-commit] [--copy-streams] [--nchw | --nhwc] [--amp] [--tf32]
 //                   [--no-infer]
 //                   [--trace FILE]
 //                   [--cpu-device-streams]
@@ -18,6 +18,9 @@
 // --no-stream-graphs: an actor and a launch per kernel instead of one CUDA graph per stream.
 // --no-lend: every executor an actor of the runtime's threads (SessionOptions::lend_executors off), where
 // by default a GPU job's executors run on the threads that hand them work.
+// --no-commit: the updates do not wait for a commit (SessionOptions::commit_before_writes off): on a GPU
+// the step is one CUDA graph instead of two with a hand-off to the host between, and a failed call may
+// have applied its updates.
 // --copy-streams: every copy between host and GPU on the copy streams (SessionOptions::copy_stream_bytes
 // = 0) instead of the small ones in the compute stream's graph.
 // --no-infer: train steps only (a profiler's view of the train step, bench/kernel_times.py).
@@ -75,6 +78,7 @@ struct Args {
   bool gpu = false;
   bool stream_graphs = true;
   bool lend_executors = true;
+  bool commit = true;
   bool copy_streams = false;
   bool cpu_device_streams = false;
   bool nchw = false;
@@ -101,7 +105,7 @@ Args Parse(int argc, char** argv) {
         {"--no-infer", &Args::infer, false},         {"--copy-streams", &Args::copy_streams, true},
         {"--nchw", &Args::nchw, true},               {"--nhwc", &Args::nhwc, true},     {"--cpu-device-streams", &Args::cpu_device_streams, true},
         {"--amp", &Args::amp, true},                 {"--tf32", &Args::tf32, true},
-        {"--no-lend", &Args::lend_executors, false},
+        {"--no-lend", &Args::lend_executors, false}, {"--no-commit", &Args::commit, false},
     };
     const auto it = std::find_if(std::begin(kSwitches), std::end(kSwitches), [&](const Switch& s) { return flag == s.name; });
     if (it != std::end(kSwitches)) {
@@ -248,6 +252,7 @@ int main(int argc, char** argv) try {
   options.gpu_devices = args.gpu ? 1 : 0;
   options.stream_graphs = args.stream_graphs;
   options.lend_executors = args.lend_executors;
+  options.commit_before_writes = args.commit;
   options.async_cpu_streams = args.cpu_device_streams;
   options.tensor_float_32 = args.tf32;
   if (args.copy_streams) options.copy_stream_bytes = 0;
@@ -312,11 +317,11 @@ int main(int argc, char** argv) try {
   }
   fmt::print(
       "{{\"bench\": \"train_step\", \"impl\": \"weir_cpp\", \"model\": \"{}\", \"batch\": {}, \"image_size\": {}, \"steps\": {}, "
-      "\"repeats\": {}, \"scheduler_threads\": {}, \"device\": \"{}\", \"stream_graphs\": {}, \"lend_executors\": {}, \"train_steps_per_s\": {:.2f}, "
+      "\"repeats\": {}, \"scheduler_threads\": {}, \"device\": \"{}\", \"stream_graphs\": {}, \"lend_executors\": {}, \"commit\": {}, \"train_steps_per_s\": {:.2f}, "
       "\"train_ms_per_step\": {:.4f}, \"host_us_per_step\": {:.2f}, "
       "{}{}\"final_loss\": {:.4f}, \"peak_rss_mb\": {:.1f}}}\n",
       args.model, spec.batch, spec.image_size, args.steps, args.repeats, args.scheduler_threads, args.gpu ? "gpu" : "cpu",
-      args.stream_graphs, args.lend_executors, steps / sync_s, 1e3 * sync_s / steps, 1e6 * host_s / steps,
+      args.stream_graphs, args.lend_executors, args.commit, steps / sync_s, 1e3 * sync_s / steps, 1e6 * host_s / steps,
       async_json, infer_json, runner.LastLoss(), PeakRssMb());
   return 0;
 } catch (const std::exception& error) {

@@ -94,9 +94,10 @@ if $prebuilt; then
   # Weir as it runs by default against PyTorch eager and with CUDA graphs, and Weir's variants: every
   # copy on the copy streams, no CUDA graphs, the convolutions in NHWC (the channels-last pass), every
   # executor an actor of the runtime's threads (not lent to the caller and the poller), the sync caller
-  # waiting for the GPU's event itself (not yet measured on a GPU; off by default).
-  checks+=("gpu-step-mlp|$step_bench --models mlp --kinds weir,weir-actor-threads,weir-caller-waits,weir-copy-streams,weir-no-graphs,torch-eager,torch-graph,torch-graph-host-batch")
-  checks+=("gpu-step-lenet|$step_bench --models lenet --kinds weir,weir-actor-threads,weir-caller-waits,weir-nhwc,weir-no-graphs,torch-eager,torch-graph,torch-graph-host-batch")
+  # waiting for the GPU's event itself (not yet measured on a GPU; off by default), the updates not
+  # waiting for the commit (one CUDA graph a step instead of two).
+  checks+=("gpu-step-mlp|$step_bench --models mlp --kinds weir,weir-no-commit,weir-actor-threads,weir-caller-waits,weir-copy-streams,weir-no-graphs,torch-eager,torch-graph,torch-graph-host-batch")
+  checks+=("gpu-step-lenet|$step_bench --models lenet --kinds weir,weir-no-commit,weir-actor-threads,weir-caller-waits,weir-nhwc,weir-no-graphs,torch-eager,torch-graph,torch-graph-host-batch")
   # TF32 tensor cores for f32 products, and mixed precision (f16), on both sides.
   checks+=("gpu-step-tf32|$step_bench --kinds weir,weir-tf32,torch-graph,torch-graph-tf32")
   checks+=("gpu-step-amp|$step_bench --kinds weir-amp,torch-graph-amp")
@@ -113,6 +114,8 @@ if $prebuilt; then
   # Calls in flight together (8): the steps per second a pipeline of calls reaches.
   checks+=("train-step-async|$build/bench/train_step --gpu --model mlp --steps 200 --repeats 5")
   checks+=("train-step-async-lenet|$build/bench/train_step --gpu --model lenet --steps 100 --repeats 3")
+  # The same without the commit before the updates (one CUDA graph a step): what the commit costs.
+  checks+=("train-step-async-no-commit|$build/bench/train_step --gpu --model mlp --steps 200 --repeats 5 --no-commit")
   # Mixed precision (f16 matmuls and convolutions on the GPU): against the two rows above.
   checks+=("train-step-amp-mlp|$build/bench/train_step --gpu --amp --model mlp --steps 200 --repeats 5")
   checks+=("train-step-amp-lenet|$build/bench/train_step --gpu --amp --model lenet --steps 100 --repeats 3")

@@ -149,6 +149,15 @@ struct SessionOptions {
   /// finish passes the results on, instead of waking an actor thread for each (tens of µs each). Off:
   /// every executor is an actor of the runtime's threads.
   bool lend_executors = true;
+  /// A failed call writes no variable: the in-place writers (optimizer updates, the train step's
+  /// increment, moving averages) wait for a commit that every other kernel of the call reaches first,
+  /// and skip their kernels when the call failed, so a retried batch trains once. On device streams (a
+  /// GPU's, or the CPU's with async_cpu_streams) a kernel's failure (an index out of range, found by
+  /// the device) is known only once the stream has run it: the commit is then one hand-off back to the
+  /// host before each step's updates, which on a GPU also splits the step's CUDA graph in two. Off
+  /// saves that hand-off, and a failed call may then have applied its updates. Calls of a GPU job
+  /// across processes (NCCL) have no commit yet.
+  bool commit_before_writes = true;
   /// On a GPU, a call input or result of at most this many bytes moves on the GPU's compute stream, in
   /// order with the kernels (in their CUDA graph); a larger one on copy streams of its own, so that the
   /// copy for the next call overlaps this call's kernels. A hand-off between streams costs a host round

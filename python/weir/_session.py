@@ -40,6 +40,7 @@ class ResourceConfig:
         self.stream_graphs = True  # flow.config.stream_graphs
         self.copy_stream_threshold_mb = 1.0  # flow.config.copy_stream_threshold_mb
         self.tensor_float_32 = False  # flow.config.enable_tensor_float_32_compute
+        self.commit_before_writes = True  # flow.config.commit_before_writes
         self.enable_fusion = True  # flow.config.collective_boxing.enable_fusion
         self.fusion_threshold_mb = 16.0  # flow.config.collective_boxing.nccl_fusion_threshold_mb
         self.options = {}  # every other documented knob, recorded as given
@@ -281,6 +282,7 @@ class Session:
                     stream_graphs=self.config.stream_graphs,
                     copy_stream_mb=self.config.copy_stream_threshold_mb,
                     tensor_float_32=self.config.tensor_float_32,
+                    commit_before_writes=self.config.commit_before_writes,
                     fusion_threshold_mb=self.config.fusion_threshold_mb if self.config.enable_fusion else 0.0,
                     **distributed_options(),
                 )

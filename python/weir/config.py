@@ -100,6 +100,20 @@ def stream_graphs(val=True):
         config.stream_graphs = val
 
 
+def commit_before_writes(val=True):
+    """Weir's own: a train call that fails (a label or an index out of range) writes no variable, the
+    train step included, so a retried batch trains once and learning-rate schedules do not drift. The
+    optimizer's updates wait for a commit that the rest of the call reaches first. On a GPU the failure
+    is found by the device, so the commit costs one hand-off to the host before each step's updates (the
+    step's CUDA graph becomes two). On by default; off saves that hand-off, and a failed call on a GPU
+    may then have applied its updates."""
+    if not isinstance(val, bool):
+        raise ValueError(f"flow.config.commit_before_writes: expected True or False, got {val!r}")
+    config = _config("commit_before_writes")
+    if config is not None:
+        config.commit_before_writes = val
+
+
 def enable_tensor_float_32_compute(val=True):
     """As OneFlow's: on a GPU with TF32 tensor cores (Ampere and later), float32 matmuls and
     convolutions may round their operands to TF32 (10 bits of mantissa) and accumulate in float32:

@@ -632,6 +632,7 @@ class SessionImpl {
     plan_options.tensor_float_32 = options_.tensor_float_32;
     plan_options.fusion_threshold_bytes = options_.distributed.fusion_threshold_bytes;
     plan_options.async_cpu_streams = options_.async_cpu_streams;
+    plan_options.commit_before_writes = options_.commit_before_writes;
     if (OnGpu(*job.Graph())) {
       plan_options.device_kind = Device::Kind::kCuda;
       plan_options.devices = options_.gpu_devices;

@@ -89,15 +89,18 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
 
   // The in-place writers act after a commit that every other kernel of the call reaches first, and skip
   // their kernels when the call failed. Where kernels run on the host's actor threads (the CPU's
-  // default), a kernel's failure is known when it returns. On the CPU's device streams
-  // (async_cpu_streams) it is known once the stream has run the kernel: the commit then waits for the
-  // streams, one hand-off back to the host before each step's updates. Not on a GPU, where that wait
-  // would also split the step's CUDA graph in two (docs/runtime.md).
+  // default), a kernel's failure is known when it returns. On device streams (a GPU's; the CPU's with
+  // async_cpu_streams) it is known once the stream has run the kernel: the commit then waits for the
+  // streams, one hand-off back to the host before each step's updates (on a GPU the step's CUDA graph
+  // becomes two, the kernels before the commit and the writers after it).
   // Across processes the commit also waits for every other process's word, so that a call failing in
-  // one process writes no variable in any. A plan split over processes gets it once split.
+  // one process writes no variable in any. A plan split over processes gets it once split. Not yet for
+  // CUDA devices across processes (the exchange has no CUDA kernel), nor for a mirrored job on the CPU's
+  // device streams across processes.
   const bool split = topology.split_processes > 1;
-  const bool host_commit = options.device_kind == Device::Kind::kCpu &&
-                           (!options.async_cpu_streams || !topology.across_processes);
+  const bool cuda = options.device_kind == Device::Kind::kCuda;
+  const bool host_commit = options.commit_before_writes && !(cuda && options.processes > 1) &&
+                           !(options.async_cpu_streams && topology.across_processes);
   const std::vector<bool> writers =
       host_commit ? WriterTasks(graph, live, lowering.node_tasks, *plan) : std::vector<bool>{};
   std::vector<int> chain = boxing.Collectives();

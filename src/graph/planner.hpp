@@ -48,6 +48,8 @@ struct PlanOptions {
   /// fusion_threshold_bytes); 0: an all-reduce actor per gradient.
   std::size_t fusion_threshold_bytes = 0;
   bool async_cpu_streams = false;
+  /// A failed call writes no variable (SessionOptions::commit_before_writes; graph/planner/commit_barrier.hpp).
+  bool commit_before_writes = true;
   /// f32 matmuls and convolutions on CUDA devices may use TF32 tensor cores (SessionOptions::tensor_float_32).
   bool tensor_float_32 = false;
 };

@@ -159,7 +159,9 @@ TEST_CASE("a job on a CUDA device: kernels on its streams, registers in its memo
       for (const RegisterDesc& reg : plan->registers) {
         CAPTURE(reg.name);
         const TaskDesc& producer = Producer(*plan, reg);
+        // The commit before the updates is a barrier on the host; its register carries no data.
         const bool host_producer = producer.kind == TaskKind::kInput || producer.kind == TaskKind::kSourceTick ||
+                                   producer.kind == TaskKind::kBarrier ||
                                    (producer.op_type == "device_copy" && reg.device == Device::Cpu());
         CHECK(reg.device == (host_producer ? Device::Cpu() : Device::Cuda(0)));
         if (!reg.variable.empty()) CHECK(reg.device == Device::Cuda(0));  // variables live on the device
@@ -178,12 +180,19 @@ TEST_CASE("a job on a CUDA device: kernels on its streams, registers in its memo
   }
 }
 
-TEST_CASE("a GPU train step with small inputs is one CUDA graph: its copies in it, one hand-off to the host" *
+TEST_CASE("a GPU train step with small inputs is one CUDA graph (two with the commit): its copies in it" *
           doctest::skip(!internal::CudaBuilt())) {
   for (const Model model : {Model::kMlp, Model::kConv}) {
     CAPTURE(static_cast<int>(model));
     const Job job = TrainJob("train", model, 8, LogicalView::kConsistent, Sgd(PiecewiseConstantScheduler({}, {0.1})));
-    const auto plan = internal::CompilePlan(job.Graph(), {.device_kind = Device::Kind::kCuda, .stream_graphs = true});
+    // The commit before the updates splits the step: the kernels before it, a hand-off to the host, the
+    // updates. Without it the step is one graph and one hand-off.
+    const auto committed =
+        internal::CompilePlan(job.Graph(), {.device_kind = Device::Kind::kCuda, .stream_graphs = true});
+    CHECK(CountKernels(*committed, "stream_graph") == 2);
+    CHECK(CountKernels(*committed, "device_copy") == 0);
+    const auto plan = internal::CompilePlan(
+        job.Graph(), {.device_kind = Device::Kind::kCuda, .stream_graphs = true, .commit_before_writes = false});
     CHECK(CountKernels(*plan, "stream_graph") == 1);
     CHECK(CountKernels(*plan, "device_copy") == 0);  // in the graph
     for (const TaskDesc& task : plan->tasks) {
@@ -642,14 +651,27 @@ TEST_CASE("a bad label on the GPU fails that call only" * doctest::skip(internal
   CHECK(gpu.Call(job, {RandomImages(ImageShape(Model::kMlp, 4), 2), RandomLabels(4, 2)})["loss"].NumElements() == 4);
 }
 
+TEST_CASE("a train call failing on the GPU leaves every variable, the train step included, as it was" *
+          doctest::skip(internal::CudaDeviceCount() == 0)) {
+  // Regression: a failure the device finds (an index out of range) was known only after the step's
+  // CUDA graph had applied the updates; now the updates wait for the commit.
+  for (const bool graphs : {true, false}) {
+    CAPTURE(graphs);
+    CheckFailedTrainCallsWriteNothing({.gpu_devices = 1, .stream_graphs = graphs});
+  }
+}
+
 TEST_CASE("a CUDA device's compute kernels become one stream graph; copies on the copy streams stay actors of their own" *
           doctest::skip(!internal::CudaBuilt())) {
   for (const Model model : {Model::kMlp, Model::kConv}) {
     CAPTURE(static_cast<int>(model));
     const Job job = TrainJob("train", model, 8, LogicalView::kConsistent, Sgd(PiecewiseConstantScheduler({}, {0.1})));
-    const auto separate = internal::CompilePlan(job.Graph(), {.device_kind = Device::Kind::kCuda, .copy_stream_bytes = 0});
-    const auto fused = internal::CompilePlan(
-        job.Graph(), {.device_kind = Device::Kind::kCuda, .stream_graphs = true, .copy_stream_bytes = 0});
+    const auto separate = internal::CompilePlan(
+        job.Graph(), {.device_kind = Device::Kind::kCuda, .copy_stream_bytes = 0, .commit_before_writes = false});
+    const auto fused = internal::CompilePlan(job.Graph(), {.device_kind = Device::Kind::kCuda,
+                                                           .stream_graphs = true,
+                                                           .copy_stream_bytes = 0,
+                                                           .commit_before_writes = false});
     CheckPlanConsistent(*separate);
     CheckPlanConsistent(*fused);
     REQUIRE(CountKernels(*fused, "stream_graph") == 1);

@@ -1,6 +1,7 @@
 #pragma once
 // What the multi-device and multi-process training tests share: random data, row slices, a small MLP or
-// conv-net train job, and the check that two sessions ended with the same variables.
+// conv-net train job, the check that two sessions ended with the same variables, and the check that
+// failed train calls write nothing.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <random>
 #include <string>
 
+#include "kernels/kernel.hpp"
 #include "weir/optimizers.hpp"
 #include "weir/weir.hpp"
 
@@ -85,6 +87,47 @@ inline void CheckSameVariables(const std::map<std::string, Tensor>& a, const std
     const std::vector<float> y = b.at(name).ToVector<float>();
     for (std::size_t i = 0; i < x.size(); ++i) CHECK(y[i] == doctest::Approx(x[i]).epsilon(1e-4).scale(1e-3));
   }
+}
+
+// Train calls that fail (a label out of range in the loss; an index out of range in a metric no update
+// reads), sync and async, leave every variable as it was, the train step included, in a session with
+// `options`; the session then trains on.
+inline void CheckFailedTrainCallsWriteNothing(const SessionOptions& options) {
+  JobBuilder builder("fails", JobType::kTrain);
+  Blob images = builder.Placeholder("images", Shape{4, 3});
+  Blob labels = builder.Placeholder("labels", Shape{4}, DType::kI32);
+  Blob logits = Dense(images, 5, {.kernel_initializer = RandomNormalInitializer(0, 1, 3), .name = "fc"});
+  Blob loss = SparseSoftmaxCrossEntropy(labels, logits);
+  // A metric no update depends on fails too: its failure must stop the updates as well.
+  builder.Output("picked", Gather(logits, Slice(labels, {.start = {0}, .stop = {2}, .step = {1}})));
+  builder.Minimize(Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.9), loss);
+  builder.Output("loss", loss);
+  const Job job = builder.Build();
+  const Tensor ones = Tensor::FromVector<float>({4, 3}, std::vector<float>(12, 1.f));
+  const Tensor good = Tensor::FromVector<std::int32_t>({4}, {0, 1, 2, 3});
+  const Tensor bad_loss = Tensor::FromVector<std::int32_t>({4}, {0, 1, 2, 9});  // out of range for 5 classes
+  const Tensor bad_metric = Tensor::FromVector<std::int32_t>({4}, {0, 7, 2, 3});  // and for the gather's 4 rows
+  Session session(options);
+  session.Call(job, {ones, good});
+  const std::map<std::string, Tensor> before = session.GetVariables();
+  for (const Tensor& bad : {bad_loss, bad_metric, bad_loss}) {
+    CHECK_THROWS_AS(session.Call(job, {ones, bad}), internal::KernelError);
+  }
+  std::vector<bool> ok;
+  for (const Tensor& value : {bad_loss, bad_metric}) {
+    session.CallAsync(job, {ones, value}, [&](CallResult result) { ok.push_back(result.Ok()); });
+  }
+  session.Sync();
+  CHECK(ok == std::vector<bool>{false, false});
+  const std::map<std::string, Tensor> after = session.GetVariables();
+  REQUIRE(after.size() == before.size());
+  for (const auto& [name, value] : before) {
+    INFO(name);
+    CHECK(std::memcmp(after.at(name).RawData(), value.RawData(), value.NumBytes()) == 0);
+  }
+  CHECK(session.GetVariable("System-Train-TrainStep-fails").ToVector<std::int64_t>() == std::vector<std::int64_t>{1});
+  session.Call(job, {ones, good});  // and the session trains on
+  CHECK(session.GetVariable("System-Train-TrainStep-fails").ToVector<std::int64_t>() == std::vector<std::int64_t>{2});
 }
 
 }  // namespace weir::testing

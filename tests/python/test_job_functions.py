@@ -217,6 +217,34 @@ def test_a_callback_exception_during_an_async_call_comes_out_of_the_next_call_be
     assert step.tolist() == [3]
 
 
+@pytest.mark.parametrize("commit", [True, False])
+def test_a_failed_train_call_writes_no_variable_unless_the_commit_is_switched_off(commit):
+    # The metric's gather fails (an index out of range) in a branch no update reads: only the commit
+    # before the updates keeps the call from applying them.
+    flow.config.commit_before_writes(commit)
+
+    @flow.global_function(type="train")
+    def train(x: tp.Numpy.Placeholder((2, 3)), picks: tp.Numpy.Placeholder((2,), dtype=flow.int32)) -> Tuple[
+            tp.Numpy, tp.Numpy]:
+        w = flow.get_variable("w", shape=(3,), dtype=flow.float, initializer=flow.ones_initializer())
+        loss = flow.math.reduce_sum(x * w)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0).minimize(loss)
+        return loss, flow.gather(x, picks)
+
+    train(_x(), np.array([0, 1], np.int32))
+    before = {name: value.numpy().copy() for name, value in flow.get_all_variables().items()}
+    with pytest.raises(Exception, match="out of range|outside"):
+        train(_x(), np.array([0, 5], np.int32))
+    after = flow.get_all_variables()
+    assert np.array_equal(after["System-Train-TrainStep-train"].numpy(), [1] if commit else [2])
+    assert np.array_equal(after["w"].numpy(), before["w"]) == commit
+
+
+def test_commit_before_writes_refuses_what_is_not_a_bool():
+    with pytest.raises(ValueError, match=r"commit_before_writes: expected True or False, got 1"):
+        flow.config.commit_before_writes(1)
+
+
 def test_a_watch_handler_exception_fails_a_legacy_future_instead_of_hanging_it():
     @flow.global_function()
     def job(x: tp.Numpy.Placeholder((2,))):

@@ -157,7 +157,7 @@ void BindSession(py::module_& m) {
                        double watchdog_timeout_s, int rank, int world_size, std::string master_addr,
                        int master_port, double rendezvous_timeout_s, double collective_timeout_s,
                        std::string collectives, bool stream_graphs, int local_rank, double fusion_threshold_mb,
-                       std::string job_token, double copy_stream_mb, bool tensor_float_32) {
+                       std::string job_token, double copy_stream_mb, bool tensor_float_32, bool commit_before_writes) {
              SessionOptions options;
              options.cpu_devices = cpu_devices;
              options.gpu_devices = gpu_devices;
@@ -190,6 +190,7 @@ void BindSession(py::module_& m) {
              }
              options.copy_stream_bytes = static_cast<std::size_t>(copy_stream_mb * (1 << 20));
              options.tensor_float_32 = tensor_float_32;
+             options.commit_before_writes = commit_before_writes;
              // Connecting waits for the other ranks: let other Python threads run meanwhile.
              py::gil_scoped_release release;
              return std::make_unique<PySession>(options);
@@ -201,7 +202,7 @@ void BindSession(py::module_& m) {
            py::arg("rendezvous_timeout_s") = 300.0, py::arg("collective_timeout_s") = 180.0,
            py::arg("collectives") = "auto", py::arg("stream_graphs") = true, py::arg("local_rank") = 0,
            py::arg("fusion_threshold_mb") = 16.0, py::arg("job_token") = "", py::arg("copy_stream_mb") = static_cast<double>(SessionOptions{}.copy_stream_bytes) / (1 << 20),
-           py::arg("tensor_float_32") = false)
+           py::arg("tensor_float_32") = false, py::arg("commit_before_writes") = true)
       .def("resource",
            [](PySession& self) {
              const Resource r = self.Get().GetResource();
