@@ -25,6 +25,7 @@ from weir import (
     data,
     distribute,
     env,
+    experimental,
     image,
     keras,
     layers,

@@ -279,6 +279,16 @@ class _PendingResult:
         return self._arrays
 
 
+# flow.experimental.enable_typing_check: job functions decorated while it is on must annotate every
+# parameter and the return.
+_require_annotations = False
+
+
+def set_typing_check(val: bool) -> None:
+    global _require_annotations
+    _require_annotations = val
+
+
 class JobFunction:
     """A function decorated by ``@flow.global_function``. Call it with positional numpy arrays."""
 
@@ -286,7 +296,7 @@ class JobFunction:
         self._fn = fn
         self.job_type = job_type
         self.config = config
-        self.signature = parse_signature(fn)
+        self.signature = parse_signature(fn, require_annotations=_require_annotations)
         self._lock = threading.Lock()
         functools.update_wrapper(self, fn)
 
