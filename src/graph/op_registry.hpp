@@ -43,6 +43,19 @@ struct GradContext {
 /// need none (or have none, like integer labels).
 using GradientFn = std::function<std::vector<Blob>(const GradContext&)>;
 
+/// Inputs an op is run on by the registry-wide checks (tests/kernels/test_op_examples.cpp): its CUDA
+/// kernel against its CPU kernel; its gradient against finite differences (the examples whose
+/// floating inputs are f64 and few, where the op has a gradient rule); every SBP signature it
+/// declares, on 2 and 3 devices. Each input is drawn at random: floats uniformly in [low, high),
+/// integers in [0, classes) when `classes` > 0 (labels, indices), else in [-1000, 1000].
+struct OpExample {
+  std::any attrs;
+  std::vector<TensorMeta> inputs;
+  double low = -2.0;
+  double high = 2.0;
+  std::int64_t classes = 0;
+};
+
 struct OpDef {
   std::string_view type;
   /// Number of inputs; -1 for variadic.
@@ -76,6 +89,9 @@ struct OpDef {
   /// every device runs its own, as each device is fed its own placeholder piece; the kernel learns
   /// which share of the whole it is (KernelSetup::shard).
   bool per_device_source = false;
+  /// The op's examples (OpExample), so that a new op needs no C++ test file of its own; empty for
+  /// ops whose checks live in test files.
+  std::function<std::vector<OpExample>()> examples;
 };
 
 void RegisterOp(OpDef def);

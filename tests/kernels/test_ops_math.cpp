@@ -1,25 +1,19 @@
 // More math ops: concat, the unary family, softmax/sigmoid cross entropy with dense labels,
-// reduce_max/min, maximum/minimum, clip_by_value, one_hot and combined_margin_loss — hand-computed
-// values, bad inputs, f32 kernels against f64, and finite-difference gradients
-// (tests/gradient_check.hpp); combined_margin_loss's conformance samples and SBP check too.
+// reduce_max/min, maximum/minimum, clip_by_value and one_hot — hand-computed values, bad inputs, f32
+// kernels against f64, and finite-difference gradients (tests/gradient_check.hpp).
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <set>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
 #include <doctest/doctest.h>
 
-#include "conformance.hpp"
 #include "gradient_check.hpp"
 #include "kernels/attrs/concat_attrs.hpp"
-#include "kernels/functors/combined_margin.hpp"
 #include "kernels/functors/unary.hpp"
 #include "op_test_util.hpp"
-#include "sbp_check.hpp"
 #include "weir/weir.hpp"
 
 using weir::Blob;
@@ -757,90 +751,4 @@ TEST_CASE("one_hot feeds a dense cross entropy that matches the sparse one in a 
   CHECK_THROWS_WITH(session.Call(job, {Tensor::FromVector<std::int32_t>({3}, {0, 4, 1}), logit_values}),
                     doctest::Contains("[one_hot] index 4 at position 1 is outside [0, 4)"));
   CHECK(session.Call(job, {Tensor::FromVector<std::int32_t>({3}, {1, 1, 1}), logit_values})[0].GetShape() == Shape{3});
-}
-
-// --- combined_margin_loss -------------------------------------------------------------------
-
-namespace {
-
-// Cosines in [-0.9, -0.3] and [0.3, 0.9]: inside acos's domain, away from its ends, where the
-// gradient's 1 / sin(theta) grows without bound.
-Tensor Cosines(Shape shape) {
-  Tensor x = Random(std::move(shape));
-  for (std::int64_t i = 0; i < x.NumElements(); ++i) x.Data<double>()[i] *= 0.6;
-  return x;
-}
-
-}  // namespace
-
-TEST_CASE("combined_margin_loss puts each row's label entry through cos(m1 * acos(x) + m2) - m3 and leaves the rest") {
-  const Tensor x = Cosines({3, 4});
-  const std::vector<std::int32_t> rows = {2, 0, 3};
-  const double m1 = 1.5, m2 = 0.3, m3 = 0.2;
-  std::vector<double> expected = x.ToVector<double>();
-  for (std::size_t r = 0; r < rows.size(); ++r) {
-    double& e = expected[r * 4 + static_cast<std::size_t>(rows[r])];
-    e = std::cos(m1 * std::acos(e) + m2) - m3;
-  }
-  const weir::internal::CombinedMarginAttrs attrs{m1, m2, m3};
-  CheckClose<double>(RunOp("combined_margin_loss", attrs, {x, Tensor::FromVector<std::int32_t>({3}, rows)})[0], {3, 4}, expected, 1e-12);
-  const Tensor labels64 = Tensor::FromVector<std::int64_t>({3}, {2, 0, 3});
-  CheckClose<float>(RunOp("combined_margin_loss", attrs, {CastTo<float>(x), labels64})[0], {3, 4}, expected, 1e-5);
-  // The defaults (1, 0, 0) leave x as it is, and so does the gradient: dy through.
-  const weir::internal::CombinedMarginAttrs none{};
-  CheckClose<double>(RunOp("combined_margin_loss", none, {x, labels64})[0], {3, 4}, x.ToVector<double>(), 1e-12);
-  CheckClose<double>(RunOp("combined_margin_loss_grad", none, {x, x, labels64})[0], {3, 4}, x.ToVector<double>(), 1e-15);
-  CHECK(RunOp("combined_margin_loss", attrs, {Tensor(Shape{0, 4}, DType::kF32), Tensor(Shape{0}, DType::kI32)})[0].GetShape() ==
-        Shape{0, 4});
-}
-
-TEST_CASE("combined_margin_loss rejects labels out of range and bad dtypes and shapes, naming them") {
-  const weir::internal::CombinedMarginAttrs attrs{1, 0.5, 0};
-  const Tensor x = Cosines({3, 4});
-  const Tensor bad = Tensor::FromVector<std::int32_t>({3}, {1, 4, 0});
-  CHECK_THROWS_WITH_AS(RunOp("combined_margin_loss", attrs, {x, bad}), "[combined_margin_loss] label 4 at row 1 is outside [0, 4)",
-                       KernelError);
-  CHECK_THROWS_WITH_AS(RunOp("combined_margin_loss_grad", attrs, {x, x, Tensor::FromVector<std::int64_t>({3}, {-1, 0, 0})}),
-                       "[combined_margin_loss_grad] label -1 at row 0 is outside [0, 4)", KernelError);
-  CHECK_THROWS_WITH_AS(RunOp("combined_margin_loss", attrs, {Tensor(Shape{3, 4}, DType::kI32), bad}),
-                       "[combined_margin_loss] expects f32 or f64 x, got i32", std::invalid_argument);
-  CHECK_THROWS_WITH_AS(RunOp("combined_margin_loss", attrs, {Cosines({3, 4, 1}), bad}),
-                       "[combined_margin_loss] x must be (N, C), got (3,4,1)", std::invalid_argument);
-  CHECK_THROWS_WITH_AS(RunOp("combined_margin_loss", attrs, {x, Tensor(Shape{3}, DType::kF32)}),
-                       "[combined_margin_loss] expects i32 or i64 labels, got f32", std::invalid_argument);
-  CHECK_THROWS_WITH_AS(RunOp("combined_margin_loss", attrs, {x, Tensor(Shape{2}, DType::kI32)}),
-                       "[combined_margin_loss] labels must be (3) for x (3,4), got (2)", std::invalid_argument);
-}
-
-TEST_CASE("combined_margin_loss: gradients against finite differences, the CUDA kernels against the CPU's, every SBP signature") {
-  weir::Session session;
-  for (const auto& [m1, m2, m3] : {std::tuple{1.0, 0.5, 0.0}, std::tuple{2.0, 0.0, 0.0}, std::tuple{1.3, 0.2, 0.35}}) {
-    CheckGradients(session, fmt::format("combined_margin_loss {} {} {}", m1, m2, m3),
-                   {Cosines({4, 5}), Tensor::FromVector<std::int32_t>({4}, {4, 0, 2, 2})},
-                   [m1, m2, m3](const std::vector<Blob>& in) { return weir::CombinedMarginLoss(in[0], in[1], m1, m2, m3); });
-  }
-
-  // Odd, empty, one-class and more-than-a-block shapes; both label dtypes; cosines in [-0.95, 0.95).
-  std::vector<weir::testing::Sample> samples;
-  const weir::internal::CombinedMarginAttrs attrs{1.2, 0.4, 0.1};
-  for (const Shape& shape : {Shape{7, 13}, Shape{0, 5}, Shape{3, 1}, Shape{1000, 3}}) {
-    for (DType dtype : {DType::kF32, DType::kF64}) {
-      for (DType label : {DType::kI32, DType::kI64}) {
-        const Shape rows{shape[0]};
-        samples.push_back({"combined_margin_loss", attrs, {{shape, dtype}, {rows, label}}, {{shape, dtype}}, false, shape[1],
-                           false, -0.95, 0.95});
-        samples.push_back({"combined_margin_loss_grad", attrs, {{shape, dtype}, {shape, dtype}, {rows, label}}, {{shape, dtype}},
-                           false, shape[1], false, -0.95, 0.95});
-      }
-    }
-  }
-  weir::testing::CheckConformance(samples, 47);
-
-  weir::JobBuilder builder("margins", weir::JobType::kPredict);
-  const Blob x = builder.Placeholder("x", {6, 5});
-  const Blob y = weir::CombinedMarginLoss(x, builder.Placeholder("labels", {6}, DType::kI32), 1.2, 0.4, 0.1);
-  builder.Output("dx", weir::Gradients(weir::ReduceSum(weir::Mul(y, y)), {x})[0]);
-  const std::set<std::string> checked = weir::testing::CheckSbpSignatures(builder.Build());
-  CHECK(checked.count("combined_margin_loss") == 1);
-  CHECK(checked.count("combined_margin_loss_grad") == 1);
 }

@@ -2048,6 +2048,40 @@ def test_combined_margin_loss_matches_numpy_with_its_gradient(m1, m2, m3):
     np.testing.assert_allclose(grads[0], dx, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("label_dtype", [flow.int32, flow.int64])
+def test_combined_margin_loss_in_float32_with_either_label_dtype_and_bad_shapes(label_dtype):
+    x = np.random.default_rng(8).uniform(-0.9, 0.9, size=(3, 4)).astype(np.float32)
+    labels = np.array([2, 0, 3], dtype=flow.convert_oneflow_dtype_to_numpy_dtype(label_dtype))
+
+    @flow.global_function()
+    def job(p: tp.Numpy.Placeholder((3, 4)), label: tp.Numpy.Placeholder((3,), dtype=label_dtype)) -> Tuple[
+            tp.Numpy, tp.Numpy]:
+        return flow.combined_margin_loss(p, label, m1=1.5, m2=0.3, m3=0.2), flow.combined_margin_loss(p, label)
+
+    y, unchanged = job(x, labels)
+    expected = x.astype(np.float64)
+    rows = np.arange(3)
+    expected[rows, labels] = np.cos(1.5 * np.arccos(expected[rows, labels]) + 0.3) - 0.2
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(unchanged, x)  # the defaults (1, 0, 0) leave x as it is
+
+    def build(x_shape, x_dtype, label_shape):
+        @flow.global_function()
+        def bad(p: tp.Numpy.Placeholder(x_shape, dtype=x_dtype),
+                label: tp.Numpy.Placeholder(label_shape, dtype=label_dtype)) -> tp.Numpy:
+            return flow.combined_margin_loss(p, label, m2=0.5)
+
+        bad(np.zeros(x_shape, flow.convert_oneflow_dtype_to_numpy_dtype(x_dtype)),
+            np.zeros(label_shape, labels.dtype))
+
+    with pytest.raises(Exception, match=r"\[combined_margin_loss\] x must be \(N, C\), got \(3,4,1\)"):
+        build((3, 4, 1), flow.float32, (3,))
+    with pytest.raises(Exception, match=r"\[combined_margin_loss\] labels must be \(3\) for x \(3,4\), got \(2\)"):
+        build((3, 4), flow.float32, (2,))
+    with pytest.raises(Exception, match=r"\[combined_margin_loss\] expects f32 or f64 x, got i32"):
+        build((3, 4), flow.int32, (3,))
+
+
 def test_combined_margin_loss_trains_an_arcface_head_and_refuses_bad_labels_and_margins():
     rng = np.random.default_rng(7)
     centers = rng.normal(size=(4, 8))

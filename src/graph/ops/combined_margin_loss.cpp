@@ -51,6 +51,29 @@ std::vector<SbpSignature> CombinedMarginLossSbp(const SbpContext& ctx) {
   return {{std::vector<Sbp>(ctx.inputs.size(), Sbp::S(0)), {Sbp::S(0)}}};
 }
 
+// Cosines in [-0.95, 0.95), inside acos's domain and away from its ends, where the gradient's
+// 1 / sin(theta) grows without bound. For the GPU's agreement: odd, empty, one-class and
+// more-than-a-block shapes, both label dtypes; for finite differences: three margins of the three
+// losses, on a small batch; `grad` gives the gradient op's inputs (dy first).
+std::vector<OpExample> MarginExamples(bool grad) {
+  std::vector<OpExample> examples;
+  auto add = [&](const CombinedMarginAttrs& attrs, const Shape& shape, DType dtype, DType label) {
+    std::vector<TensorMeta> inputs = {{shape, dtype}, {Shape{shape[0]}, label}};
+    if (grad) inputs.insert(inputs.begin(), TensorMeta{shape, dtype});
+    examples.push_back({.attrs = attrs, .inputs = inputs, .low = -0.95, .high = 0.95, .classes = shape[1]});
+  };
+  for (const CombinedMarginAttrs& attrs : {CombinedMarginAttrs{1.0, 0.5, 0.0}, CombinedMarginAttrs{2.0, 0.0, 0.0},
+                                           CombinedMarginAttrs{1.3, 0.2, 0.35}}) {
+    add(attrs, Shape{4, 5}, DType::kF64, DType::kI32);
+  }
+  for (const Shape& shape : {Shape{7, 13}, Shape{0, 5}, Shape{3, 1}, Shape{1000, 3}}) {
+    for (DType dtype : {DType::kF32, DType::kF64}) {
+      for (DType label : {DType::kI32, DType::kI64}) add(CombinedMarginAttrs{1.2, 0.4, 0.1}, shape, dtype, label);
+    }
+  }
+  return examples;
+}
+
 const auto kReadMarginAttrs = ReadAttrs<CombinedMarginAttrs>(
     Attr("m1", &CombinedMarginAttrs::m1), Attr("m2", &CombinedMarginAttrs::m2), Attr("m3", &CombinedMarginAttrs::m3));
 
@@ -60,14 +83,16 @@ WEIR_REGISTER_OP({.type = "combined_margin_loss",
                   .infer = InferCombinedMarginLoss,
                   .gradient = CombinedMarginLossGradient,
                   .sbp = CombinedMarginLossSbp,
-                  .read_attrs = kReadMarginAttrs});
+                  .read_attrs = kReadMarginAttrs,
+                  .examples = [] { return MarginExamples(false); }});
 
 WEIR_REGISTER_OP({.type = "combined_margin_loss_grad",
                   .num_inputs = 3,
                   .input_names = {"dy", "x", "label"},
                   .infer = InferCombinedMarginLossGrad,
                   .sbp = CombinedMarginLossSbp,
-                  .read_attrs = kReadMarginAttrs});
+                  .read_attrs = kReadMarginAttrs,
+                  .examples = [] { return MarginExamples(true); }});
 
 }  // namespace
 }  // namespace internal
