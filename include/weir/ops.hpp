@@ -152,6 +152,12 @@ Blob UnsortedSegmentSum(const Blob& data, const Blob& segment_ids, std::int64_t 
 /// NaN counts as the largest, equal values keep their order. No gradient.
 Blob ArgSort(const Blob& x, bool descending = false, std::string_view name = {});
 
+/// The distinct values of x (one-dimensional; f32, f64, i32, i64) and their counts, as OneFlow's
+/// flow.experimental.unique_with_counts: {y, idx, count, num_unique}, the values ascending in y's first
+/// num_unique entries (NaN the largest; zeros after), idx[i] each element's value's position in y,
+/// count each value's occurrences, num_unique (1) how many; indices of dtype out_idx (i32 or i64).
+std::vector<Blob> UniqueWithCounts(const Blob& x, DType out_idx = DType::kI32, std::string_view name = {});
+
 /// The slices of params that tuples of indices (i32/i64) pick: the last axis of indices holds K indices
 /// into params' first K axes; the output is indices.shape[:-1] + params.shape[K:]. An index outside
 /// its axis fails the call. The gradient for params is scatter_nd of dy by the indices.

@@ -1,13 +1,14 @@
 """``flow.experimental``: OneFlow's helpers under that name. ``name_scope`` (``flow.name_scope``),
-``square_sum``, and ``enable_typing_check``."""
+``square_sum``, ``unique_with_counts`` and ``enable_typing_check``."""
 
 from __future__ import annotations
 
-from weir import _function, ops, scope
+from weir import _C, _function, dtypes, ops, scope
 from weir import math as _math
-from weir._ops_util import check_blob
+from weir._blob import to_c_dtype
+from weir._ops_util import check_blob, op_name, wrap
 
-__all__ = ["name_scope", "square_sum", "enable_typing_check"]
+__all__ = ["name_scope", "square_sum", "unique_with_counts", "enable_typing_check"]
 
 name_scope = scope.namespace
 
@@ -17,6 +18,19 @@ def square_sum(x, name=None):
     square_sum). Its gradient is 2 x times the incoming one."""
     check_blob(x, "flow.experimental.square_sum", "x")
     return ops.reshape(_math.reduce_sum(_math.square(x)), (1,), name=name)
+
+
+def unique_with_counts(x, out_idx=dtypes.int32, name=None):
+    """The distinct values of a one-dimensional blob x (float32, float64, int32, int64) and how often
+    each occurs, as OneFlow's: a tuple (y, idx, count, num_unique), each of x's length but num_unique
+    (shape (1,)). y holds the values in its first num_unique entries, ascending (OneFlow leaves the
+    order unspecified; a NaN counts as the largest and all NaNs as one value), zeros after;
+    ``y[idx[i]] == x[i]``; count[k] is how many elements have value y[k]. idx, count and num_unique are
+    of dtype `out_idx`, flow.int32 or flow.int64. On a GPU it compares every pair of elements: quick up
+    to some thousands of elements."""
+    check_blob(x, "flow.experimental.unique_with_counts", "x")
+    attrs = {"out_idx": to_c_dtype(out_idx, "flow.experimental.unique_with_counts: out_idx")}
+    return tuple(wrap(c, x) for c in _C.add_op("unique_with_counts", [x._c], attrs, op_name(name)))
 
 
 def enable_typing_check(val=True):

@@ -46,14 +46,16 @@ using GradientFn = std::function<std::vector<Blob>(const GradContext&)>;
 /// Inputs an op is run on by the registry-wide checks (tests/kernels/test_op_examples.cpp): its CUDA
 /// kernel against its CPU kernel; its gradient against finite differences (the examples whose
 /// floating inputs are f64 and few, where the op has a gradient rule); every SBP signature it
-/// declares, on 2 and 3 devices. Each input is drawn at random: floats uniformly in [low, high),
-/// integers in [0, classes) when `classes` > 0 (labels, indices), else in [-1000, 1000].
+/// declares, on 2 and 3 devices. Each input is drawn at random: floats uniformly in [low, high), or
+/// from {0, 1, 2} with `ties` (equal values common); integers in [0, classes) when `classes` > 0
+/// (labels, indices), else in [-1000, 1000].
 struct OpExample {
   std::any attrs;
   std::vector<TensorMeta> inputs;
   double low = -2.0;
   double high = 2.0;
   std::int64_t classes = 0;
+  bool ties = false;
 };
 
 struct OpDef {

@@ -51,6 +51,7 @@ Sample SampleOf(const OpDef& def, const OpExample& example) {
   sample.attrs = example.attrs;
   sample.inputs = example.inputs;
   sample.classes = example.classes;
+  sample.ties = example.ties;
   sample.low = example.low;
   sample.high = example.high;
   for (const Blob& out : AddExampleOp(def, Placeholders(builder, example), example.attrs)) {

@@ -2161,3 +2161,53 @@ def test_experimental_enable_typing_check_refuses_unannotated_job_functions_deco
     np.testing.assert_array_equal(legacy(np.ones(2, np.float32)).get().numpy(), [2, 2])
     with pytest.raises(ValueError, match=r"enable_typing_check: expected True or False, got 'yes'"):
         flow.experimental.enable_typing_check("yes")
+
+
+@pytest.mark.parametrize("dtype,out_idx", [(flow.int32, flow.int32), (flow.int64, flow.int64),
+                                           (flow.float32, flow.int32), (flow.float64, flow.int64)])
+def test_experimental_unique_with_counts_matches_numpy(dtype, out_idx):
+    rng = np.random.default_rng(9)
+    x = rng.integers(0, 32, size=1024).astype(flow.convert_oneflow_dtype_to_numpy_dtype(dtype))
+
+    @flow.global_function()
+    def job(v: tp.Numpy.Placeholder((1024,), dtype=dtype)) -> Tuple[tp.Numpy, tp.Numpy, tp.Numpy, tp.Numpy]:
+        return flow.experimental.unique_with_counts(v, out_idx=out_idx)
+
+    y, idx, count, num_unique = job(x)
+    index_dtype = flow.convert_oneflow_dtype_to_numpy_dtype(out_idx)
+    assert y.dtype == x.dtype and idx.dtype == count.dtype == num_unique.dtype == index_dtype
+    assert y.shape == idx.shape == count.shape == (1024,) and num_unique.shape == (1,)
+    values, counts = np.unique(x, return_counts=True)
+    n = int(num_unique[0])
+    assert n == len(values)
+    np.testing.assert_array_equal(y[:n], values)  # ascending
+    np.testing.assert_array_equal(count[:n], counts)
+    np.testing.assert_array_equal(y[idx], x)
+    assert not y[n:].any() and not count[n:].any()
+
+
+def test_experimental_unique_with_counts_keeps_nan_and_signed_zero_as_one_value_each_and_refuses_bad_input():
+    x = np.array([2.0, np.nan, -0.0, 1.0, 0.0, np.nan, 2.0], np.float32)
+
+    @flow.global_function()
+    def job(v: tp.Numpy.Placeholder((7,))) -> Tuple[tp.Numpy, tp.Numpy, tp.Numpy, tp.Numpy]:
+        return flow.experimental.unique_with_counts(v)
+
+    y, idx, count, num_unique = job(x)
+    assert num_unique.tolist() == [4]
+    np.testing.assert_array_equal(y[:4], [-0.0, 1.0, 2.0, np.nan])
+    assert np.signbit(y[0])  # the first occurrence of the zero: -0.0
+    np.testing.assert_array_equal(count, [2, 1, 2, 2, 0, 0, 0])
+    np.testing.assert_array_equal(idx, [2, 3, 0, 1, 0, 3, 2])
+    with pytest.raises(Exception, match=r"\[unique_with_counts\] x must be one-dimensional, got \(2,3\)"):
+        @flow.global_function()
+        def matrix(v: tp.Numpy.Placeholder((2, 3))) -> tp.Numpy:
+            return flow.experimental.unique_with_counts(v)[0]
+
+        matrix(np.zeros((2, 3), np.float32))
+    with pytest.raises(Exception, match=r"\[unique_with_counts\] out_idx must be i32 or i64, got f32"):
+        @flow.global_function()
+        def float_indices(v: tp.Numpy.Placeholder((3,))) -> tp.Numpy:
+            return flow.experimental.unique_with_counts(v, out_idx=flow.float32)[1]
+
+        float_indices(np.zeros(3, np.float32))
