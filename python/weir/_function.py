@@ -75,7 +75,8 @@ _OPTIONS = _ACTED_ON | frozenset({
 _NOTICED = set()
 
 
-def _notice_once(key: str, message: str) -> None:
+def notice_once(key: str, message: str) -> None:
+    """Prints `message` on stderr the first time `key` is seen in this process."""
     if key not in _NOTICED:
         _NOTICED.add(key)
         print(f"[weir] {message}", file=sys.stderr)
@@ -159,7 +160,7 @@ class FunctionConfig:
         if path.startswith("train."):
             warnings.warn(f"func_config.{path} has been deprecated; use flow.optimizer", DeprecationWarning, stacklevel=3)
         if path not in _ACTED_ON:
-            _notice_once(path, f"FunctionConfig.{path}({value!r}) is recorded but has no effect in Weir")
+            notice_once(path, f"FunctionConfig.{path}({value!r}) is recorded but has no effect in Weir")
         self.flags[path] = value
 
     def __getattr__(self, name):
@@ -371,7 +372,7 @@ class JobFunction:
                 return _Compiled(session, None, template, mirrored)
         job = builder.build()
         if mixed_precision is not None and job.mixed_precision_ops == 0:
-            _notice_once(f"mixed:{name}", f"enable_auto_mixed_precision: job {name} has no matmul, batch_matmul or "
+            notice_once(f"mixed:{name}", f"enable_auto_mixed_precision: job {name} has no matmul, batch_matmul or "
                          f"conv2d with {mixed_precision.name} kernels on this device: it runs in float32")
         try:
             session.c_session().compile(job)
@@ -386,7 +387,7 @@ class JobFunction:
             return None
         dtype = _C.mixed_precision_dtype(on_cuda)
         if dtype is None:
-            _notice_once("mixed:cpu", "enable_auto_mixed_precision: this CPU has no native bfloat16 (AVX512_BF16 or "
+            notice_once("mixed:cpu", "enable_auto_mixed_precision: this CPU has no native bfloat16 (AVX512_BF16 or "
                          "AMX), where bfloat16 products would be slower than float32: jobs run in float32")
         return dtype
 

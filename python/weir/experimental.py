@@ -1,14 +1,17 @@
 """``flow.experimental``: OneFlow's helpers under that name. ``name_scope`` (``flow.name_scope``),
-``square_sum``, ``unique_with_counts`` and ``enable_typing_check``."""
+``square_sum``, ``unique_with_counts``, ``enable_typing_check`` and ``scope.config``."""
 
 from __future__ import annotations
+
+import types
+from contextlib import contextmanager
 
 from weir import _C, _function, dtypes, ops, scope
 from weir import math as _math
 from weir._blob import to_c_dtype
 from weir._ops_util import check_blob, op_name, wrap
 
-__all__ = ["name_scope", "square_sum", "unique_with_counts", "enable_typing_check"]
+__all__ = ["name_scope", "square_sum", "unique_with_counts", "enable_typing_check", "scope"]
 
 name_scope = scope.namespace
 
@@ -42,3 +45,21 @@ def enable_typing_check(val=True):
     if not isinstance(val, bool):
         raise ValueError(f"flow.experimental.enable_typing_check: expected True or False, got {val!r}")
     _function.set_typing_check(val)
+
+
+@contextmanager
+def _scope_config(checkpointing=None, pipeline_stage_id_hint=None):
+    """OneFlow 0.4's scope attributes for the ops created inside: `checkpointing` (recompute the
+    activations in the backward pass instead of keeping them) and `pipeline_stage_id_hint` (a stage
+    of a pipeline). Weir keeps every activation and places pipeline stages by flow.scope.placement, so
+    it says once that it does neither; the results are the same."""
+    if checkpointing:
+        _function.notice_once("scope.checkpointing", "flow.experimental.scope.config(checkpointing=True): Weir keeps the "
+                              "activations (more memory, the same results)")
+    if pipeline_stage_id_hint is not None:
+        _function.notice_once("scope.pipeline", "flow.experimental.scope.config(pipeline_stage_id_hint=...): Weir places "
+                              "pipeline stages by flow.scope.placement; the hint has no effect")
+    yield
+
+
+scope = types.SimpleNamespace(config=_scope_config)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random as _random
+
 import numpy as np
 
 from weir import _C, dtypes
@@ -18,7 +20,7 @@ __all__ = [
     "unsorted_segment_sum", "unsorted_segment_sum_like", "reduce_variance", "reduce_std", "reduce_euclidean_norm",
     "reduce_logsumexp", "l2_normalize", "xdivy", "xlogy", "reduce_any", "reduce_all", "in_top_k", "tril",
     "atan2", "floordiv", "reduced_shape_elem_cnt", "sigmoid_v2", "two_stage_reduce_max", "two_stage_reduce_min",
-    "fused_scale_tril", "lgamma", "reduce_prod",
+    "fused_scale_tril", "fused_scale_tril_softmax_dropout", "lgamma", "reduce_prod",
 ]
 
 
@@ -386,6 +388,25 @@ def fused_scale_tril(x, diagonal=0, fill_value=0, scale=1, name=None):
     if isinstance(scale, bool) or not isinstance(scale, (int, float, np.integer, np.floating)):
         raise TypeError(f"flow.math.fused_scale_tril: scale must be a number, got {scale!r}")
     return tril(x * scale if scale != 1 else x, diagonal, fill_value, name)
+
+
+def _dropout(x, rate, seed, name):
+    """flow.nn.dropout's op: `seed` None draws one from Python's `random` module now (at tracing)."""
+    if seed is None:
+        seed = _random.getrandbits(63)
+    return Blob(_C.dropout(x._c, float(rate), int(seed), name), x._job)
+
+
+def fused_scale_tril_softmax_dropout(x, diagonal=0, scale=1.0, fill_value=0.0, rate=0.0, noise_shape=None, seed=None,
+                                     name=None):
+    """dropout(softmax(fused_scale_tril(x, diagonal, fill_value, scale)), rate) along the last axis, as
+    OneFlow's fused op (a transformer's causal attention weights: fill_value -inf masks the future).
+    Composed of those ops here; the dropout acts in train jobs only."""
+    x = check_blob(x, "flow.math.fused_scale_tril_softmax_dropout", "x")
+    if noise_shape is not None:
+        raise ValueError("flow.math.fused_scale_tril_softmax_dropout: noise_shape is not supported; the mask has x's shape")
+    weights = add_op("softmax", [fused_scale_tril(x, diagonal, fill_value, scale)], "", axis=-1)
+    return _dropout(weights, rate, seed, op_name(name)) if rate > 0 else weights
 
 
 def unsorted_segment_sum(data, segment_ids, num_segments, axis=0, name=None):

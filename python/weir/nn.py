@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import random as _random
-
 from weir import _C, _context, dtypes, ops
 from weir import random as _draws
 from weir import initializers as _init
 from weir._image import check_format, pair, padding_spec
-from weir._ops_util import add_op, check_blob, constant_like, op_name, wrap
+from weir._ops_util import add_op, check_blob, constant_like, op_name
 from weir import math as _math
 from weir.math import fused_scale_tril, relu, sigmoid, tanh
 
@@ -20,6 +18,7 @@ __all__ = [
     "L1Loss", "MSELoss", "BCELoss", "MarginRankingLoss", "TripletMarginLoss", "conv2d_transpose",
     "BCEWithLogitsLoss", "KLDivLoss", "PixelShuffle", "PixelShufflev2", "InstanceNorm1d", "InstanceNorm2d",
     "InstanceNorm3d", "GroupNorm", "conv1d", "fused_scale_tril", "layer_norm", "conv3d", "random_mask_like",
+    "fused_bias_add_gelu", "fused_bias_add_dropout",
 ]
 
 
@@ -115,9 +114,19 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
     x = check_blob(x, "flow.nn.dropout", "x")
     if noise_shape is not None:
         raise ValueError("flow.nn.dropout: noise_shape is not supported; the mask has x's shape")
-    if seed is None:
-        seed = _random.getrandbits(63)
-    return wrap(_C.dropout(x._c, float(rate), int(seed), op_name(name)), x)
+    return _math._dropout(x, rate, seed, op_name(name))
+
+
+def fused_bias_add_gelu(a, b, data_format=None, name=None):
+    """gelu(bias_add(a, b, data_format)), as OneFlow's fused op; composed of the two here."""
+    return _math.gelu(bias_add(a, b, data_format), name)
+
+
+def fused_bias_add_dropout(a, b, data_format=None, rate=0.0, noise_shape=None, seed=None, name=None):
+    """dropout(bias_add(a, b, data_format), rate), as OneFlow's fused op (the dropout acts in train
+    jobs only); composed of the two here."""
+    added = bias_add(a, b, data_format, name if rate <= 0 else None)
+    return dropout(added, rate, noise_shape, seed, name) if rate > 0 else added
 
 
 def bias_add(value, bias, data_format=None, name=None):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import builtins
+import re
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from weir._signature import watch_value_converter
 from weir.math import clip_by_value, not_equal, reduce_sum
 
 __all__ = [
-    "reshape", "transpose", "matmul", "cast", "identity", "constant", "zeros_like", "ones_like",
+    "reshape", "transpose", "matmul", "cast", "identity", "amp_white_identity", "constant", "zeros_like", "ones_like",
     "squeeze", "expand_dims", "flatten", "concat", "one_hot", "clip_by_value", "get_variable", "watch", "watch_diff",
     "slice", "slice_v2", "reverse", "constant_like", "broadcast_to_compatible_with", "broadcast_like", "stack",
     "identity_n", "cast_to_static_shape", "ones", "zeros", "gather", "dim_gather", "where", "parallel_cast", "pad",
@@ -138,11 +139,19 @@ def transpose(a, perm=None, conjugate=False, batch_axis_non_change=False, name=N
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False, alpha=1.0, name=None):
-    """op(a)·op(b), scaled by alpha: the 2-D product, or for operands of one rank > 2 the product of
+    """op(a)·op(b), scaled by alpha: the 2-D product; for operands of one rank > 2 the product of
     the last two axes at every index of the leading ones (OneFlow's batch_matmul; the transposes act
-    on the last two axes)."""
+    on the last two axes); for `a` of rank > 2 and a 2-D `b`, every row of a's leading axes times b
+    (OneFlow's broadcast_matmul, a linear layer over a sequence; transpose_a is refused there)."""
     a = check_blob(a, "flow.matmul", "a")
     b = check_blob(b, "flow.matmul", "b")
+    if len(a.shape) > 2 and len(b.shape) == 2:
+        if transpose_a:
+            raise ValueError(f"flow.matmul: transpose_a is not supported for a {len(a.shape)}-D a and a 2-D b")
+        rows = reshape(a, (-1, a.shape[-1]))
+        product = add_op("matmul", [rows, b], op_name(name), transpose_a=False, transpose_b=bool(transpose_b),
+                         alpha=float(alpha))
+        return reshape(product, tuple(a.shape[:-1]) + (product.shape[-1],))
     op_type = "batch_matmul" if len(a.shape) > 2 or len(b.shape) > 2 else "matmul"
     return add_op(op_type, [a, b], op_name(name), transpose_a=bool(transpose_a), transpose_b=bool(transpose_b),
                   alpha=float(alpha))
@@ -243,6 +252,13 @@ def stack(inputs, axis=0, name=None):
     if not -rank - 1 <= axis <= rank:
         raise ValueError(f"flow.stack: axis must be in [{-rank - 1}, {rank}], got {axis}")
     return concat([expand_dims(blob, axis) for blob in inputs], axis=axis % (rank + 1), name=name)
+
+
+def amp_white_identity(x, name=None):
+    """x itself. OneFlow's marks its output as safe in 16 bits under mixed precision (GPT's embedding
+    tables); Weir's mixed-precision pass decides from the ops that read it, so it is an identity."""
+    x = check_blob(x, "flow.amp_white_identity", "x")
+    return add_op("identity", [x], op_name(name))
 
 
 def identity_n(inputs, name=None):
@@ -558,11 +574,15 @@ def where(condition, x=None, y=None, name=None):
 
 
 def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None, trainable=None,
-                 model_name=None, random_seed=None, distribute=None, reuse=True):
+                 model_name=None, random_seed=None, distribute=None, reuse=True, parallel_distribution=None,
+                 nd_sbp=None):
     """The variable `name` (prefixed by the active flow.scope.namespace()s): created on first
     use in the session, shared by name with every job that asks for it, kept across calls and
-    saved in checkpoints. The default initializer is constant 0."""
+    saved in checkpoints. The default initializer is constant 0. `parallel_distribution` (or
+    `nd_sbp`, its later name), OneFlow 0.4's layout as a list of "B" / "S(axis)" strings, may be empty
+    or one entry (as `distribute`), or all "B"."""
     context = _context.current("flow.get_variable")
+    distribute = _distribute_of_layout(parallel_distribution if nd_sbp is None else nd_sbp, distribute, name)
     if not isinstance(name, str) or not name:
         raise TypeError(f"flow.get_variable: name must be a non-empty str, got {name!r}")
     full_name = _context.scoped_name(name)
@@ -591,6 +611,27 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     variable = Blob(blob, context.builder)
     context.variables[full_name] = variable
     return variable
+
+
+def _distribute_of_layout(layout, distribute, name):
+    """The flow.distribute object of a "B"/"S(axis)" layout list (None or [] leaves `distribute`)."""
+    what = f"flow.get_variable({name!r}): parallel_distribution"
+    if layout is None or len(layout) == 0:
+        return distribute
+    if distribute is not None:
+        raise ValueError(f"{what}: give it or distribute, not both")
+    entries = [str(entry) for entry in layout]
+    parsed = [_LAYOUT.fullmatch(entry) for entry in entries]
+    if not all(parsed):
+        raise ValueError(f"{what}: expected entries like 'B' or 'S(0)', got {entries!r}")
+    if all(entry == "B" for entry in entries):
+        return _distribute.broadcast()
+    if len(entries) > 1:
+        raise NotImplementedError(f"{what}: {entries!r} is a 2-D layout; Weir lays variables out over a flat list of devices")
+    return _distribute.split(int(parsed[0].group(1)))
+
+
+_LAYOUT = re.compile(r"B|S\((\d+)\)")
 
 
 def _handler(blob, handler_or_prompt, what):

@@ -67,7 +67,19 @@ class PlacementScope:
         return f"placement({self.requested_device_tag!r}, {self.machine_device_ids!r})"
 
 
-def placement(device_tag, machine_device_ids):
+def placement(device_tag, machine_device_ids, hierarchy=None):
+    """Places the ops created inside on `machine_device_ids` ("machine:device[-last]") of `device_tag`.
+    `hierarchy` (OneFlow 0.4's device hierarchy for 2-D layouts) may be None or one-dimensional (a
+    hierarchy whose axes are all 1 but one): Weir lays tensors out over a flat list of devices."""
+    if hierarchy is not None:
+        try:
+            sizes = [int(d) for d in hierarchy]
+        except TypeError:
+            raise TypeError(f"flow.scope.placement: hierarchy must be None or a sequence of ints, got {hierarchy!r}") from None
+        if sum(1 for d in sizes if d != 1) > 1:
+            raise NotImplementedError(
+                f"flow.scope.placement: hierarchy {tuple(sizes)} is 2-D; Weir places over a flat list of devices "
+                "(give None or a 1-D hierarchy)")
     return PlacementScope(device_tag, machine_device_ids)
 
 

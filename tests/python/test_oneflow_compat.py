@@ -1696,47 +1696,44 @@ def test_small_oneflow_aliases_give_their_originals_results():
     np.testing.assert_array_equal(seg_like, np.vstack([x[[1, 0]], np.zeros((1, 3))]))
 
 
-def test_lgamma_and_its_gradient_the_digamma_function():
-    x = np.array([0.25, 0.5, 1.0, 4.0, -0.5, 30.0])
+def _value_and_gradient(op, x):
+    """op on the float64 array x, and d sum(op(x)) / dx through flow.watch_diff: a train job at
+    learning rate 0, x plus a zero variable so that a gradient flows back to it."""
     grads = []
 
     @flow.global_function(type="train")
-    def job(p: tp.Numpy.Placeholder((6,), dtype=flow.double)) -> tp.Numpy:
+    def job(p: tp.Numpy.Placeholder(x.shape, dtype=flow.double)) -> tp.Numpy:
         v = flow.get_variable("v", shape=(1,), dtype=flow.double, initializer=flow.zeros_initializer())
         pv = p + v
         flow.watch_diff(pv, grads.append)
-        y = flow.math.lgamma(pv)
+        y = op(pv)
         flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.0]), momentum=0).minimize(y)
         return y
 
-    np.testing.assert_allclose(job(x), [math.lgamma(v) for v in x], rtol=1e-13)
+    return job(x), grads[0]
+
+
+def test_lgamma_and_its_gradient_the_digamma_function():
+    x = np.array([0.25, 0.5, 1.0, 4.0, -0.5, 30.0])
+    y, dx = _value_and_gradient(flow.math.lgamma, x)
+    np.testing.assert_allclose(y, [math.lgamma(v) for v in x], rtol=1e-13)
     h = 1e-6  # central differences of math.lgamma
-    np.testing.assert_allclose(grads[0], [(math.lgamma(v + h) - math.lgamma(v - h)) / (2 * h) for v in x], rtol=1e-6)
+    np.testing.assert_allclose(dx, [(math.lgamma(v + h) - math.lgamma(v - h)) / (2 * h) for v in x], rtol=1e-6)
 
 
 @pytest.mark.parametrize("axis,keepdims", [(None, False), (1, False), ([0, 2], True), ([], False)])
 def test_reduce_prod_matches_numpy_and_its_gradient_handles_zeros(axis, keepdims):
     x = np.array([[[1.5, -2.0], [0.0, 3.0]], [[0.5, 0.0], [0.0, 2.0]], [[1.25, 4.0], [-1.0, 0.5]]])
-    grads = []
-
-    @flow.global_function(type="train")
-    def job(p: tp.Numpy.Placeholder((3, 2, 2), dtype=flow.double)) -> tp.Numpy:
-        v = flow.get_variable("v", shape=(1,), dtype=flow.double, initializer=flow.zeros_initializer())
-        pv = p + v
-        flow.watch_diff(pv, grads.append)
-        y = flow.math.reduce_prod(pv, axis=axis, keepdims=keepdims)
-        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.0]), momentum=0).minimize(y)
-        return y
-
+    y, dx = _value_and_gradient(lambda p: flow.math.reduce_prod(p, axis=axis, keepdims=keepdims), x)
     np_axis = None if axis is None else tuple(axis) if isinstance(axis, list) else axis
-    np.testing.assert_allclose(job(x), np.prod(x, axis=np_axis, keepdims=keepdims))
+    np.testing.assert_allclose(y, np.prod(x, axis=np_axis, keepdims=keepdims))
     expected = np.zeros_like(x)  # d prod / dx_i: the product of the other elements of x_i's reduction
     for index in np.ndindex(*x.shape):
         others = x.copy()
         others[index] = 1.0
         group = np.prod(others, axis=np_axis, keepdims=True)
         expected[index] = np.broadcast_to(group, x.shape)[index]
-    np.testing.assert_allclose(grads[0], expected)
+    np.testing.assert_allclose(dx, expected)
 
 
 def test_user_op_builder_builds_registered_ops_by_name():
@@ -2113,21 +2110,10 @@ def test_combined_margin_loss_trains_an_arcface_head_and_refuses_bad_labels_and_
 
 def test_experimental_square_sum_is_the_sum_of_squares_with_its_gradient():
     x = np.random.default_rng(6).uniform(-2, 2, size=(3, 4))
-    grads = []
-
-    @flow.global_function(type="train")
-    def job(p: tp.Numpy.Placeholder((3, 4), dtype=flow.double)) -> tp.Numpy:
-        v = flow.get_variable("v", shape=(1,), dtype=flow.double, initializer=flow.zeros_initializer())
-        pv = p + v
-        flow.watch_diff(pv, grads.append)
-        y = flow.experimental.square_sum(pv)
-        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.0]), momentum=0).minimize(y)
-        return y
-
-    y = job(x)
+    y, dx = _value_and_gradient(flow.experimental.square_sum, x)
     assert y.shape == (1,)
     np.testing.assert_allclose(y, [np.sum(x * x)], rtol=1e-12)
-    np.testing.assert_allclose(grads[0], 2 * x, rtol=1e-12)
+    np.testing.assert_allclose(dx, 2 * x, rtol=1e-12)
     with pytest.raises(TypeError, match=r"flow.experimental.square_sum: argument 'x' must be a blob"):
         flow.experimental.square_sum(x)
 
@@ -2211,3 +2197,94 @@ def test_experimental_unique_with_counts_keeps_nan_and_signed_zero_as_one_value_
             return flow.experimental.unique_with_counts(v, out_idx=flow.float32)[1]
 
         float_indices(np.zeros(3, np.float32))
+
+
+def _gelu(x):
+    return 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+
+
+def test_the_gpt_programs_fused_ops_and_sequence_matmul_match_numpy():
+    rng = np.random.default_rng(10)
+    h = rng.normal(size=(2, 3, 4)).astype(np.float32)
+    w = rng.normal(size=(5, 4)).astype(np.float32)
+    b = rng.normal(size=(5,)).astype(np.float32)
+    scores = rng.normal(size=(2, 2, 3, 3)).astype(np.float32)
+
+    @flow.global_function()
+    def job(x: tp.Numpy.Placeholder((2, 3, 4)), weight: tp.Numpy.Placeholder((5, 4)), bias: tp.Numpy.Placeholder((5,)),
+            s: tp.Numpy.Placeholder((2, 2, 3, 3))) -> Tuple[tp.Numpy, tp.Numpy, tp.Numpy, tp.Numpy]:
+        linear = flow.matmul(flow.amp_white_identity(x), weight, transpose_b=True, alpha=0.5)  # a layer over a sequence
+        return (linear, flow.nn.fused_bias_add_gelu(linear, bias, data_format="NHC"),
+                flow.nn.fused_bias_add_dropout(linear, bias, data_format="NHC", rate=0.3),  # a predict job: no dropout
+                flow.math.fused_scale_tril_softmax_dropout(s, diagonal=0, scale=0.5, fill_value=float("-inf"), rate=0.3))
+
+    linear, gelu, biased, weights = job(h, w, b, scores)
+    expected = 0.5 * h @ w.T
+    np.testing.assert_allclose(linear, expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(gelu, _gelu(expected + b), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(biased, expected + b, rtol=1e-6, atol=1e-6)
+    masked = np.where(np.tril(np.ones((3, 3), bool)), 0.5 * scores, -np.inf)
+    softmax = np.exp(masked - masked.max(axis=-1, keepdims=True))
+    np.testing.assert_allclose(weights, softmax / softmax.sum(axis=-1, keepdims=True), rtol=1e-5, atol=1e-7)
+    with pytest.raises(ValueError, match=r"flow.matmul: transpose_a is not supported for a 3-D a and a 2-D b"):
+        @flow.global_function()
+        def transposed(x: tp.Numpy.Placeholder((2, 3, 4)), weight: tp.Numpy.Placeholder((3, 5))) -> tp.Numpy:
+            return flow.matmul(x, weight, transpose_a=True)
+
+        transposed(h, np.zeros((3, 5), np.float32))
+
+
+def test_the_gpt_programs_fused_dropouts_drop_and_scale_in_train_jobs_and_train_through_the_sequence_matmul():
+    x = np.ones((4, 64, 8), np.float32)
+    seen = []
+
+    def keep(value: tp.Numpy):
+        seen.append(value)
+
+    @flow.global_function(type="train")
+    def train(v: tp.Numpy.Placeholder((4, 64, 8))) -> tp.Numpy:
+        w = flow.get_variable("w", shape=(8, 8), initializer=flow.constant_initializer(0.125), parallel_distribution=[])
+        b = flow.get_variable("b", shape=(8,), initializer=flow.zeros_initializer(), nd_sbp=["B"])
+        dropped = flow.nn.fused_bias_add_dropout(flow.matmul(v, w), b, data_format="NHC", rate=0.25)
+        flow.watch(dropped, keep)
+        loss = flow.math.reduce_mean(flow.math.square(dropped - 2.0))
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.05]), momentum=0).minimize(loss)
+        return loss
+
+    losses = [float(train(x)) for _ in range(30)]
+    kept = seen[0] != 0
+    assert 0.6 < kept.mean() < 0.9  # a quarter dropped
+    np.testing.assert_allclose(seen[0][kept], 1.0 / 0.75, rtol=1e-5)  # the rest scaled by 1/(1 - rate)
+    assert losses[-1] < 0.85 * losses[0]  # toward its floor: a dropped element's (0 - 2)^2 stays
+
+
+def test_oneflow_0_4_layouts_and_hierarchies_of_one_dimension_are_accepted_and_2d_ones_refused():
+    @flow.global_function()
+    def job() -> Tuple[tp.Numpy, tp.Numpy]:
+        with flow.scope.placement("cpu", "0:0", None), flow.scope.placement("cpu", "0:0", [1]):
+            split = flow.get_variable("split", shape=(2,), initializer=flow.ones_initializer(), parallel_distribution=["S(0)"])
+            whole = flow.get_variable("whole", shape=(2,), initializer=flow.ones_initializer(), nd_sbp=["B", "B"])
+            return split, whole
+
+    np.testing.assert_array_equal(job()[0], [1, 1])
+    with pytest.raises(NotImplementedError, match=r"hierarchy \(2, 2\) is 2-D"):
+        flow.scope.placement("gpu", "0:0-3", (2, 2))
+    for layout, error, message in [(["S(0)", "B"], NotImplementedError, r"is a 2-D layout"),
+                                   (["X"], ValueError, r"expected entries like 'B' or 'S\(0\)', got \['X'\]")]:
+        @flow.global_function()
+        def bad() -> tp.Numpy:
+            return flow.get_variable("bad", shape=(2,), parallel_distribution=layout)
+
+        with pytest.raises(error, match=message):
+            bad()
+        flow.clear_default_session()
+
+
+def test_experimental_scope_config_says_once_what_weir_does_not_do(capfd):
+    @flow.global_function()
+    def job(x: tp.Numpy.Placeholder((2,))) -> tp.Numpy:
+        with flow.experimental.scope.config(checkpointing=True), flow.experimental.scope.config(checkpointing=True):
+            return x * 2
+
+    np.testing.assert_array_equal(job(np.ones(2, np.float32)), [2, 2])
+    assert capfd.readouterr().err.count("checkpointing=True): Weir keeps the activations") == 1
