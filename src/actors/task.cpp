@@ -263,6 +263,10 @@ bool Task::Work(CallRecord*& call) {
       break;
     }
     case TaskKind::kKernel:
+      // A kernel that tells the other processes whether the call failed (a collective, the commit)
+      // asks the call too: a kernel on a device stream fails the call when the stream runs it, after
+      // its outputs' slots were written at submission (on the CPU's device streams across processes).
+      failed = failed || (kernel_->JoinsPeersInFailedCalls() && call != nullptr && call->Error() != nullptr);
       if (!failed) {
         BindViews(input_views_, output_views_);
         try {

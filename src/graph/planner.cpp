@@ -95,12 +95,10 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
   // becomes two, the kernels before the commit and the writers after it).
   // Across processes the commit also waits for every other process's word, so that a call failing in
   // one process writes no variable in any. A plan split over processes gets it once split. Not yet for
-  // CUDA devices across processes (the exchange has no CUDA kernel), nor for a mirrored job on the CPU's
-  // device streams across processes.
+  // CUDA devices across processes (the exchange has no CUDA kernel).
   const bool split = topology.split_processes > 1;
   const bool cuda = options.device_kind == Device::Kind::kCuda;
-  const bool host_commit = options.commit_before_writes && !(cuda && options.processes > 1) &&
-                           !(options.async_cpu_streams && topology.across_processes);
+  const bool host_commit = options.commit_before_writes && !(cuda && options.processes > 1);
   const std::vector<bool> writers =
       host_commit ? WriterTasks(graph, live, lowering.node_tasks, *plan) : std::vector<bool>{};
   std::vector<int> chain = boxing.Collectives();

@@ -155,6 +155,54 @@ TEST_CASE("sessions across processes: mirrored training ends with one session's 
   }
 }
 
+TEST_CASE("sessions across processes on the CPU's device streams: a call failing in one rank writes nothing anywhere") {
+  Watchdog dog(120s);
+  // Regression: with async_cpu_streams a mirrored job across processes had no commit, so a call that
+  // failed in one rank (a label out of range there) still applied the other rank's updates.
+  const Optimizer optimizer = Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.9);
+  constexpr int kBadStep = 2;
+  std::map<std::string, Tensor> expected;
+  {
+    Session one;
+    const Job whole = TrainJob("train", Model::kMlp, kBatch, LogicalView::kConsistent, optimizer);
+    for (int step = 0; step < kSteps; ++step) {
+      if (step == kBadStep) continue;  // the failed step trains nothing
+      one.Call(whole, {RandomImages(ImageShape(Model::kMlp, kBatch), 100 + static_cast<std::uint32_t>(step)),
+                       RandomLabels(kBatch, 200 + static_cast<std::uint32_t>(step))});
+    }
+    expected = one.GetVariables();
+    expected.erase("System-Train-TrainStep-train");
+  }
+  for (const bool graphs : {true, false}) {
+    CAPTURE(graphs);
+    const int port = FreePort();
+    const auto ranks = OnRanks<std::map<std::string, Tensor>>(2, [&](int rank) {
+      SessionOptions options = RankOptions(rank, 2, port, "shm");
+      options.async_cpu_streams = true;
+      options.stream_graphs = graphs;
+      Session session(options);
+      const std::int64_t per = kBatch / 2;
+      const Job mirrored = TrainJob("train", Model::kMlp, per, LogicalView::kMirrored, optimizer);
+      for (int step = 0; step < kSteps; ++step) {
+        const Tensor images = RandomImages(ImageShape(Model::kMlp, kBatch), 100 + static_cast<std::uint32_t>(step));
+        Tensor labels = Rows(RandomLabels(kBatch, 200 + static_cast<std::uint32_t>(step)), rank * per, (rank + 1) * per);
+        if (step == kBadStep && rank == 1) labels.Data<std::int32_t>()[0] = 99;
+        std::vector<Tensor> inputs = {Rows(images, rank * per, (rank + 1) * per), labels};
+        if (step == kBadStep) {
+          CHECK_THROWS(session.Call(mirrored, inputs));
+        } else {
+          session.Call(mirrored, inputs);
+        }
+      }
+      std::map<std::string, Tensor> variables = session.GetVariables();
+      CHECK(variables.at("System-Train-TrainStep-train").ToVector<std::int64_t>() == std::vector<std::int64_t>{kSteps - 1});
+      variables.erase("System-Train-TrainStep-train");
+      return variables;
+    });
+    for (const auto& variables : ranks) CheckSameVariables(expected, variables);
+  }
+}
+
 TEST_CASE("sessions across processes: a mirrored job averages its gradients in fusion buckets") {
   // One device per process: each gradient is averaged across the processes. The conv net has 6.
   const Job job = TrainJob("train", Model::kConv, 6, LogicalView::kMirrored, Sgd(PiecewiseConstantScheduler({}, {0.1}), 0.0));

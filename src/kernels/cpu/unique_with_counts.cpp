@@ -4,7 +4,6 @@
 // number; each value's count, zeros after; how many values.
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <numeric>
 #include <vector>

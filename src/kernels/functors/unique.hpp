@@ -29,7 +29,7 @@ WEIR_HOST_DEVICE std::int64_t CountDistinct(const T* x, const bool* first, std::
   return count;
 }
 
-/// How many of the n elements have x[i]'s value.
+/// How many of the n elements have value `a`.
 template <typename T> WEIR_HOST_DEVICE std::int64_t Occurrences(const T* x, std::int64_t n, T a) {
   std::int64_t count = 0;
   for (std::int64_t j = 0; j < n; ++j) count += SameValue(x[j], a) ? 1 : 0;
