@@ -265,6 +265,10 @@ class Session {
   std::string DescribeState();
   /// Compiles `job` now rather than at its first call; creates and initialises its variables.
   void Compile(const Job& job);
+  /// Drops `job`'s compiled form (its actors and registers; a later call compiles it again), for
+  /// programs that make many short-lived jobs (Python's eager mode runs each op as one). Its variables
+  /// stay. Throws std::logic_error while a call of the job is in flight; nothing for a job not compiled.
+  void Release(const Job& job);
 
   /// Variables live in the session, shared by name across its jobs. The accessors below wait until
   /// no call is in flight, so they see (and change) values between calls, never during one.

@@ -118,19 +118,21 @@ def current_global_function_desc() -> FunctionDesc:
 
 
 def eager_execution_enabled() -> bool:
-    """Whether ops run one at a time as they are written (OneFlow's eager mode). Weir runs job
-    functions compiled (lazy, OneFlow's default), so this is False."""
-    return False
+    """Whether job functions run eagerly (flow.enable_eager_execution); False by default: compiled
+    once and called (OneFlow's lazy mode)."""
+    return _context.eager_execution
 
 
 def enable_eager_execution(val: bool = True) -> None:
-    """OneFlow's switch to eager mode. Weir has no eager mode: ``val=False`` (the lazy default) is
-    accepted, ``True`` raises NotImplementedError."""
-    if val:
-        raise NotImplementedError(
-            "flow.enable_eager_execution(True): Weir runs job functions compiled (lazy mode) only; "
-            "define the computation in a @flow.global_function and call it"
-        )
+    """OneFlow's eager mode: while on, a job function's body runs at each call and each op runs as
+    it is written, alone (a one-op job, compiled, run and released: about a millisecond an op), so a
+    blob's ``.numpy()`` is its value and Python's control flow may read it. A predict function returns
+    the values its ops computed; a train function then runs the step its body built once (the forward
+    ops again, the gradients and the updates) and returns that step's values, so a random op (dropout)
+    draws twice. Consistent-view job functions in a one-process session."""
+    if not isinstance(val, bool):
+        raise ValueError(f"flow.enable_eager_execution: expected True or False, got {val!r}")
+    _context.eager_execution = val
 
 
 def range(start, limit=None, delta=1, dtype=None, name=None):  # noqa: A001 - OneFlow's name

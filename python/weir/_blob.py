@@ -49,6 +49,8 @@ class Blob(BlobDef):
         context = _context.maybe_current()
         if context is not None:
             context.record_op_site(c_blob.name.rpartition("/")[0] or c_blob.name)
+            if context.eager is not None:
+                context.eager.run(c_blob)  # eager mode: the op runs as it is written
 
     # --- description
     @property
@@ -99,6 +101,15 @@ class Blob(BlobDef):
     def with_gradient_distribute(self, distribute):
         hint = {"distribute": "auto", "gradient_distribute": _distribute.to_attr(distribute, "with_gradient_distribute")}
         return type(self)(_C.add_op("parallel_cast", [self._c], hint, "")[0], self._job, self.batch_axis)
+
+    def numpy(self):
+        """The blob's value, in eager mode (flow.enable_eager_execution): the ops that make it have
+        run. In a job being compiled there is no value yet: a RuntimeError says so."""
+        context = _context.maybe_current()
+        if context is None or context.eager is None or context.builder is not self._job:
+            raise RuntimeError(f"{self.logical_blob_name}.numpy(): blobs have values only in eager mode "
+                               "(flow.enable_eager_execution(True)), inside the job function's call")
+        return context.eager.value(self._c)
 
     def __repr__(self) -> str:
         return f"Blob(name={self.logical_blob_name!r}, shape={self.shape}, dtype={self.dtype!r})"

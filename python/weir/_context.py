@@ -14,6 +14,11 @@ _local = threading.local()
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep  # frames under it are Weir's, not the user's
 
 
+# flow.enable_eager_execution(True): job functions run their bodies at each call, op by op
+# (weir._function.JobFunction._call_eagerly).
+eager_execution = False
+
+
 class BuildContext:
     """One trace of one job function body."""
 
@@ -28,7 +33,9 @@ class BuildContext:
         self.variables = {}  # name -> Blob, so a job asking twice gets one blob
         self.layer_names = set()
         self.watches = 0
+        self.writes = 0  # flow.assign: a job that only writes variables still runs
         self.op_sites = {}  # op name -> (file, line) of the user's line that made it
+        self.eager = None  # eager mode: the call's _C.EagerRun, which runs each op as it is made
 
     def record_op_site(self, op: str) -> None:
         """Remembers the innermost line outside the weir package that made `op`, so that an error the

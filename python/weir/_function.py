@@ -322,14 +322,13 @@ class JobFunction:
                 session.compiled[self] = compiled
         return compiled
 
-    def _trace(self, session) -> _Compiled:
+    def _new_builder(self, session, mirrored):
+        """A builder for this function's job in `session`, and the context its body is traced in."""
         name = self.__name__
         job_type = _C.JobType.train if self.job_type == "train" else _C.JobType.predict
         # Where the session runs (a GPU session on a machine without one runs on the CPU).
         on_cuda = session.c_session().resource()["gpu_device_num"] > 0
         mixed_precision = self._mixed_precision_dtype(on_cuda)
-        mirrored = scope._current_view(self.config) == "mirrored"
-        devices = session.devices()
         builder = _C.JobBuilder(
             name,
             job_type,
@@ -342,7 +341,30 @@ class JobFunction:
         )
         if self.config.default_placement_scope_value is not None:
             self.config.default_placement_scope_value.push_to(builder)
-        context = _context.BuildContext(builder, name, self.job_type, self.config)
+        return builder, _context.BuildContext(builder, name, self.job_type, self.config), mixed_precision
+
+    def _finish_body(self, context, value):
+        """After the body ran: the legacy losses' optimizer, the train job's check, and the template
+        of what the body returned."""
+        name = self.__name__
+        if context.losses and not context.minimized:
+            _legacy_optimizer(self.config, name).minimize(context.losses)
+        if self.job_type == "train" and not context.minimized:
+            raise RuntimeError(
+                f"{name} is a train job but no optimizer was given: call "
+                "flow.optimizer.SGD(...).minimize(loss) in its body (or use type=\"predict\")"
+            )
+        template = self.signature.flatten_returns(value, is_blob)
+        for blob in template.leaves:
+            if blob._job is not context.builder:
+                raise ValueError(f"{name} returns a blob of another job function: {blob.logical_blob_name}")
+        return template
+
+    def _trace(self, session) -> _Compiled:
+        name = self.__name__
+        mirrored = scope._current_view(self.config) == "mirrored"
+        devices = session.devices()
+        builder, context, mixed_precision = self._new_builder(session, mirrored)
         with _context.tracing(context):
             # In the mirrored view a consistent (tp.Numpy) placeholder is split over the devices, as
             # OneFlow does: each device's blob holds its rows; the call passes the one array.
@@ -354,20 +376,10 @@ class JobFunction:
                     leaf.batch_axis,
                 )
             )
-            value = self._fn(*args)
-            if context.losses and not context.minimized:
-                _legacy_optimizer(self.config, name).minimize(context.losses)
-            if self.job_type == "train" and not context.minimized:
-                raise RuntimeError(
-                    f"{name} is a train job but no optimizer was given: call "
-                    "flow.optimizer.SGD(...).minimize(loss) in its body (or use type=\"predict\")"
-                )
-            template = self.signature.flatten_returns(value, is_blob)
+            template = self._finish_body(context, self._fn(*args))
             for index, blob in enumerate(template.leaves):
-                if blob._job is not builder:
-                    raise ValueError(f"{name} returns a blob of another job function: {blob.logical_blob_name}")
                 builder.output(f"return_{index}", blob._c)
-            if not template.leaves and not context.watches and not context.minimized:
+            if not template.leaves and not context.watches and not context.minimized and not context.writes:
                 # Nothing to compute (an empty body returning None): calls only check their inputs.
                 return _Compiled(session, None, template, mirrored)
         job = builder.build()
@@ -406,8 +418,55 @@ class JobFunction:
             compiled.throw()
         return compiled
 
+    # --- eager mode
+    def _call_eagerly(self, args, kwargs):
+        """flow.enable_eager_execution(True): the body runs at each call, each op run as it is
+        written, alone, as a one-op job (a blob's .numpy() is its value). A predict function returns
+        those values; a train function then runs the step its body built once, which computes the
+        forward ops again and applies the gradients, and returns that step's values."""
+        name = self.__name__
+        session = _session.default_session()
+        c_session = session.c_session()
+        if scope._current_view(self.config) == "mirrored":
+            raise NotImplementedError(f"{name}: eager mode runs consistent-view job functions; this one is mirrored")
+        if c_session.resource()["process_num"] > 1:
+            raise NotImplementedError(f"{name}: eager mode runs in a one-process session")
+        arrays = self.signature.flatten_call_args(args, kwargs, devices=1, split_whole=False)
+        builder, context, _ = self._new_builder(session, False)
+        eager = _C.EagerRun(c_session, builder)
+        context.eager = eager
+        values = iter(arrays)
+
+        def placeholder(leaf):
+            blob = Blob(builder.placeholder(leaf.name, leaf.shape, to_c_dtype(leaf.dtype, f"{name}: {leaf.where}")),
+                        builder, leaf.batch_axis)
+            eager.set_value(blob._c, next(values))
+            return blob
+
+        with _context.tracing(context):
+            template = self._finish_body(context, self._fn(*self.signature.build_arguments(placeholder)))
+            if self.job_type != "train":
+                eager.run_writers()  # the ops no value asked for: those that write variables (assign)
+                outputs = [eager.value(blob._c) for blob in template.leaves]
+            else:
+                for index, blob in enumerate(template.leaves):
+                    builder.output(f"return_{index}", blob._c)
+        if self.job_type == "train":
+            job = builder.build()
+            try:
+                outputs = c_session.call(job, arrays)
+            finally:
+                c_session.release(job)
+        if self.signature.is_async:
+            return _Registrar.done(template, name, outputs)
+        if self.signature.returns_future:
+            return LegacyFuture(lambda: outputs, template)
+        return template.build(outputs)
+
     # --- call
     def __call__(self, *args, **kwargs):
+        if _context.eager_execution:
+            return self._call_eagerly(args, kwargs)
         compiled = self._compiled()
         arrays = self.signature.flatten_call_args(args, kwargs, devices=compiled.devices, split_whole=compiled.mirrored)
         session = compiled.c_session
@@ -481,10 +540,11 @@ class _Registrar:
         self._registered = False
 
     @classmethod
-    def done(cls, template, name):
-        """The registrar of a call that produced nothing: the callback gets None at once."""
+    def done(cls, template, name, outputs=()):
+        """The registrar of a call that has finished (with `outputs`; a call that produced nothing
+        with none): the callback gets them at once."""
         pending = _PendingResult()
-        pending.deliver([], None)
+        pending.deliver(list(outputs), None)
         pending.release()
         return cls(pending, template, name)
 

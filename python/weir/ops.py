@@ -651,8 +651,13 @@ def _handler(blob, handler_or_prompt, what):
 def watch(blob_watched, handler_or_prompt=None):
     """Calls the handler with the blob's value at every call of the job (a string prints it)."""
     blob = check_blob(blob_watched, "flow.watch", "blob_watched")
-    _context.current("flow.watch").watches += 1
-    _C.watch(blob._c, _handler(blob, handler_or_prompt, "flow.watch"))
+    context = _context.current("flow.watch")
+    handler = _handler(blob, handler_or_prompt, "flow.watch")
+    if context.eager is not None:  # eager mode: the value is there now
+        handler(context.eager.value(blob._c))
+        return
+    context.watches += 1
+    _C.watch(blob._c, handler)
 
 
 def watch_diff(blob_watched, handler_or_prompt=None):
@@ -735,3 +740,4 @@ def assign(ref, value, dtype=None, name=None):
     if not is_blob(value):
         value = _constant_of(np.broadcast_to(np.asarray(value), tuple(ref.shape)), ref)
     _C.add_op("assign", [ref._c, value._c], {}, op_name(name))
+    _context.current(op).writes += 1

@@ -400,6 +400,24 @@ class SessionImpl {
 
   JobRuntime& Compiled(const Job& job) { return *CompiledEntry(job).runtime; }
 
+  void Release(const Job& job) {
+    std::unique_ptr<JobRuntime> runtime;  // shut down once the locks are let go: its actors may call back
+    {
+      std::lock_guard lock(jobs_mutex_);
+      std::lock_guard gate(gate_mutex_);  // the gate reads the entries' conflicts and counts
+      const auto it = jobs_.find(job.Graph().get());
+      if (it == jobs_.end()) return;
+      Entry& entry = it->second;
+      if (entry.launching > 0 || entry.runtime->CallsInFlight() > 0) {
+        throw std::logic_error(
+            fmt::format("[session] job '{}' cannot be released while a call of it is in flight", job.Name()));
+      }
+      for (Entry* other : entry.conflicts) std::erase(other->conflicts, &entry);
+      runtime = std::move(entry.runtime);
+      jobs_.erase(it);
+    }
+  }
+
   Dispatcher& GetDispatcher() { return *dispatcher_; }
   Cluster* GetCluster() { return cluster_.get(); }
   VariableStore& Variables() { return variables_; }
@@ -795,6 +813,11 @@ std::string Session::PlanDot(const Job& job) {
 void Session::Compile(const Job& job) {
   internal::CheckJob(job);
   impl_->Compiled(job);
+}
+
+void Session::Release(const Job& job) {
+  internal::CheckJob(job);
+  impl_->Release(job);
 }
 
 Tensor Session::GetVariable(const std::string& name) {

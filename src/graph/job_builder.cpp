@@ -185,8 +185,14 @@ void JobBuilder::Minimize(const Optimizer& optimizer, const Blob& loss) {
 
 Job JobBuilder::Build() {
   CheckBuilding(*graph_, "build");
-  if (graph_->outputs.empty() && !graph_->optimizer && graph_->watches.empty()) {
-    throw std::invalid_argument(fmt::format("[build] job '{}' has no outputs and watches nothing", graph_->name));
+  // A job may do nothing but write variables in place (assign).
+  const bool writes = std::any_of(graph_->nodes.begin(), graph_->nodes.end(), [](const internal::OpNode& node) {
+    const internal::OpDef* def = internal::TryFindOp(node.type);
+    return def != nullptr && !def->mutates_inputs.empty();
+  });
+  if (graph_->outputs.empty() && !graph_->optimizer && graph_->watches.empty() && !writes) {
+    throw std::invalid_argument(
+        fmt::format("[build] job '{}' has no outputs, watches nothing and writes no variable", graph_->name));
   }
   // Before autodiff, so that the backward pass follows the layout chosen here.
   if (graph_->config.channels_last_convolutions) internal::UseChannelsLastConvolutions(graph_);

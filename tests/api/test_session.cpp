@@ -73,6 +73,33 @@ TEST_CASE("a sync call returns hand-computed outputs; inputs by position and by 
   CHECK(session.PlanDot(job).find("register_num=2") != std::string::npos);
 }
 
+TEST_CASE("a released job's actors go and its variables stay; a later call compiles it again; not while in flight") {
+  testing::RegisterProbeOp();
+  JobBuilder builder("scaled");
+  Blob x = builder.Placeholder("x", Shape{4});
+  Blob v = builder.Variable("scale", {.shape = Shape{4}, .initializer = ConstantInitializer(3.0)});
+  builder.Output("y", Probe(Mul(x, v), ProbeAttrs{.spin_scale_us = 100000.0}));  // 0.1 s a unit of x
+  const Job job = builder.Build();
+  Session session;
+  session.Release(job);  // never compiled: nothing to do
+  CHECK(session.Call(job, {Filled({4}, 0.f)})[0].ToVector<float>() == std::vector<float>(4, 0.f));
+  session.SetVariables({{"scale", Filled({4}, 5.f)}});
+  session.Release(job);
+  CHECK(session.Call(job, {Filled({4}, 0.f)})[0].ToVector<float>() == std::vector<float>(4, 0.f));
+  CHECK(session.GetVariable("scale").ToVector<float>() == std::vector<float>(4, 5.f));  // kept across the release
+  bool done = false;
+  session.CallAsync(job, {Filled({4}, 1.f)}, [&](CallResult result) {
+    done = true;
+    CHECK(result.outputs[0].ToVector<float>() == std::vector<float>(4, 5.f));
+  });
+  CHECK_THROWS_WITH_AS(session.Release(job), "[session] job 'scaled' cannot be released while a call of it is in flight",
+                       std::logic_error);
+  session.Sync();
+  CHECK(done);
+  session.Release(job);
+  CHECK(session.Call(job, {Filled({4}, 0.f)})[0].ToVector<float>() == std::vector<float>(4, 0.f));
+}
+
 TEST_CASE("10,000 async calls with random kernel delays call back strictly in call order") {
   for (const SessionOptions& options : AllHostings()) {
     CAPTURE(static_cast<int>(options.hosting));

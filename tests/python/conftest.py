@@ -9,4 +9,5 @@ import weir as flow
 def fresh_session():
     flow.clear_default_session()
     yield
+    flow.enable_eager_execution(False)  # a test that switched eager mode on leaves it off
     flow.clear_default_session()

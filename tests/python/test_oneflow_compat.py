@@ -128,13 +128,6 @@ def test_function_config_knows_oneflows_options(capsys):
     assert config.flags["cudnn_conv_heuristic_search_algo"] is True
 
 
-def test_eager_execution_is_reported_off():
-    assert flow.eager_execution_enabled() is False
-    flow.enable_eager_execution(False)
-    with pytest.raises(NotImplementedError, match="lazy mode"):
-        flow.enable_eager_execution(True)
-
-
 def test_int8_is_stored_moved_cast_and_returned():
     data = np.array([[-128, -1, 0], [1, 64, 127]], np.int8)
 

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
+#include "api/eager.hpp"
 #include "api/python/bind.hpp"
 #include "api/python/convert.hpp"
 #include "weir/checkpoint.hpp"
@@ -151,6 +152,31 @@ void BindSession(py::module_& m) {
       .def("format", &Profile::Format, py::arg("max_actors") = 25)
       .def("__str__", [](const Profile& p) { return p.Format(); });
 
+  // Eager mode (python/weir/_function.py): the ops of a job being traced, run one at a time.
+  py::class_<internal::EagerRun>(m, "EagerRun")
+      .def(py::init([](PySession& session, const JobBuilder& builder) {
+             return std::make_unique<internal::EagerRun>(session.Get(), builder.Graph());
+           }),
+           py::keep_alive<1, 2>(), py::arg("session"), py::arg("builder"))
+      .def("set_value",
+           [](internal::EagerRun& self, const Blob& blob, const py::array& value) {
+             self.SetValue(blob, CopyArray(value, "an eager placeholder's value"));
+           },
+           py::arg("blob"), py::arg("value"))
+      .def("value",
+           [](internal::EagerRun& self, const Blob& blob) {
+             Tensor value;
+             {
+               py::gil_scoped_release nogil;
+               value = self.Value(blob);
+             }
+             return ToArray(value);
+           },
+           py::arg("blob"), "The blob's value, running the ops that make it where not yet run.")
+      .def("run", &internal::EagerRun::Run, py::call_guard<py::gil_scoped_release>(), py::arg("blob"))
+      .def("run_writers", &internal::EagerRun::RunWriters, py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("ops_run", &internal::EagerRun::OpsRun);
+
   py::class_<PySession>(m, "Session")
       .def(py::init([](int scheduler_threads, int cpu_compute_streams, int max_calls_in_flight,
                        double shutdown_timeout_s, std::uint64_t seed, int cpu_devices, int gpu_devices,
@@ -267,6 +293,8 @@ void BindSession(py::module_& m) {
            },
            py::call_guard<py::gil_scoped_release>())
       .def("compile", [](PySession& self, const Job& job) { self.Get().Compile(job); },
+           py::call_guard<py::gil_scoped_release>(), py::arg("job"))
+      .def("release", [](PySession& self, const Job& job) { self.Get().Release(job); },
            py::call_guard<py::gil_scoped_release>(), py::arg("job"))
       .def("plan_dot", [](PySession& self, const Job& job) { return self.Get().PlanDot(job); },
            py::call_guard<py::gil_scoped_release>(), py::arg("job"))
