@@ -219,21 +219,20 @@ def last_json_line(argv, args, env=None):
     return json.loads(lines[-1])
 
 
+# bench/train_step's flags for each Weir row; the rows only its C++ API runs.
+CPP_FLAGS = {"weir-no-graphs": ["--no-stream-graphs"], "weir-copy-streams": ["--copy-streams"],
+             "weir-actor-threads": ["--no-lend"], "weir-no-commit": ["--no-commit"], "weir-nhwc": ["--nhwc"],
+             "weir-tf32": ["--tf32"], "weir-amp": ["--amp"]}
+CPP_ONLY_KINDS = ("weir-actor-threads", "weir-caller-waits", "weir-no-commit")
+
+
 def run_cpp_worker(kind, model, args):
     """Weir's row from bench/train_step.cpp: sync train calls on one GPU, median ms and host CPU us per step."""
     argv = [args.weir_binary, "--model", model, "--steps", str(args.steps), "--repeats", str(args.repeats),
             "--warmup", str(args.warmup), "--no-async"]
     if not args.smoke_cpu:
         argv.append("--gpu")
-    if kind == "weir-no-graphs":
-        argv.append("--no-stream-graphs")
-    if kind == "weir-copy-streams":
-        argv.append("--copy-streams")
-    if kind == "weir-actor-threads":
-        argv.append("--no-lend")
-    if kind == "weir-no-commit":
-        argv.append("--no-commit")
-    argv += {"weir-nhwc": ["--nhwc"], "weir-tf32": ["--tf32"], "weir-amp": ["--amp"]}.get(kind, [])
+    argv += CPP_FLAGS.get(kind, [])
     env = dict(os.environ, WEIR_CALLER_COMPLETION_US="2000") if kind == "weir-caller-waits" else None
     row = last_json_line(argv, args, env)
     if "error" in row:
@@ -245,7 +244,7 @@ def run_cpp_worker(kind, model, args):
 def run_worker(kind, model, args):
     if kind.startswith("weir") and args.weir_binary:
         return run_cpp_worker(kind, model, args)
-    if kind in ("weir-actor-threads", "weir-caller-waits", "weir-no-commit"):
+    if kind in CPP_ONLY_KINDS:
         return {"error": f"{kind} runs through the C++ API only (--weir-binary)"}
     python = sys.executable if kind.startswith("weir") else args.torch_python
     argv = [python, os.path.abspath(__file__), "--worker", kind, "--model", model, "--steps", str(args.steps),

@@ -225,6 +225,13 @@ void Task::BindViews(std::vector<ConstTensorView>& inputs, std::vector<TensorVie
   }
 }
 
+namespace {
+// Whether `call` failed where its slots do not say: a kernel on a device stream fails its call when the
+// stream runs it, after its outputs' slots were written at submission (the stream's next kernels read
+// them at once). Only the call knows; the tasks that decide for the call's writers ask it.
+bool CallFailedOnAStream(const CallRecord* call) { return call != nullptr && call->Error() != nullptr; }
+}  // namespace
+
 bool Task::Work(CallRecord*& call) {
   bool failed = false;
   if (desc_.kind == TaskKind::kSourceTick) {
@@ -242,9 +249,7 @@ bool Task::Work(CallRecord*& call) {
     case TaskKind::kVariable:  // the register's memory is the variable: nothing to copy
       break;
     case TaskKind::kBarrier:  // the commit: its zero-byte output only orders and carries `failed`
-      // A kernel on a device stream fails its call when the stream runs it, after its outputs' slots
-      // were written at submission (the stream's next kernels read them at once): the call knows.
-      failed = failed || (call != nullptr && call->Error() != nullptr);
+      failed = failed || CallFailedOnAStream(call);
       break;
     case TaskKind::kInput: {
       RegisterSlot& out = store_.Slot(desc_.produced[0], protocol_.ProducedSlot(0));
@@ -263,10 +268,9 @@ bool Task::Work(CallRecord*& call) {
       break;
     }
     case TaskKind::kKernel:
-      // A kernel that tells the other processes whether the call failed (a collective, the commit)
-      // asks the call too: a kernel on a device stream fails the call when the stream runs it, after
-      // its outputs' slots were written at submission (on the CPU's device streams across processes).
-      failed = failed || (kernel_->JoinsPeersInFailedCalls() && call != nullptr && call->Error() != nullptr);
+      // A kernel that tells the other processes whether the call failed (a collective, the commit
+      // across processes) decides as the commit barrier does.
+      failed = failed || (kernel_->JoinsPeersInFailedCalls() && CallFailedOnAStream(call));
       if (!failed) {
         BindViews(input_views_, output_views_);
         try {

@@ -6,6 +6,19 @@
 #include "graph/op_registry.hpp"
 
 namespace weir::internal {
+namespace {
+
+// Compiles and calls `job` once, then releases it, whether the call succeeded or not.
+Outputs CallOnce(Session& session, const Job& job, std::vector<Tensor> feeds) {
+  struct Release {
+    Session& session;
+    const Job& job;
+    ~Release() { session.Release(job); }
+  } release{session, job};
+  return session.Call(job, std::move(feeds));
+}
+
+}  // namespace
 
 EagerRun::EagerRun(Session& session, std::shared_ptr<JobGraph> graph) : session_(session), graph_(std::move(graph)) {}
 
@@ -35,15 +48,12 @@ Tensor EagerRun::ValueOf(int value) {
   if (node.type == kPlaceholderOp) throw std::logic_error(fmt::format("[eager] placeholder '{}' has no value", node.name));
   if (node.type == "constant") return values_[value] = std::any_cast<const Tensor&>(node.attrs);
   if (node.type == kVariableOp) {
-    // Made (and initialised) as a job that holds it would make it; read as it is now, not kept: an
-    // op of this call may write it.
+    // Made (and initialised) as a job that holds it would make it, and read as it is now; not kept:
+    // an op of this call may write it.
     JobBuilder read(fmt::format("eager_read_{}", node.name));
     const auto& attrs = std::any_cast<const VariableAttrs&>(node.attrs);
     read.Output("value", read.Variable(attrs.name, attrs.spec));
-    const Job job = read.Build();
-    session_.Compile(job);
-    session_.Release(job);
-    return session_.GetVariable(attrs.name);
+    return CallOnce(session_, read.Build(), {})[0];
   }
   RunNode(info.producer);
   return values_.at(value);
@@ -70,15 +80,7 @@ void EagerRun::RunNode(int node_id) {
   const std::vector<Blob> outputs = inputs.empty() ? AddSourceOp(job_builder.Graph(), node.type, node.attrs, node.name)
                                                    : AddOp(node.type, inputs, node.attrs, node.name);
   for (std::size_t k = 0; k < outputs.size(); ++k) job_builder.Output(fmt::format("y{}", k), outputs[k]);
-  const Job job = job_builder.Build();
-  Outputs results;
-  try {
-    results = session_.Call(job, std::move(feeds));
-  } catch (...) {
-    session_.Release(job);
-    throw;
-  }
-  session_.Release(job);
+  const Outputs results = CallOnce(session_, job_builder.Build(), std::move(feeds));
   ++ops_run_;
   if (ran_.size() < graph_->nodes.size()) ran_.resize(graph_->nodes.size(), false);
   ran_[static_cast<std::size_t>(node_id)] = true;
