@@ -39,6 +39,7 @@ from weir import (
     scope,
     train,
     typing,
+    unittest,
 )
 from weir._blob import BlobDef
 from weir._function import FunctionConfig, function_config, global_function
