@@ -73,6 +73,8 @@ _OPTIONS = _ACTED_ON | frozenset({
     "tensorrt.int8_calibration", "allow_cpu_return_op",
 })
 _NOTICED = set()
+# How many shapes of a job function's dynamic inputs stay compiled at once (JobFunction._variant).
+_MAX_VARIANTS = 32
 
 
 def notice_once(key: str, message: str) -> None:
@@ -186,7 +188,7 @@ def function_config() -> FunctionConfig:
 class _Compiled:
     """A job function compiled in one session."""
 
-    __slots__ = ("session", "c_session", "owed", "job", "template", "devices", "mirrored")
+    __slots__ = ("session", "c_session", "owed", "job", "template", "devices", "mirrored", "variants")
 
     def __init__(self, session, job, template, mirrored=False):
         self.session = session
@@ -196,6 +198,9 @@ class _Compiled:
         self.job = job
         self.template = template
         self.mirrored = mirrored  # a consistent (tp.Numpy) placeholder's array is split over the devices
+        # The job compiled again for calls whose mirrored (dynamic) inputs are smaller than declared:
+        # {((leaf name, shape), ...): _Compiled}, the most recently used last.
+        self.variants = {}
 
 
 class _CompileFailure:
@@ -360,8 +365,11 @@ class JobFunction:
                 raise ValueError(f"{name} returns a blob of another job function: {blob.logical_blob_name}")
         return template
 
-    def _trace(self, session) -> _Compiled:
+    def _trace(self, session, shapes=None) -> _Compiled:
+        """Traces and compiles the body; `shapes` ({leaf name: shape}) overrides declared shapes
+        of mirrored placeholders (a call's smaller arrays, OneFlow's dynamic shapes)."""
         name = self.__name__
+        shapes = shapes or {}
         mirrored = scope._current_view(self.config) == "mirrored"
         devices = session.devices()
         builder, context, mixed_precision = self._new_builder(session, mirrored)
@@ -370,7 +378,8 @@ class JobFunction:
             # OneFlow does: each device's blob holds its rows; the call passes the one array.
             args = self.signature.build_arguments(
                 lambda leaf: Blob(
-                    builder.placeholder(leaf.name, leaf.per_device_shape(devices, name) if mirrored else leaf.shape,
+                    builder.placeholder(leaf.name, shapes.get(leaf.name) or
+                                        (leaf.per_device_shape(devices, name) if mirrored else leaf.shape),
                                         to_c_dtype(leaf.dtype, f"{name}: {leaf.where}")),
                     builder,
                     leaf.batch_axis,
@@ -417,6 +426,59 @@ class JobFunction:
         if isinstance(compiled, _CompileFailure):
             compiled.throw()
         return compiled
+
+    # --- dynamic shapes
+    def _actual_shapes(self, compiled, arrays) -> dict:
+        """{leaf name: shape} for each mirrored placeholder whose arrays in this call are smaller
+        than declared (OneFlow's dynamic blobs); empty when the call fits the compiled job."""
+        shapes = {}
+        index = 0
+        for leaf in self.signature.leaves:
+            count = compiled.devices if leaf.kind != "numpy" or compiled.mirrored else 1
+            if leaf.kind != "numpy":
+                got = {arrays[i].shape for i in range(index, index + count)}
+                if len(got) > 1:
+                    raise NotImplementedError(
+                        f"{self.__name__}(): the devices' arrays of {leaf.where} have different shapes "
+                        f"({', '.join(str(arrays[i].shape) for i in range(index, index + count))}); Weir compiles a job "
+                        "for one shape of each placeholder, so each device's array must have the same shape")
+                (shape,) = got
+                if shape != leaf.shape:
+                    shapes[leaf.name] = shape
+            index += count
+        return shapes
+
+    def _variant(self, compiled, shapes) -> _Compiled:
+        """This function compiled for the actual shapes of a call's dynamic inputs, compiled at the
+        first call with those shapes (its ops then compute on the actual sizes, as OneFlow's dynamic
+        blobs do) and kept for later calls; the least recently used of more than _MAX_VARIANTS is
+        released. The variants share the session's variables with the declared-shape job."""
+        key = tuple(sorted(shapes.items()))
+        with self._lock:
+            variant = compiled.variants.pop(key, None)
+            if variant is None:
+                if compiled.c_session.resource()["process_num"] > 1:
+                    raise NotImplementedError(
+                        f"{self.__name__}(): inputs smaller than their placeholders' shapes ({shapes}) are supported in "
+                        "a session of one process: every process would have to compile the same job at the same call")
+                try:
+                    variant = self._trace(compiled.session, shapes)
+                except Exception as error:  # noqa: BLE001 - raised as a compile failure naming the function
+                    _CompileFailure(self, error, getattr(error, "weir_op_sites", None)).throw()
+                self._release_old_variants(compiled.variants)
+            compiled.variants[key] = variant
+        return variant
+
+    @staticmethod
+    def _release_old_variants(variants) -> None:
+        for key in list(variants):
+            if len(variants) < _MAX_VARIANTS:
+                return
+            try:
+                variants[key].c_session.release(variants[key].job)
+            except RuntimeError:
+                continue  # a call of it is in flight: kept for now
+            del variants[key]
 
     # --- eager mode
     def _call_eagerly(self, args, kwargs):
@@ -469,6 +531,10 @@ class JobFunction:
             return self._call_eagerly(args, kwargs)
         compiled = self._compiled()
         arrays = self.signature.flatten_call_args(args, kwargs, devices=compiled.devices, split_whole=compiled.mirrored)
+        if compiled.job is not None:
+            shapes = self._actual_shapes(compiled, arrays)
+            if shapes:
+                compiled = self._variant(compiled, shapes)
         session = compiled.c_session
         template = compiled.template
         if compiled.job is None:

@@ -632,8 +632,13 @@ class JobSignature:
                 f"{fn}(): {where} has dtype {_dtype_str(array.dtype)}, but its placeholder expects "
                 f"{leaf.dtype.name} (convert with .astype(numpy.{want.name}))"
             )
-        if array.shape != leaf.shape:
-            raise ValueError(f"{fn}(): {where} has shape {array.shape}, but its placeholder expects shape {leaf.shape}")
+        if leaf.kind == "numpy":
+            if array.shape != leaf.shape:
+                raise ValueError(f"{fn}(): {where} has shape {array.shape}, but its placeholder expects shape {leaf.shape}")
+        elif array.ndim != len(leaf.shape) or any(got > most for got, most in zip(array.shape, leaf.shape)):
+            # A mirrored placeholder is dynamic, as OneFlow's: its declared shape is the largest.
+            raise ValueError(f"{fn}(): {where} has shape {array.shape}, but its placeholder takes arrays of "
+                             f"{len(leaf.shape)} axes no larger than {leaf.shape}")
         out.append(np.ascontiguousarray(array))
 
 

@@ -268,7 +268,7 @@ def identity_n(inputs, name=None):
 
 
 def cast_to_static_shape(x, name=None):
-    """`x` itself: Weir's blobs have static shapes."""
+    """`x` itself: Weir compiles a job for its dynamic inputs' actual shapes, so every blob's shape is static."""
     return check_blob(x, "flow.cast_to_static_shape", "x")
 
 

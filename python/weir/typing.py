@@ -168,10 +168,11 @@ class Numpy(_PyStructCompatibleToBlob):
 
 
 class ListNumpy(_PyStructCompatibleToBlob):
-    """A list of ndarrays, one per device (mirrored view; Weir runs one device).
+    """A list of ndarrays, one per device (mirrored view).
 
     ``ListNumpy.Placeholder(shape, dtype=float32, batch_axis=0)`` annotates an input
-    that takes a list holding one ndarray of that shape.
+    that takes a list holding one ndarray per device, each of that rank and no larger
+    than that shape (a dynamic input, as OneFlow's: the ops see the actual sizes).
     """
 
     class Placeholder(_PlaceholderBase):
@@ -182,7 +183,8 @@ class ListListNumpy(_PyStructCompatibleToBlob):
     """A list (per device) of lists (tensor list) of ndarrays.
 
     ``ListListNumpy.Placeholder(shape, dtype=float32, batch_axis=0)`` annotates an
-    input that takes ``[[ndarray]]``.
+    input that takes ``[[ndarray], ...]``, each array no larger than that shape
+    (dynamic, as ListNumpy's).
     """
 
     class Placeholder(_PlaceholderBase):
