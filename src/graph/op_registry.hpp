@@ -143,6 +143,10 @@ AttrsReader ReadAttrsWithShape(std::string_view inner_op, Inner Attrs::*inner, S
   };
 }
 
+/// Whether ops of numbers (sums, extremes, clips, sorts) take `dtype`: a float (float16 and bfloat16
+/// too: a CPU runs those through the float32 kernels, kernels/cpu/widened.hpp) or i32/i64.
+inline bool IsNumber(DType dtype) { return IsFloating(dtype) || dtype == DType::kI32 || dtype == DType::kI64; }
+
 /// Resolves a possibly negative axis against `rank`, or throws OpError naming `what`.
 int ResolveAxis(std::string_view op_type, std::string_view what, int axis, int rank);
 

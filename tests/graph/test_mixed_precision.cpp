@@ -312,3 +312,53 @@ TEST_CASE("the CPU's f32 to bf16 cast rounds every value as the scalar conversio
   }
   CHECK(wrong == 0);
 }
+
+TEST_CASE("float16 and bfloat16 ops without 16-bit CPU kernels run through their float32 kernels, rounded once") {
+  // softmax, reduce_sum, scalar and clip_by_value have no 16-bit CPU kernels: each widens its input,
+  // runs in float32 and rounds its output, which a float32 job then rounds the same way.
+  const Tensor x = Random({6, 7}, 5, 3.f);
+  for (const DType half : {DType::kF16, DType::kBF16}) {
+    CAPTURE(half);
+    auto build = [&](DType dtype) {
+      JobBuilder builder(dtype == DType::kF32 ? "wide" : "narrow");
+      const Blob in = Cast(builder.Placeholder("x", Shape{6, 7}), {.dtype = dtype});
+      auto round = [&](const Blob& b) { return dtype == DType::kF32 ? Cast(Cast(b, {.dtype = half}), {.dtype = DType::kF32}) : b; };
+      const Blob rounded_in = round(in);
+      const Blob soft = round(Softmax(rounded_in));
+      const Blob clipped = round(ClipByValue(round(ScalarMul(soft, 3.0)), {.min = 0.1, .max = 0.5}));
+      const Blob total = round(ReduceSum(clipped, {.axes = {1}}));
+      builder.Output("soft", Cast(soft, {.dtype = DType::kF32}));
+      builder.Output("total", Cast(total, {.dtype = DType::kF32}));
+      return builder.Build();
+    };
+    Session session;
+    const Outputs narrow = session.Call(build(half), {x});
+    const Outputs wide = session.Call(build(DType::kF32), {x});
+    CHECK(narrow[0].ToVector<float>() == wide[0].ToVector<float>());
+    CHECK(narrow[1].ToVector<float>() == wide[1].ToVector<float>());
+  }
+}
+
+TEST_CASE("a bfloat16 matmul runs on every CPU: natively with AVX512, else through the float32 kernel") {
+  // oneDNN has no bf16 primitives below AVX512; there the product widens its operands, multiplies
+  // in float32 and rounds once, which is what the native kernel computes (float32 accumulation).
+  const Tensor a = Random({5, 9}, 7, 2.f), b = Random({9, 4}, 8, 2.f);
+  auto build = [](DType dtype) {
+    JobBuilder builder(dtype == DType::kF32 ? "wide" : "narrow");
+    auto operand = [&](const char* name, Shape shape) {
+      return Cast(Cast(builder.Placeholder(name, std::move(shape)), {.dtype = DType::kBF16}), {.dtype = dtype});
+    };
+    const Blob left = operand("a", Shape{5, 9});  // placeholders in call order
+    const Blob product = MatMul(left, operand("b", Shape{9, 4}));
+    builder.Output("product", Cast(Cast(product, {.dtype = DType::kBF16}), {.dtype = DType::kF32}));
+    return builder.Build();
+  };
+  Session session;
+  const std::vector<float> narrow = session.Call(build(DType::kBF16), {a, b})[0].ToVector<float>();
+  const std::vector<float> wide = session.Call(build(DType::kF32), {a, b})[0].ToVector<float>();
+  REQUIRE(narrow.size() == wide.size());
+  for (std::size_t i = 0; i < wide.size(); ++i) {
+    CAPTURE(i);
+    CHECK(narrow[i] == doctest::Approx(wide[i]).epsilon(1.0 / 128));  // a bf16 ulp: sums may round apart
+  }
+}

@@ -123,7 +123,7 @@ TEST_CASE("unsorted_segment_sum rejects ids out of range and data that does not 
                        "[unsorted_segment_sum] expects i32 or i64 segment_ids, got f32", std::invalid_argument);
   CHECK_THROWS_WITH_AS(RunOp("unsorted_segment_sum", UnsortedSegmentSumAttrs{0, 2},
                              {Tensor(Shape{3}, DType::kU8), Tensor(Shape{3}, DType::kI32)}),
-                       "[unsorted_segment_sum] expects f32, f64, i32 or i64 data, got u8", std::invalid_argument);
+                       "[unsorted_segment_sum] expects f32, f64, f16, bf16, i32 or i64 data, got u8", std::invalid_argument);
 }
 
 TEST_CASE("gather and unsorted_segment_sum: gradients against finite differences") {
@@ -206,7 +206,7 @@ TEST_CASE("gather_nd and the scatters reject indices out of range and bad shapes
                        "[scatter_nd] updates must have the shape indices[:-1] + out[K:] = (2,2) (indices (2,1), out (4,2)), "
                        "got (2,3)", std::invalid_argument);
   CHECK_THROWS_WITH_AS(RunOp("tensor_scatter_nd_add", std::any(), {Tensor(Shape{4, 2}, DType::kU8), tuples, Tensor(Shape{2, 2}, DType::kU8)}),
-                       "[tensor_scatter_nd_add] expects f32, f64, i32 or i64 params, got u8", std::invalid_argument);
+                       "[tensor_scatter_nd_add] expects f32, f64, f16, bf16, i32 or i64 params, got u8", std::invalid_argument);
   CHECK_THROWS_WITH_AS(RunOp("tensor_scatter_nd_update", std::any(), {Random({4, 2}), tuples, Tensor(Shape{2, 2}, DType::kF32)}),
                        "[tensor_scatter_nd_update] updates dtype f32 differs from params' f64", std::invalid_argument);
 }
@@ -300,7 +300,7 @@ TEST_CASE("argsort orders each row ascending or descending, ties by index, NaN a
             .ToVector<std::int32_t>() == std::vector<std::int32_t>{3, 0, 2, 1});
   CHECK(RunOp("argsort", ArgSortAttrs{false}, {Tensor(Shape{3, 0}, DType::kF64)})[0].GetShape() == Shape{3, 0});
   CHECK_THROWS_WITH_AS(RunOp("argsort", ArgSortAttrs{false}, {Tensor(Shape{2}, DType::kU8)}),
-                       "[argsort] expects an f32, f64, i32 or i64 input, got u8", std::invalid_argument);
+                       "[argsort] expects an f32, f64, f16, bf16, i32 or i64 input, got u8", std::invalid_argument);
   CHECK_THROWS_WITH_AS(RunOp("argsort", ArgSortAttrs{false}, {Tensor::Scalar<float>(1)}),
                        "[argsort] x must have at least one axis, got a scalar", std::invalid_argument);
 }

@@ -355,7 +355,7 @@ TEST_CASE("reduce_prod: products over axes, integers wrapping, and the gradient 
   CheckExact<std::int32_t>(RunOp("reduce_prod", weir::ReduceAttrs{}, {Tensor::FromVector<std::int32_t>({3}, {65536, 32768, 2})})[0],
                            {}, {0});
   CHECK_THROWS_WITH_AS(RunOp("reduce_prod", weir::ReduceAttrs{}, {Tensor(Shape{2}, DType::kU8)}),
-                       "[reduce_prod] expects an f32, f64, i32 or i64 input, got u8", std::invalid_argument);
+                       "[reduce_prod] expects an f32, f64, f16, bf16, i32 or i64 input, got u8", std::invalid_argument);
   weir::Session session;
   // No zero, one zero in a row (its element gets the product of the rest), two zeros in a row (all 0).
   CheckGradients(session, "reduce_prod_rows", {Tensor::FromVector<double>({3, 3}, {1.5, -2, 0.5, 0, 3, -1.25, 0, 2, 0})},
@@ -570,7 +570,7 @@ TEST_CASE("reduce_max and reduce_min reject bad axes and dtypes") {
   CHECK_THROWS_WITH_AS(RunOp("reduce_min", weir::ReduceAttrs{.axes = {0, -2}}, {Tensor(Shape{2, 3}, DType::kF32)}),
                        "[reduce_min] axes [0,-2] name axis 0 twice for x (2,3)", std::invalid_argument);
   CHECK_THROWS_WITH_AS(RunOp("reduce_max", weir::ReduceAttrs{}, {Tensor(Shape{2}, DType::kBool)}),
-                       "[reduce_max] expects an f32, f64, i32 or i64 input, got bool", std::invalid_argument);
+                       "[reduce_max] expects an f32, f64, f16, bf16, i32 or i64 input, got bool", std::invalid_argument);
 }
 
 TEST_CASE("reduce_extremum_grad shares dy evenly among ties") {
@@ -685,7 +685,7 @@ TEST_CASE("clip_by_value rejects bad bounds and dtypes") {
   CHECK_THROWS_WITH_AS(RunOp("clip_by_value", weir::ClipAttrs{.min = kNaN}, {x}),
                        "[clip_by_value] bounds must be numbers, got min nan and max inf", std::invalid_argument);
   CHECK_THROWS_WITH_AS(RunOp("clip_by_value", weir::ClipAttrs{.min = 0}, {Tensor(Shape{2}, DType::kU8)}),
-                       "[clip_by_value] expects an f32, f64, i32 or i64 x, got u8", std::invalid_argument);
+                       "[clip_by_value] expects an f32, f64, f16, bf16, i32 or i64 x, got u8", std::invalid_argument);
 }
 
 TEST_CASE("clip_by_value gradients by finite differences") {

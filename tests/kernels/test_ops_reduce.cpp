@@ -134,7 +134,7 @@ TEST_CASE("reduce_sum rejects bad axes and dtypes") {
   CHECK_THROWS_WITH_AS(RunOp("reduce_sum", weir::ReduceAttrs{.axes = {2}}, {x}),
                        "[reduce_sum] axis 2 out of range for rank 2", std::invalid_argument);
   CHECK_THROWS_WITH_AS(RunOp("reduce_sum", weir::ReduceAttrs{}, {Tensor(Shape{2}, DType::kBool)}),
-                       "[reduce_sum] expects an f32, f64, i32 or i64 input, got bool", std::invalid_argument);
+                       "[reduce_sum] expects an f32, f64, f16, bf16, i32 or i64 input, got bool", std::invalid_argument);
 }
 
 TEST_CASE("reduce_mean") {
@@ -183,7 +183,7 @@ TEST_CASE("argmax rejects bad attrs and inputs") {
   CHECK_THROWS_WITH_AS(RunOp("argmax", weir::ArgMaxAttrs{.axis = -3}, {Tensor(Shape{2, 2}, DType::kF32)}),
                        "[argmax] axis -3 out of range for rank 2", std::invalid_argument);
   CHECK_THROWS_WITH_AS(RunOp("argmax", weir::ArgMaxAttrs{}, {Tensor(Shape{2}, DType::kU8)}),
-                       "[argmax] expects an f32, f64, i32 or i64 input, got u8", std::invalid_argument);
+                       "[argmax] expects an f32, f64, f16, bf16, i32 or i64 input, got u8", std::invalid_argument);
 }
 
 TEST_CASE("sparse_softmax_cross_entropy matches logsumexp - logit[label]") {

@@ -11,8 +11,8 @@ namespace {
 std::vector<TensorMeta> InferArgMax(const InferContext& ctx) {
   const auto& attrs = ctx.Get<ArgMaxAttrs>();
   const TensorMeta& x = ctx.inputs[0];
-  if (x.dtype != DType::kF32 && x.dtype != DType::kF64 && x.dtype != DType::kI32 && x.dtype != DType::kI64) {
-    throw OpError(ctx.op_type, "expects an f32, f64, i32 or i64 input, got {}", x.dtype);
+  if (!IsNumber(x.dtype)) {
+    throw OpError(ctx.op_type, "expects an f32, f64, f16, bf16, i32 or i64 input, got {}", x.dtype);
   }
   if (attrs.output_dtype != DType::kI32 && attrs.output_dtype != DType::kI64) {
     throw OpError(ctx.op_type, "output_dtype must be i32 or i64, got {}", attrs.output_dtype);

@@ -14,8 +14,8 @@ namespace {
 
 std::vector<TensorMeta> InferArgSort(const InferContext& ctx) {
   const TensorMeta& x = ctx.inputs[0];
-  if (x.dtype != DType::kF32 && x.dtype != DType::kF64 && x.dtype != DType::kI32 && x.dtype != DType::kI64) {
-    throw OpError(ctx.op_type, "expects an f32, f64, i32 or i64 input, got {}", x.dtype);
+  if (!IsNumber(x.dtype)) {
+    throw OpError(ctx.op_type, "expects an f32, f64, f16, bf16, i32 or i64 input, got {}", x.dtype);
   }
   if (x.shape.Rank() == 0) throw OpError(ctx.op_type, "x must have at least one axis, got a scalar");
   if (x.shape[x.shape.Rank() - 1] > std::int64_t{1} << 31) {

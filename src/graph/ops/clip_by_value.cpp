@@ -14,8 +14,8 @@ namespace {
 std::vector<TensorMeta> InferClipByValue(const InferContext& ctx) {
   const TensorMeta& x = ctx.inputs[0];
   const auto& attrs = ctx.Get<ClipAttrs>();
-  if (x.dtype != DType::kF32 && x.dtype != DType::kF64 && x.dtype != DType::kI32 && x.dtype != DType::kI64) {
-    throw OpError(ctx.op_type, "expects an f32, f64, i32 or i64 x, got {}", x.dtype);
+  if (!IsNumber(x.dtype)) {
+    throw OpError(ctx.op_type, "expects an f32, f64, f16, bf16, i32 or i64 x, got {}", x.dtype);
   }
   if (!attrs.min && !attrs.max) throw OpError(ctx.op_type, "needs a min or a max bound, got neither");
   if ((attrs.min && std::isnan(*attrs.min)) || (attrs.max && std::isnan(*attrs.max))) {

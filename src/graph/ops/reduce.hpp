@@ -37,12 +37,12 @@ inline TensorMeta InferReduce(const InferContext& ctx, const ReduceAttrs& attrs,
   return {Shape(std::move(dims)), x.dtype};
 }
 
-/// The inference of a reduction of numbers (reduce_sum, reduce_max/min, reduce_prod): an f32, f64,
-/// i32 or i64 x, reduced over the op's ReduceAttrs.
+/// The inference of a reduction of numbers (reduce_sum, reduce_max/min, reduce_prod): an x of
+/// IsNumber's dtypes, reduced over the op's ReduceAttrs.
 inline std::vector<TensorMeta> InferNumberReduction(const InferContext& ctx) {
   const TensorMeta& x = ctx.inputs[0];
-  if (x.dtype != DType::kF32 && x.dtype != DType::kF64 && x.dtype != DType::kI32 && x.dtype != DType::kI64) {
-    throw OpError(ctx.op_type, "expects an f32, f64, i32 or i64 input, got {}", x.dtype);
+  if (!IsNumber(x.dtype)) {
+    throw OpError(ctx.op_type, "expects an f32, f64, f16, bf16, i32 or i64 input, got {}", x.dtype);
   }
   return {InferReduce(ctx, ctx.Get<ReduceAttrs>(), x)};
 }

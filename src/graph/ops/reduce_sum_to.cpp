@@ -13,8 +13,8 @@ namespace {
 std::vector<TensorMeta> InferReduceSumTo(const InferContext& ctx) {
   const Shape& shape = ctx.Get<ReduceSumToAttrs>().shape;
   const TensorMeta& x = ctx.inputs[0];
-  if (x.dtype != DType::kF32 && x.dtype != DType::kF64 && x.dtype != DType::kI32 && x.dtype != DType::kI64) {
-    throw OpError(ctx.op_type, "expects an f32, f64, i32 or i64 input, got {}", x.dtype);
+  if (!IsNumber(x.dtype)) {
+    throw OpError(ctx.op_type, "expects an f32, f64, f16, bf16, i32 or i64 input, got {}", x.dtype);
   }
   if (!BroadcastsTo(shape, x.shape)) throw OpError(ctx.op_type, "{} does not broadcast to x {}", shape, x.shape);
   return {{shape, x.dtype}};

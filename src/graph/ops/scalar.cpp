@@ -24,10 +24,12 @@ std::vector<TensorMeta> InferScalar(const InferContext& ctx) {
   const TensorMeta& x = ctx.inputs[0];
   switch (x.dtype) {
     case DType::kF32:
-    case DType::kF64: return {x};
+    case DType::kF64:
+    case DType::kF16:
+    case DType::kBF16: return {x};
     case DType::kI32:
     case DType::kI64: break;
-    default: throw OpError(ctx.op_type, "expects an f32, f64, i32 or i64 input, got {}", x.dtype);
+    default: throw OpError(ctx.op_type, "expects an f32, f64, f16, bf16, i32 or i64 input, got {}", x.dtype);
   }
   // Integer x takes the scalar as its own dtype, so it must be an integer that fits.
   const bool fits = x.dtype == DType::kI32 ? FitsInteger<std::int32_t>(attrs.value) : FitsInteger<std::int64_t>(attrs.value);

@@ -29,15 +29,11 @@ void CheckScatter(std::string_view op_type, const Shape& out, const TensorMeta& 
   }
 }
 
-bool Numeric(DType dtype) {
-  return dtype == DType::kF32 || dtype == DType::kF64 || dtype == DType::kI32 || dtype == DType::kI64;
-}
-
 std::vector<TensorMeta> InferScatterNd(const InferContext& ctx) {
   const TensorMeta& indices = ctx.inputs[0];
   const TensorMeta& updates = ctx.inputs[1];
   const Shape& shape = ctx.Get<ScatterNdAttrs>().shape;
-  if (!Numeric(updates.dtype)) throw OpError(ctx.op_type, "expects f32, f64, i32 or i64 updates, got {}", updates.dtype);
+  if (!IsNumber(updates.dtype)) throw OpError(ctx.op_type, "expects f32, f64, f16, bf16, i32 or i64 updates, got {}", updates.dtype);
   CheckScatter(ctx.op_type, shape, indices, updates);
   return {{shape, updates.dtype}};
 }
@@ -46,8 +42,8 @@ std::vector<TensorMeta> InferScatterNd(const InferContext& ctx) {
 template <bool kAdds> std::vector<TensorMeta> InferTensorScatterNd(const InferContext& ctx) {
   const TensorMeta& params = ctx.inputs[0];
   const TensorMeta& updates = ctx.inputs[2];
-  if (kAdds && !Numeric(params.dtype)) {
-    throw OpError(ctx.op_type, "expects f32, f64, i32 or i64 params, got {}", params.dtype);
+  if (kAdds && !IsNumber(params.dtype)) {
+    throw OpError(ctx.op_type, "expects f32, f64, f16, bf16, i32 or i64 params, got {}", params.dtype);
   }
   if (updates.dtype != params.dtype) throw OpError(ctx.op_type, "updates dtype {} differs from params' {}", updates.dtype, params.dtype);
   CheckScatter(ctx.op_type, params.shape, ctx.inputs[1], updates);

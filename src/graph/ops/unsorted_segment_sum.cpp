@@ -18,8 +18,8 @@ std::vector<TensorMeta> InferUnsortedSegmentSum(const InferContext& ctx) {
   const TensorMeta& data = ctx.inputs[0];
   const TensorMeta& ids = ctx.inputs[1];
   const auto& attrs = ctx.Get<UnsortedSegmentSumAttrs>();
-  if (data.dtype != DType::kF32 && data.dtype != DType::kF64 && data.dtype != DType::kI32 && data.dtype != DType::kI64) {
-    throw OpError(ctx.op_type, "expects f32, f64, i32 or i64 data, got {}", data.dtype);
+  if (!IsNumber(data.dtype)) {
+    throw OpError(ctx.op_type, "expects f32, f64, f16, bf16, i32 or i64 data, got {}", data.dtype);
   }
   if (ids.dtype != DType::kI32 && ids.dtype != DType::kI64) {
     throw OpError(ctx.op_type, "expects i32 or i64 segment_ids, got {}", ids.dtype);

@@ -8,6 +8,7 @@
 
 #include "common/split.hpp"
 #include "graph/op_registry.hpp"
+#include "kernels/cpu/widened.hpp"
 
 namespace weir::internal {
 
@@ -99,6 +100,20 @@ int Lowering::HostComputeStream() {
   return static_cast<int>(plan.streams.size()) - 1;
 }
 
+namespace {
+
+/// The CPU kernel of op_type for dtype: its own, or for a float16/bfloat16 op with none, its float32
+/// kernel between conversions (kernels/cpu/widened.hpp), unless the op writes an input in place
+/// (the conversion would write a copy).
+KernelFactory CpuKernel(std::string_view op_type, DType dtype) {
+  if (const KernelFactory own = FindKernel({std::string(op_type), Device::Kind::kCpu, dtype}); own != nullptr) return own;
+  const OpDef* def = TryFindOp(op_type);
+  if (def != nullptr && def->mutates_inputs.empty() && RunsWidenedOnCpu(op_type, dtype)) return &MakeWidenedKernel;
+  return nullptr;
+}
+
+}  // namespace
+
 int Lowering::AddKernelTask(std::string_view op_type, std::string name, const std::any* attrs,
                             std::vector<TensorMeta> input_metas, std::vector<TensorMeta> output_metas, int stream) {
   const int task = plan.AddTask(TaskKind::kKernel, std::move(name), stream);
@@ -115,7 +130,7 @@ int Lowering::AddKernelTask(std::string_view op_type, std::string name, const st
   }
   desc.kernel_factory = FindKernel({desc.op_type, device, key_dtype});
   if (desc.kernel_factory == nullptr && device == Device::Kind::kCuda && op_type != "device_copy") {
-    if (const KernelFactory cpu = FindKernel({desc.op_type, Device::Kind::kCpu, key_dtype}); cpu != nullptr) {
+    if (const KernelFactory cpu = CpuKernel(op_type, key_dtype); cpu != nullptr) {
       desc.kernel_factory = cpu;
       desc.stream = HostComputeStream();  // may grow plan.streams; `desc` stays valid (plan.tasks)
       plan.notices.push_back(fmt::format("job '{}': op '{}' ({}) has no CUDA kernel for {}, so it runs on the CPU, with "
@@ -123,6 +138,7 @@ int Lowering::AddKernelTask(std::string_view op_type, std::string name, const st
       return task;
     }
   }
+  if (desc.kernel_factory == nullptr && device == Device::Kind::kCpu) desc.kernel_factory = CpuKernel(op_type, key_dtype);
   if (desc.kernel_factory == nullptr) {
     const char* where = device == Device::Kind::kCuda ? "CUDA" : "CPU";
     std::string have = RegisteredDTypes(op_type, device);

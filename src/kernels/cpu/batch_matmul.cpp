@@ -13,6 +13,7 @@
 
 #include "common/intra_op_pool.hpp"
 #include "kernels/batch_product.hpp"
+#include "kernels/cpu/widened.hpp"
 #include "kernels/cpu/dnnl_engine.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/op_attrs.hpp"
@@ -135,7 +136,7 @@ class BatchMatMulDnnl final : public Kernel {
 WEIR_REGISTER_KERNELS {
   RegisterKernel({"batch_matmul", Device::Kind::kCpu, DType::kF32}, &MakeKernel<BatchMatMulCpu<float>>);
   RegisterKernel({"batch_matmul", Device::Kind::kCpu, DType::kF64}, &MakeKernel<BatchMatMulCpu<double>>);
-  RegisterKernel({"batch_matmul", Device::Kind::kCpu, DType::kBF16}, &MakeKernel<BatchMatMulDnnl>);
+  RegisterKernel({"batch_matmul", Device::Kind::kCpu, DType::kBF16}, &NativeOrWidened<&MakeKernel<BatchMatMulDnnl>>);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // reference loops. conv2d_bias_act (planner-fused conv2d + bias_add [+ relu]) is the same kernel
 // with oneDNN's bias and relu post-op, saving two passes over y.
 #include "kernels/cpu/conv2d_common.hpp"
+#include "kernels/cpu/widened.hpp"
 #include "kernels/attrs/fused_attrs.hpp"
 
 namespace weir::internal {
@@ -41,8 +42,8 @@ template <bool kFused> class Conv2DCpu final : public Conv2DDnnlKernel {
 WEIR_REGISTER_KERNELS {
   RegisterKernel({"conv2d", Device::Kind::kCpu, DType::kF32}, &MakeKernel<Conv2DCpu<false>>);
   // bf16 (mixed precision): the result bf16, or f32 where the planner fused the product with its cast.
-  RegisterKernel({"conv2d", Device::Kind::kCpu, DType::kBF16}, &MakeKernel<Conv2DCpu<false>>);
-  RegisterKernel({"conv2d_bias_act", Device::Kind::kCpu, DType::kBF16}, &MakeKernel<Conv2DCpu<true>>);
+  RegisterKernel({"conv2d", Device::Kind::kCpu, DType::kBF16}, &NativeOrWidened<&MakeKernel<Conv2DCpu<false>>>);
+  RegisterKernel({"conv2d_bias_act", Device::Kind::kCpu, DType::kBF16}, &NativeOrWidened<&MakeKernel<Conv2DCpu<true>>>);
   RegisterKernel({"conv2d_bias_act", Device::Kind::kCpu, DType::kF32}, &MakeKernel<Conv2DCpu<true>>);
   RegisterKernel({"conv2d", Device::Kind::kCpu, DType::kF64},
                  &MakeKernel<Conv2DReferenceCpu<Conv2DPass::kForward, double>>);

@@ -2,6 +2,7 @@
 // and scratchpads made once per task; large batches split over the intra-op pool), f64 through the
 // reference loops.
 #include "kernels/cpu/conv2d_common.hpp"
+#include "kernels/cpu/widened.hpp"
 
 namespace weir::internal {
 namespace {
@@ -30,7 +31,7 @@ class Conv2DGradDataCpu final : public Conv2DDnnlKernel {
 
 WEIR_REGISTER_KERNELS {
   RegisterKernel({"conv2d_grad_data", Device::Kind::kCpu, DType::kF32}, &MakeKernel<Conv2DGradDataCpu>);
-  RegisterKernel({"conv2d_grad_data", Device::Kind::kCpu, DType::kBF16}, &MakeKernel<Conv2DGradDataCpu>);
+  RegisterKernel({"conv2d_grad_data", Device::Kind::kCpu, DType::kBF16}, &NativeOrWidened<&MakeKernel<Conv2DGradDataCpu>>);
   RegisterKernel({"conv2d_grad_data", Device::Kind::kCpu, DType::kF64},
                  &MakeKernel<Conv2DReferenceCpu<Conv2DPass::kBackwardData, double>>);
 }

@@ -2,6 +2,7 @@
 // reorders and scratchpads made once per task; large batches split over the intra-op pool, the
 // partial gradients summed), f64 through the reference loops.
 #include "kernels/cpu/conv2d_common.hpp"
+#include "kernels/cpu/widened.hpp"
 
 namespace weir::internal {
 namespace {
@@ -30,7 +31,7 @@ class Conv2DGradFilterCpu final : public Conv2DDnnlKernel {
 
 WEIR_REGISTER_KERNELS {
   RegisterKernel({"conv2d_grad_filter", Device::Kind::kCpu, DType::kF32}, &MakeKernel<Conv2DGradFilterCpu>);
-  RegisterKernel({"conv2d_grad_filter", Device::Kind::kCpu, DType::kBF16}, &MakeKernel<Conv2DGradFilterCpu>);
+  RegisterKernel({"conv2d_grad_filter", Device::Kind::kCpu, DType::kBF16}, &NativeOrWidened<&MakeKernel<Conv2DGradFilterCpu>>);
   RegisterKernel({"conv2d_grad_filter", Device::Kind::kCpu, DType::kF64},
                  &MakeKernel<Conv2DReferenceCpu<Conv2DPass::kBackwardFilter, double>>);
 }

@@ -31,4 +31,10 @@ bool CpuHasNativeBFloat16() {
   return (isa & bf16) == bf16;
 }
 
+bool DnnlRunsBFloat16() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto avx512 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+  return (isa & avx512) == avx512;
+}
+
 }  // namespace weir::internal

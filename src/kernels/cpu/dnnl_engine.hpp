@@ -11,5 +11,8 @@ const dnnl::engine& CpuEngine();
 dnnl::memory::data_type DnnlDataType(DType dtype);
 /// Whether oneDNN runs bf16 products natively here (AVX512_BF16 or AMX), so that they beat f32.
 bool CpuHasNativeBFloat16();
+/// Whether oneDNN runs bf16 products here at all: natively, or emulated on AVX512 without AVX512_BF16.
+/// Below AVX512 it has no bf16 primitives (creating one throws "could not create a primitive descriptor").
+bool DnnlRunsBFloat16();
 
 }  // namespace weir::internal

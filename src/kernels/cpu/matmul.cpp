@@ -19,6 +19,7 @@
 
 #include "common/intra_op_pool.hpp"
 #include "kernels/cpu/dnnl_engine.hpp"
+#include "kernels/cpu/widened.hpp"
 #include "kernels/attrs/fused_attrs.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/op_attrs.hpp"
@@ -242,9 +243,13 @@ WEIR_REGISTER_KERNELS {
   RegisterKernel({"matmul_sgd_update", Device::Kind::kCpu, DType::kF32}, &MakeMatMul<MatMulVariant::kSgdUpdate>);
   RegisterKernel({"matmul", Device::Kind::kCpu, DType::kF64}, &MakeKernel<MatMulF64Cpu>);
   // bf16 (mixed precision): oneDNN's AVX512_BF16 / AMX kernels, accumulating in f32; the result bf16,
-  // or f32 where the planner fused the product with its cast to f32 (graph/fusion.cpp).
-  RegisterKernel({"matmul", Device::Kind::kCpu, DType::kBF16}, &MakeMatMul<MatMulVariant::kPlain>);
-  RegisterKernel({"matmul_bias_act", Device::Kind::kCpu, DType::kBF16}, &MakeMatMul<MatMulVariant::kBiasAct>);
+  // or f32 where the planner fused the product with its cast to f32 (graph/fusion.cpp). Below AVX512,
+  // where oneDNN has no bf16 primitives, the f32 kernel between conversions (kernels/cpu/widened.hpp).
+  // The fused SGD update writes its variable in place and is made only by mixed precision, which picks
+  // bf16 only where the CPU has it natively (MixedPrecisionDType).
+  RegisterKernel({"matmul", Device::Kind::kCpu, DType::kBF16}, &NativeOrWidened<&MakeMatMul<MatMulVariant::kPlain>>);
+  RegisterKernel({"matmul_bias_act", Device::Kind::kCpu, DType::kBF16},
+                 &NativeOrWidened<&MakeMatMul<MatMulVariant::kBiasAct>>);
   RegisterKernel({"matmul_sgd_update", Device::Kind::kCpu, DType::kBF16}, &MakeMatMul<MatMulVariant::kSgdUpdate>);
 }
 
