@@ -243,9 +243,9 @@ std::vector<Sample> Samples() {
       {Shape{3, 1, 5}, Shape{1, 4, 5}, Shape{3, 4, 5}}, {Shape{2, 1, 3, 1}, Shape{5, 1, 4}, Shape{2, 5, 3, 4}},
       {Shape{0, 3}, Shape{3}, Shape{0, 3}},       {Shape{}, Shape{1}, Shape{1}}};
   for (const char* op : {"add", "sub", "mul", "div", "mod", "maximum", "minimum"}) {
-    for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kF16, DType::kBF16}) {
+    for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kI8, DType::kF16, DType::kBF16}) {
       const bool integer_division = std::string(op) == "div" || std::string(op) == "mod";
-      if (integer_division && (dtype == DType::kI32 || dtype == DType::kI64)) continue;  // the CPU's
+      if (integer_division && !IsFloating(dtype)) continue;  // the CPU's
       for (const auto& [a, b, out] : layouts) samples.push_back({op, std::any(), {{a, dtype}, {b, dtype}}, {{out, dtype}}});
     }
   }

@@ -112,7 +112,7 @@ TEST_CASE("broadcasting binary ops reject bad shapes and dtypes") {
   CHECK_THROWS_WITH_AS(RunOp("mul", {}, {Tensor(Shape{2}, DType::kF32), Tensor(Shape{2}, DType::kI32)}),
                        "[mul] dtypes differ: f32 vs i32", std::invalid_argument);
   CHECK_THROWS_WITH_AS(RunOp("sub", {}, {Tensor(Shape{2}, DType::kBool), Tensor(Shape{2}, DType::kBool)}),
-                       "[sub] expects f32, f64, i32 or i64 inputs, got bool", std::invalid_argument);
+                       "[sub] expects f32, f64, f16, bf16, i32, i64 or i8 inputs, got bool", std::invalid_argument);
 }
 
 TEST_CASE("compare gives int8 1 or 0 with numpy broadcasting; NaN is unequal to everything") {
@@ -189,7 +189,7 @@ TEST_CASE("scalar rejects values its dtype cannot take") {
   CHECK_THROWS_WITH_AS(RunOp("scalar", weir::ScalarAttrs{Kind::kPow, -1}, {xi}),
                        "[scalar] negative exponent -1 needs a floating x, got i32 x (2)", std::invalid_argument);
   CHECK_THROWS_WITH_AS(RunOp("scalar", weir::ScalarAttrs{Kind::kAdd, 1}, {Tensor(Shape{2}, DType::kU8)}),
-                       "[scalar] expects an f32, f64, i32 or i64 input, got u8", std::invalid_argument);
+                       "[scalar] expects an f32, f64, f16, bf16, i32 or i64 input, got u8", std::invalid_argument);
 }
 
 TEST_CASE("sigmoid is stable for large |x|") {

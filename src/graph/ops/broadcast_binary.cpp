@@ -16,8 +16,8 @@ std::vector<TensorMeta> InferBroadcastBinary(const InferContext& ctx) {
   if (a.dtype != b.dtype) throw OpError(ctx.op_type, "dtypes differ: {} vs {}", a.dtype, b.dtype);
   // f16 and bf16 pass here; which ops have 16-bit kernels (add: mixed precision's gradient sums) is
   // the kernels' to say when the job compiles.
-  if (!IsFloating(a.dtype) && a.dtype != DType::kI32 && a.dtype != DType::kI64) {
-    throw OpError(ctx.op_type, "expects f32, f64, i32 or i64 inputs, got {}", a.dtype);
+  if (!IsNumber(a.dtype) && a.dtype != DType::kI8) {
+    throw OpError(ctx.op_type, "expects f32, f64, f16, bf16, i32, i64 or i8 inputs, got {}", a.dtype);
   }
   return {{BroadcastShapes(ctx.op_type, a.shape, b.shape), a.dtype}};
 }

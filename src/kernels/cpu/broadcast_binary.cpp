@@ -22,6 +22,7 @@ template <typename Op> void RegisterBinary(const char* op_type) {
   RegisterKernel({op_type, Device::Kind::kCpu, DType::kF64}, &MakeKernel<BroadcastBinaryCpu<double, Op>>);
   RegisterKernel({op_type, Device::Kind::kCpu, DType::kI32}, &MakeKernel<BroadcastBinaryCpu<std::int32_t, Op>>);
   RegisterKernel({op_type, Device::Kind::kCpu, DType::kI64}, &MakeKernel<BroadcastBinaryCpu<std::int64_t, Op>>);
+  RegisterKernel({op_type, Device::Kind::kCpu, DType::kI8}, &MakeKernel<BroadcastBinaryCpu<std::int8_t, Op>>);
 }
 
 WEIR_REGISTER_KERNELS {

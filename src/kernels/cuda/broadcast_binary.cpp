@@ -31,6 +31,7 @@ template <cuda::Binary kKind> void Register(const char* op, bool integers) {
   if (!integers) return;
   RegisterKernel({op, Device::Kind::kCuda, DType::kI32}, &MakeKernel<BinaryCuda<std::int32_t, kKind>>);
   RegisterKernel({op, Device::Kind::kCuda, DType::kI64}, &MakeKernel<BinaryCuda<std::int64_t, kKind>>);
+  RegisterKernel({op, Device::Kind::kCuda, DType::kI8}, &MakeKernel<BinaryCuda<std::int8_t, kKind>>);
 }
 
 WEIR_REGISTER_KERNELS {
