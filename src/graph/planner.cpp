@@ -119,11 +119,11 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     for (int task : lowering.everywhere) process_split.everywhere[static_cast<std::size_t>(task)] = true;
     std::shared_ptr<Plan> part = SplitOverProcesses(std::move(*plan), process_split);
     if (options.device_kind == Device::Kind::kCuda) AddDeviceCopies(*part, options.copy_stream_bytes);
-    DropUnreadInputs(*part);
+    DropUnreadInputsAndVariables(*part);
     CheckPlan(*part);
     return part;
   }
-  DropUnreadInputs(*plan);
+  DropUnreadInputsAndVariables(*plan);
   CheckPlan(*plan);
   return plan;
 }

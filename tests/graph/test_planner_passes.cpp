@@ -209,7 +209,7 @@ TEST_CASE("unread inputs: an input actor nobody reads is removed, the rest renum
   const int value = plan.AddRegister("read", read, 2, {Shape{4}, DType::kF32});
   plan.sink_task = plan.AddTask(internal::TaskKind::kSink, "sink", 0);
   plan.Consume(plan.sink_task, value);
-  internal::DropUnreadInputs(plan);
+  internal::DropUnreadInputsAndVariables(plan);
   REQUIRE(plan.tasks.size() == 3);
   CHECK(plan.tasks[1].name == "read");
   CHECK(plan.sink_task == 2);

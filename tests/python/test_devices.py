@@ -313,3 +313,18 @@ def test_supported_ops_say_what_runs_where():
         assert gpu["matmul"] == ["f32", "f64", "f16", "bf16"]
     with pytest.raises(ValueError, match="device must be 'cpu' or 'gpu', got 'tpu'"):
         flow.supported_ops("tpu")
+
+
+def test_a_split_variable_beside_a_broadcast_one_in_a_predict_job():
+    # OneFlow's checkpoint test found this not compiling on 2 devices: the broadcast variable, read as
+    # each device's rows, left its whole-variable actor unread ("does not lead to the sink").
+    flow.config.cpu_device_num(2)
+
+    @flow.global_function()
+    def add() -> tp.Numpy:
+        x = flow.get_variable("x", shape=(4, 3), initializer=flow.ones_initializer(),
+                              distribute=flow.distribute.split(0))
+        y = flow.get_variable("y", shape=(4, 3), initializer=flow.constant_initializer(2.0))
+        return x + y
+
+    np.testing.assert_array_equal(add(), np.full((4, 3), 3.0, np.float32))

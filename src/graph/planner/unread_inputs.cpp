@@ -4,11 +4,11 @@
 
 namespace weir::internal {
 
-void DropUnreadInputs(Plan& plan) {
+void DropUnreadInputsAndVariables(Plan& plan) {
   std::vector<bool> dropped_tasks(plan.tasks.size(), false), dropped_registers(plan.registers.size(), false);
   bool any = false;
   for (const TaskDesc& task : plan.tasks) {
-    if (task.kind != TaskKind::kInput) continue;
+    if (task.kind != TaskKind::kInput && task.kind != TaskKind::kVariable) continue;
     const bool unread = std::all_of(task.produced.begin(), task.produced.end(), [&](int reg) {
       return plan.registers[static_cast<std::size_t>(reg)].consumers.empty();
     });
