@@ -58,6 +58,12 @@ class Blob(BlobDef):
         return self._c.shape
 
     @property
+    def static_shape(self) -> tuple:
+        """OneFlow's largest shape of a dynamic blob: here the shape itself (a job is compiled for
+        its dynamic inputs' actual shapes)."""
+        return self._c.shape
+
+    @property
     def dtype(self) -> dtypes.DType:
         return from_c_dtype(self._c.dtype)
 
@@ -75,8 +81,9 @@ class Blob(BlobDef):
     def blob_name(self) -> str:
         return self._c.name.split("/")[-1]
 
-    # Weir has no dynamic shapes or tensor lists yet, and runs one device per placement. How a blob is
-    # split is the compiler's choice, made after tracing: OneFlow's "not split" value.
+    # A job is compiled for its dynamic inputs' actual shapes, so a blob's shape is static while it is
+    # traced; tensor lists hold one tensor. How a blob is split is the compiler's choice, made after
+    # tracing: OneFlow's "not split" value.
     is_dynamic = False
     is_tensor_list = False
     parallel_size = 1
@@ -102,9 +109,12 @@ class Blob(BlobDef):
         hint = {"distribute": "auto", "gradient_distribute": _distribute.to_attr(distribute, "with_gradient_distribute")}
         return type(self)(_C.add_op("parallel_cast", [self._c], hint, "")[0], self._job, self.batch_axis)
 
-    def numpy(self):
+    def numpy(self, index: int = 0):
         """The blob's value, in eager mode (flow.enable_eager_execution): the ops that make it have
-        run. In a job being compiled there is no value yet: a RuntimeError says so."""
+        run. In a job being compiled there is no value yet: a RuntimeError says so. `index` is
+        OneFlow's device index of a mirrored blob; eager mode runs one device, index 0."""
+        if index != 0:
+            raise IndexError(f"{self.logical_blob_name}.numpy({index}): eager mode runs on one device, index 0")
         context = _context.maybe_current()
         if context is None or context.eager is None or context.builder is not self._job:
             raise RuntimeError(f"{self.logical_blob_name}.numpy(): blobs have values only in eager mode "

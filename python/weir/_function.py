@@ -188,7 +188,7 @@ def function_config() -> FunctionConfig:
 class _Compiled:
     """A job function compiled in one session."""
 
-    __slots__ = ("session", "c_session", "owed", "job", "template", "devices", "mirrored", "variants")
+    __slots__ = ("session", "c_session", "owed", "job", "template", "devices", "mirrored")
 
     def __init__(self, session, job, template, mirrored=False):
         self.session = session
@@ -198,9 +198,6 @@ class _Compiled:
         self.job = job
         self.template = template
         self.mirrored = mirrored  # a consistent (tp.Numpy) placeholder's array is split over the devices
-        # The job compiled again for calls whose mirrored (dynamic) inputs are smaller than declared:
-        # {((leaf name, shape), ...): _Compiled}, the most recently used last.
-        self.variants = {}
 
 
 class _CompileFailure:
@@ -412,29 +409,28 @@ class JobFunction:
                          "AMX), where bfloat16 products would be slower than float32: jobs run in float32")
         return dtype
 
-    def _compiled(self) -> _Compiled:
+    def _compiled(self, failure_ok: bool = False):
+        """This function compiled in the default session (compiled with the session's other functions
+        when it starts); its compile failure raises, or with `failure_ok` is returned."""
         session = _session.default_session()
         compiled = session.compiled.get(self)
-        if isinstance(compiled, _Compiled):
-            return compiled
-        if compiled is not None:
-            compiled.throw()
-        if self not in session._functions:
-            session.register(self)
-        session.start()  # compiles every registered job function, this one included
-        compiled = session.compiled[self]
-        if isinstance(compiled, _CompileFailure):
+        if compiled is None:
+            if self not in session._functions:
+                session.register(self)
+            session.start()  # compiles every registered job function, this one included
+            compiled = session.compiled[self]
+        if isinstance(compiled, _CompileFailure) and not failure_ok:
             compiled.throw()
         return compiled
 
     # --- dynamic shapes
-    def _actual_shapes(self, compiled, arrays) -> dict:
+    def _actual_shapes(self, devices, mirrored, arrays) -> dict:
         """{leaf name: shape} for each mirrored placeholder whose arrays in this call are smaller
-        than declared (OneFlow's dynamic blobs); empty when the call fits the compiled job."""
+        than declared (OneFlow's dynamic blobs); empty when the call fits the declared shapes."""
         shapes = {}
         index = 0
         for leaf in self.signature.leaves:
-            count = compiled.devices if leaf.kind != "numpy" or compiled.mirrored else 1
+            count = devices if leaf.kind != "numpy" or mirrored else 1
             if leaf.kind != "numpy":
                 got = {arrays[i].shape for i in range(index, index + count)}
                 if len(got) > 1:
@@ -448,25 +444,27 @@ class JobFunction:
             index += count
         return shapes
 
-    def _variant(self, compiled, shapes) -> _Compiled:
+    def _variant(self, session, shapes) -> _Compiled:
         """This function compiled for the actual shapes of a call's dynamic inputs, compiled at the
         first call with those shapes (its ops then compute on the actual sizes, as OneFlow's dynamic
         blobs do) and kept for later calls; the least recently used of more than _MAX_VARIANTS is
-        released. The variants share the session's variables with the declared-shape job."""
+        released. The variants share the session's variables with the declared-shape job (which
+        need not compile itself: a concat bounded by max_dim_size may only fit smaller inputs)."""
         key = tuple(sorted(shapes.items()))
         with self._lock:
-            variant = compiled.variants.pop(key, None)
+            variants = session.variants.setdefault(self, {})  # key -> _Compiled, most recently used last
+            variant = variants.pop(key, None)
             if variant is None:
-                if compiled.c_session.resource()["process_num"] > 1:
+                if session.c_session().resource()["process_num"] > 1:
                     raise NotImplementedError(
                         f"{self.__name__}(): inputs smaller than their placeholders' shapes ({shapes}) are supported in "
                         "a session of one process: every process would have to compile the same job at the same call")
                 try:
-                    variant = self._trace(compiled.session, shapes)
+                    variant = self._trace(session, shapes)
                 except Exception as error:  # noqa: BLE001 - raised as a compile failure naming the function
                     _CompileFailure(self, error, getattr(error, "weir_op_sites", None)).throw()
-                self._release_old_variants(compiled.variants)
-            compiled.variants[key] = variant
+                self._release_old_variants(variants)
+            variants[key] = variant
         return variant
 
     @staticmethod
@@ -529,12 +527,23 @@ class JobFunction:
     def __call__(self, *args, **kwargs):
         if _context.eager_execution:
             return self._call_eagerly(args, kwargs)
-        compiled = self._compiled()
-        arrays = self.signature.flatten_call_args(args, kwargs, devices=compiled.devices, split_whole=compiled.mirrored)
-        if compiled.job is not None:
-            shapes = self._actual_shapes(compiled, arrays)
-            if shapes:
-                compiled = self._variant(compiled, shapes)
+        dynamic = any(leaf.kind != "numpy" for leaf in self.signature.leaves)
+        compiled = self._compiled(failure_ok=dynamic)
+        if isinstance(compiled, _CompileFailure):
+            # Its declared shapes do not compile: the call's smaller ones may.
+            session = _session.default_session()
+            mirrored = scope._current_view(self.config) == "mirrored"
+            arrays = self.signature.flatten_call_args(args, kwargs, devices=session.devices(), split_whole=mirrored)
+            shapes = self._actual_shapes(session.devices(), mirrored, arrays)
+            if not shapes:
+                compiled.throw()
+            compiled = self._variant(session, shapes)
+        else:
+            arrays = self.signature.flatten_call_args(args, kwargs, devices=compiled.devices, split_whole=compiled.mirrored)
+            if dynamic and compiled.job is not None:
+                shapes = self._actual_shapes(compiled.devices, compiled.mirrored, arrays)
+                if shapes:
+                    compiled = self._variant(compiled.session, shapes)
         session = compiled.c_session
         template = compiled.template
         if compiled.job is None:

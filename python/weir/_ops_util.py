@@ -20,6 +20,14 @@ def add_op(op_type: str, inputs, name: str = "", **attrs) -> Blob:
     return wrap(_C.add_op(op_type, [blob._c for blob in inputs], attrs, name)[0], inputs[0])
 
 
+def at_least_one_axis(blob: Blob) -> Blob:
+    """`blob`, or for a blob of no axes (a full reduction) the same value as shape (1,): OneFlow's
+    blobs have at least one axis, and its programs index such results with [0]."""
+    if len(blob.shape) > 0:
+        return blob
+    return add_op("reshape", [blob], "", shape=[1])
+
+
 def check_blob(value, op: str, argument: str) -> Blob:
     if not is_blob(value):
         raise TypeError(f"{op}: argument '{argument}' must be a blob of the job being built, got {type(value).__name__}")

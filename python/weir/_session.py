@@ -249,8 +249,10 @@ class Session:
         self.owed_callbacks = OwedCallbacks()
         # Job functions registered while this session is current, in definition order.
         self._functions = []
-        # Per job function: the compiled job of this session.
+        # Per job function: the compiled job of this session, and the jobs compiled for the actual
+        # shapes of its dynamic inputs (JobFunction._variant).
         self.compiled = weakref.WeakKeyDictionary()
+        self.variants = weakref.WeakKeyDictionary()
 
     @property
     def started(self) -> bool:

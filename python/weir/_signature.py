@@ -769,6 +769,12 @@ class LocalBlob:
         """Per-device tensor lists: ``[[array], ...]``."""
         return [[a] for a in self._arrays]
 
+    # OneFlow's older names of the same.
+    ndarray_list = numpy_list
+    ndarray_lists = numpy_lists
+    # A job is compiled for its dynamic inputs' actual shapes: every result's shape is its own.
+    is_dynamic = False
+
     def ndarray(self) -> np.ndarray:
         """Deprecated alias of :meth:`numpy`."""
         warnings.warn("LocalBlob.ndarray() is deprecated; use .numpy()", DeprecationWarning, stacklevel=2)

@@ -299,11 +299,9 @@ def prelu(inputs, alpha_initializer=None, alpha_regularizer=None, shared_axes=No
     return _math.relu(x) - alpha * _math.relu(_math.negative(x))
 
 
-def _conv_input(inputs, op, data_format, formats, weight_name, bias_name):
+def _conv_input(inputs, op, data_format, formats):
     """The checked input blob of a conv1d/conv3d layer: one of its two data formats, rank to match."""
     x = check_blob(inputs, op, "inputs")
-    if weight_name is not None or bias_name is not None:
-        raise ValueError(f"{op}: weight_name/bias_name are not supported; variables are named <name>-weight/-bias")
     if data_format not in formats:
         raise ValueError(f"{op}: data_format must be {formats[0]!r} or {formats[1]!r}, got {data_format!r}")
     if len(x.shape) != len(formats[0]):
@@ -315,27 +313,31 @@ def conv1d(inputs, filters, kernel_size=1, strides=1, padding="VALID", data_form
            activation=None, use_bias=True, kernel_initializer=None, bias_initializer=None, kernel_regularizer=None,
            bias_regularizer=None, trainable=True, name=None, weight_name=None, bias_name=None):
     """1-D convolution with variables "<name>-weight" (filters, C/groups, k) for NCW or (filters, k,
-    C/groups) for NWC, and "<name>-bias" (filters); initializers as conv2d's (xavier_uniform over the
-    data format's fans, zeros). Runs as conv2d over images of height 1."""
+    C/groups) for NWC, and "<name>-bias" (filters), or `weight_name` and `bias_name` when given;
+    initializers as conv2d's (xavier_uniform over the data format's fans, zeros). Runs as conv2d over
+    images of height 1."""
     op = "flow.layers.conv1d"
-    x = _conv_input(inputs, op, data_format, ("NCW", "NWC"), weight_name, bias_name)
+    x = _conv_input(inputs, op, data_format, ("NCW", "NWC"))
     size = _nn._one(kernel_size, "kernel_size", op)
     return _conv_layer(x, op, "Conv1d", filters, [size], data_format == "NCW", groups, activation, use_bias,
                        kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer, trainable, name,
                        data_format, lambda weight, _: _nn.conv1d(x, weight, strides, padding, data_format=data_format,
-                                                                 dilations=dilation_rate, groups=groups))
+                                                                 dilations=dilation_rate, groups=groups),
+                       weight_name, bias_name)
 
 
 def conv3d(inputs, filters, kernel_size=1, strides=1, padding="VALID", data_format="NCDHW", dilation_rate=1, groups=1,
            activation=None, use_bias=True, kernel_initializer=None, bias_initializer=None, kernel_regularizer=None,
            bias_regularizer=None, trainable=True, name=None, weight_name=None, bias_name=None):
     """3-D convolution with variables "<name>-weight" (filters, C/groups, kd, kh, kw) for NCDHW or
-    (filters, kd, kh, kw, C/groups) for NDHWC, and "<name>-bias" (filters); initializers as conv2d's
-    (xavier_uniform over the data format's fans, zeros). Runs as flow.nn.conv3d (built from conv2d)."""
+    (filters, kd, kh, kw, C/groups) for NDHWC, and "<name>-bias" (filters), or `weight_name` and
+    `bias_name` when given; initializers as conv2d's (xavier_uniform over the data format's fans,
+    zeros). Runs as flow.nn.conv3d (built from conv2d)."""
     op = "flow.layers.conv3d"
-    x = _conv_input(inputs, op, data_format, ("NCDHW", "NDHWC"), weight_name, bias_name)
+    x = _conv_input(inputs, op, data_format, ("NCDHW", "NDHWC"))
     size = _nn._triple(kernel_size, "kernel_size", op, data_format == "NCDHW")
     return _conv_layer(x, op, "Conv3d", filters, size, data_format == "NCDHW", groups, activation, use_bias,
                        kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer, trainable, name,
                        data_format, lambda weight, _: _nn.conv3d(x, weight, strides, padding, data_format=data_format,
-                                                                 dilations=dilation_rate, groups=groups))
+                                                                 dilations=dilation_rate, groups=groups),
+                       weight_name, bias_name)

@@ -8,7 +8,7 @@ import numpy as np
 
 from weir import _C, dtypes
 from weir._blob import Blob, install_operators, is_blob, is_scalar, to_c_dtype
-from weir._ops_util import add_op, axes_list, check_blob, constant_like, op_name
+from weir._ops_util import add_op, at_least_one_axis, axes_list, check_blob, constant_like, op_name
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "mod", "pow", "add_n", "negative", "maximum", "minimum",
@@ -20,7 +20,8 @@ __all__ = [
     "unsorted_segment_sum", "unsorted_segment_sum_like", "reduce_variance", "reduce_std", "reduce_euclidean_norm",
     "reduce_logsumexp", "l2_normalize", "xdivy", "xlogy", "reduce_any", "reduce_all", "in_top_k", "tril",
     "atan2", "floordiv", "reduced_shape_elem_cnt", "sigmoid_v2", "two_stage_reduce_max", "two_stage_reduce_min",
-    "fused_scale_tril", "fused_scale_tril_softmax_dropout", "lgamma", "reduce_prod",
+    "fused_scale_tril", "fused_scale_tril_softmax_dropout", "lgamma", "reduce_prod", "logical_and", "logical_or",
+    "logical_xor", "polyval",
 ]
 
 
@@ -169,13 +170,14 @@ def clip_by_value(values, min_value=None, max_value=None, name=None):
 
 def top_k(input, k=1, sorted=True, name=None):  # noqa: A002 - OneFlow's names
     """The indices (int32) of the k largest entries of the last axis, largest first (always sorted; a
-    NaN counts as the largest, equal values in index order): input.shape[:-1] + (k,)."""
+    NaN counts as the largest, equal values in index order): input.shape[:-1] + (min(k, n),)."""
     x = check_blob(input, "flow.math.top_k", "input")
     if not x.shape:
         raise ValueError("flow.math.top_k: input must have at least one axis, got a scalar")
     n = x.shape[-1]
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
-        raise ValueError(f"flow.math.top_k: k must be an int in [1, {n}] (the last axis of {tuple(x.shape)}), got {k!r}")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"flow.math.top_k: k must be an int >= 1, got {k!r}")
+    k = min(int(k), n)  # as OneFlow's kernel: a k beyond the axis gives the whole axis, largest first
     if k == 1:
         indices = argmax(x, -1)
         return add_op("reshape", [indices], op_name(name), shape=list(indices.shape) + [1])
@@ -199,11 +201,13 @@ def add_n(inputs, name=None):
 
 
 def _reduce(op, x, axis, keepdims, name):
-    """`axis=None` reduces every axis; an empty list reduces none (x unchanged, as in OneFlow and NumPy)."""
+    """`axis=None` reduces every axis; an empty list reduces none (x unchanged, as in OneFlow and NumPy).
+    A reduction of every axis has shape (1,), as OneFlow's (its blobs have at least one axis)."""
     axes = axes_list(axis, f"flow.math.{op}")
     if axis is not None and not axes:
         return add_op("identity", [x], op_name(name))
-    return add_op(op, [x], op_name(name), axes=axes, keep_dims=bool(keepdims))
+    reduced = add_op(op, [x], op_name(name), axes=axes, keep_dims=bool(keepdims))
+    return at_least_one_axis(reduced)
 
 
 def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
@@ -341,10 +345,52 @@ def reduce_all(input_tensor, axis=None, keepdims=False, name=None):
     return _reduce_logical("reduce_all", reduce_min, input_tensor, axis, keepdims, name)
 
 
+def _logical(op, combine, x, y, name):
+    x = check_blob(x, f"flow.math.{op}", "x")
+    truth = [add_op("cast", [not_equal(v, 0)], "", dtype=to_c_dtype(dtypes.int32, op)) if is_blob(v) else int(v != 0)
+             for v in (x, y)]
+    return add_op("cast", [combine(*truth)], op_name(name), dtype=to_c_dtype(dtypes.int8, op))
+
+
+def logical_and(x, y, name=None):
+    """1 (int8) where x and y are both nonzero, else 0; numpy-broadcast (y a blob or a number)."""
+    return _logical("logical_and", multiply, x, y, name)
+
+
+def logical_or(x, y, name=None):
+    """1 (int8) where x or y is nonzero, else 0; numpy-broadcast."""
+    return _logical("logical_or", maximum, x, y, name)
+
+
+def logical_xor(x, y, name=None):
+    """1 (int8) where exactly one of x and y is nonzero, else 0; numpy-broadcast."""
+    return _logical("logical_xor", not_equal, x, y, name)
+
+
+def polyval(coeffs, x, name=None):
+    """The polynomial coeffs[0] x^(n-1) + ... + coeffs[n-1] at each element of x (numpy.polyval's
+    order), by Horner's rule; `coeffs` a list of numbers. An empty list gives zeros."""
+    op = "flow.math.polyval"
+    x = check_blob(x, op, "x")
+    if not isinstance(coeffs, (list, tuple)) or not all(is_scalar(c) for c in coeffs):
+        raise TypeError(f"{op}: coeffs must be a list or tuple of numbers, got {coeffs!r}")
+    if not coeffs:
+        return multiply(x, 0, name)
+    if len(coeffs) == 1:
+        return add(multiply(x, 0), coeffs[0], name)
+    value = multiply(x, coeffs[0])
+    for index, c in enumerate(coeffs[1:], 1):
+        value = add(value, c, name if index == len(coeffs) - 1 else None)
+        if index < len(coeffs) - 1:
+            value = multiply(value, x)
+    return value
+
+
 def in_top_k(targets, predictions, k, name=None):
     """1 (int8) for each row of `predictions` (N, C) whose target class (targets: N int32/int64) is
     among its k largest, ties included (fewer than k classes score higher), as OneFlow's and
-    TensorFlow's in_top_k; a target outside [0, C) fails the call."""
+    TensorFlow's in_top_k; 0 for a row with a non-finite prediction; a target outside [0, C) fails
+    the call."""
     op = "flow.math.in_top_k"
     targets = check_blob(targets, op, "targets")
     predictions = check_blob(predictions, op, "predictions")
@@ -358,7 +404,11 @@ def in_top_k(targets, predictions, k, name=None):
     hot = add_op("one_hot", [targets], "", depth=int(predictions.shape[1]), dtype=to_c_dtype(dtypes.int32, op))
     picked = reduce_sum(_where(hot, predictions, constant_like(0, predictions)), axis=1, keepdims=True)
     higher = add_op("cast", [greater(predictions, picked)], "", dtype=to_c_dtype(dtypes.int32, op))
-    return less(reduce_sum(higher, axis=1), int(k), name=name)
+    in_k = add_op("cast", [less(reduce_sum(higher, axis=1), int(k))], "", dtype=to_c_dtype(dtypes.int32, op))
+    # A row with a non-finite prediction cannot say (TensorFlow's and OneFlow's kernels give 0): x - x is
+    # 0 exactly where x is finite.
+    finite = add_op("cast", [equal(subtract(predictions, predictions), 0)], "", dtype=to_c_dtype(dtypes.int32, op))
+    return add_op("cast", [multiply(in_k, reduce_min(finite, axis=1))], op_name(name), dtype=to_c_dtype(dtypes.int8, op))
 
 
 def tril(x, diagonal=0, fill_value=0, name=None):

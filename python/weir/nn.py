@@ -18,7 +18,7 @@ __all__ = [
     "L1Loss", "MSELoss", "BCELoss", "MarginRankingLoss", "TripletMarginLoss", "conv2d_transpose",
     "BCEWithLogitsLoss", "KLDivLoss", "PixelShuffle", "PixelShufflev2", "InstanceNorm1d", "InstanceNorm2d",
     "InstanceNorm3d", "GroupNorm", "conv1d", "fused_scale_tril", "layer_norm", "conv3d", "random_mask_like",
-    "fused_bias_add_gelu", "fused_bias_add_dropout",
+    "fused_bias_add_gelu", "fused_bias_add_dropout", "selu", "softsign",
 ]
 
 
@@ -49,6 +49,19 @@ def elu(x, alpha=1.0, name=None):
     x = check_blob(x, "flow.nn.elu", "x")
     negative = _math.multiply(_math.expm1(_math.minimum(x, 0.0)), float(alpha))
     return _math.add(relu(x), negative, name)
+
+
+def selu(x, scale=1.0507009873554805, alpha=1.6732632423543772, name=None):
+    """scale * x where x > 0, scale * alpha * (e^x - 1) elsewhere (self-normalising ELU; OneFlow's
+    defaults)."""
+    x = check_blob(x, "flow.nn.selu", "x")
+    return _math.multiply(elu(x, alpha), float(scale), name)
+
+
+def softsign(x, name=None):
+    """x / (1 + |x|)."""
+    x = check_blob(x, "flow.nn.softsign", "x")
+    return _math.divide(x, _math.add(_math.abs(x), 1.0), name)
 
 
 def hardtanh(x, min_val=-1.0, max_val=1.0, name=None):

@@ -15,6 +15,7 @@ from weir._blob import Blob, install_operators, is_blob, to_c_dtype
 from weir._ops_util import add_op, check_blob, op_name, wrap
 from weir._ops_util import constant_like as _constant_of
 from weir._signature import watch_value_converter
+from weir import math as _math
 from weir.math import clip_by_value, not_equal, reduce_sum
 
 __all__ = [
@@ -24,7 +25,7 @@ __all__ = [
     "identity_n", "cast_to_static_shape", "ones", "zeros", "gather", "dim_gather", "where", "parallel_cast", "pad",
     "count_not_finite", "multi_count_not_finite", "reflection_pad2d", "replication_pad2d", "constant_pad2d",
     "assign", "gather_nd", "scatter_nd", "tensor_scatter_nd_update", "tensor_scatter_nd_add", "batch_gather",
-    "argsort", "sort", "slice_update", "combined_margin_loss",
+    "argsort", "sort", "slice_update", "combined_margin_loss", "zero_pad2d", "expand", "diag", "smooth_l1_loss",
 ]
 
 # Past either end of any axis: what an open end of a slice becomes (the op clamps it to the axis).
@@ -283,7 +284,8 @@ def squeeze(input, axis=None, name=None):  # noqa: A002 - OneFlow's name
         for a in axes:
             if x.shape[a] != 1:
                 raise ValueError(f"flow.squeeze: axis {a} of {x.shape} has size {x.shape[a]}, not 1")
-    return reshape(x, [d for i, d in enumerate(x.shape) if i not in axes], name)
+    # Squeezing every axis leaves (1,), as OneFlow's (its blobs have at least one axis).
+    return reshape(x, [d for i, d in enumerate(x.shape) if i not in axes] or [1], name)
 
 
 def expand_dims(input, axis, name=None):  # noqa: A002 - OneFlow's name
@@ -327,11 +329,17 @@ def concat(inputs=None, axis=0, max_dim_size=None, name=None, values=None):
 def one_hot(indices, depth, on_value=1, off_value=0, axis=-1, dtype=None, name=None):
     """indices (...) int -> (..., depth): on_value at each index, off_value elsewhere."""
     x = check_blob(indices, "flow.one_hot", "indices")
-    if axis != -1:
-        raise ValueError(f"flow.one_hot: only axis=-1 is supported, got {axis}")
+    rank = len(x.shape)
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not -1 <= axis <= rank:
+        raise ValueError(f"flow.one_hot: axis must be an int in [-1, {rank}] for indices {tuple(x.shape)}, got {axis!r}")
     c_dtype = to_c_dtype(dtype if dtype is not None else dtypes.float32, "flow.one_hot: dtype")
-    return add_op("one_hot", [x], op_name(name), depth=int(depth), on_value=float(on_value), off_value=float(off_value),
-                  dtype=c_dtype)
+    if axis in (-1, rank):
+        return add_op("one_hot", [x], op_name(name), depth=int(depth), on_value=float(on_value),
+                      off_value=float(off_value), dtype=c_dtype)
+    hot = add_op("one_hot", [x], "", depth=int(depth), on_value=float(on_value), off_value=float(off_value), dtype=c_dtype)
+    # The classes' axis moved from last to `axis`.
+    perm = list(range(axis)) + [rank] + list(range(axis, rank))
+    return transpose(hot, perm, name=name)
 
 
 def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):
@@ -728,6 +736,75 @@ def constant_pad2d(x, padding, constant_value=0, name=None):
     x = check_blob(x, op, "x")
     left, right, top, bottom = _pad2d_sizes(padding, op, x)
     return pad(x, [(0, 0), (0, 0), (top, bottom), (left, right)], constant_value=constant_value, name=name)
+
+
+def zero_pad2d(x, padding, name=None):
+    """NCHW `x` padded with zeros; `padding` an int or (left, right, top, bottom)."""
+    return constant_pad2d(check_blob(x, "flow.zero_pad2d", "x"), padding, 0, name)
+
+
+def expand(x, expand_size, name=None):
+    """`x` repeated along its size-1 axes to `expand_size` (OneFlow's flow.expand, PyTorch's
+    Tensor.expand): one entry per output axis, -1 keeping the axis as it is; extra leading entries add
+    axes. The gradient sums over the repeats."""
+    op = "flow.expand"
+    x = check_blob(x, op, "x")
+    sizes = [int(d) for d in expand_size]
+    rank = len(x.shape)
+    if len(sizes) < rank:
+        raise ValueError(f"{op}: expand_size {tuple(sizes)} must have at least the {rank} axes of x {tuple(x.shape)}")
+    padded = (1,) * (len(sizes) - rank) + tuple(x.shape)
+    target = []
+    for axis, (have, want) in enumerate(zip(padded, sizes)):
+        if want == -1 and axis >= len(sizes) - rank:
+            want = have
+        if want < 0 or (have != 1 and have != want):
+            raise ValueError(f"{op}: axis {axis} of size {have} cannot expand to {expand_size[axis]} "
+                             f"(x {tuple(x.shape)}, expand_size {tuple(sizes)})")
+        target.append(want)
+    if padded != tuple(x.shape):
+        x = reshape(x, list(padded))
+    return add_op("broadcast_to", [x], op_name(name), shape=target)
+
+
+def diag(input, diagonal=0, name=None):  # noqa: A002 - OneFlow's name
+    """A 1-D input as the `diagonal`-th diagonal of a square matrix of zeros (above the main one for
+    diagonal > 0, below for < 0); a 2-D input's `diagonal`-th diagonal as a 1-D blob."""
+    op = "flow.diag"
+    x = check_blob(input, op, "input")
+    if isinstance(diagonal, bool) or not isinstance(diagonal, (int, np.integer)):
+        raise TypeError(f"{op}: diagonal must be an int, got {diagonal!r}")
+    k = int(diagonal)
+    if len(x.shape) == 1:
+        n = x.shape[0]
+        size = n + abs(k)
+        rows = np.arange(n) + max(-k, 0)
+        spots = np.stack([rows, rows + k], axis=1).astype(np.int64)
+        return scatter_nd(constant(spots, dtypes.int64, spots.shape), x, [size, size], name)
+    if len(x.shape) == 2:
+        rows, cols = x.shape
+        first = np.arange(max(-k, 0), min(rows, cols - k))
+        if first.size == 0:
+            raise ValueError(f"{op}: diagonal {k} lies outside input of shape {tuple(x.shape)}")
+        spots = np.stack([first, first + k], axis=1).astype(np.int64)
+        return gather_nd(x, constant(spots, dtypes.int64, spots.shape), name)
+    raise ValueError(f"{op}: input must be 1-D or 2-D, got shape {tuple(x.shape)}")
+
+
+def smooth_l1_loss(prediction, label, beta=1.0, name=None):
+    """Elementwise: 0.5 d² / beta where d = |prediction - label| < beta, else d - 0.5 beta (the L1
+    distance for beta = 0), as OneFlow's flow.smooth_l1_loss (no reduction)."""
+    op = "flow.smooth_l1_loss"
+    prediction = check_blob(prediction, op, "prediction")
+    label = check_blob(label, op, "label")
+    if float(beta) < 0:
+        raise ValueError(f"{op}: beta must be >= 0, got {beta}")
+    distance = _math.abs(_math.subtract(prediction, label))
+    if float(beta) == 0:
+        return identity(distance, name)
+    quadratic = _math.multiply(_math.square(distance), 0.5 / float(beta))
+    linear = _math.subtract(distance, 0.5 * float(beta))
+    return where(_math.less(distance, float(beta)), quadratic, linear, name)
 
 
 def assign(ref, value, dtype=None, name=None):

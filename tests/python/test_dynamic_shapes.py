@@ -8,6 +8,11 @@ import numpy as np
 import pytest
 import weir as flow
 import weir.typing as tp
+from weir import _session
+
+
+def _variants(job):
+    return _session.default_session().variants[job]
 
 
 def _mirrored():
@@ -28,7 +33,7 @@ def test_ops_see_the_actual_shape_and_calls_of_each_size_alternate():
         np.testing.assert_allclose(total[0], (x * 2).sum(0), rtol=1e-6)
         assert flat[0].shape == (rows * 4,)
         np.testing.assert_allclose(mean[0], x.mean(), rtol=1e-6)
-    assert len(job._compiled().variants) == 3  # 3, 7 and 1 rows; 10 is the declared shape
+    assert len(_variants(job)) == 3  # 3, 7 and 1 rows; 10 is the declared shape
 
 
 def test_tensor_lists_and_every_axis_may_shrink():
@@ -112,4 +117,26 @@ def test_old_shapes_are_released_beyond_the_bound(monkeypatch):
 
     for size in (1, 2, 3, 4, 5, 2):
         np.testing.assert_array_equal(job([np.zeros(size, np.float32)])[0], np.ones(size))
-    assert [dict(key)["x"] for key in job._compiled().variants] == [(4,), (5,), (2,)]
+    assert [dict(key)["x"] for key in _variants(job)] == [(4,), (5,), (2,)]
+
+
+def test_declared_shapes_that_do_not_compile_while_smaller_ones_do():
+    # OneFlow's max_dim_size bounds the joined axis of the actual inputs: 2 + 3 rows fit in 6, the
+    # declared 4 + 4 would not, so only calls with smaller arrays compile (OneFlow's own concat test).
+    @flow.global_function(function_config=_mirrored())
+    def join(a: tp.ListNumpy.Placeholder((4, 2)), b: tp.ListNumpy.Placeholder((4, 2))) -> tp.ListNumpy:
+        return flow.concat([a, b], axis=0, max_dim_size=6)
+
+    a, b = np.ones((2, 2), np.float32), np.zeros((3, 2), np.float32)
+    np.testing.assert_array_equal(join([a], [b])[0], np.concatenate([a, b]))
+    with pytest.raises(ValueError, match=r"max_dim_size must be at least the joined axis's length 8, got 6"):
+        join([np.ones((4, 2), np.float32)], [np.ones((4, 2), np.float32)])
+
+    # in_top_k's rows must agree, which the declared (15, 10) and (20,) do not; the calls' do.
+    @flow.global_function(function_config=_mirrored())
+    def top(targets: tp.ListNumpy.Placeholder((20,), dtype=flow.int32),
+            predictions: tp.ListNumpy.Placeholder((15, 10))) -> tp.ListNumpy:
+        return flow.math.in_top_k(targets, predictions, 1)
+
+    predictions = np.eye(10, dtype=np.float32)[:4]
+    np.testing.assert_array_equal(top([np.array([0, 1, 0, 3], np.int32)], [predictions])[0], [1, 1, 0, 1])

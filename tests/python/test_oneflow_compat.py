@@ -959,6 +959,11 @@ def test_reduce_any_all_in_top_k_and_tril():
     # only class 3 scores higher than class 0 (in, ties included).
     np.testing.assert_array_equal(top, [1, 0, 1])
     np.testing.assert_array_equal(lower, np.where(np.tril(np.ones((3, 4)), 1) == 1, p, -1.0))
+    # A row with an infinite or NaN prediction cannot say: 0, as TensorFlow's and OneFlow's kernels give
+    # (OneFlow's test found Weir answering 1 here).
+    p[0, 3], p[2, 1] = np.inf, np.nan
+    _, _, _, top, _ = job(m, p, t)
+    np.testing.assert_array_equal(top, [0, 0, 0])
 
 
 def test_count_not_finite_counts_inf_and_nan():
@@ -1624,11 +1629,17 @@ def test_top_k_gives_the_indices_of_the_k_largest_largest_first():
     np.testing.assert_array_equal(three, [[4, 1, 3], [2, 3, 4]])
     np.testing.assert_array_equal(one, [[4], [2]])
     np.testing.assert_array_equal(five, [[4, 1, 3, 2, 0], [2, 3, 4, 0, 1]])
-    with pytest.raises(ValueError, match=r"flow.math.top_k: k must be an int in \[1, 5\] .* got 6"):
+
+    @flow.global_function()
+    def too_many(p: tp.Numpy.Placeholder((2, 5))) -> tp.Numpy:
+        return flow.math.top_k(p, k=6)  # as OneFlow's kernel: the whole axis, largest first
+
+    np.testing.assert_array_equal(too_many(x), five)
+    with pytest.raises(ValueError, match=r"flow.math.top_k: k must be an int >= 1, got 0"):
         @flow.global_function()
-        def too_many(p: tp.Numpy.Placeholder((2, 5))) -> tp.Numpy:
-            return flow.math.top_k(p, k=6)
-        too_many(x)
+        def none(p: tp.Numpy.Placeholder((2, 5))) -> tp.Numpy:
+            return flow.math.top_k(p, k=0)
+        none(x)
     with pytest.raises(ValueError, match="flow.argsort: direction must be 'ASCENDING' or 'DESCENDING', got 'UP'"):
         @flow.global_function()
         def bad_direction(p: tp.Numpy.Placeholder((2, 5))) -> tp.Numpy:
@@ -1960,7 +1971,7 @@ def test_bernoulli_draws_one_with_probability_x_anew_each_call_and_repeats_with_
         return flow.random.bernoulli(flow.math.reduce_max(p), dtype=flow.int8)
 
     one = scalar(np.array([0.0, 1.0, 0.5], np.float32))
-    assert one.shape == () and one.dtype == np.int8 and one == 1
+    assert one.shape == (1,) and one.dtype == np.int8 and one[0] == 1  # a full reduction: (1,), as in OneFlow
     with pytest.raises(TypeError, match="flow.random.bernoulli: x must hold floating-point probabilities .* got weir.int32"):
         @flow.global_function()
         def bad(p: tp.Numpy.Placeholder((3,), dtype=flow.int32)) -> tp.Numpy:
@@ -1983,7 +1994,7 @@ def test_random_permutations_are_uniform_and_new_each_call():
     with pytest.raises(ValueError, match="generate_random_batch_permutation_indices: value must have a batch axis"):
         @flow.global_function()
         def bad(x: tp.Numpy.Placeholder((3,))) -> tp.Numpy:
-            return flow.random.generate_random_batch_permutation_indices(flow.math.reduce_sum(x))
+            return flow.random.generate_random_batch_permutation_indices(flow.reshape(flow.math.reduce_sum(x), ()))
         bad(np.zeros(3, np.float32))
 
 
@@ -2281,3 +2292,60 @@ def test_experimental_scope_config_says_once_what_weir_does_not_do(capfd):
 
     np.testing.assert_array_equal(job(np.ones(2, np.float32)), [2, 2])
     assert capfd.readouterr().err.count("checkpointing=True): Weir keeps the activations") == 1
+
+
+def test_pads_expand_diag_smooth_l1_selu_softsign_logical_polyval_one_hot_axis_top_k_beyond_the_axis():
+    # APIs OneFlow's own op tests call that Weir lacked, each against numpy.
+    @flow.global_function()
+    def job(x: tp.Numpy.Placeholder((2, 3, 4, 5)), v: tp.Numpy.Placeholder((3,)), m: tp.Numpy.Placeholder((3, 4)),
+            i: tp.Numpy.Placeholder((2, 3), dtype=flow.int32)) -> List[tp.Numpy]:
+        return [flow.zero_pad2d(x, (1, 2, 0, 1)), flow.expand(v, [2, -1]), flow.diag(v, 1), flow.diag(m, -1),
+                flow.diag(m), flow.smooth_l1_loss(v, v * 0.2, 0.5), flow.nn.selu(v), flow.nn.softsign(v),
+                flow.math.logical_and(i, i - 1), flow.math.logical_or(i, 0), flow.math.logical_xor(i, i - 1),
+                flow.math.polyval([1.0, -2.0, 3.0], v), flow.one_hot(i, 4, axis=0), flow.math.top_k(m, 9)]
+
+    x = np.random.default_rng(0).random((2, 3, 4, 5), dtype=np.float32)
+    v = np.array([-1.5, 0.3, 2.0], np.float32)
+    m = np.arange(12, dtype=np.float32).reshape(3, 4)
+    i = np.array([[0, 1, 2], [3, 1, 0]], np.int32)
+    (padded, expanded, diag_up, diag_low, diag_main, smooth, selu, softsign, both, either, one, poly, hot,
+     top) = job(x, v, m, i)
+    np.testing.assert_array_equal(padded, np.pad(x, ((0, 0), (0, 0), (0, 1), (1, 2))))
+    np.testing.assert_array_equal(expanded, np.broadcast_to(v, (2, 3)))
+    np.testing.assert_array_equal(diag_up, np.diag(v, 1))
+    np.testing.assert_array_equal(diag_low, np.diag(m, -1))
+    np.testing.assert_array_equal(diag_main, np.diag(m))
+    distance = np.abs(v - v * 0.2)
+    np.testing.assert_allclose(smooth, np.where(distance < 0.5, distance ** 2, distance - 0.25), rtol=1e-6)
+    np.testing.assert_allclose(selu, 1.0507009873554805 * np.where(v > 0, v, 1.6732632423543772 * np.expm1(v)), rtol=1e-6)
+    np.testing.assert_allclose(softsign, v / (1 + np.abs(v)), rtol=1e-6)
+    np.testing.assert_array_equal(both, np.logical_and(i, i - 1))
+    np.testing.assert_array_equal(either, i != 0)
+    np.testing.assert_array_equal(one, np.logical_xor(i, i - 1))
+    assert both.dtype == np.int8
+    np.testing.assert_allclose(poly, np.polyval([1, -2, 3], v), rtol=1e-6)
+    np.testing.assert_array_equal(hot, np.moveaxis(np.eye(4, dtype=np.float32)[i], -1, 0))
+    np.testing.assert_array_equal(top, np.argsort(-m, axis=1, kind="stable"))  # k = 9 > 4: the whole axis
+    with pytest.raises(ValueError, match=r"flow.expand: axis 1 of size 3 cannot expand to 4"):
+        job_expanding_wrongly()
+
+
+def job_expanding_wrongly():
+    @flow.global_function()
+    def wrong(v: tp.Numpy.Placeholder((3,))) -> tp.Numpy:
+        return flow.expand(v, [2, 4])
+
+    wrong(np.zeros(3, np.float32))
+
+
+def test_conv1d_and_conv3d_layers_take_their_variables_names():
+    @flow.global_function()
+    def job(x: tp.Numpy.Placeholder((1, 2, 5)), y: tp.Numpy.Placeholder((1, 2, 3, 3, 3))) -> List[tp.Numpy]:
+        return [flow.layers.conv1d(x, 3, 2, weight_name="w1", bias_name="b1"),
+                flow.layers.conv3d(y, 4, 1, weight_name="w3", use_bias=False)]
+
+    one, three = job(np.ones((1, 2, 5), np.float32), np.ones((1, 2, 3, 3, 3), np.float32))
+    assert one.shape == (1, 3, 4) and three.shape == (1, 4, 3, 3, 3)
+    variables = flow.get_all_variables()
+    assert variables["w1"].numpy().shape == (3, 2, 2) and variables["b1"].numpy().shape == (3,)
+    assert variables["w3"].numpy().shape == (4, 2, 1, 1, 1)
