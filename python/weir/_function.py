@@ -190,11 +190,11 @@ class _Compiled:
 
     __slots__ = ("session", "c_session", "owed", "job", "template", "devices", "mirrored")
 
-    def __init__(self, session, job, template, mirrored=False):
+    def __init__(self, session, job, template, devices, mirrored=False):
         self.session = session
         self.c_session = session.c_session()  # resolved once, not under the session lock per call
         self.owed = session.owed_callbacks
-        self.devices = session.devices()  # a mirrored placeholder takes one array per device
+        self.devices = devices  # a mirrored placeholder takes one array per device of the job's placement
         self.job = job
         self.template = template
         self.mirrored = mirrored  # a consistent (tp.Numpy) placeholder's array is split over the devices
@@ -368,7 +368,7 @@ class JobFunction:
         name = self.__name__
         shapes = shapes or {}
         mirrored = scope._current_view(self.config) == "mirrored"
-        devices = session.devices()
+        devices = self._placement_devices(session)
         builder, context, mixed_precision = self._new_builder(session, mirrored)
         with _context.tracing(context):
             # In the mirrored view a consistent (tp.Numpy) placeholder is split over the devices, as
@@ -387,7 +387,7 @@ class JobFunction:
                 builder.output(f"return_{index}", blob._c)
             if not template.leaves and not context.watches and not context.minimized and not context.writes:
                 # Nothing to compute (an empty body returning None): calls only check their inputs.
-                return _Compiled(session, None, template, mirrored)
+                return _Compiled(session, None, template, devices, mirrored)
         job = builder.build()
         if mixed_precision is not None and job.mixed_precision_ops == 0:
             notice_once(f"mixed:{name}", f"enable_auto_mixed_precision: job {name} has no matmul, batch_matmul or "
@@ -397,7 +397,16 @@ class JobFunction:
         except Exception as error:
             error.weir_op_sites = context.op_sites  # where the op the planner names was made
             raise
-        return _Compiled(session, job, template, mirrored)
+        return _Compiled(session, job, template, devices, mirrored)
+
+    def _placement_devices(self, session) -> int:
+        """The devices of this process that the job's inputs are placed on: its function_config's
+        default_placement_scope, else every device of the session. A mirrored placeholder takes one
+        array per device."""
+        placement = self.config.default_placement_scope_value
+        if placement is None:
+            return session.devices()
+        return placement.devices_on(_session.distributed_options().get("rank", 0))
 
     def _mixed_precision_dtype(self, on_cuda: bool):
         """The 16-bit dtype of enable_auto_mixed_precision(True) on this session's device, or None."""
@@ -533,8 +542,9 @@ class JobFunction:
             # Its declared shapes do not compile: the call's smaller ones may.
             session = _session.default_session()
             mirrored = scope._current_view(self.config) == "mirrored"
-            arrays = self.signature.flatten_call_args(args, kwargs, devices=session.devices(), split_whole=mirrored)
-            shapes = self._actual_shapes(session.devices(), mirrored, arrays)
+            devices = self._placement_devices(session)
+            arrays = self.signature.flatten_call_args(args, kwargs, devices=devices, split_whole=mirrored)
+            shapes = self._actual_shapes(devices, mirrored, arrays)
             if not shapes:
                 compiled.throw()
             compiled = self._variant(session, shapes)

@@ -607,7 +607,7 @@ class JobSignature:
                 )
             raise ValueError(
                 f"{fn}(): {leaf.where} must be a list of {devices} entr{'y' if devices == 1 else 'ies'} (one per "
-                f"device of the session), got {len(value)}: {_describe(value)}"
+                f"device the job is placed on), got {len(value)}: {_describe(value)}"
             )
         for device, array in enumerate(value):
             where = f"{leaf.where}[{device}]"

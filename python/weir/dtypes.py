@@ -26,6 +26,9 @@ Public helpers:
 
 from __future__ import annotations
 
+import sys
+import types
+
 import numpy as np
 
 __all__ = [
@@ -136,3 +139,25 @@ def as_dtype(x) -> DType:
 def convert_oneflow_dtype_to_numpy_dtype(dtype) -> np.dtype:
     """NumPy dtype of a Weir dtype (OneFlow's name for this function)."""
     return as_dtype(dtype).numpy_dtype
+
+
+def make_module_callable(module_name: str, function) -> None:
+    """Makes the module `module_name` callable as `function`: OneFlow had functions where Weir has
+    modules of the same name (``flow.dtypes()``, the old ``flow.input_blob_def(shape)``)."""
+    module = sys.modules[module_name]
+
+    class _CallableModule(types.ModuleType):
+        __doc__ = module.__doc__
+
+        def __call__(self, *args, **kwargs):
+            return function(*args, **kwargs)
+
+    module.__class__ = _CallableModule
+
+
+def _all_dtypes() -> list:
+    """OneFlow's ``flow.dtypes()``: every dtype."""
+    return list(_ALL)
+
+
+make_module_callable(__name__, _all_dtypes)

@@ -110,3 +110,7 @@ class MirroredTensorListDef(ArgBlobDef):
 
     _family = _tp.ListListNumpy
     _replacement = "tp.ListListNumpy.Placeholder"
+
+
+# The OneFlow of early 2020 called FixedTensorDef input_blob_def: ``x=flow.input_blob_def((10,))``.
+_dtypes.make_module_callable(__name__, FixedTensorDef)

@@ -21,7 +21,7 @@ __all__ = [
     "reduce_logsumexp", "l2_normalize", "xdivy", "xlogy", "reduce_any", "reduce_all", "in_top_k", "tril",
     "atan2", "floordiv", "reduced_shape_elem_cnt", "sigmoid_v2", "two_stage_reduce_max", "two_stage_reduce_min",
     "fused_scale_tril", "fused_scale_tril_softmax_dropout", "lgamma", "reduce_prod", "logical_and", "logical_or",
-    "logical_xor", "polyval",
+    "logical_xor", "polyval", "tanh_v2",
 ]
 
 
@@ -97,6 +97,7 @@ relu = _unary("relu")
 sigmoid = _unary("sigmoid")
 sigmoid_v2 = sigmoid  # OneFlow's second sigmoid op: the same function and gradient
 tanh = _unary("tanh")
+tanh_v2 = tanh  # likewise
 log = _unary("log")
 sqrt = _unary("sqrt")
 rsqrt = _unary("rsqrt")
@@ -223,7 +224,7 @@ def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
 def argmax(input, axis=-1, name=None):  # noqa: A002 - OneFlow's name
     """The index of the largest element along `axis` (int32), the axis removed."""
     x = check_blob(input, "flow.math.argmax", "input")
-    return add_op("argmax", [x], op_name(name), axis=int(axis), output_dtype=_C.DType.int32)
+    return at_least_one_axis(add_op("argmax", [x], op_name(name), axis=int(axis), output_dtype=_C.DType.int32))
 
 
 def reduce_max(input_tensor, axis=None, keepdims=False, name=None):

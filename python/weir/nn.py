@@ -18,7 +18,7 @@ __all__ = [
     "L1Loss", "MSELoss", "BCELoss", "MarginRankingLoss", "TripletMarginLoss", "conv2d_transpose",
     "BCEWithLogitsLoss", "KLDivLoss", "PixelShuffle", "PixelShufflev2", "InstanceNorm1d", "InstanceNorm2d",
     "InstanceNorm3d", "GroupNorm", "conv1d", "fused_scale_tril", "layer_norm", "conv3d", "random_mask_like",
-    "fused_bias_add_gelu", "fused_bias_add_dropout", "selu", "softsign",
+    "fused_bias_add_gelu", "fused_bias_add_dropout", "selu", "softsign", "silu", "fused_scale_tril_softmax_dropout",
 ]
 
 
@@ -100,6 +100,16 @@ def swish(x, beta=1.0, name=None):
     x = check_blob(x, "flow.nn.swish", "x")
     inner = x if float(beta) == 1.0 else _math.multiply(x, float(beta))
     return _math.multiply(x, sigmoid(inner), name)
+
+
+def silu(x, name=None):
+    """x * sigmoid(x) (swish with beta 1)."""
+    x = check_blob(x, "flow.nn.silu", "x")
+    return _math.multiply(x, sigmoid(x), name)
+
+
+# OneFlow exports the fused causal-attention softmax under flow.nn as well.
+fused_scale_tril_softmax_dropout = _math.fused_scale_tril_softmax_dropout
 
 
 def random_mask_like(like, rate, seed=None, noise_shape=None, name=None):
@@ -198,16 +208,25 @@ def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
     return add_op("sigmoid_cross_entropy", [labels, logits], op_name(name))
 
 
-def conv2d(input, filters, strides, padding, data_format="NCHW", dilations=None, groups=1, name=None):  # noqa: A002
+def conv2d(input, filters, strides, padding, data_format="NCHW", dilations=None, groups=1, name=None,  # noqa: A002
+           bias=None):
     """2-D cross-correlation of input with the weight blob `filters` (out, C/groups, kh, kw) for
-    NCHW or (out, kh, kw, C/groups) for NHWC; no bias."""
+    NCHW or (out, kh, kw, C/groups) for NHWC; `bias` (out,), if given, added to each channel (OneFlow
+    0.4's keyword)."""
     op = "flow.nn.conv2d"
     x = check_blob(input, op, "input")
     w = check_blob(filters, op, "filters")
     data_format = check_format(data_format, op)
-    return add_op("conv2d", [x, w], op_name(name), strides=pair(strides, "strides", op, data_format),
-                  dilations=pair(1 if dilations is None else dilations, "dilations", op, data_format),
-                  padding=_padding(padding, op, data_format), data_format=data_format, groups=int(groups))
+    out = add_op("conv2d", [x, w], op_name(name), strides=pair(strides, "strides", op, data_format),
+                 dilations=pair(1 if dilations is None else dilations, "dilations", op, data_format),
+                 padding=_padding(padding, op, data_format), data_format=data_format, groups=int(groups))
+    if bias is None:
+        return out
+    bias = check_blob(bias, op, "bias")
+    if tuple(bias.shape) != (w.shape[0],):
+        raise ValueError(f"{op}: bias must have shape ({w.shape[0]},), one value per output channel, got "
+                         f"{tuple(bias.shape)}")
+    return bias_add(out, bias, data_format)
 
 
 def compat_conv2d(input, filters, strides, padding, data_format="NCHW", dilations=None, groups=1, name=None):  # noqa: A002

@@ -26,6 +26,7 @@ __all__ = [
     "count_not_finite", "multi_count_not_finite", "reflection_pad2d", "replication_pad2d", "constant_pad2d",
     "assign", "gather_nd", "scatter_nd", "tensor_scatter_nd_update", "tensor_scatter_nd_add", "batch_gather",
     "argsort", "sort", "slice_update", "combined_margin_loss", "zero_pad2d", "expand", "diag", "smooth_l1_loss",
+    "masked_fill",
 ]
 
 # Past either end of any axis: what an open end of a slice becomes (the op clamps it to the axis).
@@ -579,6 +580,16 @@ def where(condition, x=None, y=None, name=None):
     x = x if is_blob(x) else _constant_of(x, y)
     y = y if is_blob(y) else _constant_of(y, x)
     return add_op("where", [condition, check_blob(x, "flow.where", "x"), check_blob(y, "flow.where", "y")], op_name(name))
+
+
+def masked_fill(x, mask, value, name=None):
+    """`x` with `value` where `mask` (an int8, uint8, bool, int32 or int64 blob, numpy-broadcast with x)
+    is nonzero; the gradient flows to x elsewhere."""
+    x = check_blob(x, "flow.masked_fill", "x")
+    mask = check_blob(mask, "flow.masked_fill", "mask")
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise TypeError(f"flow.masked_fill: value must be a number, got {value!r}")
+    return where(mask, value, x, name)
 
 
 def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None, trainable=None,

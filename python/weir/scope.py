@@ -41,6 +41,16 @@ class PlacementScope:
         # No CUDA kernels yet: every op runs on the CPU.
         return "cpu"
 
+    def devices_on(self, machine: int) -> int:
+        """How many of its devices are on `machine` (ids "machine:first[-last]")."""
+        count = 0
+        for item in self.machine_device_ids:
+            on, devices = item.split(":")
+            if int(on) == machine:
+                first, _, last = devices.partition("-")
+                count += int(last or first) - int(first) + 1
+        return count
+
     def push_to(self, builder) -> None:
         """Places the ops ``builder`` gets from now on (until ``builder.pop_placement()``)."""
         builder.push_placement(self.requested_device_tag, self.machine_device_ids)

@@ -114,10 +114,34 @@ def test_a_list_of_the_wrong_length_names_the_argument_and_the_counts():
         return x * 2
 
     x = np.ones(3, np.float32)
-    with pytest.raises(ValueError, match=r"double\(\): argument 'x' must be a list of 2 entries \(one per device of the session\), got 3"):
+    with pytest.raises(ValueError, match=r"double\(\): argument 'x' must be a list of 2 entries \(one per device the job is placed on\), got 3"):
         double([x, x, x])
     out = double([x, x + 1])
     np.testing.assert_allclose(out[1], np.full(3, 4.0))
+
+
+def test_a_mirrored_job_placed_on_some_devices_takes_one_array_per_device_of_its_placement():
+    # OneFlow's tests place a mirrored job on "0:0" of a 4-device session and pass one array.
+    flow.config.cpu_device_num(3)
+    for ids, count in (("0:0", 1), ("0:1-2", 2)):
+        config = flow.FunctionConfig()
+        config.default_placement_scope(flow.scope.placement("cpu", ids))
+        config.default_logical_view(flow.scope.mirrored_view())
+
+        @flow.global_function(function_config=config)
+        def negate(x: tp.ListNumpy.Placeholder((2, 3))) -> tp.ListNumpy:
+            return -x
+
+        arrays = [np.full((2, 3), i, np.float32) for i in range(count)]
+        out = negate(arrays)
+        assert len(out) == count
+        for got, sent in zip(out, arrays):
+            np.testing.assert_array_equal(got, -sent)
+        with pytest.raises(ValueError, match=rf"must be a list of {count} entr.* \(one per device the job is placed on\), "
+                                             rf"got {count + 1}"):
+            negate(arrays + [arrays[0]])
+        flow.clear_default_session()
+        flow.config.cpu_device_num(3)
 
 
 def test_a_placement_beyond_the_session_is_a_clear_error():

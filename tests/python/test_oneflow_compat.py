@@ -2349,3 +2349,66 @@ def test_conv1d_and_conv3d_layers_take_their_variables_names():
     variables = flow.get_all_variables()
     assert variables["w1"].numpy().shape == (3, 2, 2) and variables["b1"].numpy().shape == (3,)
     assert variables["w3"].numpy().shape == (4, 2, 1, 1, 1)
+
+
+def test_silu_masked_fill_tanh_v2_conv2d_bias_argmax_of_a_vector_and_the_callable_modules():
+    x = np.array([[-2.0, -0.5, 0.0], [0.5, 1.0, 3.0]])
+    mask = np.array([[1, 0, 1]], np.int8)
+    grads = {}
+
+    @flow.global_function(type="train")
+    def job(a: tp.Numpy.Placeholder((2, 3), dtype=flow.double), m: tp.Numpy.Placeholder((1, 3), dtype=flow.int8)
+            ) -> List[tp.Numpy]:
+        v = flow.get_variable("v", shape=(2, 3), dtype=flow.double, initializer=flow.zeros_initializer())
+        xa = v + a
+        flow.watch_diff(xa, lambda g: grads.setdefault("x", g.numpy()))
+        silu = flow.nn.silu(xa)
+        filled = flow.masked_fill(xa, m, -7.5)
+        tanh = flow.math.tanh_v2(xa)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.0]), momentum=0).minimize(
+            flow.math.reduce_sum(silu + filled + tanh))
+        return [silu, filled, tanh]
+
+    silu, filled, tanh = job(x, mask)
+    sigmoid = 1 / (1 + np.exp(-x))
+    np.testing.assert_allclose(silu, x * sigmoid)
+    np.testing.assert_allclose(filled, np.where(mask != 0, -7.5, x))
+    np.testing.assert_allclose(tanh, np.tanh(x))
+    # d silu = σ(x)(1 + x(1 − σ(x))); masked_fill passes the gradient where the mask is 0.
+    expected = sigmoid * (1 + x * (1 - sigmoid)) + np.where(mask != 0, 0.0, 1.0) + 1 - np.tanh(x) ** 2
+    np.testing.assert_allclose(grads["x"], expected)
+    with pytest.raises(TypeError, match="flow.masked_fill: value must be a number, got 'a'"):
+        @flow.global_function()
+        def bad(a: tp.Numpy.Placeholder((2, 3)), m: tp.Numpy.Placeholder((1, 3), dtype=flow.int8)) -> tp.Numpy:
+            return flow.masked_fill(a, m, "a")
+        bad(x.astype(np.float32), mask)
+
+    images = np.random.default_rng(3).standard_normal((2, 3, 5, 5)).astype(np.float32)
+    weights = np.random.default_rng(4).standard_normal((4, 3, 3, 3)).astype(np.float32)
+    bias = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
+
+    @flow.global_function()
+    def conv(i: tp.Numpy.Placeholder((2, 3, 5, 5)), w: tp.Numpy.Placeholder((4, 3, 3, 3)),
+             b: tp.Numpy.Placeholder((4,))) -> List[tp.Numpy]:
+        return [flow.nn.conv2d(i, w, 1, "SAME", bias=b), flow.nn.conv2d(i, w, 1, "SAME")]
+
+    biased, plain = conv(images, weights, bias)
+    np.testing.assert_allclose(biased, plain + bias.reshape(1, 4, 1, 1), rtol=1e-5, atol=1e-5)  # fused: rounds apart
+    with pytest.raises(ValueError, match=r"flow.nn.conv2d: bias must have shape \(4,\), one value per output channel, "
+                                         r"got \(3,\)"):
+        @flow.global_function()
+        def wrong_bias(i: tp.Numpy.Placeholder((2, 3, 5, 5)), w: tp.Numpy.Placeholder((4, 3, 3, 3)),
+                       b: tp.Numpy.Placeholder((3,))) -> tp.Numpy:
+            return flow.nn.conv2d(i, w, 1, "SAME", bias=b)
+        wrong_bias(images, weights, bias[:3])
+
+    @flow.global_function()
+    def largest(p: tp.Numpy.Placeholder((4,))) -> tp.Numpy:
+        return flow.math.argmax(p)
+
+    assert largest(np.array([1, 5, 2, 3], np.float32)).tolist() == [1]  # shape (1,), as OneFlow's
+    assert flow.dtypes() == [flow.float32, flow.float64, flow.float16, flow.bfloat16, flow.int8, flow.int32,
+                             flow.int64, flow.uint8, flow.bool_, flow.tensor_buffer]
+    assert flow.dtypes.float32 is flow.float32  # still the module
+    definition = flow.input_blob_def((10,))  # the 2020 name of FixedTensorDef
+    assert isinstance(definition, flow.FixedTensorDef) and definition.shape == (10,)

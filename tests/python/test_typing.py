@@ -552,7 +552,7 @@ class TestCallArgs:
         a = np.array([1, 2], np.int32)
         assert sig.flatten_call_args(([a],))[0] is a
         assert sig.flatten_call_args(((a,),))[0] is a
-        with pytest.raises(ValueError, match=r"'x' must be a list of 1 entry \(one per device of the session\), got 2: .*list of 2"):
+        with pytest.raises(ValueError, match=r"'x' must be a list of 1 entry \(one per device the job is placed on\), got 2: .*list of 2"):
             sig.flatten_call_args(([a, a],))
         with pytest.raises(ValueError, match="a list of 1 entry"):
             sig.flatten_call_args(([],))
@@ -560,7 +560,7 @@ class TestCallArgs:
         b = np.array([3, 4], np.int32)
         both = sig.flatten_call_args(([a, b],), devices=2)
         assert both[0] is a and both[1] is b
-        with pytest.raises(ValueError, match=r"'x' must be a list of 2 entries \(one per device of the session\), got 1"):
+        with pytest.raises(ValueError, match=r"'x' must be a list of 2 entries \(one per device the job is placed on\), got 1"):
             sig.flatten_call_args(([a],), devices=2)
         with pytest.raises(TypeError, match=r"'x' must be a list of numpy arrays \(tp.ListNumpy\), got a numpy.ndarray"):
             sig.flatten_call_args((a,))
