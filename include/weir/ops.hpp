@@ -158,6 +158,12 @@ Blob ArgSort(const Blob& x, bool descending = false, std::string_view name = {})
 /// count each value's occurrences, num_unique (1) how many; indices of dtype out_idx (i32 or i64).
 std::vector<Blob> UniqueWithCounts(const Blob& x, DType out_idx = DType::kI32, std::string_view name = {});
 
+/// Each key of `in` (i32/i64, any shape) as its ordinal, 1, 2, ... in the order keys are first seen
+/// (OneFlow's categorical_ordinal_encoder). `table` (2 x capacity entries) and `size` (1), variables of
+/// the keys' dtype starting at zero, hold the ordinals across calls; the op writes them in place. A new
+/// key beyond the capacity fails the call. No gradient.
+Blob CategoricalOrdinalEncode(const Blob& table, const Blob& size, const Blob& in, std::string_view name = {});
+
 /// The slices of params that tuples of indices (i32/i64) pick: the last axis of indices holds K indices
 /// into params' first K axes; the output is indices.shape[:-1] + params.shape[K:]. An index outside
 /// its axis fails the call. The gradient for params is scatter_nd of dy by the indices.

@@ -496,10 +496,13 @@ class JobFunction:
         name = self.__name__
         session = _session.default_session()
         c_session = session.c_session()
-        if scope._current_view(self.config) == "mirrored":
-            raise NotImplementedError(f"{name}: eager mode runs consistent-view job functions; this one is mirrored")
         if c_session.resource()["process_num"] > 1:
             raise NotImplementedError(f"{name}: eager mode runs in a one-process session")
+        # On one device the mirrored view computes what the consistent one does; a mirrored
+        # placeholder's array may be smaller than declared (a dynamic blob): its ops run on its shape.
+        if scope._current_view(self.config) == "mirrored" and self._placement_devices(session) != 1:
+            raise NotImplementedError(f"{name}: eager mode runs mirrored-view job functions placed on one device; this "
+                                      f"one is placed on {self._placement_devices(session)}")
         arrays = self.signature.flatten_call_args(args, kwargs, devices=1, split_whole=False)
         builder, context, _ = self._new_builder(session, False)
         eager = _C.EagerRun(c_session, builder)
@@ -507,9 +510,11 @@ class JobFunction:
         values = iter(arrays)
 
         def placeholder(leaf):
-            blob = Blob(builder.placeholder(leaf.name, leaf.shape, to_c_dtype(leaf.dtype, f"{name}: {leaf.where}")),
+            value = next(values)
+            shape = leaf.shape if leaf.kind == "numpy" else value.shape
+            blob = Blob(builder.placeholder(leaf.name, shape, to_c_dtype(leaf.dtype, f"{name}: {leaf.where}")),
                         builder, leaf.batch_axis)
-            eager.set_value(blob._c, next(values))
+            eager.set_value(blob._c, value)
             return blob
 
         with _context.tracing(context):

@@ -7,15 +7,15 @@ import warnings
 
 import numpy as np
 
-from weir import _C, _context, distribute, initializers
+from weir import _C, _context, distribute, dtypes, initializers
 from weir import math as _math
 from weir import nn as _nn
 from weir import ops as _ops
 from weir._image import check_format, pair, padding_spec
-from weir._ops_util import check_blob, wrap
+from weir._ops_util import add_op, check_blob, wrap
 
 __all__ = ["dense", "conv2d", "batch_normalization", "batch_normalization_relu", "batch_normalization_add_relu",
-           "layer_norm", "upsample_2d", "prelu", "conv1d", "conv3d"]
+           "layer_norm", "upsample_2d", "prelu", "conv1d", "conv3d", "categorical_ordinal_encoder"]
 
 _warned_zero_dense = False  # flow.layers.dense's zero-kernel warning is given once per process
 
@@ -297,6 +297,30 @@ def prelu(inputs, alpha_initializer=None, alpha_regularizer=None, shared_axes=No
                               regularizer=alpha_regularizer, trainable=bool(trainable),
                               distribute=model_distribute)
     return _math.relu(x) - alpha * _math.relu(_math.negative(x))
+
+
+def categorical_ordinal_encoder(input_tensor, capacity, hash_precomputed=True, name="CategoricalOrdinalEncoder"):
+    """Each key of `input_tensor` (int32/int64, any shape) as its ordinal, 1, 2, ... in the order the
+    keys are first seen, across calls: a wide feature's raw ids made dense for an embedding. The
+    ordinals live in "<name>-Table" (2 x capacity entries, a hash table of keys and ordinals) and
+    "<name>-Size" (1), variables of the keys' dtype saved with the model. A new key beyond `capacity`
+    fails the call. `hash_precomputed` is accepted as OneFlow's: keys are always mixed before they
+    pick a slot, so raw ids and hashes alike spread over the table."""
+    op = "flow.layers.categorical_ordinal_encoder"
+    x = check_blob(input_tensor, op, "input_tensor")
+    if x.dtype not in (dtypes.int32, dtypes.int64):
+        raise TypeError(f"{op}: input_tensor must be int32 or int64, got {x.dtype.name}")
+    if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) or capacity < 1:
+        raise ValueError(f"{op}: capacity must be an int >= 1, got {capacity!r}")
+    if not isinstance(hash_precomputed, bool):
+        raise TypeError(f"{op}: hash_precomputed must be True or False, got {hash_precomputed!r}")
+    full = _context.layer_name(name, op, "CategoricalOrdinalEncoder")
+    layer = full[len(_context.scoped_name("")):]
+    zeros = initializers.zeros_initializer(x.dtype)
+    table = _ops.get_variable(f"{layer}-Table", shape=(2 * int(capacity),), dtype=x.dtype, initializer=zeros,
+                              trainable=False)
+    size = _ops.get_variable(f"{layer}-Size", shape=(1,), dtype=x.dtype, initializer=zeros, trainable=False)
+    return add_op("categorical_ordinal_encode", [table, size, x])
 
 
 def _conv_input(inputs, op, data_format, formats):

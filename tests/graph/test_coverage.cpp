@@ -50,8 +50,10 @@ const std::set<std::string, std::less<>> kGradientUncheckable = {
 };
 
 // CUDA kernels that conformance samples cannot run: a transfer needs the processes of a session
-// (tests/api/test_gpu_sessions.cpp runs it between processes, one GPU each).
-const std::set<std::string, std::less<>> kSampledElsewhere = {"transfer"};
+// (tests/api/test_gpu_sessions.cpp runs it between processes, one GPU each); categorical_ordinal_encode
+// numbers a call's new keys in the order its GPU threads claim them, not the CPU's position order
+// (tests/kernels/test_cuda_kernels.cpp checks its numbering on a GPU).
+const std::set<std::string, std::less<>> kSampledElsewhere = {"transfer", "categorical_ordinal_encode"};
 // CUDA kernels of a dtype the CPU has no kernel for, each checked on a GPU by a test of its own against
 // the CPU's f32 kernel (tests/kernels/test_cuda_kernels.cpp): f16 matmul and convolutions (the CPU's
 // mixed precision is bf16).

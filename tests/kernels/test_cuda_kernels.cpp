@@ -800,3 +800,33 @@ TEST_CASE("a label out of range fails on the GPU with the CPU's error" *
     }
   }
 }
+
+// categorical_ordinal_encode writes its table in place and numbers a call's new keys in the order its
+// threads claim slots, so no conformance sample can compare it with the CPU's position order: here the
+// GPU's numbering of keys with repeats must give each distinct key one ordinal, and 1 ... n to the n keys.
+TEST_CASE("the CUDA categorical_ordinal_encode gives each distinct key one ordinal, 1 to n" *
+          doctest::skip(CudaDeviceCount() == 0)) {
+  std::mt19937 random(19);
+  std::uniform_int_distribution<std::int64_t> pick(0, 999);
+  std::vector<std::int64_t> keys(20000);
+  for (std::int64_t& key : keys) key = pick(random) * 7919 - 3000000;  // 1000 distinct keys, negative ones too
+  const std::int64_t capacity = 1500;
+  const Sample sample{"categorical_ordinal_encode", std::any(),
+                      {{Shape{2 * capacity}, DType::kI64}, {Shape{1}, DType::kI64}, {Shape{20000}, DType::kI64}},
+                      {{Shape{20000}, DType::kI64}}};
+  const std::vector<Tensor> out = RunOn(Device::Kind::kCuda, sample,
+                                        {Tensor::FromVector<std::int64_t>(Shape{2 * capacity}, std::vector<std::int64_t>(2 * capacity)),
+                                         Tensor::FromVector<std::int64_t>(Shape{1}, {0}),
+                                         Tensor::FromVector<std::int64_t>(Shape{20000}, keys)});
+  const std::vector<std::int64_t> ordinals = out[0].ToVector<std::int64_t>();
+  std::map<std::int64_t, std::int64_t> ordinal_of;
+  std::set<std::int64_t> given;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const auto [it, inserted] = ordinal_of.emplace(keys[i], ordinals[i]);
+    CHECK(it->second == ordinals[i]);
+    if (inserted) given.insert(ordinals[i]);
+  }
+  CHECK(given.size() == ordinal_of.size());
+  CHECK(*given.begin() == 1);
+  CHECK(*given.rbegin() == static_cast<std::int64_t>(ordinal_of.size()));
+}

@@ -5,6 +5,7 @@
 #include <limits>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <doctest/doctest.h>
@@ -362,4 +363,37 @@ TEST_CASE("where: gradients against finite differences, to x where the condition
   // x broadcast along the rows and y a scalar: their gradients sum over what they were broadcast to.
   CheckGradients(session, "where_broadcast", {condition, Random({3}), Random({})},
                  [](const std::vector<Blob>& in) { return weir::Where(in[0], in[1], in[2]); });
+}
+
+TEST_CASE("categorical_ordinal_encode numbers keys 1, 2, ... in the order first seen, across calls, until the table is full") {
+  auto check = [](auto zero) {
+    using T = decltype(zero);
+    const DType dtype = std::is_same_v<T, std::int32_t> ? DType::kI32 : DType::kI64;
+    CAPTURE(dtype);
+    weir::JobBuilder builder("encode");
+    const Blob keys = builder.Placeholder("keys", Shape{5}, dtype);
+    const Blob table = builder.Variable("table", {.shape = Shape{2 * 4}, .dtype = dtype, .trainable = false});
+    const Blob size = builder.Variable("size", {.shape = Shape{1}, .dtype = dtype, .trainable = false});
+    builder.Output("ordinals", weir::CategoricalOrdinalEncode(table, size, keys));
+    const weir::Job job = builder.Build();
+    weir::Session session;
+    auto encode = [&](std::vector<T> values) {
+      return session.Call(job, {Tensor::FromVector<T>(Shape{5}, std::move(values))})[0].template ToVector<T>();
+    };
+    // Negative keys, 0, and keys far apart; a repeat within a call and across calls.
+    CHECK(encode({-7, 0, -7, std::numeric_limits<T>::max(), 0}) == std::vector<T>{1, 2, 1, 3, 2});
+    CHECK(encode({0, 42, -7, 42, 0}) == std::vector<T>{2, 4, 1, 4, 2});
+    CHECK(session.GetVariable("size").template ToVector<T>() == std::vector<T>{4});
+    // Capacity 4: a fifth key fails the call and names it; the four known keys still encode.
+    CHECK_THROWS_WITH(encode({0, 42, 5, 1, 1}),
+                      doctest::Contains("[categorical_ordinal_encode] key 5 is new and the table is full: all 4 ordinals are given"));
+    CHECK(encode({42, 42, 0, -7, std::numeric_limits<T>::max()}) == std::vector<T>{4, 4, 2, 1, 3});
+  };
+  check(std::int32_t{0});
+  check(std::int64_t{0});
+  CHECK_THROWS_WITH_AS(RunOp("categorical_ordinal_encode", std::any{},
+                             {Tensor::FromVector<std::int32_t>(Shape{3}, {0, 0, 0}), Tensor::FromVector<std::int32_t>(Shape{1}, {0}),
+                              Tensor::FromVector<std::int32_t>(Shape{2}, {1, 2})}),
+                       "[categorical_ordinal_encode] table must be one-dimensional with 2 x capacity entries (capacity >= 1), got (3)",
+                       std::invalid_argument);
 }

@@ -147,11 +147,17 @@ def test_callback_and_future_results_and_what_eager_mode_refuses():
     config.default_logical_view(flow.scope.mirrored_view())
 
     @flow.global_function(function_config=config)
-    def mirrored(x: tp.ListNumpy.Placeholder((2,))) -> tp.ListNumpy:
-        return x
+    def mirrored(x: tp.ListNumpy.Placeholder((4,))) -> tp.ListNumpy:
+        y = x * 2.0
+        np.testing.assert_array_equal(y.numpy(0), [2, 4, 6])  # its array's 3 elements: a dynamic blob
+        return y
 
-    with pytest.raises(NotImplementedError, match=r"mirrored: eager mode runs consistent-view job functions"):
-        mirrored([np.ones(2, np.float32)])
+    np.testing.assert_array_equal(mirrored([np.array([1, 2, 3], np.float32)])[0], [2, 4, 6])
+    flow.clear_default_session()
+    flow.config.cpu_device_num(2)
+    with pytest.raises(NotImplementedError, match=r"mirrored: eager mode runs mirrored-view job functions placed on "
+                                                  r"one device; this one is placed on 2"):
+        mirrored([np.ones(4, np.float32)] * 2)
     flow.enable_eager_execution(False)
 
     @flow.global_function()

@@ -2412,3 +2412,36 @@ def test_silu_masked_fill_tanh_v2_conv2d_bias_argmax_of_a_vector_and_the_callabl
     assert flow.dtypes.float32 is flow.float32  # still the module
     definition = flow.input_blob_def((10,))  # the 2020 name of FixedTensorDef
     assert isinstance(definition, flow.FixedTensorDef) and definition.shape == (10,)
+
+
+def test_categorical_ordinal_encoder_numbers_keys_in_the_order_first_seen_and_keeps_them():
+    rng = np.random.default_rng(11)
+    tokens = rng.integers(-2**62, 2**62, size=300, dtype=np.int64)
+
+    @flow.global_function()
+    def encode(x: tp.Numpy.Placeholder((50,), dtype=flow.int64)) -> Tuple[tp.Numpy, tp.Numpy]:
+        return (flow.layers.categorical_ordinal_encoder(x, capacity=400),
+                flow.layers.categorical_ordinal_encoder(x, capacity=400, name="again"))
+
+    seen = {}
+    for _ in range(20):
+        x = tokens[rng.integers(0, 300, 50)]
+        y, z = encode(x)
+        np.testing.assert_array_equal(y, z)  # two tables fed the same keys agree
+        expected = [seen.setdefault(int(k), len(seen) + 1) for k in x]
+        np.testing.assert_array_equal(y, expected)
+    assert flow.get_all_variables()["CategoricalOrdinalEncoder-Size"].numpy().tolist() == [len(seen)]
+
+    @flow.global_function()
+    def small(x: tp.Numpy.Placeholder((3,), dtype=flow.int32)) -> tp.Numpy:
+        return flow.layers.categorical_ordinal_encoder(x, capacity=2, name="small")
+
+    np.testing.assert_array_equal(small(np.array([9, 9, -1], np.int32)), [1, 1, 2])
+    with pytest.raises(Exception, match=r"key 3 is new and the table is full: all 2 ordinals are given"):
+        small(np.array([9, 3, -1], np.int32))
+    with pytest.raises(TypeError, match="flow.layers.categorical_ordinal_encoder: input_tensor must be int32 or int64, "
+                                        "got float32"):
+        @flow.global_function()
+        def floats(x: tp.Numpy.Placeholder((3,))) -> tp.Numpy:
+            return flow.layers.categorical_ordinal_encoder(x, capacity=2)
+        floats(np.zeros(3, np.float32))

@@ -124,12 +124,16 @@ int Lowering::AddKernelTask(std::string_view op_type, std::string name, const st
   desc.output_metas = std::move(output_metas);
   const DType key_dtype = desc.input_metas.empty() ? desc.output_metas.at(0).dtype : desc.input_metas[0].dtype;
   Device::Kind device = plan.streams[static_cast<std::size_t>(stream)].device.kind;
-  if (const OpDef* def = TryFindOp(op_type); def != nullptr && def->host_only && device != Device::Kind::kCpu) {
+  const OpDef* def = TryFindOp(op_type);
+  if (def != nullptr && def->host_only && device != Device::Kind::kCpu) {
     desc.stream = HostComputeStream();  // the data pipeline runs on the host in every session
     device = Device::Kind::kCpu;
   }
   desc.kernel_factory = FindKernel({desc.op_type, device, key_dtype});
-  if (desc.kernel_factory == nullptr && device == Device::Kind::kCuda && op_type != "device_copy") {
+  // An op that writes an input in place cannot run on the host's copy of a GPU tensor: the write would
+  // not reach the GPU.
+  const bool writes_inputs = def != nullptr && !def->mutates_inputs.empty();
+  if (desc.kernel_factory == nullptr && device == Device::Kind::kCuda && op_type != "device_copy" && !writes_inputs) {
     if (const KernelFactory cpu = CpuKernel(op_type, key_dtype); cpu != nullptr) {
       desc.kernel_factory = cpu;
       desc.stream = HostComputeStream();  // may grow plan.streams; `desc` stays valid (plan.tasks)
@@ -142,8 +146,11 @@ int Lowering::AddKernelTask(std::string_view op_type, std::string name, const st
   if (desc.kernel_factory == nullptr) {
     const char* where = device == Device::Kind::kCuda ? "CUDA" : "CPU";
     std::string have = RegisteredDTypes(op_type, device);
-    throw std::invalid_argument(fmt::format("[{}] op '{}' has no {} kernel for {} ({} kernels exist for: {})", op_type,
-                                            desc.name, where, key_dtype, where, have.empty() ? "no dtype" : have));
+    throw std::invalid_argument(fmt::format("[{}] op '{}' has no {} kernel for {} ({} kernels exist for: {}){}", op_type,
+                                            desc.name, where, key_dtype, where, have.empty() ? "no dtype" : have,
+                                            writes_inputs && device == Device::Kind::kCuda
+                                                ? "; it writes its inputs in place, so it cannot run on the host's copies"
+                                                : ""));
   }
   return task;
 }
