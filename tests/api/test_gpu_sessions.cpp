@@ -19,9 +19,11 @@
 #include "api/variable_store.hpp"
 #include "gradient_check.hpp"
 #include "common/cuda_runtime.hpp"
+#include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
 #include "graph/planner.hpp"
 #include "scratch_dir.hpp"
+#include "kernels/kernel.hpp"
 #include "kernels/stream_graph.hpp"
 #include "weir/optimizers.hpp"
 #include "weir/weir.hpp"
@@ -111,6 +113,40 @@ TEST_CASE("the data pipeline of a GPU job runs on the host and its batches are c
   CHECK(on_host == std::set<std::string>{"ofrecord_reader", "ofrecord_raw_decoder", "ofrecord_image_decoder", "image_resize",
                                          "coin_flip", "crop_mirror_normalize"});
   CHECK(copies_up >= 2);  // the images and the labels go up
+}
+
+namespace {
+// An op that writes its input in place and has a CPU kernel only (as a new op's first version might).
+class WritesInPlaceCpu final : public internal::Kernel {
+ public:
+  explicit WritesInPlaceCpu(const internal::KernelSetup&) {}
+  void Run(std::span<const internal::ConstTensorView>, std::span<const internal::TensorView>) override {}
+};
+}  // namespace
+
+TEST_CASE("an op that writes its inputs in place and has no CUDA kernel is refused on a GPU, not run on host copies" *
+          doctest::skip(!internal::CudaBuilt())) {
+  // Compiles only (no GPU is needed). Run on the host, the op would write a copy of the GPU's variable.
+  static const bool registered = [] {
+    internal::RegisterOp({.type = "test_writes_in_place",
+                          .num_inputs = 1,
+                          .input_names = {"ref"},
+                          .infer = [](const internal::InferContext&) { return std::vector<internal::TensorMeta>{}; },
+                          .mutates_inputs = {0}});
+    internal::RegisterKernel({"test_writes_in_place", Device::Kind::kCpu, DType::kF32},
+                             &internal::MakeKernel<WritesInPlaceCpu>);
+    return true;
+  }();
+  (void)registered;
+  JobBuilder builder("writes");
+  const Blob counter = builder.Variable("counter", {.shape = Shape{3}, .trainable = false});
+  internal::AddOp("test_writes_in_place", {counter}, std::any{}, "bump");
+  builder.Output("counter", Identity(counter));
+  const Job job = builder.Build();
+  CHECK_NOTHROW(internal::CompilePlan(job.Graph(), {}));  // the CPU runs it
+  CHECK_THROWS_WITH(internal::CompilePlan(job.Graph(), {.device_kind = Device::Kind::kCuda}),
+                    doctest::Contains("[test_writes_in_place] op 'bump' has no CUDA kernel for f32 (CUDA kernels exist for: "
+                                      "none); it writes its inputs in place, so it cannot run on the host's copies"));
 }
 
 TEST_CASE("a job on a CUDA device: kernels on its streams, registers in its memory, copies where data crosses" *
