@@ -93,7 +93,7 @@ def current_machine_id() -> int:
     """This process's rank among the session's processes (OneFlow runs one process per machine;
     each process weir-launch or ``flow.env.machine`` starts counts as one): RANK under weir-launch,
     the node's position in ``flow.env.machine``'s list otherwise, 0 in a session of one process."""
-    return _session.distributed_options().get("rank", 0)
+    return _session.current_rank()
 
 
 class FunctionDesc:

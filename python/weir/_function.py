@@ -300,6 +300,8 @@ class JobFunction:
         self.job_type = job_type
         self.config = config
         self.signature = parse_signature(fn, require_annotations=_require_annotations)
+        # A ListNumpy/ListListNumpy placeholder may take smaller arrays than declared (dynamic shapes).
+        self._dynamic = any(leaf.kind != "numpy" for leaf in self.signature.leaves)
         self._lock = threading.Lock()
         functools.update_wrapper(self, fn)
 
@@ -406,7 +408,7 @@ class JobFunction:
         placement = self.config.default_placement_scope_value
         if placement is None:
             return session.devices()
-        return placement.devices_on(_session.distributed_options().get("rank", 0))
+        return placement.devices_on(_session.current_rank())
 
     def _mixed_precision_dtype(self, on_cuda: bool):
         """The 16-bit dtype of enable_auto_mixed_precision(True) on this session's device, or None."""
@@ -500,9 +502,10 @@ class JobFunction:
             raise NotImplementedError(f"{name}: eager mode runs in a one-process session")
         # On one device the mirrored view computes what the consistent one does; a mirrored
         # placeholder's array may be smaller than declared (a dynamic blob): its ops run on its shape.
-        if scope._current_view(self.config) == "mirrored" and self._placement_devices(session) != 1:
+        devices = self._placement_devices(session)
+        if scope._current_view(self.config) == "mirrored" and devices != 1:
             raise NotImplementedError(f"{name}: eager mode runs mirrored-view job functions placed on one device; this "
-                                      f"one is placed on {self._placement_devices(session)}")
+                                      f"one is placed on {devices}")
         arrays = self.signature.flatten_call_args(args, kwargs, devices=1, split_whole=False)
         builder, context, _ = self._new_builder(session, False)
         eager = _C.EagerRun(c_session, builder)
@@ -541,24 +544,20 @@ class JobFunction:
     def __call__(self, *args, **kwargs):
         if _context.eager_execution:
             return self._call_eagerly(args, kwargs)
-        dynamic = any(leaf.kind != "numpy" for leaf in self.signature.leaves)
-        compiled = self._compiled(failure_ok=dynamic)
-        if isinstance(compiled, _CompileFailure):
-            # Its declared shapes do not compile: the call's smaller ones may.
-            session = _session.default_session()
+        compiled = self._compiled(failure_ok=self._dynamic)
+        failed = isinstance(compiled, _CompileFailure)  # its declared shapes do not compile: a call's smaller ones may
+        if failed:
+            devices = self._placement_devices(_session.default_session())
             mirrored = scope._current_view(self.config) == "mirrored"
-            devices = self._placement_devices(session)
-            arrays = self.signature.flatten_call_args(args, kwargs, devices=devices, split_whole=mirrored)
-            shapes = self._actual_shapes(devices, mirrored, arrays)
-            if not shapes:
-                compiled.throw()
-            compiled = self._variant(session, shapes)
         else:
-            arrays = self.signature.flatten_call_args(args, kwargs, devices=compiled.devices, split_whole=compiled.mirrored)
-            if dynamic and compiled.job is not None:
-                shapes = self._actual_shapes(compiled.devices, compiled.mirrored, arrays)
-                if shapes:
-                    compiled = self._variant(compiled.session, shapes)
+            devices, mirrored = compiled.devices, compiled.mirrored
+        arrays = self.signature.flatten_call_args(args, kwargs, devices=devices, split_whole=mirrored)
+        if self._dynamic and (failed or compiled.job is not None):
+            shapes = self._actual_shapes(devices, mirrored, arrays)
+            if shapes:
+                compiled = self._variant(_session.default_session(), shapes)
+            elif failed:
+                compiled.throw()
         session = compiled.c_session
         template = compiled.template
         if compiled.job is None:

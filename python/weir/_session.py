@@ -178,6 +178,11 @@ def _env_int(name: str, default: int, low: int, high: int) -> int:
     return value
 
 
+def current_rank() -> int:
+    """This process's rank among the session's processes: 0 in a session of one process."""
+    return distributed_options().get("rank", 0)
+
+
 def distributed_options() -> dict:
     """The processes this session spans (docs/distributed.md): weir-launch's (and torchrun's) RANK,
     LOCAL_RANK (a GPU session's process uses that GPU), WORLD_SIZE, MASTER_ADDR, MASTER_PORT and WEIR_RDZV_TIMEOUT when WORLD_SIZE is set (WEIR_COLLECTIVES

@@ -29,8 +29,7 @@ template <typename T> class CategoricalOrdinalEncodeCpu final : public Kernel {
     std::int64_t slot = FirstOrdinalSlot(key, capacity_);
     for (std::int64_t probes = 0; probes < capacity_; ++probes) {
       T* pair = table + 2 * slot;
-      if (pair[1] == 0) {  // a free slot: the key is new
-        if (static_cast<std::int64_t>(size[0]) >= capacity_) break;
+      if (pair[1] == 0) {  // a free slot: the key is new (and the table not full)
         pair[0] = key;
         pair[1] = ++size[0];
         return pair[1];
