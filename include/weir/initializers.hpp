@@ -52,7 +52,7 @@ Initializer ConstantInitializer(double value);
 Initializer ZerosInitializer();
 /// ConstantInitializer(1).
 Initializer OnesInitializer();
-/// U[minval, maxval).
+/// U[minval, maxval); on an integer dtype, integers uniform in [minval, maxval) (OneFlow's random_uniform_int).
 Initializer RandomUniformInitializer(double minval = 0.0, double maxval = 1.0,
                                      std::optional<std::uint64_t> seed = std::nullopt);
 /// N(mean, stddev²).

@@ -112,6 +112,9 @@ struct ClipAttrs {
   /// At least one bound; min <= max when both are given.
   std::optional<double> min;
   std::optional<double> max;
+  /// The gradient passes where min <= x <= max (OneFlow's clip_by_value), or with open_gradient
+  /// strictly inside, min < x < max (OneFlow's hardtanh).
+  bool open_gradient = false;
 };
 
 struct OneHotAttrs {

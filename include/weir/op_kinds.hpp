@@ -56,7 +56,9 @@ namespace weir {
   X(kReciprocalNoNan, "reciprocal_no_nan") /* 1/x, 0 at 0 */ \
   X(kRelu, "relu")             /* max(x, 0) */      \
   X(kSigmoid, "sigmoid")       /* 1 / (1 + e^-x) */ \
-  X(kTanh, "tanh")
+  X(kTanh, "tanh")                                  \
+  X(kHardsigmoid, "hardsigmoid") /* clip(x/6 + 1/2, 0, 1) */ \
+  X(kHardswish, "hardswish")   /* x·hardsigmoid(x) */
 
 /// Elementwise comparisons, numpy-broadcast; the result is int8 1 or 0, as OneFlow 0.3's
 /// broadcast_equal and its siblings give. NaN compares unequal to everything, itself included.

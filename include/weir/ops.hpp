@@ -42,6 +42,8 @@ Blob Mul(const Blob& a, const Blob& b, std::string_view name = {});
 Blob Div(const Blob& a, const Blob& b, std::string_view name = {});
 /// a mod b with the divisor's sign (floor modulo, Python's %); an integer b of 0 fails the call.
 Blob Mod(const Blob& a, const Blob& b, std::string_view name = {});
+/// a to the power b (f32, f64).
+Blob Pow(const Blob& a, const Blob& b, std::string_view name = {});
 
 /// x (op) scalar, elementwise; the output has x's dtype.
 Blob Scalar(const Blob& x, ScalarAttrs attrs, std::string_view name = {});

@@ -178,6 +178,9 @@ class Blob(BlobDef):
     def __pow__(self, exponent):
         return _OPERATORS["pow"](self, exponent)
 
+    def __rpow__(self, base):
+        return _OPERATORS["pow"](base, self)
+
     def __matmul__(self, other):
         return _OPERATORS["matmul"](self, other)
 

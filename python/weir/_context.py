@@ -36,6 +36,9 @@ class BuildContext:
         self.writes = 0  # flow.assign: a job that only writes variables still runs
         self.op_sites = {}  # op name -> (file, line) of the user's line that made it
         self.eager = None  # eager mode: the call's _C.EagerRun, which runs each op as it is made
+        # The most CPU devices of machine 0 that a "cpu" placement scope of the body named (its
+        # highest device id + 1): a one-process session with no device count set gets that many.
+        self.cpu_devices_named = 0
 
     def record_op_site(self, op: str) -> None:
         """Remembers the innermost line outside the weir package that made `op`, so that an error the

@@ -372,6 +372,13 @@ class JobFunction:
         mirrored = scope._current_view(self.config) == "mirrored"
         devices = self._placement_devices(session)
         builder, context, mixed_precision = self._new_builder(session, mirrored)
+        try:
+            return self._trace_body(session, shapes, mirrored, devices, builder, context, mixed_precision)
+        finally:
+            session.cpu_devices_named = max(session.cpu_devices_named, context.cpu_devices_named)
+
+    def _trace_body(self, session, shapes, mirrored, devices, builder, context, mixed_precision) -> _Compiled:
+        name = self.__name__
         with _context.tracing(context):
             # In the mirrored view a consistent (tp.Numpy) placeholder is split over the devices, as
             # OneFlow does: each device's blob holds its rows; the call passes the one array.

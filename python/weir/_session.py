@@ -258,6 +258,10 @@ class Session:
         # shapes of its dynamic inputs (JobFunction._variant).
         self.compiled = weakref.WeakKeyDictionary()
         self.variants = weakref.WeakKeyDictionary()
+        # The most CPU devices a "cpu" placement of a traced job named (JobFunction._trace), and
+        # the count the session was started again with for them (start()).
+        self.cpu_devices_named = 0
+        self._implied_cpu_devices = None
 
     @property
     def started(self) -> bool:
@@ -282,7 +286,7 @@ class Session:
                 self._c = _CSession(
                     self.owed_callbacks,
                     scheduler_threads=threads,
-                    cpu_devices=self.config.cpu_device_num or 1,
+                    cpu_devices=self.config.cpu_device_num or self._implied_cpu_devices or 1,
                     gpu_devices=self.config.gpu_device_num or 0,
                     watchdog_timeout_s=self.config.watchdog_timeout,
                     collective_timeout_s=self.config.collective_timeout,
@@ -298,10 +302,27 @@ class Session:
     def start(self):
         """Initialises the session as OneFlow does: compiles every registered job function."""
         with self._lock:
+            fresh = self._c is None
             session = self.c_session()
             for function in list(self._functions):
                 function._compile_in(self)
+            if fresh and self._needs_more_cpu_devices():
+                # As OneFlow, whose CPU placements may name any device ids: a session of one process
+                # whose device count was not set starts again, before anything ran, with as many CPU
+                # devices as its jobs' "cpu" placements name.
+                self._implied_cpu_devices = self.cpu_devices_named
+                self._c, old = None, self._c
+                old.close()
+                self.compiled.clear()
+                self.variants.clear()
+                session = self.c_session()
+                for function in list(self._functions):
+                    function._compile_in(self)
             return session
+
+    def _needs_more_cpu_devices(self) -> bool:
+        return (self.cpu_devices_named > self._c.resource()["cpu_device_num"] and self.config.cpu_device_num is None
+                and self.config.gpu_device_num is None and self._c.resource()["process_num"] == 1)
 
     def devices(self) -> int:
         """The devices jobs of this session run on (mirrored jobs take one array per device)."""

@@ -8,11 +8,21 @@ Inputs are matched to the op's input names (an op of one input also takes OneFlo
 op taking any number of inputs takes them from one ``Input`` call's list. Attributes are the op's own
 (names and values as ``weir._C.add_op`` reads them; OneFlow's attribute type names are accepted and
 not needed). Unary functions are reached by their names ("relu", "exp", ...). Ops of a custom library
-(``flow.config.load_library``) do not exist in Weir: their type is an unknown op."""
+(``flow.config.load_library``) do not exist in Weir: their type is an unknown op.
+
+A few of OneFlow's op types are built from Weir's ops (as fast: each is what OneFlow's kernel
+computes, in one or two of Weir's): ``multi_square_sum`` (inputs "x", a list; the sum of every
+element's square, shape (1,)), ``reduce_sum_like`` ("x", "like"; x summed over the attribute "axis"
+into like's shape), ``split_like`` ("in", "like", a list; `in` cut along "axis" into pieces as long as
+each like blob there), ``fused_cast_scale`` ("x", "scalar"; x cast to the dtype of the one-element
+"scalar", times it) and OneFlow 0.2's ``unary`` with the attribute "unary_math_type" ("Abs",
+"Sigmoid", "LogSigmoid", ...: the unary function of that name)."""
 
 from __future__ import annotations
 
-from weir import _C, _context
+import re
+
+from weir import _C, _context, math as _math, ops as _ops
 from weir._blob import Blob, is_blob
 from weir._ops_util import op_name
 
@@ -70,6 +80,15 @@ class UserOpConfBuilder:
         if self._type is None:
             raise ValueError(f"{where}: no op type given (call .Op(type) before .Build())")
         op_type, attrs = self._type, dict(self._attrs)
+        if op_type == "unary" and "unary_math_type" in attrs:  # OneFlow 0.2's unary op: "Abs", "LogSigmoid", ...
+            math_type = attrs.pop("unary_math_type")
+            kind = re.sub(r"(?<!^)(?=[A-Z])", "_", str(math_type)).lower()
+            if kind not in _C.unary_kinds:
+                raise ValueError(f"{where}: unary_math_type {math_type!r} is not a unary function of Weir; they are "
+                                 f"{', '.join(_C.unary_kinds)} (in OneFlow's spelling, e.g. 'Abs', 'LogSigmoid')")
+            attrs["kind"] = kind
+        if op_type in _COMPOSITES:
+            return _CompositeOp(self._name, op_type, _COMPOSITES[op_type], dict(self._inputs), attrs, self._outputs)
         if op_type in _C.unary_kinds:  # a unary function is a kind of the one unary op
             op_type, attrs["kind"] = "unary", self._type
         try:
@@ -121,11 +140,14 @@ class UserOp:
                 job = _context.current(f"flow.user_op_builder({self._name!r})").builder
                 c_blobs = _C.add_source_op(job, self._type, self._attrs, name)
             self._blobs = [Blob(c, job) for c in c_blobs]
-            wanted = sum(num for _, num in self._outputs)
-            if self._outputs and wanted != len(self._blobs):
-                raise ValueError(f"flow.user_op_builder({self._name!r}): op {self._type!r} has {len(self._blobs)} "
-                                 f"output(s), but {wanted} were declared with .Output")
+            self._check_outputs()
         return self
+
+    def _check_outputs(self) -> None:
+        wanted = sum(num for _, num in self._outputs)
+        if self._outputs and wanted != len(self._blobs):
+            raise ValueError(f"flow.user_op_builder({self._name!r}): op {self._type!r} has {len(self._blobs)} "
+                             f"output(s), but {wanted} were declared with .Output")
 
     def RemoteBlobList(self) -> list:  # noqa: N802
         return list(self.InferAndTryRun()._blobs)
@@ -135,3 +157,88 @@ class UserOp:
         if len(blobs) != 1:
             raise ValueError(f"flow.user_op_builder({self._name!r}): op {self._type!r} has {len(blobs)} outputs, not one")
         return blobs[0]
+
+
+class _CompositeOp(UserOp):
+    """An op type of OneFlow's that Weir builds from its own ops (see the module's docstring)."""
+
+    def __init__(self, name, op_type, build, inputs, attrs, outputs):
+        super().__init__(name, op_type, inputs, attrs, outputs)
+        self._build = build
+
+    def InferAndTryRun(self) -> "UserOp":  # noqa: N802 - OneFlow's names
+        if self._blobs is None:
+            where = f"flow.user_op_builder({self._name!r})"
+            self._blobs = list(self._build(_Parts(where, self._type, self._inputs, self._attrs), op_name(self._name)))
+            self._check_outputs()
+        return self
+
+
+class _Parts:
+    """A composite's inputs and attributes, each refused by name when missing."""
+
+    def __init__(self, where, op_type, inputs, attrs):
+        self.where, self.op_type, self.inputs, self.attrs = where, op_type, inputs, attrs
+
+    def blobs(self, name):
+        if name not in self.inputs:
+            raise ValueError(f"{self.where}: op {self.op_type!r} needs input {name!r}; it was given {sorted(self.inputs)}")
+        return self.inputs[name]
+
+    def blob(self, name):
+        blobs = self.blobs(name)
+        if len(blobs) != 1:
+            raise ValueError(f"{self.where}: input {name!r} of op {self.op_type!r} takes one blob, got {len(blobs)}")
+        return blobs[0]
+
+    def attr(self, name, default=None):
+        return self.attrs.get(name, default)
+
+
+def _multi_square_sum(parts, name):
+    xs = parts.blobs("x")
+    if not xs:
+        raise ValueError(f"{parts.where}: multi_square_sum needs at least one blob in input 'x'")
+    sums = [_math.reduce_sum(_math.square(x)) for x in xs]
+    total = sums[0] if len(sums) == 1 else _math.add_n(sums)
+    return [_ops.reshape(total, (1,), name=name)]
+
+
+def _reduce_sum_like(parts, name):
+    x, like = parts.blob("x"), parts.blob("like")
+    axis = list(parts.attr("axis", []))
+    y = _math.reduce_sum(x, axis=axis) if axis else x
+    return [_ops.reshape(y, like.shape, name=name)]
+
+
+def _split_like(parts, name):
+    x, likes = parts.blob("in"), parts.blobs("like")
+    axis = int(parts.attr("axis", 0))
+    axis += len(x.shape) if axis < 0 else 0
+    sizes = [like.shape[axis] if 0 <= axis < len(like.shape) else None for like in likes]
+    if not 0 <= axis < len(x.shape) or None in sizes or sum(sizes) != x.shape[axis]:
+        raise ValueError(f"{parts.where}: split_like cuts 'in' {x.shape} along axis {parts.attr('axis', 0)} into the "
+                         f"like blobs' lengths there, which must add up to its length; got like shapes "
+                         f"{[like.shape for like in likes]}")
+    pieces, begin = [], 0
+    for index, size in enumerate(sizes):
+        spans = [(None, None, None)] * len(x.shape)
+        spans[axis] = (begin, begin + size, 1)
+        pieces.append(_ops.slice_v2(x, spans, name=f"{name}_{index}"))
+        begin += size
+    return pieces
+
+
+def _fused_cast_scale(parts, name):
+    x, scalar = parts.blob("x"), parts.blob("scalar")
+    if tuple(scalar.shape) != (1,):
+        raise ValueError(f"{parts.where}: fused_cast_scale's 'scalar' must have shape (1,), got {tuple(scalar.shape)}")
+    return [_math.multiply(_ops.cast(x, scalar.dtype), scalar, name=name)]
+
+
+_COMPOSITES = {
+    "multi_square_sum": _multi_square_sum,
+    "reduce_sum_like": _reduce_sum_like,
+    "split_like": _split_like,
+    "fused_cast_scale": _fused_cast_scale,
+}

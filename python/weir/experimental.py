@@ -1,5 +1,6 @@
 """``flow.experimental``: OneFlow's helpers under that name. ``name_scope`` (``flow.name_scope``),
-``square_sum``, ``unique_with_counts``, ``enable_typing_check`` and ``scope.config``."""
+``square_sum``, ``unique_with_counts``, ``logical_slice``, ``logical_slice_assign``,
+``enable_typing_check`` and ``scope.config``."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from weir import math as _math
 from weir._blob import to_c_dtype
 from weir._ops_util import check_blob, op_name, wrap
 
-__all__ = ["name_scope", "square_sum", "unique_with_counts", "enable_typing_check", "scope"]
+__all__ = ["name_scope", "square_sum", "unique_with_counts", "logical_slice", "logical_slice_assign",
+           "enable_typing_check", "scope"]
 
 name_scope = scope.namespace
 
@@ -34,6 +36,23 @@ def unique_with_counts(x, out_idx=dtypes.int32, name=None):
     check_blob(x, "flow.experimental.unique_with_counts", "x")
     attrs = {"out_idx": to_c_dtype(out_idx, "flow.experimental.unique_with_counts: out_idx")}
     return tuple(wrap(c, x) for c in _C.add_op("unique_with_counts", [x._c], attrs, op_name(name)))
+
+
+def logical_slice(x, slice_tup_list, name=None):
+    """x[start:stop:step, ...] of the logical (whole) blob, however its parts are placed: one
+    (start, stop, step) tuple per axis from the first, as ``flow.slice_v2``'s."""
+    check_blob(x, "flow.experimental.logical_slice", "x")
+    return ops.slice_v2(x, slice_tup_list, name)
+
+
+def logical_slice_assign(x, value, slice_tup_list, name=None):
+    """Writes `value` into the slice x[start:stop:step, ...] of the variable `x` (the logical blob,
+    however its parts are placed) when the job runs, as ``flow.assign`` writes a whole one: the job's
+    other readers of `x` see its value from before, the next call the new one. Returns None."""
+    op = "flow.experimental.logical_slice_assign"
+    check_blob(x, op, "x")
+    check_blob(value, op, "value")
+    ops.assign(x, ops.slice_update(x, value, slice_tup_list), name=name)
 
 
 def enable_typing_check(val=True):

@@ -38,6 +38,8 @@ def ones_initializer(dtype=dtypes.float32):
 
 
 def random_uniform_initializer(minval=0, maxval=1, dtype=dtypes.float32, seed=None):
+    """U[minval, maxval); a variable of an integer dtype gets integers uniform in [minval, maxval)
+    (OneFlow's random_uniform_int), so both bounds must be integers."""
     _check_dtype(dtype)
     return _C.random_uniform_initializer(float(minval), float(maxval), _seed(seed))
 

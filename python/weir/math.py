@@ -75,10 +75,13 @@ def squared_difference(x, y, name=None):
 
 
 def pow(x, y, name=None):  # noqa: A001 - OneFlow's name
-    """x ** y for a scalar exponent."""
+    """x ** y elementwise: a number exponent (any dtype of x), or a blob exponent with numpy
+    broadcasting (float32 and float64; the gradient in y is dy·x^y·ln x where x > 0, else 0)."""
+    if is_blob(y) or isinstance(y, np.ndarray) or is_scalar(x):
+        return _binary("pow", "pow", None, "flow.math.pow", x, y, name)
     check_blob(x, "flow.math.pow", "x")
     if not is_scalar(y):
-        raise TypeError(f"flow.math.pow: the exponent must be a number, got {type(y).__name__}")
+        raise TypeError(f"flow.math.pow: the exponent must be a number or a blob, got {type(y).__name__}")
     return add_op("scalar", [x], op_name(name), kind="pow", value=float(y))
 
 

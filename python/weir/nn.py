@@ -65,11 +65,11 @@ def softsign(x, name=None):
 
 
 def hardtanh(x, min_val=-1.0, max_val=1.0, name=None):
-    """x clamped to [min_val, max_val]."""
+    """x clamped to [min_val, max_val]; the gradient passes strictly between them (OneFlow's)."""
     x = check_blob(x, "flow.nn.hardtanh", "x")
     if not float(min_val) < float(max_val):
         raise ValueError(f"flow.nn.hardtanh: min_val must be below max_val, got {min_val} and {max_val}")
-    return _math.clip_by_value(x, float(min_val), float(max_val), name)
+    return add_op("clip_by_value", [x], op_name(name), min=float(min_val), max=float(max_val), open_gradient=True)
 
 
 def relu6(x, name=None):
@@ -78,15 +78,15 @@ def relu6(x, name=None):
 
 
 def hardsigmoid(x, name=None):
-    """0 for x <= -3, 1 for x >= 3, x / 6 + 1/2 between."""
+    """0 for x <= -3, 1 for x >= 3, x / 6 + 1/2 between; the gradient dy / 6 strictly between."""
     x = check_blob(x, "flow.nn.hardsigmoid", "x")
-    return _math.clip_by_value(_math.add(_math.multiply(x, 1.0 / 6.0), 0.5), 0.0, 1.0, name)
+    return add_op("unary", [x], op_name(name), kind="hardsigmoid")
 
 
 def hardswish(x, name=None):
-    """x * hardsigmoid(x)."""
+    """x * hardsigmoid(x): 0 for x <= -3, x for x >= 3, x (x + 3) / 6 between."""
     x = check_blob(x, "flow.nn.hardswish", "x")
-    return _math.multiply(x, hardsigmoid(x), name)
+    return add_op("unary", [x], op_name(name), kind="hardswish")
 
 
 def mish(x, name=None):

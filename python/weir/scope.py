@@ -43,13 +43,17 @@ class PlacementScope:
 
     def devices_on(self, machine: int) -> int:
         """How many of its devices are on `machine` (ids "machine:first[-last]")."""
-        count = 0
+        return len(self.device_ids_on(machine))
+
+    def device_ids_on(self, machine: int) -> list:
+        """The device ids it names on `machine`."""
+        ids = []
         for item in self.machine_device_ids:
             on, devices = item.split(":")
             if int(on) == machine:
                 first, _, last = devices.partition("-")
-                count += int(last or first) - int(first) + 1
-        return count
+                ids.extend(range(int(first), int(last or first) + 1))
+        return ids
 
     def push_to(self, builder) -> None:
         """Places the ops ``builder`` gets from now on (until ``builder.pop_placement()``)."""
@@ -64,6 +68,8 @@ class PlacementScope:
         builder = context.builder if context is not None else None
         if builder is not None:
             self.push_to(builder)
+            if self.requested_device_tag == "cpu":
+                context.cpu_devices_named = max([context.cpu_devices_named, *(d + 1 for d in self.device_ids_on(0))])
         stack.append((self, builder))
         return self
 

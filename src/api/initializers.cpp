@@ -1,6 +1,7 @@
 // Initializers: parameter checks, OneFlow's fan rules and a reproducible CPU fill.
 #include "weir/initializers.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -178,6 +179,19 @@ template <typename T> void FillRandom(Tensor& tensor, const Draw& draw, std::uin
   for (std::int64_t i = 0; i < tensor.NumElements(); ++i) data[i] = static_cast<T>(draw.Next(sampler));
 }
 
+// Integers uniform in [minval, maxval) (Validate checked both bounds fit T and minval < maxval).
+template <typename T> void FillUniformIntegers(Tensor& tensor, const Initializer& init, std::uint64_t seed) {
+  Sampler sampler(seed);
+  const auto low = static_cast<std::int64_t>(init.minval);
+  const auto count = static_cast<double>(static_cast<std::int64_t>(init.maxval) - low);
+  T* data = tensor.Data<T>();
+  for (std::int64_t i = 0; i < tensor.NumElements(); ++i) {
+    // floor(u * count) < count for u < 1, but rounding of the product can reach it: clamp.
+    const auto step = std::min(static_cast<std::int64_t>(sampler.Uniform01() * count), static_cast<std::int64_t>(count) - 1);
+    data[i] = static_cast<T>(low + step);
+  }
+}
+
 // Whether an integer-like dtype holds `value` exactly.
 bool Representable(double value, DType dtype) {
   if (std::trunc(value) != value) return false;
@@ -323,9 +337,24 @@ void Validate(const Initializer& init) {
 void Validate(const Initializer& init, DType dtype) {
   Validate(init);
   if (IsFloating(dtype)) return;
+  if (init.kind == Kind::kRandomUniform && dtype != DType::kBool && dtype != DType::kTensorBuffer) {
+    // OneFlow's random_uniform_int: integers in [minval, maxval), every one of which the dtype holds.
+    if (!Representable(init.minval, dtype)) {
+      ThrowBadParameter(init, "minval", fmt::format("an integer {} holds", dtype), fmt::format("{}", init.minval));
+    }
+    if (std::trunc(init.maxval) != init.maxval || (init.maxval > init.minval && !Representable(init.maxval - 1, dtype))) {
+      ThrowBadParameter(init, "maxval", fmt::format("an integer one above a value {} holds (the range excludes it)", dtype),
+                        fmt::format("{}", init.maxval));
+    }
+    if (!(init.minval < init.maxval)) {
+      ThrowBadParameter(init, "maxval", fmt::format("> minval ({}) for integers in [minval, maxval)", init.minval),
+                        fmt::format("{}", init.maxval));
+    }
+    return;
+  }
   if (init.kind != Kind::kConstant) {
-    throw std::invalid_argument(fmt::format("[{}] {} cannot fill dtype {}: only constant initializers support "
-                                            "integer and bool dtypes",
+    throw std::invalid_argument(fmt::format("[{}] {} cannot fill dtype {}: only constant and random_uniform "
+                                            "initializers support integer dtypes, only constant ones bool",
                                             FactoryName(init.kind), Describe(init), dtype));
   }
   if (!Representable(init.value, dtype)) {
@@ -378,6 +407,13 @@ void InitializeInto(const Initializer& init, Tensor& tensor, std::uint64_t defau
   }
   const Draw draw = DrawFor(init, tensor.GetShape());
   const std::uint64_t seed = init.seed.value_or(default_seed);
+  switch (dtype) {
+    case DType::kI32: FillUniformIntegers<std::int32_t>(tensor, init, seed); return;
+    case DType::kI64: FillUniformIntegers<std::int64_t>(tensor, init, seed); return;
+    case DType::kI8: FillUniformIntegers<std::int8_t>(tensor, init, seed); return;
+    case DType::kU8: FillUniformIntegers<std::uint8_t>(tensor, init, seed); return;
+    default: break;
+  }
   switch (dtype) {
     case DType::kF64: FillRandom<double>(tensor, draw, seed); break;
     case DType::kF16: FillRandom<float16>(tensor, draw, seed); break;

@@ -268,12 +268,27 @@ TEST_CASE("constants fill every dtype; integer and bool variables take constants
 
   CHECK_THROWS_WITH_AS(Initialize(RandomNormalInitializer(), Shape{3}, DType::kI32, 0),
                        "[random_normal_initializer] random_normal(mean=0, stddev=1) cannot fill dtype i32: only "
-                       "constant initializers support integer and bool dtypes",
+                       "constant and random_uniform initializers support integer dtypes, only constant ones bool",
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(Initialize(GlorotUniformInitializer(), Shape{3, 3}, DType::kU8, 0),
                        "[variance_scaling_initializer] variance_scaling(scale=1, mode=fan_avg, "
                        "distribution=random_uniform, data_format=channels_first) cannot fill dtype u8: only "
-                       "constant initializers support integer and bool dtypes",
+                       "constant and random_uniform initializers support integer dtypes, only constant ones bool",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(Initialize(RandomUniformInitializer(0, 1), Shape{3}, DType::kBool, 0),
+                       "[random_uniform_initializer] random_uniform(minval=0, maxval=1) cannot fill dtype bool: only "
+                       "constant and random_uniform initializers support integer dtypes, only constant ones bool",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(Initialize(RandomUniformInitializer(-200, 10), Shape{3}, DType::kI8, 0),
+                       "[random_uniform_initializer] minval: expected an integer i8 holds, got -200",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(Initialize(RandomUniformInitializer(0, 2.5), Shape{3}, DType::kI32, 0),
+                       "[random_uniform_initializer] maxval: expected an integer one above a value i32 holds (the range "
+                       "excludes it), got 2.5",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(Initialize(RandomUniformInitializer(4, 4), Shape{3}, DType::kI64, 0),
+                       "[random_uniform_initializer] maxval: expected > minval (4) for integers in [minval, maxval), "
+                       "got 4",
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(Initialize(ConstantInitializer(0.5), Shape{3}, DType::kI32, 0),
                        "[constant_initializer] value: expected a value i32 can hold, got 0.5", std::invalid_argument);
@@ -286,6 +301,32 @@ TEST_CASE("constants fill every dtype; integer and bool variables take constants
                        "[constant_initializer] value: expected a value u8 can hold, got -1", std::invalid_argument);
   CHECK_THROWS_WITH_AS(Initialize(ConstantInitializer(2), Shape{3}, DType::kBool, 0),
                        "[constant_initializer] value: expected a value bool can hold, got 2", std::invalid_argument);
+}
+
+TEST_CASE("random_uniform fills integer dtypes with integers uniform in [minval, maxval)") {
+  const auto check = [](DType dtype, auto sample, double low, double high) {
+    using T = decltype(sample);
+    const Tensor filled = Initialize(RandomUniformInitializer(low, high), Shape{3000}, dtype, 5);
+    std::vector<int> counts(static_cast<std::size_t>(high - low), 0);
+    for (T value : filled.ToVector<T>()) {
+      REQUIRE(static_cast<double>(value) >= low);
+      REQUIRE(static_cast<double>(value) < high);
+      ++counts[static_cast<std::size_t>(static_cast<double>(value) - low)];
+    }
+    // Every value of the range is drawn about equally often (3000 draws over at most 24 values).
+    for (int count : counts) CHECK(count > 3000 / static_cast<int>(counts.size()) / 2);
+  };
+  check(DType::kI32, std::int32_t{}, -6, 18);
+  check(DType::kI64, std::int64_t{}, 100, 103);
+  check(DType::kI8, std::int8_t{}, -10, 10);
+  check(DType::kU8, std::uint8_t{}, 250, 256);
+  CHECK_THROWS_WITH_AS(Initialize(RandomUniformInitializer(0, 257), Shape{3}, DType::kU8, 0),
+                       "[random_uniform_initializer] maxval: expected an integer one above a value u8 holds (the range "
+                       "excludes it), got 257",
+                       std::invalid_argument);
+  // Reproducible by seed.
+  CHECK(Initialize(RandomUniformInitializer(0, 100), Shape{8}, DType::kI32, 3).ToVector<std::int32_t>() ==
+        Initialize(RandomUniformInitializer(0, 100), Shape{8}, DType::kI32, 3).ToVector<std::int32_t>());
 }
 
 TEST_CASE("Describe names the initializer and its parameters") {

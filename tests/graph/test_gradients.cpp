@@ -134,6 +134,20 @@ TEST_CASE("mod: da = dy, db = -dy floor(a / b), with broadcasting") {
                  Binary([](const Blob& x, const Blob& y) { return Mod(x, y); }));
 }
 
+TEST_CASE("pow: da = dy b a^(b-1), db = dy y ln a, with broadcasting") {
+  Session session;
+  const auto values = [](Shape shape, std::vector<double> data) {
+    Tensor t(std::move(shape), DType::kF64);
+    std::copy(data.begin(), data.end(), t.Data<double>());
+    return t;
+  };
+  const Tensor a = values({2, 3}, {0.3, 1.7, 2.4, 0.9, 1.45, 3.1});
+  CheckGradients(session, "pow", {a, values({2, 3}, {0.9, 2.3, -0.8, 1.7, 0.5, -1.2})},
+                 Binary([](const Blob& x, const Blob& y) { return Pow(x, y); }));
+  CheckGradients(session, "pow_row", {a, values({3}, {1.5, -0.7, 2.0})},
+                 Binary([](const Blob& x, const Blob& y) { return Pow(x, y); }));
+}
+
 TEST_CASE("scalar: every ScalarOpKind") {
   Session session;
   const std::vector<std::pair<std::string, ScalarAttrs>> cases = {

@@ -50,6 +50,7 @@ TEST_CASE("every declared SBP signature of every op gives the one-device result 
     Blob sliced = Slice(Mod(Mul(x, x), ScalarAdd(x, 2.0)), {.start = {0, 1}, .stop = {7, 4}, .step = {1, 1}});  // rows whole
     builder.Output("greater", Compare(e, Mul(t, bias), {CompareOpKind::kGreater}));
     builder.Output("where", Where(Compare(e, t, {CompareOpKind::kGreater}), e, Mul(t, bias)));
+    builder.Output("pow", Pow(e, Reshape(bias, {{1, 6}})));  // a positive base
     // Embedding-style lookups (labels index w's rows and x's columns) and the segment sums back.
     Blob looked_up = Add(ReduceSum(Gather(w, labels)), ReduceSum(Gather(x, labels, 1)));
     Blob segments = ReduceSum(UnsortedSegmentSum(x, labels, 3));

@@ -219,7 +219,8 @@ std::vector<Sample> Samples() {
       samples.push_back({"softmax_grad", SoftmaxAttrs{axis}, {{x, dtype}, {x, dtype}}, {{x, dtype}}, true});
     }
   }
-  for (const ClipAttrs& clip : {ClipAttrs{-0.5, 0.75}, ClipAttrs{std::nullopt, 0.3}, ClipAttrs{-1.2, std::nullopt}}) {
+  for (const ClipAttrs& clip : {ClipAttrs{-0.5, 0.75}, ClipAttrs{std::nullopt, 0.3}, ClipAttrs{-1.2, std::nullopt},
+                                ClipAttrs{-0.5, 0.75, /*open_gradient=*/true}}) {
     for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
       for (const Shape& shape : kElementwiseShapes) {
         samples.push_back({"clip_by_value", clip, {{shape, dtype}}, {{shape, dtype}}});
@@ -247,6 +248,11 @@ std::vector<Sample> Samples() {
       const bool integer_division = std::string(op) == "div" || std::string(op) == "mod";
       if (integer_division && !IsFloating(dtype)) continue;  // the CPU's
       for (const auto& [a, b, out] : layouts) samples.push_back({op, std::any(), {{a, dtype}, {b, dtype}}, {{out, dtype}}});
+    }
+  }
+  for (DType dtype : {DType::kF32, DType::kF64}) {  // a positive base: real powers
+    for (const auto& [a, b, out] : layouts) {
+      samples.push_back({"pow", std::any(), {{a, dtype}, {b, dtype}}, {{out, dtype}}, /*positive=*/true});
     }
   }
   for (std::size_t kind = 0; kind < std::size(kCompareOpKindNames); ++kind) {

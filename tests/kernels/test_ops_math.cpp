@@ -190,6 +190,7 @@ TEST_CASE("unary kinds on hand-computed values, f32 and f64") {
   const std::vector<double> unit{-0.75, -0.25, 0.25, 0.75};
   const std::vector<double> big{1.25, 1.5, 2, 3};
   const std::vector<double> with_zero{-2, 0, 0.5, 2};
+  const std::vector<double> wide{-4, -2.5, 2.5, 4};  // both sides of the hard activations' kinks at ±3
   struct Case {
     UnaryOpKind kind;
     const std::vector<double>* x;
@@ -230,6 +231,8 @@ TEST_CASE("unary kinds on hand-computed values, f32 and f64") {
       {UnaryOpKind::kRelu, &line, {0, 0, 0.5, 2}},
       {UnaryOpKind::kSigmoid, &line, {0.11920292202211755, 0.3775406687981454, 0.6224593312018546, 0.8807970779778823}},
       {UnaryOpKind::kTanh, &line, {-0.9640275800758169, -0.46211715726000974, 0.46211715726000974, 0.9640275800758169}},
+      {UnaryOpKind::kHardsigmoid, &wide, {0, 0.08333333333333333, 0.9166666666666666, 1}},
+      {UnaryOpKind::kHardswish, &wide, {0, -0.20833333333333334, 2.2916666666666665, 4}},
   };
   // Every kind has a case here.
   CHECK(cases.size() + 1 == std::size(weir::kUnaryOpKindNames));  // kRound: below
@@ -343,6 +346,15 @@ TEST_CASE("f32 gelu and its gradient (vectorized loops) match the exact f64 math
       CHECK(std::abs(dx[i] - want_grad) <= 4e-7 * std::max(std::abs(want_grad), 1.0));
     }
   }
+}
+
+TEST_CASE("hardsigmoid and hardswish gradients: 0 below -3, hardswish's dy above 3, OneFlow's slopes between") {
+  const Tensor x = Tensor::FromVector<double>({7}, {-4, -3, -2.5, 0.5, 2.5, 3, 4});
+  const Tensor dy = Tensor::FromVector<double>({7}, std::vector<double>(7, 2.0));
+  const auto grad = [&](UnaryOpKind kind) { return RunOp("unary_grad", weir::UnaryAttrs{.kind = kind}, {dy, x})[0]; };
+  CheckClose<double>(grad(UnaryOpKind::kHardsigmoid), {7}, {0, 0, 2.0 / 6, 2.0 / 6, 2.0 / 6, 0, 0}, 1e-15);
+  CheckClose<double>(grad(UnaryOpKind::kHardswish), {7}, {0, 0, 2 * (-2.5 / 3 + 0.5), 2 * (0.5 / 3 + 0.5),
+                                                         2 * (2.5 / 3 + 0.5), 2, 2}, 1e-15);
 }
 
 TEST_CASE("reduce_prod: products over axes, integers wrapping, and the gradient with zeros among the factors") {
@@ -674,6 +686,9 @@ TEST_CASE("clip_by_value_grad passes dy inside the bounds, bounds included") {
   const Tensor x = Tensor::FromVector<double>({5}, {-2, -1, 0, 1, 2});
   CheckExact<double>(RunOp("clip_by_value_grad", weir::ClipAttrs{.min = -1, .max = 1}, {dy, x})[0], {5}, {0, 2, 3, 4, 0});
   CheckExact<double>(RunOp("clip_by_value_grad", weir::ClipAttrs{.max = 0}, {dy, x})[0], {5}, {1, 2, 3, 0, 0});
+  // hardtanh's rule: the bounds themselves pass nothing.
+  CheckExact<double>(RunOp("clip_by_value_grad", weir::ClipAttrs{.min = -1, .max = 1, .open_gradient = true}, {dy, x})[0],
+                     {5}, {0, 0, 3, 0, 0});
 }
 
 TEST_CASE("clip_by_value rejects bad bounds and dtypes") {

@@ -144,6 +144,24 @@ def test_a_mirrored_job_placed_on_some_devices_takes_one_array_per_device_of_its
         flow.config.cpu_device_num(3)
 
 
+def test_a_session_without_a_device_count_gets_the_cpu_devices_its_placements_name():
+    # As OneFlow's CPU placements may name any device ids: no flow.config device count, so the
+    # session starts with as many CPU devices as the jobs' "cpu" placements name (3 here).
+    @flow.global_function()
+    def spread(x: tp.Numpy.Placeholder((6,))) -> tp.Numpy:
+        with flow.scope.placement("cpu", "0:0-2"):
+            return flow.math.reduce_sum(x * 2, keepdims=True)
+
+    @flow.global_function()
+    def single(x: tp.Numpy.Placeholder((6,))) -> tp.Numpy:
+        return x + 1
+
+    x = np.arange(6, dtype=np.float32)
+    np.testing.assert_allclose(spread(x), [30.0])
+    np.testing.assert_allclose(single(x), x + 1)
+    assert "cpu:2" in flow.plan_dot(spread)
+
+
 def test_a_placement_beyond_the_session_is_a_clear_error():
     flow.config.cpu_device_num(2)
 
@@ -352,3 +370,28 @@ def test_a_split_variable_beside_a_broadcast_one_in_a_predict_job():
         return x + y
 
     np.testing.assert_array_equal(add(), np.full((4, 3), 3.0, np.float32))
+
+
+def test_variable_split_along_axis_1_is_held_whole_and_trains_like_one_device(capfd):
+    # Its parts along axis 1 are not ranges of its storage: it is held whole on the first device,
+    # each op reads its part through boxing, and the values are those of one device.
+    results = []
+    for devices in (1, 2):
+        flow.clear_default_session()
+        flow.config.cpu_device_num(devices)
+
+        @flow.global_function(type="train")
+        def train(images: tp.Numpy.Placeholder((BATCH, FEATURES))) -> tp.Numpy:
+            weight = flow.get_variable("weight", shape=(FEATURES, 6), initializer=flow.random_uniform_initializer(),
+                                       distribute=flow.distribute.split(1))
+            loss = flow.math.reduce_mean(flow.math.square(flow.matmul(images, weight)), axis=1)
+            flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0).minimize(loss)
+            return loss
+
+        losses = [train(_data(step)[0]) for step in range(3)]
+        results.append((losses, flow.get_all_variables()["weight"].numpy()))
+    (one_losses, one_weight), (two_losses, two_weight) = results
+    for a, b in zip(one_losses, two_losses):
+        np.testing.assert_allclose(b, a, rtol=1e-5)
+    np.testing.assert_allclose(two_weight, one_weight, rtol=1e-5, atol=1e-7)
+    assert "variable 'weight' is split along axis 1 over 2 devices" in capfd.readouterr().err

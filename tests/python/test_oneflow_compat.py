@@ -1773,6 +1773,150 @@ def test_user_op_builder_builds_registered_ops_by_name():
               .Output("out", 2).Build().InferAndTryRun())
 
 
+def test_user_op_builder_builds_oneflows_composite_op_types_from_weirs_ops():
+    x = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+
+    def build(name, op_type):
+        return flow.user_op_builder(name).Op(op_type)
+
+    @flow.global_function()
+    def job(p: tp.Numpy.Placeholder((3, 4))) -> List[tp.Numpy]:
+        squares = build("sq", "multi_square_sum").Input("x", [p, p * 2.0]).Output("y").Build().RemoteBlobList()[0]
+        like = flow.constant(0.0, shape=(1, 4))
+        summed = (build("rsl", "reduce_sum_like").Input("x", [p]).Input("like", [like]).Output("y")
+                  .Attr("axis", [0]).Build().InferAndTryRun().SoleOutputBlob())
+        pieces = (build("split", "split_like").Input("in", [p]).Input("like", [flow.constant(0.0, shape=(1, 4)),
+                                                                             flow.constant(0.0, shape=(2, 4))])
+                  .Output("out", 2).Attr("axis", 0).Build().InferAndTryRun().RemoteBlobList())
+        scaled = (build("fcs", "fused_cast_scale").Input("x", [flow.cast(p, flow.float64)])
+                  .Input("scalar", [flow.constant(3.0, shape=(1,), dtype=flow.float32)]).Output("y").Build()
+                  .RemoteBlobList()[0])
+        absolute = (build("abs", "unary").Input("x", [p]).Output("y").SetAttr("unary_math_type", "Abs", "AttrTypeString")
+                    .Build().RemoteBlobList()[0])
+        logsig = build("ls", "unary").Input("x", [p]).Attr("unary_math_type", "LogSigmoid").Build().RemoteBlobList()[0]
+        return [squares, summed, *pieces, scaled, absolute, logsig]
+
+    squares, summed, first, rest, scaled, absolute, logsig = job(x)
+    np.testing.assert_allclose(squares, [np.sum(x ** 2) * 5], rtol=1e-6)
+    np.testing.assert_allclose(summed, x.sum(axis=0, keepdims=True), rtol=1e-6)
+    np.testing.assert_array_equal(first, x[:1])
+    np.testing.assert_array_equal(rest, x[1:])
+    assert scaled.dtype == np.float32
+    np.testing.assert_allclose(scaled, x * 3, rtol=1e-6)
+    np.testing.assert_array_equal(absolute, np.abs(x))
+    np.testing.assert_allclose(logsig, -np.log1p(np.exp(-x)), rtol=1e-5)
+
+    def refused(make):
+        @flow.global_function()
+        def bad(p: tp.Numpy.Placeholder((3, 4))) -> tp.Numpy:
+            return make(p)
+        bad(x)
+
+    with pytest.raises(ValueError, match=r"split_like cuts 'in' \(3, 4\) along axis 0 into the like blobs' lengths"):
+        refused(lambda p: build("s", "split_like").Input("in", [p]).Input("like", [p, p]).Attr("axis", 0).Build()
+                .RemoteBlobList()[0])
+    with pytest.raises(ValueError, match=r"op 'multi_square_sum' needs input 'x'; it was given \['in'\]"):
+        refused(lambda p: build("m", "multi_square_sum").Input("in", [p]).Build().RemoteBlobList()[0])
+    with pytest.raises(ValueError, match=r"unary_math_type 'Cube' is not a unary function of Weir"):
+        refused(lambda p: build("u", "unary").Input("x", [p]).Attr("unary_math_type", "Cube").Build().RemoteBlobList()[0])
+    with pytest.raises(ValueError, match=r"op 'reduce_sum_like' has 1 output\(s\), but 2 were declared"):
+        refused(lambda p: build("r", "reduce_sum_like").Input("x", [p]).Input("like", [p]).Output("y", 2).Build()
+                .RemoteBlobList()[0])
+
+
+def test_pow_with_a_blob_exponent_broadcasts_and_its_gradients_match_numpy():
+    x = np.array([[0.5, 1.5, 2.0], [3.0, 0.25, 1.0]], np.float32)
+    y = np.array([1.5, -0.5, 2.0], np.float32)
+    grads = {}
+
+    @flow.global_function(type="train")
+    def job(a: tp.Numpy.Placeholder((2, 3)), b: tp.Numpy.Placeholder((3,))) -> List[tp.Numpy]:
+        va = flow.get_variable("va", shape=(2, 3), initializer=flow.zeros_initializer()) + a
+        vb = flow.get_variable("vb", shape=(3,), initializer=flow.zeros_initializer()) + b
+        out = flow.math.pow(va, vb)
+        flow.watch_diff(va, lambda d: grads.__setitem__("a", d.numpy()))
+        flow.watch_diff(vb, lambda d: grads.__setitem__("b", d.numpy()))
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.0]), momentum=0).minimize(out)
+        return [out, 2.0 ** vb, va ** 2]
+
+    out, two_to, squared = job(x, y)
+    np.testing.assert_allclose(out, x ** y, rtol=1e-6)
+    np.testing.assert_allclose(two_to, 2.0 ** y, rtol=1e-6)
+    np.testing.assert_allclose(squared, x ** 2, rtol=1e-6)
+    np.testing.assert_allclose(grads["a"], y * x ** (y - 1), rtol=1e-5)
+    np.testing.assert_allclose(grads["b"], (x ** y * np.log(x)).sum(axis=0), rtol=1e-5)
+
+    @flow.global_function()
+    def integers(a: tp.Numpy.Placeholder((3,), dtype=flow.int32)) -> tp.Numpy:
+        return flow.math.pow(a, a)
+
+    with pytest.raises(ValueError, match=r"\[pow\] expects f32 or f64 inputs \(a Blob exponent\), got i32"):
+        integers(np.ones(3, np.int32))
+
+
+def test_hard_activations_match_oneflows_values_and_gradients_at_and_beyond_their_bounds():
+    x = np.array([-4.0, -3.0, -1.0, 0.5, 1.0, 3.0, 4.0], np.float32)
+    grads = {}
+
+    @flow.global_function(type="train")
+    def job(a: tp.Numpy.Placeholder((7,))) -> List[tp.Numpy]:
+        outs = []
+        for name, fn in (("hardtanh", flow.nn.hardtanh), ("hardsigmoid", flow.nn.hardsigmoid),
+                         ("hardswish", flow.nn.hardswish)):
+            v = flow.get_variable(name, shape=(7,), initializer=flow.zeros_initializer()) + a
+            flow.watch_diff(v, lambda d, name=name: grads.__setitem__(name, d.numpy()))
+            outs.append(fn(v))
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.0]), momentum=0).minimize(outs)
+        return outs
+
+    tanh, sigmoid, swish = job(x)
+    np.testing.assert_array_equal(tanh, np.clip(x, -1, 1))
+    np.testing.assert_allclose(sigmoid, np.clip(x / 6 + 0.5, 0, 1), rtol=1e-6)
+    np.testing.assert_allclose(swish, x * np.clip(x / 6 + 0.5, 0, 1), rtol=1e-6)
+    # hardtanh passes nothing at its bounds (clip_by_value passes there): OneFlow's rule.
+    np.testing.assert_array_equal(grads["hardtanh"], [0, 0, 0, 1, 0, 0, 0])
+    np.testing.assert_allclose(grads["hardsigmoid"], [0, 0, 1 / 6, 1 / 6, 1 / 6, 0, 0], rtol=1e-6)
+    np.testing.assert_allclose(grads["hardswish"], [0, 0, 1 / 6, 2 / 3, 5 / 6, 1, 1], rtol=1e-6)
+
+
+def test_random_uniform_initializer_fills_an_integer_variable_with_integers_in_its_range():
+    @flow.global_function()
+    def job() -> tp.Numpy:
+        return flow.get_variable("ints", shape=(2000,), dtype=flow.int8,
+                                 initializer=flow.random_uniform_initializer(-6, 18, dtype=flow.int8))
+
+    values = job()
+    assert values.dtype == np.int8
+    assert set(np.unique(values)) == set(range(-6, 18))
+
+
+def test_logical_slice_and_logical_slice_assign_read_and_write_a_split_variables_slice():
+    flow.config.cpu_device_num(2)
+    value = np.arange(2 * 3, dtype=np.float32).reshape(2, 3) + 1
+
+    def variable():
+        return flow.get_variable("var", shape=(6, 8), initializer=flow.constant_initializer(0.0),
+                                 distribute=flow.distribute.split(1))
+
+    @flow.global_function()
+    def write(v: tp.Numpy.Placeholder((2, 3))) -> None:
+        with flow.scope.placement("cpu", "0:0-1"):
+            flow.experimental.logical_slice_assign(variable(), v, [(1, 5, 2), (-7, None, 3)])
+
+    @flow.global_function()
+    def read() -> List[tp.Numpy]:
+        with flow.scope.placement("cpu", "0:0-1"):
+            var = variable()
+            return [flow.identity(var), flow.experimental.logical_slice(var, [(1, 5, 2), (-7, None, 3)])]
+
+    write(value)
+    whole, part = read()
+    expected = np.zeros((6, 8), np.float32)
+    expected[1:5:2, -7::3] = value
+    np.testing.assert_array_equal(whole, expected)
+    np.testing.assert_array_equal(part, value)
+
+
 @pytest.mark.parametrize("chosen", ["names", "blobs", "function"])
 def test_an_optimizers_variables_train_and_the_others_keep_their_values(chosen):
     x = np.ones((2, 3), np.float32)

@@ -1,5 +1,5 @@
-// add, sub, mul, div, mod, maximum, minimum: elementwise with numpy broadcasting; both inputs share
-// one numeric dtype.
+// add, sub, mul, div, mod, pow, maximum, minimum: elementwise with numpy broadcasting; both inputs
+// share one numeric dtype (pow's floating).
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
 #include "graph/ops/gradient_ops.hpp"
@@ -20,6 +20,14 @@ std::vector<TensorMeta> InferBroadcastBinary(const InferContext& ctx) {
     throw OpError(ctx.op_type, "expects f32, f64, f16, bf16, i32, i64 or i8 inputs, got {}", a.dtype);
   }
   return {{BroadcastShapes(ctx.op_type, a.shape, b.shape), a.dtype}};
+}
+
+std::vector<TensorMeta> InferPow(const InferContext& ctx) {
+  std::vector<TensorMeta> out = InferBroadcastBinary(ctx);
+  if (!IsFloating(out[0].dtype) || out[0].dtype == DType::kF16 || out[0].dtype == DType::kBF16) {
+    throw OpError(ctx.op_type, "expects f32 or f64 inputs (a Blob exponent), got {}", out[0].dtype);
+  }
+  return out;
 }
 
 // Each rule computes the gradient at the output's shape and sums it back over the axes the
@@ -70,6 +78,24 @@ std::vector<Blob> ModGradient(const GradContext& ctx) {
                             : Blob()};
 }
 
+// y = a^b: da = dy·b·a^(b-1); db = dy·y·ln a where a > 0, else 0 (TensorFlow's rule: the
+// derivative in b is defined only for a positive base).
+std::vector<Blob> PowGradient(const GradContext& ctx) {
+  const Blob& a = ctx.inputs[0];
+  const Blob& b = ctx.inputs[1];
+  const Shape a_shape = a.GetShape();
+  const Shape b_shape = b.GetShape();
+  const Blob& dy = ctx.output_grads[0];
+  Blob da, db;
+  if (ctx.needs_grad[0]) da = ReduceSumTo(Mul(dy, Mul(b, Pow(a, ScalarAdd(b, -1.0)))), a_shape);
+  if (ctx.needs_grad[1]) {
+    const Blob zeros = ScalarMul(a, 0.0);
+    const Blob log_a = Where(Compare(a, zeros, {CompareOpKind::kGreater}), Log(a), zeros);
+    db = ReduceSumTo(Mul(Mul(dy, ctx.outputs[0]), log_a), b_shape);
+  }
+  return {da, db};
+}
+
 // maximum / minimum: dy goes to whichever operand was picked, a on ties (OneFlow's rule), via
 // maximum_grad / minimum_grad on operands broadcast to the output's shape, then summed back.
 std::vector<Blob> ExtremumGradient(const GradContext& ctx) {
@@ -114,6 +140,12 @@ WEIR_REGISTER_OP({.type = "mod",
                   .infer = InferBroadcastBinary,
                   .gradient = ModGradient,
                   .sbp = ElementwiseRule()});
+WEIR_REGISTER_OP({.type = "pow",
+                  .num_inputs = 2,
+                  .input_names = {"a", "b"},
+                  .infer = InferPow,
+                  .gradient = PowGradient,
+                  .sbp = ElementwiseRule()});
 WEIR_REGISTER_OP({.type = "maximum",
                   .num_inputs = 2,
                   .input_names = {"a", "b"},
@@ -135,6 +167,7 @@ Blob Sub(const Blob& a, const Blob& b, std::string_view name) { return internal:
 Blob Mul(const Blob& a, const Blob& b, std::string_view name) { return internal::AddOp1("mul", {a, b}, std::any{}, name); }
 Blob Div(const Blob& a, const Blob& b, std::string_view name) { return internal::AddOp1("div", {a, b}, std::any{}, name); }
 Blob Mod(const Blob& a, const Blob& b, std::string_view name) { return internal::AddOp1("mod", {a, b}, std::any{}, name); }
+Blob Pow(const Blob& a, const Blob& b, std::string_view name) { return internal::AddOp1("pow", {a, b}, std::any{}, name); }
 Blob Maximum(const Blob& a, const Blob& b, std::string_view name) {
   return internal::AddOp1("maximum", {a, b}, std::any{}, name);
 }

@@ -28,7 +28,8 @@ std::vector<TensorMeta> InferClipByValue(const InferContext& ctx) {
   return {x};
 }
 
-// dy passes where x was not clipped, bounds included (OneFlow's clip_by_scalar_grad).
+// dy passes where x was not clipped, bounds included (OneFlow's clip_by_scalar_grad), or strictly
+// inside them with open_gradient (OneFlow's hardtanh_grad).
 std::vector<Blob> ClipByValueGradient(const GradContext& ctx) {
   return {AddOp1("clip_by_value_grad", {ctx.output_grads[0], ctx.inputs[0]}, ctx.Get<ClipAttrs>(), {})};
 }
@@ -39,7 +40,8 @@ WEIR_REGISTER_OP({.type = "clip_by_value",
                   .infer = InferClipByValue,
                   .gradient = ClipByValueGradient,
                   .sbp = ElementwiseRule(),
-                  .read_attrs = ReadAttrs<ClipAttrs>(Attr("min", &ClipAttrs::min), Attr("max", &ClipAttrs::max))});
+                  .read_attrs = ReadAttrs<ClipAttrs>(Attr("min", &ClipAttrs::min), Attr("max", &ClipAttrs::max),
+                                                     Attr("open_gradient", &ClipAttrs::open_gradient))});
 
 }  // namespace
 }  // namespace internal

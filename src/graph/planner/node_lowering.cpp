@@ -72,11 +72,6 @@ void LowerSplitVariable(Lowering& lowering, std::size_t n, const std::vector<int
         "[variable] '{}' is split over the devices of {} processes: a split variable must stay in one process "
         "(place it on one machine's devices); every process holds whole variables", attrs.name, topology.split_processes));
   }
-  if (attrs.spec.distribute.axis != 0) {
-    throw std::invalid_argument(fmt::format(
-        "[variable] '{}' is split along axis {}: Weir splits variables along axis 0 only (each device's "
-        "rows are one range of the variable's storage)", attrs.name, attrs.spec.distribute.axis));
-  }
   if (shape.Rank() == 0 || shape[0] < k) {
     throw std::invalid_argument(fmt::format("[variable] '{}' {} split along axis 0 over {} devices needs at "
                                             "least {} rows", attrs.name, shape, k, k));
@@ -99,8 +94,17 @@ void LowerVariable(Lowering& lowering, std::size_t n, const std::vector<int>& de
   const OpNode& node = lowering.graph.nodes[n];
   const auto& attrs = std::any_cast<const VariableAttrs&>(node.attrs);
   if (!lowering.topology.mirrored && devices.size() > 1 && attrs.spec.distribute.kind == Distribute::Kind::kSplit) {
-    LowerSplitVariable(lowering, n, devices);
-    return;
+    if (attrs.spec.distribute.axis == 0) {
+      LowerSplitVariable(lowering, n, devices);
+      return;
+    }
+    // Each device's part of a split along another axis is not one range of the storage: the
+    // variable is held whole on its first device, and boxing gives each op the part it reads (the
+    // values are the same; the memory is not divided).
+    lowering.plan.notices.push_back(fmt::format(
+        "job '{}': variable '{}' is split along axis {} over {} devices; Weir divides a variable's storage along "
+        "axis 0 only, so it is held whole on the first device and each op reads its part through boxing",
+        lowering.plan.job_name, attrs.name, attrs.spec.distribute.axis, devices.size()));
   }
   const ValueInfo& value = lowering.Value(node.outputs[0]);
   const int task = lowering.AddVariableTask(node.name, value.name, attrs.name, 0, value.meta,

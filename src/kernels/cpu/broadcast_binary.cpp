@@ -1,4 +1,4 @@
-// add, sub, mul, div, mod, maximum, minimum on the CPU with numpy broadcasting: the math of
+// add, sub, mul, div, mod, pow, maximum, minimum on the CPU with numpy broadcasting: the math of
 // kernels/functors/binary.hpp (the CUDA kernels' too) in the broadcasting loop of broadcast_binary.hpp.
 #include <cstdint>
 
@@ -34,6 +34,8 @@ WEIR_REGISTER_KERNELS {
   RegisterBinary<MulOp>("mul");
   RegisterBinary<DivOp>("div");
   RegisterBinary<FloorModOp>("mod");
+  RegisterKernel({"pow", Device::Kind::kCpu, DType::kF32}, &MakeKernel<BroadcastBinaryCpu<float, PowOp>>);
+  RegisterKernel({"pow", Device::Kind::kCpu, DType::kF64}, &MakeKernel<BroadcastBinaryCpu<double, PowOp>>);
   RegisterBinary<MaximumOp>("maximum");
   RegisterBinary<MinimumOp>("minimum");
 }

@@ -36,19 +36,21 @@ template <typename T> class ClipByValueCpu final : public Kernel {
 template <typename T> class ClipByValueGradCpu final : public Kernel {
  public:
   explicit ClipByValueGradCpu(const KernelSetup& setup)
-      : count_(setup.inputs[0].shape.NumElements()), bounds_(ClipBounds<T>(setup.Get<ClipAttrs>())) {}
+      : count_(setup.inputs[0].shape.NumElements()), bounds_(ClipBounds<T>(setup.Get<ClipAttrs>())),
+        open_(setup.Get<ClipAttrs>().open_gradient) {}
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     const T* dy = inputs[0].As<T>();
     const T* x = inputs[1].As<T>();
     T* dx = outputs[0].As<T>();
     const auto [lo, hi] = bounds_;
-    for (std::int64_t i = 0; i < count_; ++i) dx[i] = ClipGrad(dy[i], x[i], lo, hi);
+    for (std::int64_t i = 0; i < count_; ++i) dx[i] = ClipGrad(dy[i], x[i], lo, hi, open_);
   }
 
  private:
   std::int64_t count_;
   std::pair<T, T> bounds_;
+  bool open_;
 };
 
 WEIR_REGISTER_KERNELS {

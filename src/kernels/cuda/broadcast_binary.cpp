@@ -1,4 +1,4 @@
-// add, sub, mul, div, maximum and minimum on CUDA with numpy broadcasting: the functors and the
+// add, sub, mul, div, mod, pow, maximum and minimum on CUDA with numpy broadcasting: the functors and the
 // broadcast plan of kernels/functors/binary.hpp (the CPU kernels') through one launcher. Integer
 // division stays on the CPU, where a zero divisor fails the call.
 #include <cstdint>
@@ -43,6 +43,7 @@ WEIR_REGISTER_KERNELS {
   Register<cuda::Binary::kMul>("mul", true);
   Register<cuda::Binary::kDiv>("div", false);
   Register<cuda::Binary::kMod>("mod", false);
+  Register<cuda::Binary::kPow>("pow", false);
   Register<cuda::Binary::kMaximum>("maximum", true);
   Register<cuda::Binary::kMinimum>("minimum", true);
 }

@@ -13,8 +13,9 @@ namespace {
 template <typename T> __global__ void ClipKernel(const T* x, T* y, T lo, T hi, std::int64_t count) {
   WEIR_FOR_EACH_ELEMENT(i, count) { y[i] = Clip(x[i], lo, hi); }
 }
-template <typename T> __global__ void ClipGradKernel(const T* dy, const T* x, T* dx, T lo, T hi, std::int64_t count) {
-  WEIR_FOR_EACH_ELEMENT(i, count) { dx[i] = ClipGrad(dy[i], x[i], lo, hi); }
+template <typename T>
+__global__ void ClipGradKernel(const T* dy, const T* x, T* dx, T lo, T hi, bool open, std::int64_t count) {
+  WEIR_FOR_EACH_ELEMENT(i, count) { dx[i] = ClipGrad(dy[i], x[i], lo, hi, open); }
 }
 
 // kGrad: clip_by_value_grad, inputs (dy, x).
@@ -22,12 +23,12 @@ template <typename T, bool kGrad> class ClipByValueCuda final : public Kernel {
  public:
   explicit ClipByValueCuda(const KernelSetup& setup)
       : stream_(CudaStreamOf(setup)), bounds_(ClipBounds<T>(setup.Get<ClipAttrs>())),
-        count_(setup.inputs[0].shape.NumElements()) {}
+        open_(setup.Get<ClipAttrs>().open_gradient), count_(setup.inputs[0].shape.NumElements()) {}
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     const auto [lo, hi] = bounds_;
     if constexpr (kGrad) {
       cuda::LaunchOver(stream_, count_, &ClipGradKernel<T>, inputs[0].As<T>(), inputs[1].As<T>(), outputs[0].As<T>(), lo,
-                       hi, count_);
+                       hi, open_, count_);
     } else {
       cuda::LaunchOver(stream_, count_, &ClipKernel<T>, inputs[0].As<T>(), outputs[0].As<T>(), lo, hi, count_);
     }
@@ -36,6 +37,7 @@ template <typename T, bool kGrad> class ClipByValueCuda final : public Kernel {
  private:
   void* stream_;
   std::pair<T, T> bounds_;
+  bool open_;
   std::int64_t count_;
 };
 

@@ -59,6 +59,12 @@ void BroadcastBinary(void* stream, Binary kind, const BroadcastPlan& plan, const
         } else {
           return LaunchBinary<T, FloatFloorModOp>(stream, plan, a, b, out, count);
         }
+      case Binary::kPow:
+        if constexpr (std::is_integral_v<T>) {
+          throw std::invalid_argument("[pow] has CUDA kernels for floating dtypes only");
+        } else {
+          return LaunchBinary<T, PowOp>(stream, plan, a, b, out, count);
+        }
       case Binary::kMaximum: return LaunchBinary<T, MaximumOp>(stream, plan, a, b, out, count);
       case Binary::kMinimum: return LaunchBinary<T, MinimumOp>(stream, plan, a, b, out, count);
     }

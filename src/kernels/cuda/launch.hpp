@@ -60,7 +60,7 @@ void LearningRate(void* stream, const ScheduleView& view, const std::int64_t* tr
 /// y = max(x, 0) (kernels/functors/activation.hpp): the fused matmul and conv2d epilogues' relu; float, double.
 template <typename T> void Relu(void* stream, const T* x, T* y, std::int64_t count);
 
-enum class Binary : std::uint8_t { kAdd, kSub, kMul, kDiv, kMod, kMaximum, kMinimum };
+enum class Binary : std::uint8_t { kAdd, kSub, kMul, kDiv, kMod, kPow, kMaximum, kMinimum };
 /// out = a (kind) b with broadcasting along `plan` (kernels/functors/binary.hpp; rank 0 or a plan of
 /// count elements); T: float, double, int32_t, int64_t (integers: not kDiv, kMod), float16 and bfloat16
 /// (kAdd only).

@@ -1,5 +1,5 @@
 #pragma once
-// The math and the broadcasting of add, sub, mul, div, mod, maximum and minimum, for the CPU kernels and
+// The math and the broadcasting of add, sub, mul, div, mod, pow, maximum and minimum, for the CPU kernels and
 // the CUDA kernels' device code alike.
 #include <cmath>
 #include <cstdint>
@@ -30,6 +30,10 @@ struct FloatFloorModOp {
     const T r = std::fmod(a, b);
     return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? r + b : r;
   }
+};
+/// a to the power b (floating point).
+struct PowOp {
+  template <typename T> static WEIR_HOST_DEVICE T Apply(T a, T b) { return std::pow(a, b); }
 };
 // a on ties; a NaN operand wins (numpy's maximum / minimum propagate NaN).
 struct MaximumOp {

@@ -257,6 +257,23 @@ template <> struct UnaryFn<UnaryOpKind::kTanh> : UnaryTraits {
   template <typename T> static WEIR_HOST_DEVICE T Grad(T y, T dy) { return TanhFn::Grad(dy, y); }
 };
 
+// OneFlow's hard activations, each one rounding from x (a composite would round at every step);
+// their gradients pass strictly inside (-3, 3) (and above 3 for hardswish), as OneFlow's.
+template <> struct UnaryFn<UnaryOpKind::kHardsigmoid> : UnaryTraits {
+  template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) {
+    return x <= T(-3) ? T(0) : (x >= T(3) ? T(1) : x / T(6) + T(0.5));
+  }
+  template <typename T> static WEIR_HOST_DEVICE T Grad(T x, T dy) { return x > T(-3) && x < T(3) ? dy / T(6) : T(0); }
+};
+template <> struct UnaryFn<UnaryOpKind::kHardswish> : UnaryTraits {
+  template <typename T> static WEIR_HOST_DEVICE T Fwd(T x) {
+    return x <= T(-3) ? T(0) : (x >= T(3) ? x : x * (x + T(3)) / T(6));
+  }
+  template <typename T> static WEIR_HOST_DEVICE T Grad(T x, T dy) {
+    return x <= T(-3) ? T(0) : (x >= T(3) ? dy : dy * (x / T(3) + T(0.5)));
+  }
+};
+
 /// Calls `visit.template operator()<Fn>()` with the functor of `kind` (host code).
 template <typename Visit> auto VisitUnaryKind(UnaryOpKind kind, Visit&& visit) {
   switch (kind) {
