@@ -178,7 +178,14 @@ def plan_dot(job_function) -> str:
 
 
 # Old names OneFlow 0.2 programs still use.
-function = global_function
+def function(*args, **kwargs):
+    """OneFlow 0.2's decorator of a job function: bare, ``@flow.function`` (a predict job with the
+    default config); called, as ``global_function`` (``@flow.function(config)`` among others)."""
+    if len(args) == 1 and not kwargs and callable(args[0]) and not isinstance(args[0], FunctionConfig):
+        return global_function()(args[0])
+    return global_function(*args, **kwargs)
+
+
 fixed_placement = scope.placement
 device_prior_placement = scope.placement
 name_scope = scope.namespace

@@ -791,7 +791,8 @@ def diag(input, diagonal=0, name=None):  # noqa: A002 - OneFlow's name
         size = n + abs(k)
         rows = np.arange(n) + max(-k, 0)
         spots = np.stack([rows, rows + k], axis=1).astype(np.int64)
-        return scatter_nd(constant(spots, dtypes.int64, spots.shape), x, [size, size], name)
+        # The diagonal written into zeros (a replacement moves words, so every dtype, int8 too).
+        return tensor_scatter_nd_update(zeros((size, size), x.dtype), constant(spots, dtypes.int64, spots.shape), x, name)
     if len(x.shape) == 2:
         rows, cols = x.shape
         first = np.arange(max(-k, 0), min(rows, cols - k))

@@ -135,12 +135,11 @@ Blob BatchNormalization(const Blob& x, const BatchNormOptions& options) {
                                   .regularizer = regularizer, .trainable = trainable});
   };
   const auto constant = [&](double value) {
-    Tensor filled(params, dtype);
-    for (std::int64_t i = 0; i < filled.NumElements(); ++i) {
-      if (dtype == DType::kF32) filled.Data<float>()[i] = static_cast<float>(value);
-      else filled.Data<double>()[i] = value;
-    }
-    return internal::AddConstant(x.Graph(), filled, {});
+    // Filled in f64 and cast: x may be 16-bit.
+    Tensor filled(params, DType::kF64);
+    for (std::int64_t i = 0; i < filled.NumElements(); ++i) filled.Data<double>()[i] = value;
+    const Blob wide = internal::AddConstant(x.Graph(), filled, {});
+    return dtype == DType::kF64 ? wide : Cast(wide, {dtype});
   };
   const Blob gamma = options.scale ? variable("gamma", options.gamma_initializer, options.gamma_regularizer, options.trainable)
                                    : constant(1.0);

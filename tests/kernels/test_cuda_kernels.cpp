@@ -532,6 +532,11 @@ std::vector<Sample> Samples() {
       samples.push_back({"batch_norm_moving_update", BatchNormMovingUpdateAttrs{0.9, x.NumElements() / x[a]},
                          {channel, channel, channel, channel}, {}, true});
     }
+    for (DType dtype : {DType::kF16, DType::kBF16}) {  // a 16-bit batch norm's moving statistics
+      const TensorMeta channel{Shape{x[a]}, dtype};
+      samples.push_back({"batch_norm_moving_update", BatchNormMovingUpdateAttrs{0.9, x.NumElements() / x[a]},
+                         {channel, channel, channel, channel}, {}, true});
+    }
   }
   struct Product {
     std::int64_t m, k, n;

@@ -20,6 +20,7 @@
 
 #include "gradient_check.hpp"
 #include "graph/job_graph.hpp"
+#include "kernels/attrs/batch_norm_attrs.hpp"
 #include "op_test_util.hpp"
 #include "weir/weir.hpp"
 
@@ -541,5 +542,23 @@ TEST_CASE("timing report: f32 batch_norm on a LeNet-sized activation, NCHW and N
     const double forward = KernelMilliseconds("batch_norm", attrs, inputs, 5);
     const double backward = KernelMilliseconds("batch_norm_grad", attrs, {inputs[0], inputs[0], inputs[1], inputs[3], inputs[4]}, 5);
     MESSAGE(fmt::format("batch_norm {} axis {} (training): forward {:.2f} ms, backward {:.2f} ms", shape, axis, forward, backward));
+  }
+}
+
+TEST_CASE("16-bit moving statistics move in double and are rounded once (a float16 batch norm's)") {
+  using weir::testing::RunOp;
+  const auto half = [](std::vector<float> values) {
+    Tensor t(Shape{static_cast<std::int64_t>(values.size())}, DType::kF16);
+    for (std::size_t i = 0; i < values.size(); ++i) t.Data<weir::float16>()[i] = weir::float16(values[i]);
+    return t;
+  };
+  Tensor moving_mean = half({1, 2}), moving_variance = half({1, 1});
+  // No outputs: the statistics are written in place.
+  RunOp("batch_norm_moving_update", weir::internal::BatchNormMovingUpdateAttrs{0.9, 5},
+        {moving_mean, moving_variance, half({3, 0}), half({2, 4})});
+  const std::vector<double> mean{0.9 * 1 + 0.1 * 3, 0.9 * 2}, variance{0.9 + 0.1 * 2 * 1.25, 0.9 + 0.1 * 4 * 1.25};
+  for (std::size_t c = 0; c < 2; ++c) {
+    CHECK(moving_mean.Data<weir::float16>()[c].bits == weir::float16(static_cast<float>(mean[c])).bits);
+    CHECK(moving_variance.Data<weir::float16>()[c].bits == weir::float16(static_cast<float>(variance[c])).bits);
   }
 }

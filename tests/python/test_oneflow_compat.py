@@ -1879,6 +1879,20 @@ def test_hard_activations_match_oneflows_values_and_gradients_at_and_beyond_thei
     np.testing.assert_allclose(grads["hardswish"], [0, 0, 1 / 6, 2 / 3, 5 / 6, 1, 1], rtol=1e-6)
 
 
+def test_float16_batch_normalization_without_gamma_and_beta_uses_constants_of_its_dtype():
+    # center=False, scale=False: gamma and beta are constants of x's dtype (they were filled as f64
+    # into an f16 buffer, past its end).
+    x = np.random.default_rng(3).normal(size=(6, 4)).astype(np.float32)
+
+    @flow.global_function()
+    def job(a: tp.Numpy.Placeholder((6, 4))) -> tp.Numpy:
+        half = flow.layers.batch_normalization(flow.cast(a, flow.float16), axis=1, center=False, scale=False)
+        return flow.cast(half, flow.float32)
+
+    # A predict job normalizes with the moving statistics: mean 0, variance 1 at first.
+    np.testing.assert_allclose(job(x), x / np.sqrt(1 + 0.001), atol=5e-3)
+
+
 def test_random_uniform_initializer_fills_an_integer_variable_with_integers_in_its_range():
     @flow.global_function()
     def job() -> tp.Numpy:
@@ -2446,14 +2460,17 @@ def test_pads_expand_diag_smooth_l1_selu_softsign_logical_polyval_one_hot_axis_t
         return [flow.zero_pad2d(x, (1, 2, 0, 1)), flow.expand(v, [2, -1]), flow.diag(v, 1), flow.diag(m, -1),
                 flow.diag(m), flow.smooth_l1_loss(v, v * 0.2, 0.5), flow.nn.selu(v), flow.nn.softsign(v),
                 flow.math.logical_and(i, i - 1), flow.math.logical_or(i, 0), flow.math.logical_xor(i, i - 1),
-                flow.math.polyval([1.0, -2.0, 3.0], v), flow.one_hot(i, 4, axis=0), flow.math.top_k(m, 9)]
+                flow.math.polyval([1.0, -2.0, 3.0], v), flow.one_hot(i, 4, axis=0), flow.math.top_k(m, 9),
+                flow.diag(flow.cast(v, flow.int8), -2)]
 
     x = np.random.default_rng(0).random((2, 3, 4, 5), dtype=np.float32)
     v = np.array([-1.5, 0.3, 2.0], np.float32)
     m = np.arange(12, dtype=np.float32).reshape(3, 4)
     i = np.array([[0, 1, 2], [3, 1, 0]], np.int32)
     (padded, expanded, diag_up, diag_low, diag_main, smooth, selu, softsign, both, either, one, poly, hot,
-     top) = job(x, v, m, i)
+     top, diag_int8) = job(x, v, m, i)
+    assert diag_int8.dtype == np.int8
+    np.testing.assert_array_equal(diag_int8, np.diag(v.astype(np.int8), -2))
     np.testing.assert_array_equal(padded, np.pad(x, ((0, 0), (0, 0), (0, 1), (1, 2))))
     np.testing.assert_array_equal(expanded, np.broadcast_to(v, (2, 3)))
     np.testing.assert_array_equal(diag_up, np.diag(v, 1))
@@ -2556,6 +2573,18 @@ def test_silu_masked_fill_tanh_v2_conv2d_bias_argmax_of_a_vector_and_the_callabl
     assert flow.dtypes.float32 is flow.float32  # still the module
     definition = flow.input_blob_def((10,))  # the 2020 name of FixedTensorDef
     assert isinstance(definition, flow.FixedTensorDef) and definition.shape == (10,)
+
+
+@pytest.mark.filterwarnings("ignore:flow.FixedTensorDef is deprecated:DeprecationWarning")
+def test_oneflow_02s_bare_function_decorator_makes_a_predict_job():
+    @flow.function
+    def relu_job(x=flow.input_blob_def((4,))):
+        return flow.keras.activations.relu(x)
+
+    x = np.array([-2.0, -0.5, 0.5, 2.0], np.float32)
+    np.testing.assert_array_equal(relu_job(x).get().numpy(), np.maximum(x, 0))
+    with pytest.raises(TypeError, match=r"global_function must be called"):
+        flow.global_function(lambda: None)
 
 
 def test_categorical_ordinal_encoder_numbers_keys_in_the_order_first_seen_and_keeps_them():

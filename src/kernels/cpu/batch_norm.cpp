@@ -323,6 +323,12 @@ WEIR_REGISTER_KERNELS {
                  &MakeKernel<BatchNormMovingUpdateCpu<float>>);
   RegisterKernel({"batch_norm_moving_update", Device::Kind::kCpu, DType::kF64},
                  &MakeKernel<BatchNormMovingUpdateCpu<double>>);
+  // 16-bit moving statistics (a float16 batch norm's) move in double, rounded once; the update writes
+  // its inputs in place, so it cannot run widened between conversions as other 16-bit ops do.
+  RegisterKernel({"batch_norm_moving_update", Device::Kind::kCpu, DType::kF16},
+                 &MakeKernel<BatchNormMovingUpdateCpu<float16>>);
+  RegisterKernel({"batch_norm_moving_update", Device::Kind::kCpu, DType::kBF16},
+                 &MakeKernel<BatchNormMovingUpdateCpu<bfloat16>>);
 }
 
 }  // namespace

@@ -250,6 +250,9 @@ WEIR_REGISTER_KERNELS {
   RegisterKernel({"batch_norm_grad", Device::Kind::kCuda, DType::kF64}, &MakeKernel<BatchNormCuda<double, true>>);
   RegisterKernel({"batch_norm_moving_update", Device::Kind::kCuda, DType::kF32}, &MakeKernel<BatchNormMovingUpdateCuda<float>>);
   RegisterKernel({"batch_norm_moving_update", Device::Kind::kCuda, DType::kF64}, &MakeKernel<BatchNormMovingUpdateCuda<double>>);
+  RegisterKernel({"batch_norm_moving_update", Device::Kind::kCuda, DType::kF16}, &MakeKernel<BatchNormMovingUpdateCuda<float16>>);
+  RegisterKernel({"batch_norm_moving_update", Device::Kind::kCuda, DType::kBF16},
+                 &MakeKernel<BatchNormMovingUpdateCuda<bfloat16>>);
 }
 
 }  // namespace

@@ -27,8 +27,10 @@ WEIR_HOST_DEVICE inline double BatchNormTrainingDx(double scale, double dy, doub
 template <typename T>
 WEIR_HOST_DEVICE void MovingStatistics(T& moving_mean, T& moving_variance, T mean, T variance, double momentum,
                                        double unbias) {
-  moving_mean = static_cast<T>(momentum * moving_mean + (1 - momentum) * mean);
-  moving_variance = static_cast<T>(momentum * moving_variance + (1 - momentum) * variance * unbias);
+  // In double (16-bit values convert through float), rounded to T once.
+  moving_mean = static_cast<T>(momentum * static_cast<double>(moving_mean) + (1 - momentum) * static_cast<double>(mean));
+  moving_variance = static_cast<T>(momentum * static_cast<double>(moving_variance) +
+                                   (1 - momentum) * static_cast<double>(variance) * unbias);
 }
 
 }  // namespace weir::internal
