@@ -92,7 +92,8 @@ struct BatchNormOptions {
 
 /// Batch normalization over every axis but `axis` (OneFlow's flow.layers.batch_normalization), with
 /// variables <name>-gamma, <name>-beta (trainable) and <name>-moving_mean, <name>-moving_variance
-/// (not trainable, updated in place while training), each (C) for C = x.shape[axis].
+/// (not trainable, updated in place while training), each (C) for C = x.shape[axis]: f32 for a
+/// 16-bit x, which is normalized in f32 between casts (OneFlow's rule), x's dtype otherwise.
 Blob BatchNormalization(const Blob& x, const BatchNormOptions& options = {});
 
 }  // namespace weir

@@ -128,18 +128,23 @@ Blob BatchNormalization(const Blob& x, const BatchNormOptions& options) {
   const Shape params{shape[axis]};
   // OneFlow: predict jobs and frozen layers use the moving statistics unless told otherwise.
   const bool training = options.training.value_or(x.Graph()->type == JobType::kTrain && options.trainable);
+  // OneFlow's rule: a 16-bit x has f32 parameters and statistics (16-bit ones would lose the small
+  // updates); it is normalized in f32, between casts.
+  const bool sixteen_bit = dtype == DType::kF16 || dtype == DType::kBF16;
+  const DType params_dtype = sixteen_bit ? DType::kF32 : dtype;
   const auto variable = [&](std::string_view suffix, const Initializer& initializer, const Regularizer& regularizer,
                             bool trainable) {
     return internal::AddVariable(x.Graph(), fmt::format("{}-{}", options.name, suffix),
-                                 {.shape = params, .dtype = dtype, .initializer = initializer,
+                                 {.shape = params, .dtype = params_dtype, .initializer = initializer,
                                   .regularizer = regularizer, .trainable = trainable});
   };
   const auto constant = [&](double value) {
-    // Filled in f64 and cast: x may be 16-bit.
-    Tensor filled(params, DType::kF64);
-    for (std::int64_t i = 0; i < filled.NumElements(); ++i) filled.Data<double>()[i] = value;
-    const Blob wide = internal::AddConstant(x.Graph(), filled, {});
-    return dtype == DType::kF64 ? wide : Cast(wide, {dtype});
+    Tensor filled(params, params_dtype);
+    for (std::int64_t i = 0; i < filled.NumElements(); ++i) {
+      if (params_dtype == DType::kF32) filled.Data<float>()[i] = static_cast<float>(value);
+      else filled.Data<double>()[i] = value;
+    }
+    return internal::AddConstant(x.Graph(), filled, {});
   };
   const Blob gamma = options.scale ? variable("gamma", options.gamma_initializer, options.gamma_regularizer, options.trainable)
                                    : constant(1.0);
@@ -147,9 +152,11 @@ Blob BatchNormalization(const Blob& x, const BatchNormOptions& options) {
                                    : constant(0.0);
   const Blob moving_mean = variable("moving_mean", options.moving_mean_initializer, {}, false);
   const Blob moving_variance = variable("moving_variance", options.moving_variance_initializer, {}, false);
-  return BatchNorm(x, gamma, beta, moving_mean, moving_variance,
-                   {.axis = axis, .epsilon = options.epsilon, .momentum = options.momentum, .training = training},
-                   options.name);
+  const BatchNormAttrs attrs{.axis = axis, .epsilon = options.epsilon, .momentum = options.momentum, .training = training};
+  if (!sixteen_bit) return BatchNorm(x, gamma, beta, moving_mean, moving_variance, attrs, options.name);
+  const Blob normalized =
+      BatchNorm(Cast(x, {DType::kF32}), gamma, beta, moving_mean, moving_variance, attrs, options.name);
+  return Cast(normalized, {dtype});
 }
 
 }  // namespace weir

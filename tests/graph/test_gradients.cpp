@@ -122,11 +122,7 @@ TEST_CASE("add sub mul and div with numpy broadcasting reduce gradients to each 
 TEST_CASE("mod: da = dy, db = -dy floor(a / b), with broadcasting") {
   Session session;
   // Quotients away from integers, where a mod b jumps and finite differences would straddle the jump.
-  const auto values = [](Shape shape, std::vector<double> data) {
-    Tensor t(std::move(shape), DType::kF64);
-    std::copy(data.begin(), data.end(), t.Data<double>());
-    return t;
-  };
+  const auto values = &Tensor::FromVector<double>;
   const Tensor a = values({2, 3}, {2.3, -1.7, 0.4, 3.9, -2.45, 1.1});
   CheckGradients(session, "mod", {a, values({2, 3}, {0.9, 1.3, -0.8, 1.7, 0.7, -1.2})},
                  Binary([](const Blob& x, const Blob& y) { return Mod(x, y); }));
@@ -136,11 +132,7 @@ TEST_CASE("mod: da = dy, db = -dy floor(a / b), with broadcasting") {
 
 TEST_CASE("pow: da = dy b a^(b-1), db = dy y ln a, with broadcasting") {
   Session session;
-  const auto values = [](Shape shape, std::vector<double> data) {
-    Tensor t(std::move(shape), DType::kF64);
-    std::copy(data.begin(), data.end(), t.Data<double>());
-    return t;
-  };
+  const auto values = &Tensor::FromVector<double>;
   const Tensor a = values({2, 3}, {0.3, 1.7, 2.4, 0.9, 1.45, 3.1});
   CheckGradients(session, "pow", {a, values({2, 3}, {0.9, 2.3, -0.8, 1.7, 0.5, -1.2})},
                  Binary([](const Blob& x, const Blob& y) { return Pow(x, y); }));

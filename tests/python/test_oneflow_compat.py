@@ -1892,6 +1892,24 @@ def test_float16_batch_normalization_without_gamma_and_beta_uses_constants_of_it
     # A predict job normalizes with the moving statistics: mean 0, variance 1 at first.
     np.testing.assert_allclose(job(x), x / np.sqrt(1 + 0.001), atol=5e-3)
 
+    # As OneFlow's, a 16-bit input has float32 variables; training moves the statistics in float32.
+    flow.clear_default_session()
+
+    @flow.global_function(type="train")
+    def train(a: tp.Numpy.Placeholder((6, 4))) -> tp.Numpy:
+        half = flow.layers.batch_normalization(flow.cast(a, flow.float16), axis=1, momentum=0.9, name="bn16")
+        loss = flow.math.reduce_mean(flow.cast(half, flow.float32))
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0).minimize(loss)
+        return loss
+
+    train(x)
+    variables = flow.get_all_variables()
+    assert {variables[f"bn16-{v}"].numpy().dtype for v in ("gamma", "beta", "moving_mean", "moving_variance")} == {
+        np.dtype(np.float32)}
+    np.testing.assert_allclose(variables["bn16-moving_mean"].numpy(), 0.1 * x.astype(np.float16).mean(axis=0),
+                               atol=1e-3)
+    np.testing.assert_allclose(variables["bn16-beta"].numpy(), np.full(4, -0.1 / 4), rtol=1e-3)
+
 
 def test_random_uniform_initializer_fills_an_integer_variable_with_integers_in_its_range():
     @flow.global_function()
