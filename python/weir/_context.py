@@ -22,8 +22,9 @@ eager_execution = False
 class BuildContext:
     """One trace of one job function body."""
 
-    def __init__(self, builder, function_name: str, job_type: str, config):
+    def __init__(self, builder, function_name: str, job_type: str, config, session):
         self.builder = builder
+        self.session = session  # the _session.Session the job compiles in
         self.function_name = function_name
         self.job_type = job_type
         self.config = config
@@ -36,9 +37,6 @@ class BuildContext:
         self.writes = 0  # flow.assign: a job that only writes variables still runs
         self.op_sites = {}  # op name -> (file, line) of the user's line that made it
         self.eager = None  # eager mode: the call's _C.EagerRun, which runs each op as it is made
-        # The most CPU devices of machine 0 that a "cpu" placement scope of the body named (its
-        # highest device id + 1): a one-process session with no device count set gets that many.
-        self.cpu_devices_named = 0
 
     def record_op_site(self, op: str) -> None:
         """Remembers the innermost line outside the weir package that made `op`, so that an error the

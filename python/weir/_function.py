@@ -345,7 +345,7 @@ class JobFunction:
         )
         if self.config.default_placement_scope_value is not None:
             self.config.default_placement_scope_value.push_to(builder)
-        return builder, _context.BuildContext(builder, name, self.job_type, self.config), mixed_precision
+        return builder, _context.BuildContext(builder, name, self.job_type, self.config, session), mixed_precision
 
     def _finish_body(self, context, value):
         """After the body ran: the legacy losses' optimizer, the train job's check, and the template
@@ -372,13 +372,6 @@ class JobFunction:
         mirrored = scope._current_view(self.config) == "mirrored"
         devices = self._placement_devices(session)
         builder, context, mixed_precision = self._new_builder(session, mirrored)
-        try:
-            return self._trace_body(session, shapes, mirrored, devices, builder, context, mixed_precision)
-        finally:
-            session.cpu_devices_named = max(session.cpu_devices_named, context.cpu_devices_named)
-
-    def _trace_body(self, session, shapes, mirrored, devices, builder, context, mixed_precision) -> _Compiled:
-        name = self.__name__
         with _context.tracing(context):
             # In the mirrored view a consistent (tp.Numpy) placeholder is split over the devices, as
             # OneFlow does: each device's blob holds its rows; the call passes the one array.
@@ -553,8 +546,9 @@ class JobFunction:
             return self._call_eagerly(args, kwargs)
         compiled = self._compiled(failure_ok=self._dynamic)
         failed = isinstance(compiled, _CompileFailure)  # its declared shapes do not compile: a call's smaller ones may
+        default = _session.default_session()
         if failed:
-            devices = self._placement_devices(_session.default_session())
+            devices = self._placement_devices(default)
             mirrored = scope._current_view(self.config) == "mirrored"
         else:
             devices, mirrored = compiled.devices, compiled.mirrored
@@ -562,7 +556,7 @@ class JobFunction:
         if self._dynamic and (failed or compiled.job is not None):
             shapes = self._actual_shapes(devices, mirrored, arrays)
             if shapes:
-                compiled = self._variant(_session.default_session(), shapes)
+                compiled = self._variant(default, shapes)
             elif failed:
                 compiled.throw()
         session = compiled.c_session

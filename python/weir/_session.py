@@ -258,8 +258,9 @@ class Session:
         # shapes of its dynamic inputs (JobFunction._variant).
         self.compiled = weakref.WeakKeyDictionary()
         self.variants = weakref.WeakKeyDictionary()
-        # The most CPU devices a "cpu" placement of a traced job named (JobFunction._trace), and
-        # the count the session was started again with for them (start()).
+        # The most CPU devices of machine 0 a "cpu" placement of a traced job named (its highest
+        # device id + 1, scope.PlacementScope), and the count the session was started again with
+        # for them (start()).
         self.cpu_devices_named = 0
         self._implied_cpu_devices = None
 

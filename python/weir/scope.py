@@ -69,7 +69,9 @@ class PlacementScope:
         if builder is not None:
             self.push_to(builder)
             if self.requested_device_tag == "cpu":
-                context.cpu_devices_named = max([context.cpu_devices_named, *(d + 1 for d in self.device_ids_on(0))])
+                # A one-process session with no device count set gets the CPU devices its jobs name.
+                session = context.session
+                session.cpu_devices_named = max([session.cpu_devices_named, *(d + 1 for d in self.device_ids_on(0))])
         stack.append((self, builder))
         return self
 

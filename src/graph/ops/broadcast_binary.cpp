@@ -89,8 +89,8 @@ std::vector<Blob> PowGradient(const GradContext& ctx) {
   Blob da, db;
   if (ctx.needs_grad[0]) da = ReduceSumTo(Mul(dy, Mul(b, Pow(a, ScalarAdd(b, -1.0)))), a_shape);
   if (ctx.needs_grad[1]) {
-    const Blob zeros = ScalarMul(a, 0.0);
-    const Blob log_a = Where(Compare(a, zeros, {CompareOpKind::kGreater}), Log(a), zeros);
+    const Blob zero = AddConstant(a.Graph(), Tensor(Shape{}, a.GetDType()), {});  // broadcast by both ops
+    const Blob log_a = Where(Compare(a, zero, {CompareOpKind::kGreater}), Log(a), zero);
     db = ReduceSumTo(Mul(Mul(dy, ctx.outputs[0]), log_a), b_shape);
   }
   return {da, db};
