@@ -84,6 +84,24 @@ struct JobConfig {
     Device::Kind device = Device::Kind::kCpu;
   };
   std::optional<MixedPrecision> mixed_precision;
+  /// Quantization-aware training (OneFlow's enable_qat and its qat config): the job's f32 values
+  /// that an int8 backend would quantize pass through fake_quantization, with 8-bit grids that
+  /// observers measure (src/graph/quantization_pass.hpp says where). Unset: none.
+  struct QuantizationAwareTraining {
+    /// Grids symmetric around zero; false: affine (a zero point).
+    bool symmetric = true;
+    /// A variable's grid per output channel (axis 0) rather than one for the whole variable.
+    bool per_channel_weight_quantization = false;
+    /// The activations' moving statistics: moving · momentum + the call's range · (1 − momentum).
+    double moving_min_max_momentum = 0.95;
+    /// The train step after which the moving statistics stay as they are; a job that has activations
+    /// to quantize needs it (OneFlow's rule).
+    std::optional<std::int64_t> moving_min_max_stop_update_after_iters;
+    /// "" (OneFlow's google/TFLite scheme) or "cambricon" (power-of-two scales, before conv2d and
+    /// matmul only).
+    std::string target_backend;
+  };
+  std::optional<QuantizationAwareTraining> quantization_aware_training;
 };
 
 /// The dtype JobConfig::mixed_precision should use on `device`: bf16 on a CPU that runs it natively
@@ -156,6 +174,8 @@ class Job {
   /// The ops JobConfig::mixed_precision runs in 16 bits (0 when it is unset, or the device has no
   /// 16-bit kernels for the job's products).
   int MixedPrecisionOps() const;
+  /// The values JobConfig::quantization_aware_training fake-quantizes (0 when it is unset).
+  int QuantizedValues() const;
   bool Defined() const { return graph_ != nullptr; }
 
   explicit Job(std::shared_ptr<const internal::JobGraph> graph) : graph_(std::move(graph)) {}
@@ -192,6 +212,11 @@ class JobBuilder {
   void PushPlacement(const Placement& placement);
   /// Ends the innermost placement scope; throws std::logic_error if there is none.
   void PopPlacement();
+  /// Ops added until the matching PopQuantizationScope are (quantize true) or are not (false) subject
+  /// to quantization-aware training (OneFlow's scope.config(quantization_aware_training=...));
+  /// outside any such scope they are.
+  void PushQuantizationScope(bool quantize);
+  void PopQuantizationScope();
 
   /// The graph being built (for op functions that add ops without inputs: the data readers).
   const std::shared_ptr<internal::JobGraph>& Graph() const { return graph_; }

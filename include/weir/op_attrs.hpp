@@ -357,6 +357,11 @@ struct Optimizer {
     friend bool operator==(const DynamicLossScale&, const DynamicLossScale&) = default;
   };
   std::optional<DynamicLossScale> dynamic_loss_scale;
+  /// A combined optimizer (OneFlow's CombinedOptimizer, weir/optimizers.hpp: Combined): each part
+  /// trains the variables it names, which no other part names, with its own kind, learning rate,
+  /// clipping and weight decay; the loss scale (factor or dynamic) is the combined one's. A job's
+  /// variables that no part names keep their values. Empty: a single optimizer.
+  std::vector<Optimizer> parts;
 
   friend bool operator==(const Optimizer&, const Optimizer&) = default;
 };

@@ -130,6 +130,16 @@ Blob Compare(const Blob& a, const Blob& b, CompareAttrs attrs, std::string_view 
 /// inward). NaN stays NaN. The gradient passes where min <= x <= max (inclusive, as in OneFlow), else 0.
 Blob ClipByValue(const Blob& x, ClipAttrs attrs, std::string_view name = {});
 
+/// x quantized to quantization_bit-bit integers and back (OneFlow's fake_quantization, for
+/// quantization-aware training), f32 or f64. scale and zero_point: 1-D of x's dtype, one entry (per
+/// layer) or x.shape[0] entries (per channel, along axis 0); for "cambricon" one entry, scale holding
+/// the power of two's exponent. scheme: "symmetric" or "affine"; formula: "google" or "cambricon".
+/// Rounding is to nearest, ties to even. The gradient passes dy to x unchanged (the straight-through
+/// estimator), none to scale and zero_point.
+Blob FakeQuantization(const Blob& x, const Blob& scale, const Blob& zero_point, int quantization_bit = 8,
+                      std::string_view scheme = "symmetric", std::string_view formula = "google",
+                      std::string_view name = {});
+
 /// indices (...) i32/i64 -> (..., depth): on_value at each index, off_value elsewhere. An index
 /// outside [0, depth) fails the call (as OneFlow's kernel). No gradient.
 Blob OneHot(const Blob& indices, OneHotAttrs attrs, std::string_view name = {});

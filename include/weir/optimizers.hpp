@@ -4,6 +4,7 @@
 /// variable then run inside every call, as actors.
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "weir/lr_schedule.hpp"
 #include "weir/op_attrs.hpp"
@@ -26,5 +27,8 @@ Optimizer Lars(LrSchedule learning_rate, double momentum_beta = 0.9, double epsi
                double lars_coefficient = 0.0001);
 /// `optimizer` with gradient clipping by global norm.
 Optimizer ClipByGlobalNorm(Optimizer optimizer, double clip_norm);
+/// Several optimizers in one job (OneFlow's CombinedOptimizer): each part names the variables it
+/// trains (disjoint sets) and has no loss scale of its own; set the loss scale on the result.
+Optimizer Combined(std::vector<Optimizer> parts);
 
 }  // namespace weir

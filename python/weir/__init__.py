@@ -21,6 +21,7 @@ from weir import (
     _context,
     _session,
     checkpoint,
+    compiler,
     config,
     data,
     distribute,
@@ -34,6 +35,7 @@ from weir import (
     nn,
     optimizer,
     profiler,
+    quantization,
     random,
     regularizers,
     scope,
@@ -43,6 +45,7 @@ from weir import (
 )
 from weir._blob import BlobDef
 from weir._function import FunctionConfig, function_config, global_function
+from weir._function import FunctionConfig as ExecutionConfig  # OneFlow 0.4's name for it (flow.compiler.trace)
 from weir._session import clear_default_session, sync_default_session
 from weir.checkpoint import get_all_variables, load_variables
 from weir.dtypes import (

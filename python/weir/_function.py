@@ -43,10 +43,16 @@ class _Setter:
 
 
 # OneFlow's other FunctionConfig options (v0.3/v0.4). Weir acts on train.primary_lr and
-# train.model_update_conf (flow.losses.add_loss's optimizer) and enable_auto_mixed_precision; the rest are performance and backend
-# knobs (cuDNN, memory reuse, fusion, XLA/TensorRT, quantization) that Weir decides by itself or does
-# not have: they are recorded in ``config.flags`` and noticed once each.
-_ACTED_ON = frozenset({"train.primary_lr", "train.model_update_conf", "enable_auto_mixed_precision"})
+# train.model_update_conf (flow.losses.add_loss's optimizer), enable_auto_mixed_precision and
+# quantization-aware training (enable_qat and qat.*); the rest are performance and backend knobs
+# (cuDNN, memory reuse, fusion, XLA/TensorRT) that Weir decides by itself or does not have: they are
+# recorded in ``config.flags`` and noticed once each.
+_QAT_OPTIONS = frozenset({
+    "qat.per_channel_weight_quantization", "qat.symmetric", "qat.moving_min_max_momentum",
+    "qat.moving_min_max_stop_update_after_iters", "qat.target_backend",
+})
+_ACTED_ON = frozenset({"train.primary_lr", "train.model_update_conf", "enable_auto_mixed_precision",
+                       "enable_quantization_aware_training", "enable_qat"}) | _QAT_OPTIONS
 _OPTIONS = _ACTED_ON | frozenset({
     "default_initializer_conf", "exp_run_conf", "use_memory_allocation_algorithm_v2",
     "static_mem_alloc_policy_white_list.has", "static_mem_alloc_policy_white_list.add",
@@ -65,9 +71,7 @@ _OPTIONS = _ACTED_ON | frozenset({
     "disable_all_reduce_sequence", "prune_parallel_cast_ops", "prune_cast_to_static_shape_ops",
     "non_distributed_optimizer_group_size_mbyte", "enable_true_half_config_when_conv", "cudnn_conv_enable_true_half",
     "cudnn_conv_enable_pseudo_half", "enable_cudnn_conv_pseudo_half", "enable_float_compute_for_half_gemm",
-    "enable_quantization_aware_training", "enable_qat", "qat.per_channel_weight_quantization", "qat.symmetric",
-    "qat.moving_min_max_momentum", "qat.moving_min_max_stop_update_after_iters", "qat.target_backend",
-    "enable_auto_mixed_precision", "enable_keep_header_only", "concurrency_width", "indexed_slices_optimizer_conf",
+    "enable_keep_header_only", "concurrency_width", "indexed_slices_optimizer_conf",
     "enable_fuse_model_update_ops", "enable_gradients_stats_aggregation", "train.loss_scale_factor",
     "train.secondary_lr", "use_xla_jit", "use_tensorrt", "tensorrt.use_fp16", "tensorrt.use_int8",
     "tensorrt.int8_calibration", "allow_cpu_return_op",
@@ -97,7 +101,9 @@ class FunctionConfig:
     ``config.default_logical_view(flow.scope.mirrored_view())``,
     ``config.default_placement_scope(flow.scope.placement(...))``,
     ``config.enable_auto_mixed_precision(True)`` (matmul, batch_matmul and conv2d in bfloat16 on CPUs
-    with AVX512_BF16 or AMX, float16 on GPUs; docs/python.md). OneFlow's other options are
+    with AVX512_BF16 or AMX, float16 on GPUs; docs/python.md), ``config.enable_qat(True)`` with the
+    ``config.qat.*`` options (quantization-aware training: fake quantization where an int8 backend
+    would quantize; docs/python.md). OneFlow's other options are
     accepted and recorded in ``config.flags``; those Weir does not act on (performance knobs it decides
     by itself) print a notice once each; a name OneFlow does not have is an AttributeError."""
 
@@ -342,6 +348,7 @@ class JobFunction:
             mirrored=mirrored,
             mixed_precision=mixed_precision,
             on_cuda=on_cuda,
+            quantization_aware_training=self._quantization_aware_training(),
         )
         if self.config.default_placement_scope_value is not None:
             self.config.default_placement_scope_value.push_to(builder)
@@ -409,6 +416,17 @@ class JobFunction:
         if placement is None:
             return session.devices()
         return placement.devices_on(_session.current_rank())
+
+    def _quantization_aware_training(self):
+        """The job's quantization-aware training (OneFlow's enable_qat and qat.* options), or None."""
+        flags = self.config.flags
+        if not (flags.get("enable_qat", False) or flags.get("enable_quantization_aware_training", False)):
+            return None
+        qat = _C.QuantizationAwareTraining()
+        for option in _QAT_OPTIONS:
+            if option in flags:
+                setattr(qat, option[len("qat."):], flags[option])
+        return qat
 
     def _mixed_precision_dtype(self, on_cuda: bool):
         """The 16-bit dtype of enable_auto_mixed_precision(True) on this session's device, or None."""

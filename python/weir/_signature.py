@@ -21,9 +21,10 @@ nothing about ``weir._C``.  The decorator uses it in four steps:
 3. Each call: ``arrays = sig.flatten_call_args(args, kwargs)`` validates the call and
    returns one C-contiguous ndarray per leaf (the caller's own array when it already is
    contiguous, so push/copy it before returning control to user code).  Errors:
-   wrong argument count or keyword arguments -> ``TypeError``; non-ndarray or wrong
-   dtype -> ``TypeError``; wrong shape or wrong per-device list length -> ``ValueError``;
-   all name the function and the argument.
+   wrong argument count or keyword arguments -> ``TypeError``; non-ndarray, or a dtype that
+   does not convert (not a number, or byte-swapped) -> ``TypeError``; wrong shape or wrong
+   per-device list length -> ``ValueError``; all name the function and the argument. A
+   number array of another number dtype is converted (as OneFlow converts it), with a warning.
 4. Results: ``template.build(arrays)`` (one array per template leaf) gives what the
    caller receives.  ``sig.is_async`` (``-> tp.Callback[T]``): the call returns a
    registrar and the callback gets ``template.build(arrays)``.  ``sig.returns_future``
@@ -142,6 +143,12 @@ def _describe(value) -> str:
     if isinstance(value, np.ndarray):
         return f"a numpy.ndarray of shape {value.shape} and dtype {_dtype_str(value.dtype)}"
     return f"{type(value).__name__} {value!r}" if isinstance(value, (int, float, str, bool)) else type(value).__name__
+
+
+def _is_number_dtype(d: np.dtype) -> bool:
+    """Whether an array of `d` converts to another number dtype as OneFlow converts its inputs:
+    booleans, integers and floats in the machine's byte order."""
+    return d.kind in "biuf" and d.isnative
 
 
 def _dtype_str(d: np.dtype) -> str:
@@ -628,10 +635,16 @@ class JobSignature:
             raise TypeError(f"{fn}(): {where} must be a numpy.ndarray, got {_describe(array)}")
         want = leaf.dtype.numpy_dtype
         if array.dtype != want:
-            raise TypeError(
-                f"{fn}(): {where} has dtype {_dtype_str(array.dtype)}, but its placeholder expects "
-                f"{leaf.dtype.name} (convert with .astype(numpy.{want.name}))"
-            )
+            if not (_is_number_dtype(array.dtype) and _is_number_dtype(want)):
+                raise TypeError(
+                    f"{fn}(): {where} has dtype {_dtype_str(array.dtype)}, but its placeholder expects "
+                    f"{leaf.dtype.name} (convert with .astype(numpy.{want.name}))"
+                )
+            # OneFlow converts a number array to its placeholder's dtype as C casts do (a float to
+            # an int truncates); so does Weir, saying so once a call site.
+            warnings.warn(f"{fn}(): {where} has dtype {array.dtype.name}; converted to its placeholder's "
+                          f"{leaf.dtype.name}", stacklevel=4)
+            array = array.astype(want)
         if leaf.kind == "numpy":
             if array.shape != leaf.shape:
                 raise ValueError(f"{fn}(): {where} has shape {array.shape}, but its placeholder expects shape {leaf.shape}")

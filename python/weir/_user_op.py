@@ -15,12 +15,17 @@ computes, in one or two of Weir's): ``multi_square_sum`` (inputs "x", a list; th
 element's square, shape (1,)), ``reduce_sum_like`` ("x", "like"; x summed over the attribute "axis"
 into like's shape), ``split_like`` ("in", "like", a list; `in` cut along "axis" into pieces as long as
 each like blob there), ``fused_cast_scale`` ("x", "scalar"; x cast to the dtype of the one-element
-"scalar", times it) and OneFlow 0.2's ``unary`` with the attribute "unary_math_type" ("Abs",
+"scalar", times it), ``dynamic_loss_scale_schedule`` ("count_not_finite", "loss_scale",
+"good_step_counter"; updates the two variables as OneFlow's kernel: a finite step counts one more
+good step and after "increment_period" of them multiplies the scale by "multiplier", a non-finite
+one divides it, not below 1, and resets the count) and OneFlow 0.2's ``unary`` with the attribute "unary_math_type" ("Abs",
 "Sigmoid", "LogSigmoid", ...: the unary function of that name)."""
 
 from __future__ import annotations
 
 import re
+
+import numpy as np
 
 from weir import _C, _context, math as _math, ops as _ops
 from weir._blob import Blob, is_blob
@@ -236,7 +241,25 @@ def _fused_cast_scale(parts, name):
     return [_math.multiply(_ops.cast(x, scalar.dtype), scalar, name=name)]
 
 
+def _dynamic_loss_scale_schedule(parts, name):
+    # OneFlow's kernel: a step with no non-finite gradient counts one more good step, and after
+    # increment_period of them multiplies the scale (up to float32's largest) and starts counting
+    # again; any other step divides it (not below 1) and resets the count. It writes both variables.
+    count, scale, good = parts.blob("count_not_finite"), parts.blob("loss_scale"), parts.blob("good_step_counter")
+    period, multiplier = int(parts.attr("increment_period", 2000)), float(parts.attr("multiplier", 2.0))
+    finite = _math.equal(count, 0)
+    counted = good + 1
+    period_done = _math.greater_equal(counted, period)
+    grown = _ops.where(period_done, _ops.clip_by_value(scale * multiplier, max_value=float(np.finfo(np.float32).max)),
+                       scale)
+    _ops.assign(scale, _ops.where(finite, grown, _ops.clip_by_value(scale / multiplier, min_value=1.0)))
+    zeros = _ops.zeros_like(good)
+    _ops.assign(good, _ops.where(finite, _ops.where(period_done, zeros, counted), zeros), name=name)
+    return []
+
+
 _COMPOSITES = {
+    "dynamic_loss_scale_schedule": _dynamic_loss_scale_schedule,
     "multi_square_sum": _multi_square_sum,
     "reduce_sum_like": _reduce_sum_like,
     "split_like": _split_like,

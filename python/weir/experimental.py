@@ -7,7 +7,7 @@ from __future__ import annotations
 import types
 from contextlib import contextmanager
 
-from weir import _C, _function, dtypes, ops, scope
+from weir import _C, _context, _function, dtypes, ops, scope
 from weir import math as _math
 from weir._blob import to_c_dtype
 from weir._ops_util import check_blob, op_name, wrap
@@ -67,18 +67,31 @@ def enable_typing_check(val=True):
 
 
 @contextmanager
-def _scope_config(checkpointing=None, pipeline_stage_id_hint=None):
+def _scope_config(checkpointing=None, pipeline_stage_id_hint=None, quantization_aware_training=None):
     """OneFlow 0.4's scope attributes for the ops created inside: `checkpointing` (recompute the
-    activations in the backward pass instead of keeping them) and `pipeline_stage_id_hint` (a stage
-    of a pipeline). Weir keeps every activation and places pipeline stages by flow.scope.placement, so
-    it says once that it does neither; the results are the same."""
+    activations in the backward pass instead of keeping them), `pipeline_stage_id_hint` (a stage
+    of a pipeline) and `quantization_aware_training` (False: the job's quantization-aware training,
+    FunctionConfig.enable_qat, leaves these ops as they are). Weir keeps every activation and places
+    pipeline stages by flow.scope.placement, so it says once that it does neither; the results are
+    the same."""
     if checkpointing:
         _function.notice_once("scope.checkpointing", "flow.experimental.scope.config(checkpointing=True): Weir keeps the "
                               "activations (more memory, the same results)")
     if pipeline_stage_id_hint is not None:
         _function.notice_once("scope.pipeline", "flow.experimental.scope.config(pipeline_stage_id_hint=...): Weir places "
                               "pipeline stages by flow.scope.placement; the hint has no effect")
-    yield
+    if quantization_aware_training is None:
+        yield
+        return
+    if not isinstance(quantization_aware_training, bool):
+        raise TypeError("flow.experimental.scope.config: quantization_aware_training must be a bool, got "
+                        f"{quantization_aware_training!r}")
+    builder = _context.current("flow.experimental.scope.config(quantization_aware_training=...)").builder
+    builder.push_quantization_scope(quantization_aware_training)
+    try:
+        yield
+    finally:
+        builder.pop_quantization_scope()
 
 
 scope = types.SimpleNamespace(config=_scope_config)

@@ -17,7 +17,7 @@ __all__ = [
     "sign", "floor", "ceil", "round", "rint", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
     "acosh", "atanh", "erf", "erfc", "log_sigmoid", "gelu", "reciprocal_no_nan", "clip_by_value", "top_k",
     "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "squared_difference",
-    "unsorted_segment_sum", "unsorted_segment_sum_like", "reduce_variance", "reduce_std", "reduce_euclidean_norm",
+    "unsorted_segment_sum", "unsorted_segment_sum_like", "unsorted_batch_segment_sum", "reduce_variance", "reduce_std", "reduce_euclidean_norm",
     "reduce_logsumexp", "l2_normalize", "xdivy", "xlogy", "reduce_any", "reduce_all", "in_top_k", "tril",
     "atan2", "floordiv", "reduced_shape_elem_cnt", "sigmoid_v2", "two_stage_reduce_max", "two_stage_reduce_min",
     "fused_scale_tril", "fused_scale_tril_softmax_dropout", "lgamma", "reduce_prod", "logical_and", "logical_or",
@@ -471,6 +471,30 @@ def unsorted_segment_sum(data, segment_ids, num_segments, axis=0, name=None):
     segment_ids = check_blob(segment_ids, "flow.math.unsorted_segment_sum", "segment_ids")
     return add_op("unsorted_segment_sum", [data, segment_ids], op_name(name), axis=int(axis),
                   num_segments=int(num_segments))
+
+
+def unsorted_batch_segment_sum(data, segment_ids, num_segments, name=None):
+    """unsorted_segment_sum for each batch entry: data (B, N, ...) summed by segment_ids (B, N) into
+    (B, num_segments, ...), entry b's rows into entry b's segments. An id outside [0, num_segments)
+    fails the call."""
+    op = "flow.math.unsorted_batch_segment_sum"
+    data = check_blob(data, op, "data")
+    segment_ids = check_blob(segment_ids, op, "segment_ids")
+    if len(segment_ids.shape) != 2 or tuple(data.shape[:2]) != tuple(segment_ids.shape):
+        raise ValueError(f"{op}: segment_ids must be (batch, n) with data's first two axes, got data "
+                         f"{tuple(data.shape)} and segment_ids {tuple(segment_ids.shape)}")
+    if isinstance(num_segments, bool) or not isinstance(num_segments, (int, np.integer)) or num_segments < 1:
+        raise ValueError(f"{op}: num_segments must be a positive int, got {num_segments!r}")
+    batch, rows = segment_ids.shape
+    num_segments = int(num_segments)
+    # Entry b's ids moved to [b * num_segments, (b + 1) * num_segments); an id out of its entry's
+    # range becomes -1, out of every entry's, so that the segment sum refuses it.
+    offsets = constant_like(np.arange(batch).reshape(batch, 1) * num_segments, segment_ids)
+    in_range = multiply(greater_equal(segment_ids, 0), less(segment_ids, num_segments))
+    ids = _where(in_range, add(segment_ids, offsets), constant_like(np.full((batch, rows), -1), segment_ids))
+    flat = add_op("reshape", [data], "", shape=[batch * rows] + list(data.shape[2:]))
+    summed = unsorted_segment_sum(flat, add_op("reshape", [ids], "", shape=[batch * rows]), batch * num_segments)
+    return add_op("reshape", [summed], op_name(name), shape=[batch, num_segments] + list(data.shape[2:]))
 
 
 def unsorted_segment_sum_like(data, segment_ids, like, axis=0, name=None):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from weir import _C, _context, dtypes, ops
 from weir import random as _draws
 from weir import initializers as _init
@@ -19,6 +21,7 @@ __all__ = [
     "BCEWithLogitsLoss", "KLDivLoss", "PixelShuffle", "PixelShufflev2", "InstanceNorm1d", "InstanceNorm2d",
     "InstanceNorm3d", "GroupNorm", "conv1d", "fused_scale_tril", "layer_norm", "conv3d", "random_mask_like",
     "fused_bias_add_gelu", "fused_bias_add_dropout", "selu", "softsign", "silu", "fused_scale_tril_softmax_dropout",
+    "max_pool3d", "avg_pool3d",
 ]
 
 
@@ -284,8 +287,11 @@ def conv1d(input, filters, strides, padding, data_format="NCW", dilations=None, 
 
 
 def _triple(value, what, op, channels_first):
-    """conv3d's strides and dilations: an int, (d, h, w), or five entries in the data format's order."""
+    """conv3d's and the 3-D poolings' sizes: an int, (d, h, w), one entry for all three, or five
+    entries in the data format's order."""
     items = [value] * 3 if isinstance(value, int) and not isinstance(value, bool) else list(value)
+    if len(items) == 1:
+        items = items * 3
     if len(items) == 5:
         items = items[2:] if channels_first else items[1:4]
     if len(items) != 3 or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in items):
@@ -427,6 +433,68 @@ def avg_pool2d(input, ksize, strides, padding, data_format="NCHW", ceil_mode=Fal
     return _pool("avg_pool2d", "flow.nn.avg_pool2d", input, ksize, strides, padding, data_format, ceil_mode, name)
 
 
+def _pool3d(kind, op, input, ksize, strides, padding, data_format, ceil_mode, name):  # noqa: A002
+    """A 3-D pooling built from the 2-D one: every depth plane pooled over height and width, then the
+    depth windows combined from kd strided slices of those planes (the larger of them, or their sum
+    times the window's share of real planes): the 2-D op's work plus a copy of its output per depth
+    tap. Gradients are those ops'."""
+    x = check_blob(input, op, "input")
+    if data_format not in ("NCDHW", "NDHWC", "channels_first", "channels_last"):
+        raise ValueError(f"{op}: data_format must be 'NCDHW' or 'NDHWC', got {data_format!r}")
+    channels_first = data_format in ("NCDHW", "channels_first")
+    if len(x.shape) != 5:
+        raise ValueError(f"{op}: input must be 5-D, got shape {tuple(x.shape)}")
+    if not channels_first:
+        x = ops.transpose(x, [0, 4, 1, 2, 3])
+    n, c, depth, height, width = x.shape
+    kd, kh, kw = _triple(ksize, "ksize", op, channels_first)
+    sd, sh, sw = _triple(strides, "strides", op, channels_first)
+    (before, after), spatial = _conv3d_pads(padding, op, channels_first, depth, kd, sd, 1)
+    if before >= kd or after >= kd:
+        raise ValueError(f"{op}: padding along the depth ({before}, {after}) must be smaller than the window {kd}")
+    span = depth + before + after - kd
+    if span < 0:
+        raise ValueError(f"{op}: the input's depth {depth} (padded {depth + before + after}) is smaller than the "
+                         f"window {kd}")
+    planes = span // sd + 1
+    if ceil_mode and not (isinstance(padding, str) and padding.upper().startswith("SAME")):
+        planes = -(-span // sd) + 1
+        if (planes - 1) * sd >= depth + before:  # the last window would start past the input
+            planes -= 1
+    y = _pool(f"{kind}_pool2d", op, ops.reshape(x, [n, c * depth, height, width]), [kh, kw], [sh, sw], spatial,
+              "NCHW", ceil_mode, None)
+    y = ops.reshape(y, [n, c, depth, *y.shape[2:]])
+    if kd > 1 or sd > 1 or before or after:
+        reach = (planes - 1) * sd + kd  # padded planes the windows read
+        pads = [(0, 0), (0, 0), (before, max(reach - depth - before, 0)), (0, 0), (0, 0)]
+        padded = ops.pad(y, pads, -np.inf if kind == "max" else 0) if pads[2] != (0, 0) else y
+        taps = [ops.slice_v2(padded, [(None, None, None), (None, None, None), (k, k + (planes - 1) * sd + 1, sd)])
+                for k in range(kd)]
+        y = taps[0]
+        for tap in taps[1:]:
+            y = _math.maximum(y, tap) if kind == "max" else y + tap
+        if kind == "avg":  # each window's sum over its real planes, divided by how many there are
+            starts = np.arange(planes) * sd - before
+            counts = np.minimum(starts + kd, depth) - np.maximum(starts, 0)
+            y = y * ops.constant((1.0 / counts).reshape(1, 1, planes, 1, 1), x.dtype)
+    if not channels_first:
+        y = ops.transpose(y, [0, 2, 3, 4, 1])
+    return y if name is None else ops.identity(y, name)
+
+
+def max_pool3d(input, ksize, strides, padding, data_format="NCDHW", ceil_mode=False, name=None):  # noqa: A002
+    """The largest element of each 3-D window of input (N, C, D, H, W) or, NDHWC, (N, D, H, W, C);
+    padded positions never win (OneFlow's flow.nn.max_pool3d). ksize and strides: an int or (d, h, w);
+    padding "SAME", "VALID" or explicit (before, after) pairs; ceil_mode as max_pool2d's."""
+    return _pool3d("max", "flow.nn.max_pool3d", input, ksize, strides, padding, data_format, ceil_mode, name)
+
+
+def avg_pool3d(input, ksize, strides, padding, data_format="NCDHW", ceil_mode=False, name=None):  # noqa: A002
+    """The mean of each 3-D window over the input elements it covers (padding is not counted),
+    OneFlow's flow.nn.avg_pool3d; arguments as max_pool3d's."""
+    return _pool3d("avg", "flow.nn.avg_pool3d", input, ksize, strides, padding, data_format, ceil_mode, name)
+
+
 def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, axis=-1, name=None):
     """y = scale · (x − mean) / sqrt(variance + epsilon) + offset with given (C) statistics
     (OneFlow's nn.batch_normalization in inference form; offset/scale may be None)."""
@@ -448,9 +516,14 @@ def layer_norm(inputs, gamma=None, beta=None, begin_norm_axis=1, begin_params_ax
     """Layer normalization with the caller's scale and shift (OneFlow's flow.nn.layer_norm): each example
     normalized over the axes from `begin_norm_axis` on, y = (x - mean) / sqrt(variance + epsilon), then
     times `gamma` and plus `beta` (blobs of inputs.shape[begin_params_axis:], either may be None). Built
-    from reductions and elementwise ops, as OneFlow builds it on the CPU; its gradient is theirs."""
+    from reductions and elementwise ops, as OneFlow builds it on the CPU; its gradient is theirs. A
+    float16/bfloat16 input is normalized in float32 and the result rounded once, as OneFlow's GPU
+    kernel computes it."""
     op = "flow.nn.layer_norm"
     x = check_blob(inputs, op, "inputs")
+    low = x.dtype if x.dtype in (dtypes.float16, dtypes.bfloat16) else None
+    if low is not None:
+        x = ops.cast(x, dtypes.float32)
     rank = len(x.shape)
     for what, axis in (("begin_norm_axis", begin_norm_axis), ("begin_params_axis", begin_params_axis)):
         if isinstance(axis, bool) or not isinstance(axis, int) or not -rank <= axis < rank:
@@ -468,8 +541,10 @@ def layer_norm(inputs, gamma=None, beta=None, begin_norm_axis=1, begin_params_ax
         if tuple(param.shape) != params_shape:
             raise ValueError(f"{op}: {what} must have the shape inputs.shape[begin_params_axis:] = {params_shape}, "
                              f"got {tuple(param.shape)}")
-        param = ops.reshape(param, broadcast_shape)
+        param = ops.reshape(param if low is None else ops.cast(param, dtypes.float32), broadcast_shape)
         y = y * param if what == "gamma" else y + param
+    if low is not None:
+        y = ops.cast(y, low)
     return y if name is None else ops.identity(y, name)
 
 

@@ -26,7 +26,8 @@ __all__ = [
     "count_not_finite", "multi_count_not_finite", "reflection_pad2d", "replication_pad2d", "constant_pad2d",
     "assign", "gather_nd", "scatter_nd", "tensor_scatter_nd_update", "tensor_scatter_nd_add", "batch_gather",
     "argsort", "sort", "slice_update", "combined_margin_loss", "zero_pad2d", "expand", "diag", "smooth_l1_loss",
-    "masked_fill",
+    "masked_fill", "dim_scatter_add", "dim_scatter_update", "dim_scatter_add_like", "dim_scatter_update_like",
+    "eye", "Size",
 ]
 
 # Past either end of any axis: what an open end of a slice becomes (the op clamps it to the axis).
@@ -188,6 +189,37 @@ def ones(shape, dtype=None, name=None):
 def zeros(shape, dtype=None, name=None):
     """A blob of `shape` filled with 0 (float32 unless `dtype` says otherwise)."""
     return constant(0, dtype, shape, name)
+
+
+def eye(rows, columns=None, batch_shape=None, dtype=None, name=None):
+    """A blob of shape batch_shape + (rows, columns) (columns defaults to rows) holding identity
+    matrices: ones on the main diagonal, zeros elsewhere (float32 unless `dtype` says otherwise)."""
+    def count(value, what):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise ValueError(f"flow.eye: {what} must be a non-negative int, got {value!r}")
+        return int(value)
+
+    rows = count(rows, "rows")
+    columns = rows if columns is None else count(columns, "columns")
+    batch = [count(d, "batch_shape's entries") for d in (batch_shape or [])]
+    return constant(np.eye(rows, columns), dtype, batch + [rows, columns], name)
+
+
+class Size(tuple):
+    """A shape (OneFlow's flow.Size): a tuple of ints with numel() and index(value, start, end)."""
+
+    def __new__(cls, dims=()):
+        return super().__new__(cls, (int(d) for d in dims))
+
+    def numel(self) -> int:
+        """The number of elements of a tensor of this shape."""
+        return int(np.prod(self, dtype=np.int64))
+
+    def index(self, value, start=0, end=None):  # noqa: A003 - tuple's name, with keywords as OneFlow's
+        return super().index(value, start, len(self) if end is None else end)
+
+    def __repr__(self) -> str:
+        return f"flow.Size({list(self)})"
 
 
 def zeros_like(like, dtype=None, name=None):
@@ -479,6 +511,18 @@ def tensor_scatter_nd_add(params, indices, updates, name=None):
                                             check_blob(updates, op, "updates")], op_name(name))
 
 
+def _dim_of(op, dim, index, blob, what):
+    """The dim/index ops' `dim` (an axis of `blob`, the argument `what`) made non-negative, with an
+    integer `index`."""
+    rank = len(blob.shape)
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or not -rank <= dim < rank:
+        raise ValueError(f"{op}: dim must be an int in [{-rank}, {rank}) for {what} of shape {tuple(blob.shape)}, "
+                         f"got {dim!r}")
+    if index.dtype not in (dtypes.int32, dtypes.int64):
+        raise TypeError(f"{op}: index must be int32 or int64, got {index.dtype.name}")
+    return int(dim) % rank
+
+
 def dim_gather(input, dim, index, name=None):  # noqa: A002 - OneFlow's name
     """input's elements that `index` picks along `dim` (OneFlow's flow.dim_gather, NumPy's
     take_along_axis): out[p] = input[p with its `dim` coordinate replaced by index[p]]. `index` (int32
@@ -490,12 +534,7 @@ def dim_gather(input, dim, index, name=None):  # noqa: A002 - OneFlow's name
     x = check_blob(input, op, "input")
     idx = check_blob(index, op, "index")
     rank = len(x.shape)
-    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or not -rank <= dim < rank:
-        raise ValueError(f"{op}: dim must be an int in [{-rank}, {rank}) for input of shape {tuple(x.shape)}, "
-                         f"got {dim!r}")
-    dim = int(dim) % rank
-    if idx.dtype not in (dtypes.int32, dtypes.int64):
-        raise TypeError(f"{op}: index must be int32 or int64, got {idx.dtype.name}")
+    dim = _dim_of(op, dim, idx, x, "input")
     if len(idx.shape) != rank or any(i > n for d, (i, n) in enumerate(zip(idx.shape, x.shape)) if d != dim):
         raise ValueError(f"{op}: index must have input's rank {rank} and at most input's extent on every axis but "
                          f"dim {dim}: input {tuple(x.shape)}, index {tuple(idx.shape)}")
@@ -512,6 +551,62 @@ def dim_gather(input, dim, index, name=None):  # noqa: A002 - OneFlow's name
     outside = not_equal(clip_by_value(picked, 0, x.shape[dim] - 1), picked)
     offsets = where(outside, constant(-1, dtypes.int64, ()), offsets)
     return gather(reshape(x, [-1]), offsets, axis=0, name=name)
+
+
+def _dim_scatter(op, dim, index, input, like, adds, onto_like, name):  # noqa: A002
+    """The scatter along `dim` as a tensor_scatter_nd over each element's full coordinates: index's
+    own position, with its `dim` coordinate replaced by the index value."""
+    x = check_blob(input, op, "input")
+    idx = check_blob(index, op, "index")
+    like = check_blob(like, op, "like")
+    rank = len(like.shape)
+    dim = _dim_of(op, dim, idx, like, "like")
+    if x.dtype != like.dtype:
+        raise TypeError(f"{op}: input is {x.dtype.name} but like is {like.dtype.name}")
+    if (len(idx.shape) != rank or len(x.shape) != rank or any(i > n for i, n in zip(idx.shape, x.shape))
+            or any(i > n for d, (i, n) in enumerate(zip(idx.shape, like.shape)) if d != dim)):
+        raise ValueError(f"{op}: index must have like's rank {rank}, at most input's extent on every axis and at most "
+                         f"like's on every axis but dim {dim}: index {tuple(idx.shape)}, input {tuple(x.shape)}, "
+                         f"like {tuple(like.shape)}")
+    if tuple(x.shape) != tuple(idx.shape):  # the elements that index reaches: input's leading block
+        x = slice_v2(x, [(0, extent, 1) for extent in idx.shape])
+    coords = np.indices(tuple(idx.shape), dtype=np.int64)
+    coords[dim] = 0
+    picked = cast(idx, dtypes.int64) if idx.dtype != dtypes.int64 else idx
+    column = np.zeros(rank, np.int64)
+    column[dim] = 1
+    tuples = (constant(np.ascontiguousarray(np.moveaxis(coords, 0, -1)), dtypes.int64)
+              + expand_dims(picked, -1) * constant(column, dtypes.int64))
+    base = like if onto_like else zeros_like(like)
+    scatter = tensor_scatter_nd_add if adds else tensor_scatter_nd_update
+    return scatter(base, tuples, x, name)
+
+
+def dim_scatter_add(dim, index, input, like, name=None):  # noqa: A002 - OneFlow's names
+    """`like` with input's elements added in along `dim` (OneFlow's flow.dim_scatter_add, PyTorch's
+    scatter_add): out[p with its `dim` coordinate replaced by index[p]] += input[p] for every position
+    p of `index` (int32 or int64, like's rank, on every axis at most input's extent and, but `dim`,
+    like's). An index outside [0, like.shape[dim]) fails the call. The gradient for input gathers dy
+    where each element went (dim_gather), for like it is dy."""
+    return _dim_scatter("flow.dim_scatter_add", dim, index, input, like, True, True, name)
+
+
+def dim_scatter_update(dim, index, input, like, name=None):  # noqa: A002
+    """`like` with input's elements written in along `dim` (OneFlow's flow.dim_scatter_update,
+    PyTorch's scatter): as dim_scatter_add, replacing instead of adding. Where index sends several
+    elements to one place, the last in index's row-major order wins on the CPU (on CUDA, one of them)."""
+    return _dim_scatter("flow.dim_scatter_update", dim, index, input, like, False, True, name)
+
+
+def dim_scatter_add_like(dim, index, input, like, name=None):  # noqa: A002
+    """dim_scatter_add onto zeros of like's shape and dtype (OneFlow's flow.dim_scatter_add_like,
+    the adjoint of dim_gather): like gives only the shape."""
+    return _dim_scatter("flow.dim_scatter_add_like", dim, index, input, like, True, False, name)
+
+
+def dim_scatter_update_like(dim, index, input, like, name=None):  # noqa: A002
+    """dim_scatter_update onto zeros of like's shape and dtype (OneFlow's flow.dim_scatter_update_like)."""
+    return _dim_scatter("flow.dim_scatter_update_like", dim, index, input, like, False, False, name)
 
 
 def count_not_finite(x, name=None):
@@ -561,7 +656,8 @@ def pad(x, paddings, constant_value=0, name=None):
         return add_op("slice_grad", [x], op_name(name), **interior)
     padded = add_op("slice_grad", [x], "", **interior)
     inside = add_op("slice_grad", [ones_like(x)], "", **interior)
-    return add_op("add", [padded, (1 - inside) * constant_value], op_name(name))
+    # A selection, not padded + (1 - inside) * value: an infinite value (max pooling's -inf) times 0 is NaN.
+    return where(not_equal(inside, 0), padded, constant_value, name)
 
 
 def where(condition, x=None, y=None, name=None):

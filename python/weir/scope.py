@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import threading
+import types
 from contextlib import contextmanager
 
 from weir import _context
@@ -54,6 +55,15 @@ class PlacementScope:
                 first, _, last = devices.partition("-")
                 ids.extend(range(int(first), int(last or first) + 1))
         return ids
+
+    @property
+    def device_parallel_desc_symbol(self):
+        """OneFlow's parallel description of the placement (``flow.current_scope().device_parallel_desc_symbol``):
+        ``device_tag``, ``parallel_num`` (how many devices) and ``machine_id2device_id_list``."""
+        machines = sorted({int(item.split(":")[0]) for item in self.machine_device_ids})
+        devices = {machine: self.device_ids_on(machine) for machine in machines}
+        return types.SimpleNamespace(device_tag=self.requested_device_tag, machine_id2device_id_list=devices,
+                                     parallel_num=sum(len(ids) for ids in devices.values()))
 
     def push_to(self, builder) -> None:
         """Places the ops ``builder`` gets from now on (until ``builder.pop_placement()``)."""

@@ -1,11 +1,40 @@
 #include "graph/autodiff.hpp"
 
+#include <algorithm>
+#include <cstdint>
+
 #include <fmt/format.h>
 
 #include "graph/op_registry.hpp"
+#include "weir/half.hpp"
 #include "weir/ops.hpp"
 
 namespace weir::internal {
+
+namespace {
+
+Tensor OnesOf(const Shape& shape, DType dtype) {
+  Tensor ones(shape, dtype);
+  const auto fill = [&]<typename T>(T one) {
+    auto* data = static_cast<T*>(ones.RawData());
+    std::fill(data, data + ones.NumElements(), one);
+  };
+  switch (dtype) {
+    case DType::kF32: fill(1.f); break;
+    case DType::kF64: fill(1.0); break;
+    case DType::kI32: fill(std::int32_t{1}); break;
+    case DType::kI64: fill(std::int64_t{1}); break;
+    case DType::kI8: fill(std::int8_t{1}); break;
+    case DType::kU8:
+    case DType::kBool: fill(std::uint8_t{1}); break;
+    case DType::kF16: fill(half_bits::Float16FromFloat(1.f)); break;
+    case DType::kBF16: fill(half_bits::BFloat16FromFloat(1.f)); break;
+    case DType::kTensorBuffer: throw std::invalid_argument("[gradients] a tensor-buffer loss has no gradient");
+  }
+  return ones;
+}
+
+}  // namespace
 
 Blob SumBlobs(const std::vector<Blob>& blobs) {
   Blob sum;
@@ -58,14 +87,9 @@ std::vector<Blob> BuildGradients(const Blob& loss, const std::vector<Blob>& wrt,
     }
     partials[static_cast<std::size_t>(loss.ValueId())].push_back(seed);
   } else {
-    Tensor ones(loss.GetShape(), loss.GetDType());
-    if (!IsFloating(loss.GetDType())) {
-      throw std::invalid_argument(fmt::format("[gradients] loss must be floating, got {}", loss.GetDType()));
-    }
-    for (std::int64_t i = 0; i < ones.NumElements(); ++i) {
-      if (loss.GetDType() == DType::kF32) ones.Data<float>()[i] = 1.f;
-      else ones.Data<double>()[i] = 1.0;
-    }
+    // d loss / d loss is one in the loss's dtype: an integer loss has integer gradients, which
+    // casts turn back into floating ones on their way to the variables (OneFlow's rule).
+    const Tensor ones = OnesOf(loss.GetShape(), loss.GetDType());
     partials[static_cast<std::size_t>(loss.ValueId())].push_back(AddConstant(graph, ones, {}));
   }
 

@@ -9,6 +9,7 @@
 #include "graph/op_registry.hpp"
 #include "graph/layout_pass.hpp"
 #include "graph/mixed_precision_pass.hpp"
+#include "graph/quantization_pass.hpp"
 #include "graph/train_lowering.hpp"
 #include "weir/job.hpp"
 #include "weir/optimizers.hpp"
@@ -82,6 +83,7 @@ const std::string& Job::Name() const { return graph_->name; }
 JobType Job::Type() const { return graph_->type; }
 const JobConfig& Job::Config() const { return graph_->config; }
 int Job::MixedPrecisionOps() const { return graph_->mixed_precision_ops; }
+int Job::QuantizedValues() const { return graph_->quantized_values; }
 const std::vector<PlaceholderInfo>& Job::Placeholders() const { return graph_->placeholders; }
 std::vector<std::string> Job::OutputNames() const {
   std::vector<std::string> names;
@@ -106,9 +108,8 @@ void WatchDiff(const Blob& blob, std::function<void(const Tensor&)> handler) {
     throw std::invalid_argument(fmt::format("[watch_diff] job '{}' is a predict job: only train jobs have gradients",
                                             blob.Graph()->name));
   }
-  if (!IsFloating(blob.GetDType())) {
-    throw std::invalid_argument(fmt::format("[watch_diff] blob '{}' is {}: only floating blobs have gradients",
-                                            blob.Name(), blob.GetDType()));
+  if (blob.GetDType() == DType::kTensorBuffer) {
+    throw std::invalid_argument(fmt::format("[watch_diff] blob '{}' is a tensor_buffer: it has no gradient", blob.Name()));
   }
   blob.Graph()->watches.push_back({blob.ValueId(), true, std::move(handler)});
 }
@@ -175,10 +176,13 @@ void JobBuilder::Minimize(const Optimizer& optimizer, const Blob& loss) {
   if (!loss.Defined() || loss.Graph() != graph_) {
     throw std::invalid_argument(fmt::format("[minimize] argument 'loss' must be a blob of job '{}'", graph_->name));
   }
-  if (!IsFloating(loss.GetDType())) {
-    throw std::invalid_argument(fmt::format("[minimize] argument 'loss' must be floating, got {}", loss.GetDType()));
-  }
   internal::ValidateOptimizer(optimizer);
+  // An integer loss has integer gradients (cast back to floating ones at the variables), which a
+  // loss scale would overflow and its inverse round to zero.
+  if (optimizer.dynamic_loss_scale && !IsFloating(loss.GetDType())) {
+    throw std::invalid_argument(fmt::format("[minimize] dynamic loss scaling needs a floating loss, got {} loss '{}'",
+                                            loss.GetDType(), loss.Name()));
+  }
   graph_->optimizer = std::make_shared<const Optimizer>(optimizer);
   graph_->loss_value = loss.ValueId();
 }
@@ -194,6 +198,9 @@ Job JobBuilder::Build() {
     throw std::invalid_argument(
         fmt::format("[build] job '{}' has no outputs, watches nothing and writes no variable", graph_->name));
   }
+  // First, on the job as written (NCHW convolutions, f32): the fake quantization is then trained
+  // through like any op.
+  graph_->quantized_values = internal::UseQuantizationAwareTraining(graph_);
   // Before autodiff, so that the backward pass follows the layout chosen here.
   if (graph_->config.channels_last_convolutions) internal::UseChannelsLastConvolutions(graph_);
   // After the layout pass, whose f32 NHWC convolutions it then runs in 16 bits.
@@ -228,6 +235,19 @@ void JobBuilder::PopPlacement() {
     throw std::logic_error(fmt::format("[placement] job '{}': PopPlacement without an open placement scope", graph_->name));
   }
   graph_->placement_scopes.pop_back();
+}
+
+void JobBuilder::PushQuantizationScope(bool quantize) {
+  CheckBuilding(*graph_, "quantization scope");
+  graph_->quantization_scopes.push_back(quantize);
+}
+
+void JobBuilder::PopQuantizationScope() {
+  if (graph_->quantization_scopes.empty()) {
+    throw std::logic_error(fmt::format("[quantization scope] job '{}': PopQuantizationScope without an open scope",
+                                       graph_->name));
+  }
+  graph_->quantization_scopes.pop_back();
 }
 
 namespace {
@@ -322,6 +342,7 @@ std::vector<Blob> AddOpTo(const std::shared_ptr<JobGraph>& graph, std::string_vi
   }
   graph->nodes.push_back({std::string(type), node_name, std::move(input_values), std::move(outputs), std::move(attrs),
                           CurrentPlacement(*graph)});
+  graph->nodes.back().quantize = graph->quantization_scopes.empty() || graph->quantization_scopes.back();
   return blobs;
 }
 

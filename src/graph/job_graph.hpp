@@ -26,6 +26,7 @@ struct OpNode {
   std::vector<int> outputs;  // value ids
   std::any attrs;            // the op's typed attribute struct
   int placement = -1;        // index into JobGraph::placements; -1: the job's default placement
+  bool quantize = true;      // subject to quantization-aware training (graph/quantization_pass.hpp)
 };
 
 /// Node type of placeholders; their attrs are a PlaceholderInfo.
@@ -69,9 +70,12 @@ struct JobGraph {
   /// Placements named by nodes, and the scopes open while the job is built (indices into them).
   std::vector<Placement> placements;
   std::vector<int> placement_scopes;
+  /// The open quantization scopes (JobBuilder::PushQuantizationScope), innermost last.
+  std::vector<bool> quantization_scopes;
   bool built = false;
   int next_auto_name = 0;
   int mixed_precision_ops = 0;  // ops the mixed-precision pass runs in 16 bits
+  int quantized_values = 0;     // values the quantization-aware-training pass fake-quantizes
 };
 
 /// The placement of nodes added now: the innermost open scope, or -1 (the default).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,12 @@ Optimizer ClipByGlobalNorm(Optimizer optimizer, double clip_norm) {
   return optimizer;
 }
 
+Optimizer Combined(std::vector<Optimizer> parts) {
+  Optimizer combined;
+  combined.parts = std::move(parts);
+  return combined;
+}
+
 namespace internal {
 
 namespace {
@@ -93,10 +100,13 @@ std::string_view KindName(Optimizer::Kind kind) {
   return "?";
 }
 
+// How messages name an optimizer: its kind, or "combined".
+std::string_view Name(const Optimizer& optimizer) { return optimizer.parts.empty() ? KindName(optimizer.kind) : "combined"; }
+
 void Require(bool ok, const Optimizer& optimizer, std::string_view parameter, std::string_view expected, double got) {
   if (!ok) {
-    throw std::invalid_argument(fmt::format("[optimizer {}] '{}' must be {}, got {}", KindName(optimizer.kind),
-                                            parameter, expected, got));
+    throw std::invalid_argument(fmt::format("[optimizer {}] '{}' must be {}, got {}", Name(optimizer), parameter,
+                                            expected, got));
   }
 }
 
@@ -132,19 +142,7 @@ void RequirePatterns(const Optimizer& optimizer, std::string_view parameter, con
   }
 }
 
-}  // namespace
-
-void ValidateOptimizer(const Optimizer& optimizer) {
-  Validate(optimizer.learning_rate);
-  Require(optimizer.momentum >= 0 && optimizer.momentum < 1, optimizer, "momentum", "in [0, 1)", optimizer.momentum);
-  Require(optimizer.beta1 >= 0 && optimizer.beta1 < 1, optimizer, "beta1", "in [0, 1)", optimizer.beta1);
-  Require(optimizer.beta2 >= 0 && optimizer.beta2 < 1, optimizer, "beta2", "in [0, 1)", optimizer.beta2);
-  // 0 is allowed, as in OneFlow and Keras: the user then guards against a zero denominator.
-  Require(optimizer.epsilon >= 0, optimizer, "epsilon", "non-negative", optimizer.epsilon);
-  Require(optimizer.weight_decay >= 0, optimizer, "weight_decay", "non-negative", optimizer.weight_decay);
-  Require(optimizer.lars_coefficient >= 0, optimizer, "lars_coefficient", "non-negative", optimizer.lars_coefficient);
-  Require(optimizer.decay_rate >= 0 && optimizer.decay_rate < 1, optimizer, "decay_rate", "in [0, 1)",
-          optimizer.decay_rate);
+void ValidateLossScale(const Optimizer& optimizer) {
   Require(optimizer.loss_scale_factor > 0, optimizer, "loss_scale_factor", "positive", optimizer.loss_scale_factor);
   if (const auto& dynamic = optimizer.dynamic_loss_scale) {
     Require(dynamic->initial_loss_scale >= 1 && std::isfinite(dynamic->initial_loss_scale), optimizer,
@@ -156,6 +154,47 @@ void ValidateOptimizer(const Optimizer& optimizer) {
     Require(optimizer.loss_scale_factor == 1.0, optimizer, "loss_scale_factor", "1 with dynamic_loss_scale",
             optimizer.loss_scale_factor);
   }
+}
+
+// A combined optimizer's parts: single optimizers, each valid, without a loss scale, naming disjoint
+// sets of variables (every part of several names some).
+void ValidateParts(const Optimizer& combined) {
+  std::set<std::string, std::less<>> named;
+  for (std::size_t i = 0; i < combined.parts.size(); ++i) {
+    const Optimizer& part = combined.parts[i];
+    const auto fail = [&](std::string_view why) {
+      throw std::invalid_argument(fmt::format("[optimizer combined] part {} ({}) {}", i, Name(part), why));
+    };
+    if (!part.parts.empty()) fail("is itself combined: give every optimizer in one list");
+    if (part.loss_scale_factor != 1.0 || part.dynamic_loss_scale) {
+      fail("has a loss scale of its own: set the loss scale on the combined optimizer");
+    }
+    if (part.variables.empty() && combined.parts.size() > 1) fail("names no variables: each of several parts names those it trains");
+    ValidateOptimizer(part);
+    for (const std::string& name : part.variables) {
+      if (!named.insert(name).second) fail(fmt::format("names variable '{}' that another part names too: a variable has one optimizer", name));
+    }
+  }
+}
+
+}  // namespace
+
+void ValidateOptimizer(const Optimizer& optimizer) {
+  ValidateLossScale(optimizer);
+  if (!optimizer.parts.empty()) {
+    ValidateParts(optimizer);
+    return;
+  }
+  Validate(optimizer.learning_rate);
+  Require(optimizer.momentum >= 0 && optimizer.momentum < 1, optimizer, "momentum", "in [0, 1)", optimizer.momentum);
+  Require(optimizer.beta1 >= 0 && optimizer.beta1 < 1, optimizer, "beta1", "in [0, 1)", optimizer.beta1);
+  Require(optimizer.beta2 >= 0 && optimizer.beta2 < 1, optimizer, "beta2", "in [0, 1)", optimizer.beta2);
+  // 0 is allowed, as in OneFlow and Keras: the user then guards against a zero denominator.
+  Require(optimizer.epsilon >= 0, optimizer, "epsilon", "non-negative", optimizer.epsilon);
+  Require(optimizer.weight_decay >= 0, optimizer, "weight_decay", "non-negative", optimizer.weight_decay);
+  Require(optimizer.lars_coefficient >= 0, optimizer, "lars_coefficient", "non-negative", optimizer.lars_coefficient);
+  Require(optimizer.decay_rate >= 0 && optimizer.decay_rate < 1, optimizer, "decay_rate", "in [0, 1)",
+          optimizer.decay_rate);
   if (optimizer.clip_norm) Require(*optimizer.clip_norm > 0, optimizer, "clip_norm", "positive", *optimizer.clip_norm);
   if (optimizer.lazy && (optimizer.kind != Optimizer::Kind::kAdam || !optimizer.do_bias_correction)) {
     throw std::invalid_argument(fmt::format("[optimizer {}] 'lazy' is LazyAdam's: Adam with bias correction",
@@ -200,6 +239,42 @@ Blob NonFiniteFlag(const std::vector<Blob>& gradients) {
   return Reshape(flag, {.shape = {1}});
 }
 
+// The trainable floating variables of `graph` and, for each, the index of the part (of `parts`)
+// that trains it: the part that names it, or the one that names none.
+struct Trained {
+  std::vector<Blob> variables;
+  std::vector<VariableAttrs> attrs;
+  std::vector<std::size_t> part_of;
+};
+Trained TrainedVariables(const std::shared_ptr<JobGraph>& graph, const std::vector<Optimizer>& parts) {
+  Trained trained;
+  std::vector<std::string> trainable;  // by name, for the error below
+  for (const OpNode& node : graph->nodes) {
+    if (node.type != kVariableOp) continue;
+    const auto& attrs = std::any_cast<const VariableAttrs&>(node.attrs);
+    if (!attrs.spec.trainable || !IsFloating(*attrs.spec.dtype)) continue;
+    trainable.push_back(attrs.name);
+    for (std::size_t p = 0; p < parts.size(); ++p) {
+      const std::vector<std::string>& chosen = parts[p].variables;
+      if (!chosen.empty() && std::find(chosen.begin(), chosen.end(), attrs.name) == chosen.end()) continue;
+      trained.variables.emplace_back(graph, node.outputs[0]);
+      trained.attrs.push_back(attrs);
+      trained.part_of.push_back(p);
+      break;
+    }
+  }
+  for (const Optimizer& part : parts) {
+    for (const std::string& name : part.variables) {
+      if (std::find(trainable.begin(), trainable.end(), name) == trainable.end()) {
+        throw std::invalid_argument(fmt::format("[optimizer {}] variables: '{}' is not a trainable floating variable of "
+                                                "job '{}' (those are: {})", KindName(part.kind), name, graph->name,
+                                                fmt::join(trainable, ", ")));
+      }
+    }
+  }
+  return trained;
+}
+
 }  // namespace
 
 std::string LossScaleVariableName(std::string_view job_name) { return fmt::format("System-Train-LossScale-{}", job_name); }
@@ -217,35 +292,18 @@ void LowerTraining(const std::shared_ptr<JobGraph>& graph) {
   // Outputs that name a variable this step updates read its value from before the update: the
   // planner copies them for every job type (CompilePlan), so nothing is inserted here.
 
-  std::vector<Blob> variables;
-  std::vector<VariableAttrs> variable_attrs;
-  std::vector<std::string> trainable;  // by name, for the error below
-  const std::vector<std::string>& chosen = optimizer.variables;
-  for (const OpNode& node : graph->nodes) {
-    if (node.type != kVariableOp) continue;
-    const auto& attrs = std::any_cast<const VariableAttrs&>(node.attrs);
-    if (!attrs.spec.trainable || !IsFloating(*attrs.spec.dtype)) continue;
-    trainable.push_back(attrs.name);
-    if (!chosen.empty() && std::find(chosen.begin(), chosen.end(), attrs.name) == chosen.end()) continue;
-    variables.emplace_back(graph, node.outputs[0]);
-    variable_attrs.push_back(attrs);
-  }
-  for (const std::string& name : chosen) {
-    if (std::find(trainable.begin(), trainable.end(), name) == trainable.end()) {
-      throw std::invalid_argument(fmt::format("[optimizer {}] variables: '{}' is not a trainable floating variable of job "
-                                              "'{}' (those are: {})", KindName(optimizer.kind), name, graph->name,
-                                              fmt::join(trainable, ", ")));
-    }
-  }
+  // The optimizers that train: a combined optimizer's parts, or the optimizer itself.
+  const std::vector<Optimizer> single{optimizer};
+  const std::vector<Optimizer>& parts = optimizer.parts.empty() ? single : optimizer.parts;
+  const auto [variables, variable_attrs, part_of] = TrainedVariables(graph, parts);
 
   Blob seed;
   if (optimizer.loss_scale_factor != 1.0) {
-    Tensor scale(loss.GetShape(), loss.GetDType());
-    for (std::int64_t i = 0; i < scale.NumElements(); ++i) {
-      if (loss.GetDType() == DType::kF32) scale.Data<float>()[i] = static_cast<float>(optimizer.loss_scale_factor);
-      else scale.Data<double>()[i] = optimizer.loss_scale_factor;
-    }
+    // Filled in f64 and cast to the loss's dtype (f16, bf16, or an integer loss's, rounded).
+    Tensor scale(loss.GetShape(), DType::kF64);
+    std::fill_n(scale.Data<double>(), scale.NumElements(), optimizer.loss_scale_factor);
     seed = AddConstant(graph, scale, "loss_scale");
+    if (loss.GetDType() != DType::kF64) seed = Cast(seed, {.dtype = loss.GetDType()});
   }
   // Dynamic loss scaling: the seed is the scale variable, spread over the loss.
   Blob loss_scale;
@@ -264,14 +322,21 @@ void LowerTraining(const std::shared_ptr<JobGraph>& graph) {
   if (loss_scale.Defined()) {  // every gradient divided by the scale again
     const Blob inverse = Reciprocal(loss_scale);
     for (Blob& grad : grads) {
-      if (grad.Defined()) grad = Mul(grad, ScalarLike(inverse, grad));
+      if (!grad.Defined()) continue;
+      if (IsFloating(grad.GetDType())) {
+        grad = Mul(grad, ScalarLike(inverse, grad));
+      } else {  // an integer gradient (a watched integer blob) is divided in f32 and rounded back
+        const Blob wide = Cast(grad, {.dtype = DType::kF32});
+        grad = Cast(Mul(wide, ScalarLike(inverse, wide)), {.dtype = grad.GetDType()});
+      }
     }
   }
   for (std::size_t w = 0, g = variables.size(); w < graph->watches.size(); ++w) {
     if (!graph->watches[w].diff) continue;
     Blob grad = grads[g++];
-    if (!grad.Defined()) {  // the loss does not depend on it: its gradient is zero
-      grad = ScalarMul(Blob(graph, graph->watches[w].value), 0.0);
+    if (!grad.Defined()) {  // the loss does not depend on it: its gradient is zero (of any dtype)
+      const TensorMeta& watched = graph->values[static_cast<std::size_t>(graph->watches[w].value)].meta;
+      grad = AddConstant(graph, Tensor(watched.shape, watched.dtype), {});
     }
     graph->outputs.emplace_back(fmt::format("{}{}", kWatchOutputPrefix, w), grad.ValueId());
   }
@@ -280,19 +345,24 @@ void LowerTraining(const std::shared_ptr<JobGraph>& graph) {
     if (grad.Defined()) graph->variable_gradients.push_back(grad.ValueId());
   }
   const double gradient_scale = 1.0 / (static_cast<double>(loss.GetShape().NumElements()) * optimizer.loss_scale_factor);
-  if (optimizer.clip_norm) {
-    // One op over every gradient, so that the norm is global; the updates then see clipped gradients.
+  // A part's ops are named with its index when there are several.
+  const auto part_name = [&](std::string_view name, std::size_t p) {
+    return parts.size() == 1 ? std::string(name) : fmt::format("{}-{}", name, p);
+  };
+  for (std::size_t p = 0; p < parts.size(); ++p) {
+    if (!parts[p].clip_norm) continue;
+    // One op over every gradient of the part, so that the norm is global over them; the updates then
+    // see clipped gradients.
     std::vector<Blob> defined;
-    for (const Blob& grad : grads) {
-      if (grad.Defined()) defined.push_back(grad);
+    for (std::size_t i = 0; i < grads.size(); ++i) {
+      if (grads[i].Defined() && part_of[i] == p) defined.push_back(grads[i]);
     }
-    if (!defined.empty()) {
-      const std::vector<Blob> clipped = AddOp("clip_by_global_norm", defined,
-                                              ClipByGlobalNormAttrs{*optimizer.clip_norm, gradient_scale},
-                                              "clip_by_global_norm");
-      for (std::size_t i = 0, c = 0; i < grads.size(); ++i) {
-        if (grads[i].Defined()) grads[i] = clipped[c++];
-      }
+    if (defined.empty()) continue;
+    const std::vector<Blob> clipped = AddOp("clip_by_global_norm", defined,
+                                            ClipByGlobalNormAttrs{*parts[p].clip_norm, gradient_scale},
+                                            part_name("clip_by_global_norm", p));
+    for (std::size_t i = 0, c = 0; i < grads.size(); ++i) {
+      if (grads[i].Defined() && part_of[i] == p) grads[i] = clipped[c++];
     }
   }
 
@@ -301,15 +371,20 @@ void LowerTraining(const std::shared_ptr<JobGraph>& graph) {
   step_spec.dtype = DType::kI64;
   step_spec.trainable = false;
   const Blob step = AddVariable(graph, TrainStepVariableName(graph->name), step_spec);
-  const Blob learning_rate = AddOp1("learning_rate", {step}, LearningRateAttrs{optimizer.learning_rate}, "learning_rate");
+  std::vector<Blob> learning_rates;
+  for (std::size_t p = 0; p < parts.size(); ++p) {
+    learning_rates.push_back(
+        AddOp1("learning_rate", {step}, LearningRateAttrs{parts[p].learning_rate}, part_name("learning_rate", p)));
+  }
   // Dynamic loss scaling: each update skips a step whose flag says some gradient is not finite.
   const Blob skip_flag = loss_scale.Defined() ? NonFiniteFlag(grads) : Blob();
 
   for (std::size_t i = 0; i < variables.size(); ++i) {
     if (!grads[i].Defined()) continue;  // the loss does not depend on this variable
     const VariableAttrs& attrs = variable_attrs[i];
-    Optimizer own = optimizer;  // this variable's: without decay where the filter leaves it out
-    if (own.weight_decay != 0 && !Decays(optimizer, attrs.name)) own.weight_decay = 0;
+    const Optimizer& part = parts[part_of[i]];
+    Optimizer own = part;  // this variable's: without decay where the filter leaves it out
+    if (own.weight_decay != 0 && !Decays(part, attrs.name)) own.weight_decay = 0;
     const UpdateAttrs update{std::move(own), attrs.spec.regularizer, gradient_scale, skip_flag.Defined()};
     Blob grad = grads[i];
     const std::string name = attrs.name + "-update";
@@ -318,22 +393,22 @@ void LowerTraining(const std::shared_ptr<JobGraph>& graph) {
                                                .placement);  // an update runs where its variable lives
     // (variable, gradient, learning rate, the optimizer's slots[, train step][, skip flag])
     std::string_view type;
-    std::vector<Blob> inputs{variables[i], grad, learning_rate};
-    switch (optimizer.kind) {
+    std::vector<Blob> inputs{variables[i], grad, learning_rates[part_of[i]]};
+    switch (part.kind) {
       case Optimizer::Kind::kSgd:
-        type = optimizer.momentum == 0.0 ? "sgd_update" : "momentum_update";
-        if (optimizer.momentum != 0.0) inputs.push_back(Slot(graph, attrs, "momentum"));
+        type = part.momentum == 0.0 ? "sgd_update" : "momentum_update";
+        if (part.momentum != 0.0) inputs.push_back(Slot(graph, attrs, "momentum"));
         break;
       case Optimizer::Kind::kAdam:
       case Optimizer::Kind::kAdamW:
         type = "adam_update";
         inputs.insert(inputs.end(), {Slot(graph, attrs, "m"), Slot(graph, attrs, "v")});
-        if (optimizer.do_bias_correction) inputs.push_back(step);
+        if (part.do_bias_correction) inputs.push_back(step);
         break;
       case Optimizer::Kind::kRmsProp:
         type = "rmsprop_update";
         inputs.push_back(Slot(graph, attrs, "mean_square"));
-        if (optimizer.centered) inputs.push_back(Slot(graph, attrs, "mean_gradient"));
+        if (part.centered) inputs.push_back(Slot(graph, attrs, "mean_gradient"));
         break;
       case Optimizer::Kind::kLamb:  // always bias-corrected, as OneFlow's LAMB
         type = "lamb_update";

@@ -418,3 +418,81 @@ TEST_CASE("LARS: the variable's rate lr * coefficient * |p| / (eps + |g|), then 
   CHECK_THROWS_WITH_AS(builder.Minimize(Lars(Constant(0.1), 0.9, 1e-9, -1.0), loss),
                        doctest::Contains("[optimizer lars] 'lars_coefficient'"), std::invalid_argument);
 }
+
+TEST_CASE("a combined optimizer trains each variable with its part: its own kind, learning rate and clipping") {
+  JobBuilder builder("combined", JobType::kTrain);
+  Blob x = builder.Placeholder("x", Shape{2, 5});
+  const std::vector<std::string> names = {"var", "w", "frozen"};
+  Blob loss;
+  for (const std::string& name : names) {
+    const Blob term = ReduceSum(Mul(builder.Variable(name, {.shape = Shape{2, 5}}), x));
+    loss = loss.Defined() ? Add(loss, term) : term;
+  }
+  Optimizer adam = ClipByGlobalNorm(Adam(Constant(0.0625), 0.9, 0.999, 1e-2), 0.5);  // clips (||x|| ~ 0.95)
+  adam.variables = {"var"};
+  Optimizer rmsprop = RmsProp(Constant(0.125), 0.9, 1e-2);
+  rmsprop.variables = {"w"};
+  Optimizer combined = Combined({adam, rmsprop});
+  combined.loss_scale_factor = 4;  // the combined one's: the seed is 4, the gradients divided by it again
+  builder.Minimize(combined, loss);
+  const Job job = builder.Build();
+
+  Session session;
+  session.Compile(job);
+  std::vector<Reference> refs(names.size());
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    refs[k].p = Initial(0.05 * static_cast<double>(k));
+    session.SetVariables({{names[k], Make(refs[k].p, DType::kF32)}});
+  }
+  for (int step = 0; step < 4; ++step) {
+    session.Call(job, {Make(Input(step), DType::kF32)});
+    const std::vector<double> grad = Values(Make(Input(step), DType::kF32));
+    // var's norm is its own part's: w's gradient is not in it.
+    double square_sum = 0;
+    for (double g : grad) square_sum += g * g;
+    std::vector<double> clipped = grad;
+    for (double& g : clipped) g *= 0.5 / std::max(std::sqrt(square_sum), 0.5);
+    ReferenceStep(adam, {}, static_cast<float>(0.0625), step, clipped, refs[0]);
+    ReferenceStep(rmsprop, {}, static_cast<float>(0.125), step, grad, refs[1]);
+    INFO("step " << step);
+    for (std::size_t k = 0; k < names.size(); ++k) CheckClose(names[k], Values(session.GetVariable(names[k])), refs[k].p, 2e-5, 1e-7);
+    CheckClose("var-m", Values(session.GetVariable("var-m")), refs[0].m, 2e-5, 1e-7);
+    CheckClose("w-mean_square", Values(session.GetVariable("w-mean_square")), refs[1].mean_square, 2e-5, 1e-7);
+  }
+  CHECK_THROWS_AS(session.GetVariable("frozen-m"), std::invalid_argument);  // no part trains it
+}
+
+TEST_CASE("a combined optimizer's parts name disjoint variables and leave the loss scale to it") {
+  const auto rejects = [](const Optimizer& optimizer, const std::string& message) {
+    JobBuilder builder("bad_combined", JobType::kTrain);
+    const Blob loss = Add(ReduceSum(builder.Variable("a", {.shape = Shape{2}})), ReduceSum(builder.Variable("b", {.shape = Shape{2}})));
+    CHECK_THROWS_WITH_AS(builder.Minimize(optimizer, loss), doctest::Contains(message.c_str()), std::invalid_argument);
+  };
+  Optimizer sgd_a = Sgd(Constant(0.1));
+  sgd_a.variables = {"a"};
+  Optimizer adam_ab = Adam(Constant(0.1));
+  adam_ab.variables = {"b", "a"};
+  rejects(Combined({sgd_a, adam_ab}), "[optimizer combined] part 1 (adam) names variable 'a' that another part names too");
+  rejects(Combined({sgd_a, Adam(Constant(0.1))}), "[optimizer combined] part 1 (adam) names no variables");
+  rejects(Combined({sgd_a, Combined({adam_ab})}), "[optimizer combined] part 1 (combined) is itself combined");
+  Optimizer scaled = adam_ab;
+  scaled.variables = {"b"};
+  scaled.loss_scale_factor = 8;
+  rejects(Combined({sgd_a, scaled}), "[optimizer combined] part 1 (adam) has a loss scale of its own");
+  Optimizer bad_beta = Adam(Constant(0.1), 1.5);
+  bad_beta.variables = {"b"};
+  rejects(Combined({sgd_a, bad_beta}), "[optimizer adam] 'beta1' must be in [0, 1), got 1.5");
+  Optimizer unknown = Sgd(Constant(0.1));
+  unknown.variables = {"c"};
+  const auto lowers = [&] {
+    JobBuilder builder("unknown_part_variable", JobType::kTrain);
+    const Blob loss = ReduceSum(builder.Variable("a", {.shape = Shape{2}}));
+    builder.Minimize(Combined({sgd_a, unknown}), loss);
+    Session().Compile(builder.Build());
+  };
+  CHECK_THROWS_WITH_AS(lowers(), doctest::Contains("[optimizer sgd] variables: 'c' is not a trainable floating variable"),
+                       std::invalid_argument);
+  Optimizer zero_scale = Combined({sgd_a});
+  zero_scale.loss_scale_factor = 0;
+  rejects(zero_scale, "[optimizer combined] 'loss_scale_factor' must be positive, got 0");
+}

@@ -300,7 +300,7 @@ std::vector<Sample> Samples() {
   for (const auto& [x, target] : {std::pair{Shape{7, 13}, Shape{13}}, std::pair{Shape{7, 13}, Shape{7, 1}},
                                   std::pair{Shape{2, 3, 4}, Shape{3, 1}}, std::pair{Shape{5, 6}, Shape{5, 6}},
                                   std::pair{Shape{0, 4}, Shape{4}}, std::pair{Shape{20, 5, 30, 30}, Shape{5, 1, 1}}}) {
-    for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
+    for (DType dtype : {DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kI8}) {
       samples.push_back({"reduce_sum_to", ReduceSumToAttrs{target}, {{x, dtype}}, {{target, dtype}}});
     }
   }

@@ -816,7 +816,7 @@ def test_conv2d_transpose_upsamples_as_oneflows_and_trains():
         mismatched(np.zeros((1, 4, 7, 8), np.float32), np.zeros((4, 2, 3, 3), np.float32))
 
 
-@pytest.mark.parametrize("value", [0, 1.5])
+@pytest.mark.parametrize("value", [0, 1.5, -np.inf])  # -inf: no NaN where 0 meets it (max pooling pads so)
 def test_pad_is_numpys_constant_pad_and_its_gradient_is_the_interior(value):
     x = np.arange(6, dtype=np.float64).reshape(2, 3)
     weights = np.random.default_rng(7).normal(size=(5, 4))
@@ -900,6 +900,370 @@ def test_dim_gather_refuses_bad_arguments_and_an_index_out_of_range():
         def float_index(p: tp.Numpy.Placeholder((2, 3)), i: tp.Numpy.Placeholder((2, 2))) -> tp.Numpy:
             return flow.dim_gather(p, 1, i)
         float_index(np.zeros((2, 3), np.float32), np.zeros((2, 2), np.float32))
+
+
+def _dim_scatter(src, dim, index, base, adds):
+    out = base.astype(np.float64)
+    for position in np.ndindex(*index.shape):
+        target = list(position)
+        target[dim] = index[position]
+        out[tuple(target)] = out[tuple(target)] + src[position] if adds else src[position]
+    return out
+
+
+@pytest.mark.parametrize("op,adds,onto_like", [("dim_scatter_add", True, True), ("dim_scatter_update", False, True),
+                                               ("dim_scatter_add_like", True, False),
+                                               ("dim_scatter_update_like", False, False)])
+@pytest.mark.parametrize("input_shape,index_shape,like_shape,dim,dtype", [
+    ((2, 2), (2, 2), (2, 2), 1, np.float32),
+    ((3, 4), (3, 4), (5, 4), 0, np.float64),
+    ((3, 5, 2), (2, 2, 2), (2, 3, 2), -2, np.float32),  # input larger than index: its leading block scatters
+    ((2, 3), (2, 3), (2, 4), 1, np.int32),  # an integer scatter between casts: the gradient flows as int32
+])
+def test_dim_scatter_ops_match_numpy_and_their_gradients_gather_back(op, adds, onto_like, input_shape, index_shape,
+                                                                      like_shape, dim, dtype):
+    rng = np.random.default_rng(11)
+    rank = len(like_shape)
+    axis = dim % rank
+    src = rng.integers(0, 50, input_shape).astype(np.float32)
+    like = rng.integers(0, 50, like_shape).astype(np.float32)
+    # Distinct targets along dim per line, so that an update has one writer per place (duplicates: see below).
+    index = np.argsort(rng.random(like_shape), axis=axis)
+    index = index[tuple(slice(0, n) for n in index_shape)].astype(np.int32)
+    fdtype = {np.float32: flow.float32, np.float64: flow.float64, np.int32: flow.float32}[dtype]
+    grads = {}
+
+    @flow.global_function(type="train")
+    def job(p: tp.Numpy.Placeholder(input_shape, dtype=fdtype), i: tp.Numpy.Placeholder(index_shape, dtype=flow.int32),
+            base: tp.Numpy.Placeholder(like_shape, dtype=fdtype)) -> tp.Numpy:
+        v = flow.get_variable("v", shape=input_shape, dtype=fdtype, initializer=flow.zeros_initializer())
+        w = flow.get_variable("w", shape=like_shape, dtype=fdtype, initializer=flow.zeros_initializer())
+        x, b = v + p, w + base
+        if dtype == np.int32:
+            y = flow.cast(getattr(flow, op)(dim, i, flow.cast(x, flow.int32), flow.cast(b, flow.int32)), flow.float32)
+        else:
+            y = getattr(flow, op)(dim, i, x, b)
+        flow.watch_diff(x, lambda d: grads.setdefault("x", d.numpy()))
+        flow.watch_diff(b, lambda d: grads.setdefault("like", d.numpy()))
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [1e-3]), momentum=0).minimize(y * y)
+        return y
+
+    fnp = np.float64 if dtype == np.float64 else np.float32
+    y = job(src.astype(fnp), index, like.astype(fnp))
+    expected = _dim_scatter(src, axis, index, like if onto_like else np.zeros(like_shape), adds)
+    np.testing.assert_allclose(y, expected)
+    dy = 2 * expected
+    reached = tuple(slice(0, n) for n in index_shape)
+    np.testing.assert_allclose(grads["x"][reached], np.take_along_axis(dy, index, axis))
+    beyond = np.ones(input_shape, bool)
+    beyond[reached] = False
+    np.testing.assert_array_equal(grads["x"][beyond], 0)  # input's elements that index does not reach
+    if onto_like:  # the base's gradient: dy, but where an update replaced it
+        written = _dim_scatter(np.ones(index_shape), axis, index, np.zeros(like_shape), False) > 0
+        np.testing.assert_allclose(grads["like"], dy if adds else np.where(written, 0, dy))
+    else:
+        np.testing.assert_array_equal(grads["like"], np.zeros(like_shape))
+
+
+def test_dim_scatter_update_lets_the_last_duplicate_win_and_refuses_bad_arguments():
+    @flow.global_function()
+    def job(p: tp.Numpy.Placeholder((2, 3)), i: tp.Numpy.Placeholder((2, 3), dtype=flow.int64),
+            base: tp.Numpy.Placeholder((2, 3))) -> tp.Numpy:
+        return flow.dim_scatter_update(1, i, p, base)
+
+    src = np.arange(6, dtype=np.float32).reshape(2, 3)
+    y = job(src, np.array([[0, 0, 0], [2, 1, 2]], np.int64), np.full((2, 3), -1, np.float32))
+    np.testing.assert_array_equal(y, [[2, -1, -1], [-1, 4, 5]])
+    with pytest.raises(Exception, match="outside"):
+        job(src, np.array([[0, 3, 0], [0, 0, 0]], np.int64), np.zeros((2, 3), np.float32))
+    with pytest.raises(ValueError, match=r"flow.dim_scatter_add_like: dim must be an int in \[-2, 2\) for like of "
+                                         r"shape \(2, 3\), got 2"):
+        @flow.global_function()
+        def bad_dim(p: tp.Numpy.Placeholder((2, 3)), i: tp.Numpy.Placeholder((2, 3), dtype=flow.int32)) -> tp.Numpy:
+            return flow.dim_scatter_add_like(2, i, p, p)
+        bad_dim(src, np.zeros((2, 3), np.int32))
+    with pytest.raises(ValueError, match=r"flow.dim_scatter_add: index must have like's rank 2, .* index \(3, 3\), "
+                                         r"input \(2, 3\), like \(2, 3\)"):
+        @flow.global_function()
+        def too_many_rows(p: tp.Numpy.Placeholder((2, 3)), i: tp.Numpy.Placeholder((3, 3), dtype=flow.int32)) -> tp.Numpy:
+            return flow.dim_scatter_add(1, i, p, p)
+        too_many_rows(src, np.zeros((3, 3), np.int32))
+    with pytest.raises(TypeError, match="flow.dim_scatter_update_like: input is float32 but like is int32"):
+        @flow.global_function()
+        def mixed(p: tp.Numpy.Placeholder((2, 3)), i: tp.Numpy.Placeholder((2, 3), dtype=flow.int32)) -> tp.Numpy:
+            return flow.dim_scatter_update_like(1, i, p, i)
+        mixed(src, np.zeros((2, 3), np.int32))
+
+
+@pytest.mark.parametrize("loss_scale_factor", [None, 4])  # a static scale multiplies the integer seed
+def test_an_integer_loss_trains_and_integer_blobs_have_integer_gradients(loss_scale_factor):
+    """OneFlow's rule: d loss / d loss is one in the loss's dtype, ops pass integer gradients, and a
+    cast turns them back into floating ones on the way to the variables."""
+    grads = {}
+
+    @flow.global_function(type="train")
+    def job(x: tp.Numpy.Placeholder((2, 3)), mask: tp.Numpy.Placeholder((1, 3), dtype=flow.int8)) -> tp.Numpy:
+        v = flow.get_variable("v", shape=(1,), initializer=flow.zeros_initializer())
+        xi = flow.cast(x + v, flow.int8)
+        out = flow.masked_fill(xi * xi, mask, 7)  # an int8 loss
+        flow.watch_diff(xi, lambda d: grads.setdefault("xi", d.numpy()))
+        flow.watch_diff(x, lambda d: grads.setdefault("x", d.numpy()))
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.5]), momentum=0,
+                           loss_scale_factor=loss_scale_factor).minimize(out)
+        return out
+
+    x = np.array([[1, 2, 3], [4, 5, 6]], np.float32)
+    out = job(x, np.array([[0, 1, 0]], np.int8))
+    assert out.dtype == np.int8
+    np.testing.assert_array_equal(out, [[1, 7, 9], [16, 7, 36]])
+    assert grads["xi"].dtype == np.int8
+    scale = loss_scale_factor or 1  # watch_diff sees the scaled gradients, as OneFlow's; updates divide it out
+    np.testing.assert_array_equal(grads["xi"], np.array([[2, 0, 6], [8, 0, 12]]) * scale)
+    np.testing.assert_array_equal(grads["x"], np.array([[2, 0, 6], [8, 0, 12]]) * scale)
+    # SGD moved v by -0.5 * the sum of x's gradient (28), over the loss's 6 elements.
+    np.testing.assert_allclose(flow.get_all_variables()["v"].numpy(), [-0.5 * 28 / 6], rtol=1e-6)
+
+
+def _np_fake_quantize(x, scale, zero_point, bits, scheme, formula):
+    if formula == "cambricon":
+        step, upper = 2.0 ** scale, 2.0 ** (bits - 1) - 1
+        return np.clip(np.rint(x / step), -upper, upper) * step
+    if scheme == "symmetric":
+        upper = 2.0 ** (bits - 1) - 1
+        return np.clip(np.rint(x / scale), -upper, upper) * scale
+    return (np.clip(np.rint(x / scale + zero_point), 0, 2.0 ** bits - 1) - zero_point) * scale
+
+
+@pytest.mark.parametrize("bits", [8, 3])
+@pytest.mark.parametrize("scheme,formula,per_layer", [("symmetric", "google", True), ("symmetric", "google", False),
+                                                      ("affine", "google", True), ("affine", "google", False),
+                                                      ("symmetric", "cambricon", True), ("affine", "cambricon", False)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_min_max_observer_and_fake_quantization_match_numpy_and_pass_the_gradient_straight_through(
+        bits, scheme, formula, per_layer, dtype):
+    rng = np.random.default_rng(3)
+    x = (rng.random((6, 5, 4)) - 0.4).astype(dtype)
+    fdtype = flow.float32 if dtype == np.float32 else flow.float64
+    grads = []
+
+    @flow.global_function(type="train")
+    def job(p: tp.Numpy.Placeholder((6, 5, 4), dtype=fdtype)) -> tp.Numpy:
+        v = flow.get_variable("v", shape=(6, 5, 4), dtype=fdtype, initializer=flow.zeros_initializer())
+        x_plus = v + p
+        scale, zero_point = flow.quantization.min_max_observer(x_plus, bits, scheme, formula, per_layer)
+        out = flow.quantization.fake_quantization(x_plus, scale, zero_point, bits, scheme, formula)
+        flow.watch_diff(x_plus, grads.append)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [1e-3]), momentum=0).minimize(out * x_plus)
+        return flow.concat([flow.reshape(out, [-1]), flow.reshape(scale, [-1]), flow.reshape(zero_point, [-1])], 0)
+
+    result = job(x)
+    channels = 1 if per_layer or formula == "cambricon" else 6
+    rows = x.reshape(channels, -1)
+    if formula == "cambricon":
+        scale, zero_point = np.floor(np.log2(np.abs(x).max())) - (bits - 2), np.zeros(1)
+        scale = np.array([scale])
+    elif scheme == "symmetric":
+        scale, zero_point = np.abs(rows).max(1) / (2.0 ** (bits - 1) - 1), np.zeros(channels)
+    else:
+        scale = (rows.max(1) - rows.min(1)) / (2.0 ** bits - 1)
+        zero_point = -rows.min(1) / scale
+    out = np.concatenate([_np_fake_quantize(r, s, z, bits, scheme, formula)
+                          for r, s, z in zip(rows, scale, zero_point)])
+    tolerance = 1e-6 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(result[-2 * channels:], np.concatenate([scale, zero_point]), rtol=tolerance * 10)
+    # A value whose x / scale lands within rounding of a half may round the other way in float32.
+    assert np.mean(np.abs(result[:x.size] - out)) < 1e-5
+    # d sum(q(x) * x) / dx with q' taken as 1: q(x) + x.
+    np.testing.assert_allclose(grads[0].reshape(-1), result[:x.size] + x.reshape(-1), rtol=tolerance * 10)
+
+
+def test_fake_quantization_rounds_half_to_even_and_clamps_to_its_grid():
+    # Row 0: scale 0.5, zero point 1; row 1: scale 2, zero point 0.5; cambricon's shift -1: steps of 0.5.
+    xs = np.array([[-3, -0.25, 0.75, 2.2], [-9, 1, 3, 7.5]])
+
+    @flow.global_function()
+    def job(x: tp.Numpy.Placeholder((2, 4), dtype=flow.float64), scale: tp.Numpy.Placeholder((2,), dtype=flow.float64),
+            zero_point: tp.Numpy.Placeholder((2,), dtype=flow.float64),
+            shift: tp.Numpy.Placeholder((1,), dtype=flow.float64)) -> tp.Numpy:
+        fq = flow.quantization.fake_quantization
+        return flow.stack([fq(x, scale, zero_point, 3), fq(x, scale, zero_point, 2, "affine"),
+                           fq(x, shift, shift, 3, "symmetric", "cambricon")], 0)
+
+    out = job(xs, np.array([0.5, 2]), np.array([1, 0.5]), np.array([-1.0]))
+    # 3 bits symmetric: integers in [-3, 3]; x / scale rounded half to even (-0.5 -> -0, 1.5 -> 2).
+    np.testing.assert_array_equal(out[0], [[-1.5, -0, 1, 1.5], [-6, 0, 4, 6]])
+    # 2 bits affine: round(x / scale + zero point) in [0, 3], minus the zero point, times scale.
+    np.testing.assert_array_equal(out[1], [[-0.5, -0.5, 0.5, 1], [-1, 1, 3, 5]])
+    # cambricon, 3 bits: steps of 2^-1, integers in [-3, 3].
+    np.testing.assert_array_equal(out[2], [[-1.5, -0, 1, 1.5], [-1.5, 1, 1.5, 1.5]])
+
+
+@pytest.mark.parametrize("scheme,formula", [("symmetric", "google"), ("affine", "google"), ("symmetric", "cambricon")])
+def test_moving_average_observer_updates_its_statistics_in_train_jobs_only(scheme, formula):
+    rng = np.random.default_rng(5)
+    momentum = 0.9
+
+    @flow.global_function(type="train")
+    def train(p: tp.Numpy.Placeholder((4, 3))) -> tp.Numpy:
+        v = flow.get_variable("v", shape=(4, 3), initializer=flow.zeros_initializer())
+        scale, zero_point = flow.quantization.moving_average_min_maxObserver(p, 8, scheme, formula, momentum,
+                                                                             name="observer")
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [1e-3]), momentum=0).minimize(v * p)
+        return flow.concat([scale, zero_point], 0)
+
+    @flow.global_function()
+    def predict(p: tp.Numpy.Placeholder((4, 3))) -> tp.Numpy:
+        scale, zero_point = flow.quantization.moving_average_min_maxObserver(p, 8, scheme, formula, momentum,
+                                                                             name="observer")
+        return flow.concat([scale, zero_point], 0)
+
+    high = low = 0.0
+    for _ in range(3):
+        x = (rng.random((4, 3)) - 0.3).astype(np.float32)
+        top, bottom = (np.abs(x).max(), np.abs(x).max()) if scheme == "symmetric" else (x.max(), x.min())
+        high = top if high == 0 else high * momentum + top * (1 - momentum)
+        low = bottom if low == 0 else low * momentum + bottom * (1 - momentum)
+        if formula == "cambricon":
+            expected = [np.floor(np.log2(high)) - 6, 0]
+        elif scheme == "symmetric":
+            expected = [high / 127, 0]
+        else:
+            expected = [(high - low) / 255, -low / ((high - low) / 255)]
+        np.testing.assert_allclose(train(x), expected, rtol=1e-5)
+    variables = flow.get_all_variables()
+    np.testing.assert_allclose(variables["observer-moving_max"].numpy(), [high], rtol=1e-6)
+    np.testing.assert_allclose(variables["observer-moving_min"].numpy(), [low], rtol=1e-6)
+    # A predict job reads the statistics without moving them.
+    np.testing.assert_allclose(predict(np.full((4, 3), 100, np.float32)), expected, rtol=1e-5)
+    np.testing.assert_allclose(flow.get_all_variables()["observer-moving_max"].numpy(), [high], rtol=1e-6)
+
+
+def _qat_config(symmetric=True, per_channel=False, backend="", stop=1000):
+    config = flow.FunctionConfig()
+    config.enable_qat(True)
+    config.qat.symmetric(symmetric)
+    config.qat.per_channel_weight_quantization(per_channel)
+    if stop is not None:
+        config.qat.moving_min_max_stop_update_after_iters(stop)
+    config.qat.target_backend(backend)
+    return config
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+@pytest.mark.parametrize("per_channel", [True, False])
+def test_quantization_aware_training_fake_quantizes_what_an_int8_backend_would(symmetric, per_channel):
+    # x -> conv2d -> bias_add -> relu -> reshape -> matmul: the first call's moving statistics are the
+    # call's own ranges, so the job computes what the same ops with min_max observers compute.
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 3, 5, 5)).astype(np.float32)
+    scheme = "symmetric" if symmetric else "affine"
+    fq = flow.quantization.fake_quantization
+
+    def variables():
+        w = flow.get_variable("w", shape=(4, 3, 3, 3), initializer=flow.random_normal_initializer(seed=1))
+        b = flow.get_variable("b", shape=(4,), initializer=flow.random_normal_initializer(seed=2))
+        d = flow.get_variable("d", shape=(100, 3), initializer=flow.random_normal_initializer(seed=3))
+        return w, b, d
+
+    @flow.global_function(type="train", function_config=_qat_config(symmetric, per_channel))
+    def qat(p: tp.Numpy.Placeholder((2, 3, 5, 5))) -> tp.Numpy:
+        w, b, d = variables()
+        y = flow.nn.relu(flow.nn.bias_add(flow.nn.conv2d(p, w, 1, "SAME"), b))
+        out = flow.matmul(flow.reshape(y, (2, 100)), d)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.0]), momentum=0).minimize(out)
+        return out
+
+    @flow.global_function()
+    def by_hand(p: tp.Numpy.Placeholder((2, 3, 5, 5))) -> tp.Numpy:
+        w, b, d = variables()
+
+        def quantized(blob, per_layer=True):
+            scale, zero_point = flow.quantization.min_max_observer(blob, 8, scheme, "google", per_layer)
+            return fq(blob, scale, zero_point, 8, scheme), scale
+
+        px, px_scale = quantized(p)
+        qw, w_scale = quantized(w, not per_channel)
+        conv = flow.nn.conv2d(px, qw, 1, "SAME")
+        # The bias on the accumulator's grid: scale = input scale × weight scale, zero point 0.
+        qb = fq(b, px_scale * w_scale, flow.zeros_like(w_scale), 8, scheme)
+        y = quantized(flow.nn.relu(flow.nn.bias_add(conv, qb)))[0]  # after the conv chain
+        out = flow.matmul(flow.reshape(y, (2, 100)), quantized(d, not per_channel)[0])
+        return quantized(out)[0]  # after the matmul: the job's output too
+
+    np.testing.assert_allclose(qat(x), by_hand(x), rtol=1e-5, atol=1e-5)
+    names = sorted(name for name in flow.get_all_variables() if "fake-quant" in name)
+    # Moving statistics for the input, the relu's output and the matmul's; a zero point for the bias.
+    assert len([n for n in names if n.endswith("-fake-quant-moving-max")]) == 3, names
+    assert len([n for n in names if n.endswith("-fake-quant-zp")]) == 1, names
+
+
+@pytest.mark.parametrize("backend", ["", "cambricon"])
+@pytest.mark.parametrize("use_bias", [True, False])
+def test_quantization_aware_training_leaves_ops_under_a_scope_with_it_off(backend, use_bias):
+    # OneFlow's own QAT test: conv1 quantized, conv2 built under scope.config(quantization_aware_training=False).
+    @flow.global_function(type="train", function_config=_qat_config(backend=backend))
+    def train(x: tp.Numpy.Placeholder((2, 3, 4, 5))) -> tp.Numpy:
+        y = flow.layers.conv2d(x, 4, 3, 1, "SAME", use_bias=use_bias, name="conv1")
+        with flow.experimental.scope.config(quantization_aware_training=False):
+            z = flow.layers.conv2d(y, 4, 3, 1, "SAME", use_bias=use_bias, name="conv2")
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [5]), momentum=0).minimize(z)
+        return z
+
+    assert np.isfinite(train(np.ones((2, 3, 4, 5), np.float32))).all()
+    moving = sorted(name[:-len("-fake-quant-observer-fake-quant-moving-max")] for name in flow.get_all_variables()
+                    if name.endswith("-fake-quant-moving-max"))
+    conv1_out = "conv1-bias_add-out" if use_bias else "conv1-out"
+    # Google quantizes conv1's input and what conv1 passes on (conv2 reads it); cambricon only the
+    # inputs of the ops it runs in int8, so conv2's (its scope is off) stays as it is.
+    assert moving == (["x"] if backend == "cambricon" else sorted(["x", conv1_out])), moving
+
+
+def test_quantization_aware_training_refuses_what_it_cannot_do():
+    def run(config):
+        @flow.global_function(type="train", function_config=config)
+        def train(x: tp.Numpy.Placeholder((2, 3))) -> tp.Numpy:
+            w = flow.get_variable("w", shape=(3, 4), initializer=flow.ones_initializer())
+            out = flow.matmul(x, w)
+            flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0).minimize(out)
+            return out
+        train(np.ones((2, 3), np.float32))
+
+    with pytest.raises(ValueError, match=r"\[quantization_aware_training\] job 'train': target_backend must be \"\" or "
+                                         r"\"cambricon\", got \"tensorrt\""):
+        run(_qat_config(backend="tensorrt"))
+    flow.clear_default_session()
+    with pytest.raises(ValueError, match="moving_min_max_stop_update_after_iters is not set, and 'x' needs a "
+                                         "moving-average observer"):
+        run(_qat_config(stop=None))
+    with pytest.raises(TypeError, match="quantization_aware_training must be a bool"):
+        with flow.experimental.scope.config(quantization_aware_training="no"):
+            pass
+
+
+def test_quantization_refuses_bad_arguments():
+    with pytest.raises(ValueError, match=r"flow.quantization.min_max_observer: quantization_bit must be an int in "
+                                         r"\[2, 8\], got 9"):
+        @flow.global_function()
+        def bits(p: tp.Numpy.Placeholder((2, 3))) -> tp.Numpy:
+            return flow.quantization.min_max_observer(p, 9)[0]
+        bits(np.zeros((2, 3), np.float32))
+    with pytest.raises(ValueError, match="quantization_scheme must be 'symmetric' or 'affine', got 'asymmetric'"):
+        @flow.global_function()
+        def scheme(p: tp.Numpy.Placeholder((2, 3))) -> tp.Numpy:
+            scale, zero_point = flow.quantization.min_max_observer(p)
+            return flow.quantization.fake_quantization(p, scale, zero_point, 8, "asymmetric")
+        scheme(np.zeros((2, 3), np.float32))
+    with pytest.raises(ValueError, match=r"\[fake_quantization\] scale must be \(1,\) or \(x.shape\[0\],\) = "
+                                         r"\(2,\) for x \(2,3\), got \(3\)"):
+        @flow.global_function()
+        def channels(p: tp.Numpy.Placeholder((2, 3)), s: tp.Numpy.Placeholder((3,))) -> tp.Numpy:
+            return flow.quantization.fake_quantization(p, s, s)
+        channels(np.zeros((2, 3), np.float32), np.ones(3, np.float32))
+    with pytest.raises(TypeError, match="flow.quantization.fake_quantization: input must be float32 or float64, got int32"):
+        @flow.global_function()
+        def integers(p: tp.Numpy.Placeholder((2, 3), dtype=flow.int32)) -> tp.Numpy:
+            return flow.quantization.fake_quantization(p, p, p)
+        integers(np.zeros((2, 3), np.int32))
 
 
 def test_l2_normalize_xdivy_xlogy_and_their_gradients():
@@ -1989,6 +2353,60 @@ def test_an_optimizers_variables_must_be_trainable_variables_of_the_job():
         compile_with("w")
 
 
+@pytest.mark.parametrize("loss_scale", [None, flow.optimizer.loss_scale.static_loss_scale(8.0)])
+def test_a_combined_optimizer_trains_each_variable_with_its_own_optimizer(loss_scale):
+    x = np.ones((2, 3), np.float32)
+
+    @flow.global_function(type="train")
+    def job(p: tp.Numpy.Placeholder((2, 3))) -> tp.Numpy:
+        w1 = flow.get_variable("w1", shape=(3, 1), dtype=flow.float32, initializer=flow.constant_initializer(1.0))
+        w2 = flow.get_variable("w2", shape=(1,), dtype=flow.float32, initializer=flow.constant_initializer(2.0))
+        w3 = flow.get_variable("w3", shape=(1,), dtype=flow.float32, initializer=flow.constant_initializer(3.0))
+        loss = flow.math.reduce_sum(flow.matmul(p, w1) * w2) + w3 * 0.5
+        sgd = flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.1]), momentum=0, variables=["w1"])
+        adam = flow.optimizer.Adam(flow.optimizer.PiecewiseConstantScheduler([], [0.01]), variables=lambda: [w2])
+        flow.optimizer.CombinedOptimizer([sgd, adam], loss_scale_policy=loss_scale).minimize(loss)
+        return loss
+
+    job(x)
+    got = {name: v.numpy() for name, v in flow.get_all_variables().items()}
+    np.testing.assert_allclose(got["w1"], np.full((3, 1), 1.0 - 0.1 * 2 * 2))  # d loss / d w1 = w2 · Σ rows = 4
+    # Adam's first step without bias correction: m = 0.1 g, v = 0.001 g², w -= lr m / (sqrt(v) + eps); g = 6.
+    g = 6.0
+    np.testing.assert_allclose(got["w2"], [2.0 - 0.01 * 0.1 * g / (np.sqrt(0.001 * g * g) + 1e-8)], rtol=1e-6)
+    np.testing.assert_allclose(got["w2-m"], [0.1 * g], rtol=1e-6)
+    np.testing.assert_array_equal(got["w3"], [3.0])  # no optimizer names it
+
+
+def test_a_combined_optimizers_parts_take_disjoint_variables_and_no_loss_scale():
+    def compile_with(make):
+        @flow.global_function(type="train")
+        def job(p: tp.Numpy.Placeholder((2,))) -> tp.Numpy:
+            w = flow.get_variable("w", shape=(2,), dtype=flow.float32, initializer=flow.zeros_initializer())
+            v = flow.get_variable("v", shape=(2,), dtype=flow.float32, initializer=flow.zeros_initializer())
+            loss = flow.math.reduce_sum(p * w + p * v)
+            make().minimize(loss)
+            return loss
+        job(np.ones(2, np.float32))
+
+    lr = flow.optimizer.PiecewiseConstantScheduler([], [0.1])
+    with pytest.raises(ValueError, match=r"\[optimizer combined\] part 1 \(adam\) names variable 'w' that another part "
+                                         "names too"):
+        compile_with(lambda: flow.optimizer.CombinedOptimizer([flow.optimizer.SGD(lr, variables=["w"]),
+                                                               flow.optimizer.Adam(lr, variables=["v", "w"])]))
+    flow.clear_default_session()
+    with pytest.raises(ValueError, match=r"part 1 \(adam\) names no variables"):
+        compile_with(lambda: flow.optimizer.CombinedOptimizer([flow.optimizer.SGD(lr, variables=["w"]),
+                                                               flow.optimizer.Adam(lr)]))
+    with pytest.raises(ValueError, match=r"CombinedOptimizer: optimizers\[0\] \(SGD\) has a loss scale of its own"):
+        flow.optimizer.CombinedOptimizer([flow.optimizer.SGD(lr, loss_scale_factor=2.0, variables=["w"])])
+    with pytest.raises(TypeError, match=r"optimizers\[1\] must be a flow.optimizer optimizer other than CombinedOptimizer"):
+        inner = flow.optimizer.CombinedOptimizer([flow.optimizer.SGD(lr, variables=["w"])])
+        flow.optimizer.CombinedOptimizer([flow.optimizer.SGD(lr, variables=["v"]), inner])
+    with pytest.raises(TypeError, match="optimizers must be a non-empty list of optimizers"):
+        flow.optimizer.CombinedOptimizer([])
+
+
 def test_nn_layer_norm_with_the_callers_gamma_and_beta_and_the_layer_built_on_it():
     rng = np.random.default_rng(2)
     x = rng.standard_normal((2, 3, 4)).astype(np.float32)
@@ -2015,6 +2433,26 @@ def test_nn_layer_norm_with_the_callers_gamma_and_beta_and_the_layer_built_on_it
         bad(x, np.ones(3, np.float32))
 
 
+@pytest.mark.parametrize("low", [flow.float16, flow.bfloat16])
+def test_nn_layer_norm_of_a_16_bit_input_normalizes_in_float32_and_rounds_once(low):
+    rng = np.random.default_rng(4)
+    x = (rng.integers(-128, 128, (40, 64)) / 128).astype(np.float32)  # exact in both 16-bit dtypes
+    gamma = (rng.integers(2, 7, 64) / 4).astype(np.float32)  # exact in both 16-bit dtypes
+
+    @flow.global_function()
+    def job(p: tp.Numpy.Placeholder((40, 64)), g: tp.Numpy.Placeholder((64,))) -> tp.Numpy:
+        y = flow.nn.layer_norm(flow.cast(p, low), flow.cast(g, low), begin_norm_axis=-1)
+        assert y.dtype == low
+        return flow.cast(y, flow.float32)
+
+    x64 = x.astype(np.float64)
+    expected = (x64 - x64.mean(-1, keepdims=True)) / np.sqrt(x64.var(-1, keepdims=True) + 1e-5) * gamma
+    got = job(x, gamma)
+    # One rounding to the 16-bit dtype: within half a unit in the last place (plus float32's error).
+    half_ulp = np.abs(expected) * (2.0 ** -11 if low == flow.float16 else 2.0 ** -8)
+    assert np.all(np.abs(got - expected) <= half_ulp + 1e-5)
+
+
 def _np_conv3d(x, w, strides, pads, dilations, groups):
     """Direct 3-D cross-correlation, NCDHW; pads: ((before, after) per spatial axis)."""
     x = np.pad(x, [(0, 0), (0, 0), *pads])
@@ -2037,6 +2475,90 @@ def _np_conv3d(x, w, strides, pads, dilations, groups):
 def _same(size, stride, tap, dilation):
     total = max((-(-size // stride) - 1) * stride + (tap - 1) * dilation + 1 - size, 0)
     return (total // 2, total - total // 2)
+
+
+def _np_pool3d(x, ksize, strides, pads, kind, ceil_mode=False):
+    """Direct 3-D pooling of NCDHW x with (before, after) pads per spatial axis: y and d sum(y) / dx
+    (the max's gradient to the first largest element, the average over the real elements)."""
+    spatial = x.shape[2:]
+    out = []
+    for size, k, s, (b, a) in zip(spatial, ksize, strides, pads):
+        span = size + b + a - k
+        o = (-(-span // s) if ceil_mode else span // s) + 1
+        if ceil_mode and (o - 1) * s >= size + b:
+            o -= 1
+        out.append(o)
+    y = np.zeros(x.shape[:2] + tuple(out))
+    dx = np.zeros(x.shape)
+    for n, c in np.ndindex(*x.shape[:2]):
+        for o in np.ndindex(*out):
+            box = tuple(slice(max(i * s - b, 0), min(i * s - b + k, size))
+                        for i, s, (b, _), k, size in zip(o, strides, pads, ksize, spatial))
+            window = x[(n, c) + box]
+            if kind == "max":
+                y[(n, c) + o] = window.max()
+                at = np.unravel_index(window.argmax(), window.shape)
+                dx[(n, c) + tuple(part.start + i for part, i in zip(box, at))] += 1
+            else:
+                y[(n, c) + o] = window.mean()
+                dx[(n, c) + box] += 1.0 / window.size
+    return y, dx
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+@pytest.mark.parametrize("shape,ksize,strides,padding,pads,ceil_mode,data_format", [
+    ((2, 3, 5, 6, 7), 3, 2, "SAME", [(1, 1), (0, 1), (1, 1)], False, "NCDHW"),
+    ((1, 2, 6, 4, 5), (2, 3, 2), (2, 1, 2), "VALID", [(0, 0)] * 3, False, "NDHWC"),
+    ((1, 2, 7, 5, 6), (3, 2, 3), (2, 2, 2), [[0, 0], [0, 0], [1, 1], [1, 0], [0, 1]], [(1, 1), (1, 0), (0, 1)], False,
+     "NCDHW"),
+    ((1, 1, 6, 6, 6), 2, 2, "VALID", [(0, 0)] * 3, False, "NCDHW"),
+    ((1, 2, 7, 5, 5), 2, 2, "VALID", [(0, 0)] * 3, True, "NCDHW"),  # ceil_mode: partial windows at the ends
+])
+def test_max_and_avg_pool3d_match_direct_pooling_and_their_gradients(kind, shape, ksize, strides, padding, pads,
+                                                                     ceil_mode, data_format):
+    rng = np.random.default_rng(13)
+    x = rng.random(shape)
+    grads = []
+    pool = flow.nn.max_pool3d if kind == "max" else flow.nn.avg_pool3d
+
+    @flow.global_function(type="train")
+    def job(p: tp.Numpy.Placeholder(shape, dtype=flow.double)) -> tp.Numpy:
+        v = flow.get_variable("v", shape=shape, dtype=flow.double, initializer=flow.zeros_initializer())
+        xv = v + p
+        y = pool(xv, ksize, strides, padding, data_format=data_format, ceil_mode=ceil_mode, name="pooled")
+        flow.watch_diff(xv, grads.append)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [1e-3]), momentum=0).minimize(y)
+        return y
+
+    y = job(x)
+    channels_first = data_format == "NCDHW"
+    triple = [ksize] * 3 if isinstance(ksize, int) else list(ksize)
+    steps = [strides] * 3 if isinstance(strides, int) else list(strides)
+    xt = x if channels_first else np.moveaxis(x, -1, 1)
+    y_np, dx_np = _np_pool3d(xt, triple, steps, pads, kind, ceil_mode)
+    if not channels_first:
+        y_np, dx_np = np.moveaxis(y_np, 1, -1), np.moveaxis(dx_np, 1, -1)
+    np.testing.assert_allclose(y, y_np, rtol=1e-12)
+    np.testing.assert_allclose(grads[0], dx_np, rtol=1e-12)
+
+
+def test_pool3d_refuses_bad_arguments():
+    with pytest.raises(ValueError, match=r"flow.nn.max_pool3d: input must be 5-D, got shape \(2, 3, 4, 4\)"):
+        @flow.global_function()
+        def flat(p: tp.Numpy.Placeholder((2, 3, 4, 4))) -> tp.Numpy:
+            return flow.nn.max_pool3d(p, 2, 2, "VALID")
+        flat(np.zeros((2, 3, 4, 4), np.float32))
+    with pytest.raises(ValueError, match=r"flow.nn.avg_pool3d: data_format must be 'NCDHW' or 'NDHWC', got 'NCHW'"):
+        @flow.global_function()
+        def layout(p: tp.Numpy.Placeholder((1, 1, 4, 4, 4))) -> tp.Numpy:
+            return flow.nn.avg_pool3d(p, 2, 2, "VALID", data_format="NCHW")
+        layout(np.zeros((1, 1, 4, 4, 4), np.float32))
+    with pytest.raises(ValueError, match=r"flow.nn.max_pool3d: the input's depth 2 \(padded 2\) is smaller than the "
+                                         r"window 3"):
+        @flow.global_function()
+        def shallow(p: tp.Numpy.Placeholder((1, 1, 2, 4, 4))) -> tp.Numpy:
+            return flow.nn.max_pool3d(p, 3, 1, "VALID")
+        shallow(np.zeros((1, 1, 2, 4, 4), np.float32))
 
 
 @pytest.mark.parametrize("strides,padding,dilations,groups,data_format", [
@@ -2460,6 +2982,20 @@ def test_oneflow_0_4_layouts_and_hierarchies_of_one_dimension_are_accepted_and_2
         flow.clear_default_session()
 
 
+def test_current_scope_describes_its_placement_as_oneflow_does():
+    seen = []
+
+    @flow.global_function()
+    def job(x: tp.Numpy.Placeholder((4,))) -> tp.Numpy:
+        with flow.scope.placement("cpu", "0:0-1"):
+            seen.append(flow.current_scope().device_parallel_desc_symbol)
+            return x + 1
+
+    job(np.zeros(4, np.float32))
+    assert seen[0].device_tag == "cpu" and seen[0].parallel_num == 2
+    assert seen[0].machine_id2device_id_list == {0: [0, 1]}
+
+
 def test_experimental_scope_config_says_once_what_weir_does_not_do(capfd):
     @flow.global_function()
     def job(x: tp.Numpy.Placeholder((2,))) -> tp.Numpy:
@@ -2636,3 +3172,80 @@ def test_categorical_ordinal_encoder_numbers_keys_in_the_order_first_seen_and_ke
         def floats(x: tp.Numpy.Placeholder((3,))) -> tp.Numpy:
             return flow.layers.categorical_ordinal_encoder(x, capacity=2)
         floats(np.zeros(3, np.float32))
+
+
+@pytest.mark.parametrize("count_not_finite,good_steps,period,scale,expected", [
+    (1, 1, 1, 100.0, (0, 50.0)),     # a step with non-finite gradients halves the scale and resets the count
+    (0, 1, 1, 100.0, (0, 200.0)),    # the period's last good step doubles it and starts counting again
+    (0, 1, 10, 100.0, (2, 100.0)),   # a good step within the period counts
+    (3, 4, 10, 1.5, (0, 1.0)),       # never below 1
+    (0, 0, 1, 3e38, (0, float(np.finfo(np.float32).max))),  # nor above float32's largest
+])
+def test_user_op_builder_runs_dynamic_loss_scale_schedule_as_oneflows_kernel(count_not_finite, good_steps, period,
+                                                                           scale, expected):
+    def variables():
+        good = flow.get_variable("good", shape=(1,), dtype=flow.int64,
+                                 initializer=flow.constant_initializer(good_steps, dtype=flow.int64))
+        loss_scale = flow.get_variable("scale", shape=(1,), initializer=flow.constant_initializer(scale))
+        return good, loss_scale
+
+    @flow.global_function()
+    def schedule(count: tp.Numpy.Placeholder((1,), dtype=flow.int64)):
+        good, loss_scale = variables()
+        (flow.user_op_builder("schedule").Op("dynamic_loss_scale_schedule").Input("count_not_finite", [count])
+         .Input("loss_scale", [loss_scale]).Input("good_step_counter", [good]).Attr("increment_period", period)
+         .Attr("multiplier", 2.0).Build().InferAndTryRun())
+
+    schedule(np.array([count_not_finite], np.int64))
+    got = flow.get_all_variables()
+    assert got["good"].numpy()[0] == expected[0]
+    assert got["scale"].numpy()[0] == np.float32(expected[1])
+
+
+def test_unsorted_batch_segment_sum_sums_each_entrys_rows_into_its_own_segments():
+    rng = np.random.default_rng(8)
+    data = rng.standard_normal((3, 5, 2)).astype(np.float32)
+    ids = rng.integers(0, 4, (3, 5)).astype(np.int32)
+    grads = []
+
+    @flow.global_function(type="train")
+    def job(d: tp.Numpy.Placeholder((3, 5, 2)), i: tp.Numpy.Placeholder((3, 5), dtype=flow.int32)) -> tp.Numpy:
+        v = flow.get_variable("v", shape=(3, 5, 2), initializer=flow.zeros_initializer())
+        x = d + v
+        flow.watch_diff(x, grads.append)
+        out = flow.math.unsorted_batch_segment_sum(x, i, 4)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.0]), momentum=0).minimize(
+            out * flow.constant(np.arange(24, dtype=np.float32).reshape(3, 4, 2)))
+        return out
+
+    expected = np.zeros((3, 4, 2), np.float32)
+    for b in range(3):
+        for n in range(5):
+            expected[b, ids[b, n]] += data[b, n]
+    np.testing.assert_allclose(job(data, ids), expected, rtol=1e-6, atol=1e-6)
+    # The gradient gathers each row's segment's weight back.
+    weights = np.arange(24, dtype=np.float32).reshape(3, 4, 2)
+    np.testing.assert_array_equal(grads[0], np.stack([weights[b, ids[b]] for b in range(3)]))
+    with pytest.raises(Exception, match="unsorted_segment_sum"):  # an id out of its entry's range fails the call
+        bad = ids.copy()
+        bad[1, 2] = 4
+        job(data, bad)
+
+
+def test_eye_size_and_compiler_trace_as_oneflow_0_4_spells_them():
+    @flow.compiler.trace(type="predict", execution_config=flow.ExecutionConfig())
+    def identities() -> List[tp.Numpy]:
+        return [flow.eye(3), flow.eye(2, 4, batch_shape=[2], dtype=flow.int32)]
+
+    square, batch = identities()
+    np.testing.assert_array_equal(square, np.eye(3, dtype=np.float32))
+    assert batch.dtype == np.int32
+    np.testing.assert_array_equal(batch, np.broadcast_to(np.eye(2, 4), (2, 2, 4)))
+    with pytest.raises(ValueError, match="flow.eye: columns must be a non-negative int, got -1"):
+        flow.compiler.trace(lambda: flow.eye(2, -1))()
+
+    size = flow.Size([2, 3, 2, 4])
+    assert size == (2, 3, 2, 4) and size.numel() == 48 and repr(size) == "flow.Size([2, 3, 2, 4])"
+    assert size.index(2, start=1) == 2 and size.count(2) == 2
+    with pytest.raises(ValueError):
+        size.index(2, start=0, end=0)

@@ -10,7 +10,7 @@ from weir.optimizer import grad_clipping, loss_scale, warmup
 from weir.optimizer import grad_clipping as _grad_clipping
 
 __all__ = [
-    "SGD", "Adam", "AdamW", "LazyAdam", "RMSProp", "LAMB", "LARS",
+    "SGD", "Adam", "AdamW", "LazyAdam", "RMSProp", "LAMB", "LARS", "CombinedOptimizer",
     "PiecewiseConstantScheduler", "PiecewiseScalingScheduler", "CosineScheduler", "PolynomialScheduler",
     "PolynomialSchduler", "ExponentialScheduler", "InverseTimeScheduler", "NaturalExpScheduler",
     "LinearCosineScheduler", "grad_clipping", "warmup", "loss_scale",
@@ -155,6 +155,7 @@ class Optimizer:
                 raise TypeError(f"grad_clipping must be flow.optimizer.grad_clipping.by_global_norm(...), got {grad_clipping!r}")
             c_optimizer = _C.clip_by_global_norm(c_optimizer, grad_clipping.clip_norm)
         _set_loss_scale(c_optimizer, type(self).__name__, loss_scale_factor, loss_scale_policy)
+        self._loss_scale_policy = loss_scale_policy
         self._c = c_optimizer
 
     def minimize(self, loss):
@@ -176,10 +177,14 @@ class Optimizer:
             if other.shape != total.shape:
                 raise ValueError(f"minimize: losses of different shapes {total.shape} and {other.shape}")
             total = total + other
+        context.builder.minimize(self._resolved(), total._c)
+        context.minimized = True
+
+    def _resolved(self):
+        """The optimizer to train with, its variables= resolved (a function is called in the job)."""
         if self._variables is not None:
             self._c.variables = self._variable_names(self._variables() if callable(self._variables) else self._variables)
-        context.builder.minimize(self._c, total._c)
-        context.minimized = True
+        return self._c
 
     def _variable_names(self, variables) -> list:
         # OneFlow's variables=: names (as flow.get_all_variables() keys them), or the variables' blobs.
@@ -265,3 +270,30 @@ class LARS(Optimizer):
         c_optimizer = _C.lars(_schedule(lr_scheduler, "LARS"), float(momentum_beta), float(epsilon),
                               float(lars_coefficient))
         super().__init__(c_optimizer, loss_scale_factor, grad_clipping, loss_scale_policy, variables=variables)
+
+
+class CombinedOptimizer(Optimizer):
+    """OneFlow's CombinedOptimizer: several optimizers in one train job. Each trains the variables its
+    ``variables=`` names (no variable in two of them; the job's variables that none names keep their
+    values), with its own learning rate, gradient clipping and weight decay. The loss scale is the
+    combined optimizer's: its parts take none."""
+
+    def __init__(self, optimizers, loss_scale_factor=None, train_step_lbn=None, loss_scale_policy=None):
+        if not isinstance(optimizers, (list, tuple)) or not optimizers:
+            raise TypeError(f"CombinedOptimizer: optimizers must be a non-empty list of optimizers, got {optimizers!r}")
+        for i, part in enumerate(optimizers):
+            if isinstance(part, CombinedOptimizer) or not isinstance(part, Optimizer):
+                raise TypeError(f"CombinedOptimizer: optimizers[{i}] must be a flow.optimizer optimizer other than "
+                                f"CombinedOptimizer, got {part!r}")
+            if part._c.loss_scale_factor != 1.0 or part._loss_scale_policy is not None:
+                raise ValueError(f"CombinedOptimizer: optimizers[{i}] ({type(part).__name__}) has a loss scale of its "
+                                 "own: give loss_scale_factor or loss_scale_policy to CombinedOptimizer")
+        self._parts = list(optimizers)
+        self._loss_scale = (loss_scale_factor, loss_scale_policy)
+        super().__init__(_C.combined([]), loss_scale_factor, None, loss_scale_policy)
+
+    def _resolved(self):
+        combined = _C.combined([part._resolved() for part in self._parts])
+        _set_loss_scale(combined, "CombinedOptimizer", *self._loss_scale)
+        return combined
+

@@ -69,6 +69,7 @@ void BindJob(py::module_& m) {
   py::class_<Job>(m, "Job")
       .def_property_readonly("name", &Job::Name)
       .def_property_readonly("mixed_precision_ops", &Job::MixedPrecisionOps)
+      .def_property_readonly("quantized_values", &Job::QuantizedValues)
       .def_property_readonly("type", &Job::Type)
       .def_property_readonly("output_names", &Job::OutputNames)
       .def_property_readonly("placeholders", [](const Job& job) {
@@ -77,12 +78,23 @@ void BindJob(py::module_& m) {
         return list;
       });
 
+  using Qat = JobConfig::QuantizationAwareTraining;
+  py::class_<Qat>(m, "QuantizationAwareTraining")
+      .def(py::init<>())
+      .def_readwrite("symmetric", &Qat::symmetric)
+      .def_readwrite("per_channel_weight_quantization", &Qat::per_channel_weight_quantization)
+      .def_readwrite("moving_min_max_momentum", &Qat::moving_min_max_momentum)
+      .def_readwrite("moving_min_max_stop_update_after_iters", &Qat::moving_min_max_stop_update_after_iters)
+      .def_readwrite("target_backend", &Qat::target_backend);
+
   py::class_<JobBuilder>(m, "JobBuilder")
       .def(py::init([](std::string name, JobType type, DType default_dtype, bool channels_last_convolutions,
-                       bool mirrored, std::optional<DType> mixed_precision, bool on_cuda) {
+                       bool mirrored, std::optional<DType> mixed_precision, bool on_cuda,
+                       std::optional<Qat> quantization_aware_training) {
              JobConfig config{.default_dtype = default_dtype,
                               .channels_last_convolutions = channels_last_convolutions,
-                              .view = mirrored ? LogicalView::kMirrored : LogicalView::kConsistent};
+                              .view = mirrored ? LogicalView::kMirrored : LogicalView::kConsistent,
+                              .quantization_aware_training = std::move(quantization_aware_training)};
              if (mixed_precision) {
                config.mixed_precision = JobConfig::MixedPrecision{
                    .dtype = *mixed_precision, .device = on_cuda ? Device::Kind::kCuda : Device::Kind::kCpu};
@@ -91,7 +103,10 @@ void BindJob(py::module_& m) {
            }),
            py::arg("name"), py::arg("type"), py::arg("default_dtype") = DType::kF32,
            py::arg("channels_last_convolutions") = true, py::arg("mirrored") = false,
-           py::arg("mixed_precision") = std::nullopt, py::arg("on_cuda") = false)
+           py::arg("mixed_precision") = std::nullopt, py::arg("on_cuda") = false,
+           py::arg("quantization_aware_training") = std::nullopt)
+      .def("push_quantization_scope", &JobBuilder::PushQuantizationScope, py::arg("quantize"))
+      .def("pop_quantization_scope", &JobBuilder::PopQuantizationScope)
       .def("push_placement",
            [](JobBuilder& b, std::string device_tag, const std::vector<std::string>& machine_device_ids) {
              b.PushPlacement(Placement(std::move(device_tag), machine_device_ids));

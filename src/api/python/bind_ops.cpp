@@ -8,6 +8,7 @@
 #include "api/python/bind.hpp"
 #include "api/python/convert.hpp"
 #include "graph/op_registry.hpp"
+#include "graph/quantization_pass.hpp"
 
 namespace weir::python {
 
@@ -89,6 +90,24 @@ void BindOps(py::module_& m) {
       },
       py::arg("job"), py::arg("type"), py::arg("attrs") = py::dict(), py::arg("name") = "",
       "Adds op `type`, which has no inputs (a reader, random draws), to `job`; returns its outputs.");
+  // flow.quantization's observers: the functions the quantization-aware-training pass builds with.
+  m.def(
+      "min_max_observer",
+      [](const Blob& x, int bits, bool affine, bool cambricon, bool per_layer) {
+        const auto [scale, zero_point] = internal::MinMaxObserver(x, {bits, affine, cambricon}, per_layer);
+        return py::make_tuple(scale, zero_point);
+      },
+      py::arg("x"), py::arg("bits"), py::arg("affine"), py::arg("cambricon"), py::arg("per_layer"));
+  m.def(
+      "moving_average_observer",
+      [](const Blob& x, int bits, bool affine, bool cambricon, double momentum, const std::string& max_name,
+         const std::string& min_name, bool training) {
+        const auto [scale, zero_point] =
+            internal::MovingAverageObserver(x, {bits, affine, cambricon}, momentum, max_name, min_name, training);
+        return py::make_tuple(scale, zero_point);
+      },
+      py::arg("x"), py::arg("bits"), py::arg("affine"), py::arg("cambricon"), py::arg("momentum"),
+      py::arg("max_name"), py::arg("min_name"), py::arg("training"));
   // The kinds of the unary and scalar ops, in enum order (weir/op_kinds.hpp).
   m.attr("unary_kinds") = std::vector<std::string>(std::begin(kUnaryOpKindNames), std::end(kUnaryOpKindNames));
   m.attr("scalar_kinds") = std::vector<std::string>(std::begin(kScalarOpKindNames), std::end(kScalarOpKindNames));

@@ -137,6 +137,7 @@ void BindTraining(py::module_& m) {
       .def_readwrite("lazy", &Optimizer::lazy)
       .def_readwrite("weight_decay_excludes", &Optimizer::weight_decay_excludes)
       .def_readwrite("variables", &Optimizer::variables)
+      .def_readonly("parts", &Optimizer::parts)
       .def_property_readonly("learning_rate", [](const Optimizer& o) { return o.learning_rate; });
   m.def("sgd", &Sgd, py::arg("learning_rate"), py::arg("momentum"));
   m.def("adam", &Adam, py::arg("learning_rate"), py::arg("beta1"), py::arg("beta2"), py::arg("epsilon"),
@@ -149,6 +150,7 @@ void BindTraining(py::module_& m) {
   m.def("lars", &Lars, py::arg("learning_rate"), py::arg("momentum_beta"), py::arg("epsilon"),
         py::arg("lars_coefficient"));
   m.def("clip_by_global_norm", &ClipByGlobalNorm, py::arg("optimizer"), py::arg("clip_norm"));
+  m.def("combined", &Combined, py::arg("parts"));
 }
 
 }  // namespace weir::python

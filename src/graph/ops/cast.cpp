@@ -27,44 +27,14 @@ std::vector<TensorMeta> InferCast(const InferContext& ctx) {
   return {{ctx.inputs[0].shape, attrs.dtype}};
 }
 
-// The op that made `value` an integer: walking up through integer values only, the first producer
-// that reads a floating input (argmax, a cast to an integer); else the value's own producer.
-const OpNode& IntegerOrigin(const JobGraph& graph, int value) {
-  const auto producer_of = [&graph](int v) -> const OpNode& {
-    return graph.nodes[static_cast<std::size_t>(graph.values[static_cast<std::size_t>(v)].producer)];
-  };
-  std::vector<int> pending{value};
-  std::vector<bool> seen(graph.values.size(), false);
-  while (!pending.empty()) {
-    const int current = pending.back();
-    pending.pop_back();
-    if (seen[static_cast<std::size_t>(current)]) continue;
-    seen[static_cast<std::size_t>(current)] = true;
-    const OpNode& node = producer_of(current);
-    for (int input : node.inputs) {
-      if (IsFloating(graph.values[static_cast<std::size_t>(input)].meta.dtype)) return node;
-    }
-    pending.insert(pending.end(), node.inputs.begin(), node.inputs.end());
-  }
-  return producer_of(value);
-}
-
-// Float to float: the gradient is cast back. Integers carry no gradient: an integer output never
-// receives one, and a path from a differentiated blob to the loss through an integer value (after
-// argmax, or a cast to an integer) is an error naming the op that made it integer, not a silent zero.
+// The gradient is dy cast back to x's dtype, whatever the two dtypes (OneFlow's rule): a cast to an
+// integer passes its gradient straight through the rounding, and an integer gradient (of an integer
+// loss) becomes a floating one at the cast that made the value an integer. An op that has no
+// gradient (argmax, a comparison) still stops a path through it with an error naming that op.
 std::vector<Blob> CastGradient(const GradContext& ctx) {
   const Blob& x = ctx.inputs[0];
-  const DType to = ctx.Get<CastAttrs>().dtype;
-  if (!IsFloating(to)) return {Blob()};
-  if (!IsFloating(x.GetDType())) {
-    const OpNode& origin = IntegerOrigin(*x.Graph(), x.ValueId());
-    throw OpError(ctx.op_type,
-                  "no gradient flows through integer values: the loss depends on {} '{}' through the cast of {} "
-                  "'{}' to {}",
-                  origin.type, origin.name, x.GetDType(), x.Name(), to);
-  }
   const Blob& dy = ctx.output_grads[0];
-  return {x.GetDType() == to ? dy : Cast(dy, {.dtype = x.GetDType()})};
+  return {x.GetDType() == dy.GetDType() ? dy : Cast(dy, {.dtype = x.GetDType()})};
 }
 
 WEIR_REGISTER_OP({.type = "cast",

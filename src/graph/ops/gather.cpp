@@ -32,7 +32,10 @@ std::vector<TensorMeta> InferGather(const InferContext& ctx) {
 
 std::vector<Blob> GatherGradient(const GradContext& ctx) {
   const Blob& params = ctx.inputs[0];
-  if (!ctx.needs_grad[0] || !IsFloating(params.GetDType())) return {Blob(), Blob()};
+  if (!ctx.needs_grad[0]) return {Blob(), Blob()};
+  if (!IsNumber(params.GetDType())) {  // the segment sum that adds dy back takes numbers only
+    throw OpError(ctx.op_type, "has no gradient for {} params (f32, f64, f16, bf16, i32 or i64 only)", params.GetDType());
+  }
   const int axis = ResolveAxis(ctx.op_type, "axis", ctx.Get<GatherAttrs>().axis, params.GetShape().Rank());
   return {UnsortedSegmentSum(ctx.output_grads[0], ctx.inputs[1], params.GetShape()[axis], axis), Blob()};
 }

@@ -29,7 +29,10 @@ std::vector<TensorMeta> InferGatherNd(const InferContext& ctx) {
 
 std::vector<Blob> GatherNdGradient(const GradContext& ctx) {
   const Blob& params = ctx.inputs[0];
-  if (!ctx.needs_grad[0] || !IsFloating(params.GetDType())) return {Blob(), Blob()};
+  if (!ctx.needs_grad[0]) return {Blob(), Blob()};
+  if (!IsNumber(params.GetDType())) {  // scatter_nd, which adds dy back, takes numbers only
+    throw OpError(ctx.op_type, "has no gradient for {} params (f32, f64, f16, bf16, i32 or i64 only)", params.GetDType());
+  }
   return {ScatterNd(ctx.inputs[1], ctx.output_grads[0], Shape(params.GetShape())), Blob()};
 }
 

@@ -15,7 +15,8 @@ namespace {
 
 std::vector<Blob> ReduceProdGradient(const GradContext& ctx) {
   const Blob& x = ctx.inputs[0];
-  if (!ctx.needs_grad[0] || !IsFloating(x.GetDType())) return {Blob()};
+  if (!ctx.needs_grad[0]) return {Blob()};
+  if (!IsFloating(x.GetDType())) throw OpError(ctx.op_type, "has no gradient for {} x (floating only)", x.GetDType());
   const DType dtype = x.GetDType();
   ReduceAttrs kept = ctx.Get<ReduceAttrs>();
   kept.keep_dims = true;

@@ -13,8 +13,9 @@ namespace {
 std::vector<TensorMeta> InferReduceSumTo(const InferContext& ctx) {
   const Shape& shape = ctx.Get<ReduceSumToAttrs>().shape;
   const TensorMeta& x = ctx.inputs[0];
-  if (!IsNumber(x.dtype)) {
-    throw OpError(ctx.op_type, "expects an f32, f64, f16, bf16, i32 or i64 input, got {}", x.dtype);
+  // i8 too: the gradient of an i8 loss sums back over broadcast axes (wrapping, as the forward ops do).
+  if (!IsNumber(x.dtype) && x.dtype != DType::kI8) {
+    throw OpError(ctx.op_type, "expects an f32, f64, f16, bf16, i32, i64 or i8 input, got {}", x.dtype);
   }
   if (!BroadcastsTo(shape, x.shape)) throw OpError(ctx.op_type, "{} does not broadcast to x {}", shape, x.shape);
   return {{shape, x.dtype}};

@@ -51,13 +51,12 @@ template <bool kAdds> std::vector<TensorMeta> InferTensorScatterNd(const InferCo
 }
 
 std::vector<Blob> ScatterNdGradient(const GradContext& ctx) {
-  if (!ctx.needs_grad[1] || !IsFloating(ctx.inputs[1].GetDType())) return {Blob(), Blob()};
+  if (!ctx.needs_grad[1]) return {Blob(), Blob()};
   return {Blob(), GatherNd(ctx.output_grads[0], ctx.inputs[0])};
 }
 
 template <bool kAdds> std::vector<Blob> TensorScatterNdGradient(const GradContext& ctx) {
   const Blob& dy = ctx.output_grads[0];
-  if (!IsFloating(dy.GetDType())) return {Blob(), Blob(), Blob()};
   const Blob& indices = ctx.inputs[1];
   Blob d_params, d_updates;
   if (ctx.needs_grad[0]) {

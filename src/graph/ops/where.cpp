@@ -27,7 +27,6 @@ std::vector<TensorMeta> InferWhere(const InferContext& ctx) {
 std::vector<Blob> WhereGradient(const GradContext& ctx) {
   const Blob& condition = ctx.inputs[0];
   const Blob& dy = ctx.output_grads[0];
-  if (!IsFloating(dy.GetDType())) return {Blob(), Blob(), Blob()};
   const Blob zero = AddConstant(dy.Graph(), Tensor(Shape{}, dy.GetDType()), {});
   Blob dx, dy_of_y;
   if (ctx.needs_grad[1]) dx = ReduceSumTo(Where(condition, dy, zero), Shape(ctx.inputs[1].GetShape()));

@@ -47,6 +47,7 @@ WEIR_REGISTER_KERNELS {
   RegisterKernel({"reduce_sum_to", Device::Kind::kCpu, DType::kF64}, &MakeKernel<ReduceSumToCpu<double>>);
   RegisterKernel({"reduce_sum_to", Device::Kind::kCpu, DType::kI32}, &MakeKernel<ReduceSumToCpu<std::int32_t>>);
   RegisterKernel({"reduce_sum_to", Device::Kind::kCpu, DType::kI64}, &MakeKernel<ReduceSumToCpu<std::int64_t>>);
+  RegisterKernel({"reduce_sum_to", Device::Kind::kCpu, DType::kI8}, &MakeKernel<ReduceSumToCpu<std::int8_t>>);
 }
 
 }  // namespace

@@ -123,6 +123,7 @@ WEIR_REGISTER_KERNELS {
   RegisterKernel({"reduce_sum_to", Device::Kind::kCuda, DType::kF64}, &MakeKernel<ReduceCuda<double, true, false>>);
   RegisterKernel({"reduce_sum_to", Device::Kind::kCuda, DType::kI32}, &MakeKernel<ReduceCuda<std::int32_t, true, false>>);
   RegisterKernel({"reduce_sum_to", Device::Kind::kCuda, DType::kI64}, &MakeKernel<ReduceCuda<std::int64_t, true, false>>);
+  RegisterKernel({"reduce_sum_to", Device::Kind::kCuda, DType::kI8}, &MakeKernel<ReduceCuda<std::int8_t, true, false>>);
   RegisterKernel({"reduce_mean", Device::Kind::kCuda, DType::kF32}, &MakeKernel<ReduceCuda<float, false, true>>);
   RegisterKernel({"reduce_mean", Device::Kind::kCuda, DType::kF64}, &MakeKernel<ReduceCuda<double, false, true>>);
 }
