@@ -140,6 +140,14 @@ Blob FakeQuantization(const Blob& x, const Blob& scale, const Blob& zero_point, 
                       std::string_view scheme = "symmetric", std::string_view formula = "google",
                       std::string_view name = {});
 
+/// The CTC loss of each example (OneFlow's and PyTorch's ctc_loss with reduction "none"): log_probs
+/// (T, N, C) f32/f64 (log-softmax outputs), targets (N, S), input_lengths (N) in [0, T] and
+/// target_lengths (N) in [0, S], all three i32 or all three i64 -> (N) in log_probs' dtype, infinite
+/// where no alignment fits unless zero_infinity (then 0, with a 0 gradient). Targets are classes in
+/// [0, C); a length or target out of range fails the call. Differentiable in log_probs.
+Blob CtcLoss(const Blob& log_probs, const Blob& targets, const Blob& input_lengths, const Blob& target_lengths,
+             std::int64_t blank = 0, bool zero_infinity = false, std::string_view name = {});
+
 /// indices (...) i32/i64 -> (..., depth): on_value at each index, off_value elsewhere. An index
 /// outside [0, depth) fails the call (as OneFlow's kernel). No gradient.
 Blob OneHot(const Blob& indices, OneHotAttrs attrs, std::string_view name = {});

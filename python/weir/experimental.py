@@ -13,9 +13,19 @@ from weir._blob import to_c_dtype
 from weir._ops_util import check_blob, op_name, wrap
 
 __all__ = ["name_scope", "square_sum", "unique_with_counts", "logical_slice", "logical_slice_assign",
-           "enable_typing_check", "scope"]
+           "enable_typing_check", "scope", "broadcast_minimum", "broadcast_maximum"]
 
 name_scope = scope.namespace
+
+
+def broadcast_minimum(a, b, name=None):
+    """OneFlow 0.2's flow.experimental.broadcast_minimum: flow.math.minimum (numpy-broadcast)."""
+    return _math.minimum(a, b, name=name)
+
+
+def broadcast_maximum(a, b, name=None):
+    """OneFlow 0.2's flow.experimental.broadcast_maximum: flow.math.maximum (numpy-broadcast)."""
+    return _math.maximum(a, b, name=name)
 
 
 def square_sum(x, name=None):

@@ -474,27 +474,30 @@ def unsorted_segment_sum(data, segment_ids, num_segments, axis=0, name=None):
 
 
 def unsorted_batch_segment_sum(data, segment_ids, num_segments, name=None):
-    """unsorted_segment_sum for each batch entry: data (B, N, ...) summed by segment_ids (B, N) into
-    (B, num_segments, ...), entry b's rows into entry b's segments. An id outside [0, num_segments)
-    fails the call."""
+    """unsorted_segment_sum for each batch entry: segment_ids (B..., n) has data's leading axes, the
+    ones before its last being batch axes; data's rows along segment_ids' last axis are summed by id
+    into num_segments rows, entry by entry: the result is data's shape with that axis num_segments
+    long. An id outside [0, num_segments) fails the call."""
     op = "flow.math.unsorted_batch_segment_sum"
     data = check_blob(data, op, "data")
     segment_ids = check_blob(segment_ids, op, "segment_ids")
-    if len(segment_ids.shape) != 2 or tuple(data.shape[:2]) != tuple(segment_ids.shape):
-        raise ValueError(f"{op}: segment_ids must be (batch, n) with data's first two axes, got data "
-                         f"{tuple(data.shape)} and segment_ids {tuple(segment_ids.shape)}")
+    ids_shape = tuple(segment_ids.shape)
+    if len(ids_shape) < 1 or tuple(data.shape[:len(ids_shape)]) != ids_shape:
+        raise ValueError(f"{op}: segment_ids must have data's leading axes, got data {tuple(data.shape)} and "
+                         f"segment_ids {ids_shape}")
     if isinstance(num_segments, bool) or not isinstance(num_segments, (int, np.integer)) or num_segments < 1:
         raise ValueError(f"{op}: num_segments must be a positive int, got {num_segments!r}")
-    batch, rows = segment_ids.shape
     num_segments = int(num_segments)
+    batch = int(np.prod(ids_shape[:-1], dtype=np.int64))
+    rows, rest = ids_shape[-1], list(data.shape[len(ids_shape):])
     # Entry b's ids moved to [b * num_segments, (b + 1) * num_segments); an id out of its entry's
     # range becomes -1, out of every entry's, so that the segment sum refuses it.
-    offsets = constant_like(np.arange(batch).reshape(batch, 1) * num_segments, segment_ids)
+    offsets = constant_like(np.arange(batch).reshape(ids_shape[:-1] + (1,)) * num_segments, segment_ids)
     in_range = multiply(greater_equal(segment_ids, 0), less(segment_ids, num_segments))
-    ids = _where(in_range, add(segment_ids, offsets), constant_like(np.full((batch, rows), -1), segment_ids))
-    flat = add_op("reshape", [data], "", shape=[batch * rows] + list(data.shape[2:]))
+    ids = _where(in_range, add(segment_ids, offsets), constant_like(np.full(ids_shape, -1), segment_ids))
+    flat = add_op("reshape", [data], "", shape=[batch * rows] + rest)
     summed = unsorted_segment_sum(flat, add_op("reshape", [ids], "", shape=[batch * rows]), batch * num_segments)
-    return add_op("reshape", [summed], op_name(name), shape=[batch, num_segments] + list(data.shape[2:]))
+    return add_op("reshape", [summed], op_name(name), shape=list(ids_shape[:-1]) + [num_segments] + rest)
 
 
 def unsorted_segment_sum_like(data, segment_ids, like, axis=0, name=None):

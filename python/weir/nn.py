@@ -21,7 +21,7 @@ __all__ = [
     "BCEWithLogitsLoss", "KLDivLoss", "PixelShuffle", "PixelShufflev2", "InstanceNorm1d", "InstanceNorm2d",
     "InstanceNorm3d", "GroupNorm", "conv1d", "fused_scale_tril", "layer_norm", "conv3d", "random_mask_like",
     "fused_bias_add_gelu", "fused_bias_add_dropout", "selu", "softsign", "silu", "fused_scale_tril_softmax_dropout",
-    "max_pool3d", "avg_pool3d",
+    "max_pool3d", "avg_pool3d", "conv2d_transpose_V2",
 ]
 
 
@@ -776,3 +776,9 @@ def TripletMarginLoss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, s
     loss = _math.clip_by_value(norm(anchor - positive + float(eps)) - norm(anchor - negative + float(eps)) + float(margin),
                                min_value=0.0)
     return _reduce_loss(loss, reduction, op, name)
+
+
+def conv2d_transpose_V2(value=None, filter=None, output_shape=None, strides=None, padding="VALID",  # noqa: A002, N802
+                        data_format="NCHW", name=None, input=None, filters=None, dilations=None):  # noqa: A002
+    """OneFlow 0.1's name of conv2d_transpose (the same arguments)."""
+    return conv2d_transpose(value, filter, output_shape, strides, padding, data_format, name, input, filters, dilations)

@@ -16,7 +16,7 @@ from weir._ops_util import add_op, check_blob, op_name, wrap
 from weir._ops_util import constant_like as _constant_of
 from weir._signature import watch_value_converter
 from weir import math as _math
-from weir.math import clip_by_value, not_equal, reduce_sum
+from weir.math import clip_by_value, not_equal, reduce_mean, reduce_sum
 
 __all__ = [
     "reshape", "transpose", "matmul", "cast", "identity", "amp_white_identity", "constant", "zeros_like", "ones_like",
@@ -27,7 +27,7 @@ __all__ = [
     "assign", "gather_nd", "scatter_nd", "tensor_scatter_nd_update", "tensor_scatter_nd_add", "batch_gather",
     "argsort", "sort", "slice_update", "combined_margin_loss", "zero_pad2d", "expand", "diag", "smooth_l1_loss",
     "masked_fill", "dim_scatter_add", "dim_scatter_update", "dim_scatter_add_like", "dim_scatter_update_like",
-    "eye", "Size",
+    "eye", "Size", "ctc_loss", "scatter_nd_update",
 ]
 
 # Past either end of any axis: what an open end of a slice becomes (the op clamps it to the axis).
@@ -220,6 +220,35 @@ class Size(tuple):
 
     def __repr__(self) -> str:
         return f"flow.Size({list(self)})"
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False,
+             name=None):
+    """The CTC loss (Graves et al. 2006; OneFlow's flow.ctc_loss): log_probs (T, N, C), log-softmax
+    outputs; targets (N, S), classes in [0, C); input_lengths and target_lengths (N), int32 or int64.
+    reduction "none" gives each example's -log p(target | input), "sum" their sum, "mean" the mean of
+    each divided by its target length (at least 1). An example whose input is too short for its target
+    has an infinite loss, 0 with zero_infinity (its gradient then 0 too). A length or target out of
+    range fails the call."""
+    op = "flow.ctc_loss"
+    blobs = [check_blob(b, op, what) for b, what in ((log_probs, "log_probs"), (targets, "targets"),
+                                                     (input_lengths, "input_lengths"), (target_lengths, "target_lengths"))]
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{op}: reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
+    if isinstance(blank, bool) or not isinstance(blank, (int, np.integer)):
+        raise TypeError(f"{op}: blank must be an int, got {blank!r}")
+    index = blobs[1].dtype
+    for i, what in ((2, "input_lengths"), (3, "target_lengths")):  # the op takes one integer dtype
+        if blobs[i].dtype != index and blobs[i].dtype in (dtypes.int32, dtypes.int64):
+            blobs[i] = cast(blobs[i], index)
+    loss = add_op("ctc_loss", blobs, op_name(name) if reduction == "none" else "", blank=int(blank),
+                  zero_infinity=bool(zero_infinity))
+    if reduction == "sum":
+        return reduce_sum(loss, name=name)
+    if reduction == "mean":
+        per_label = cast(clip_by_value(blobs[3], min_value=1), loss.dtype)
+        return reduce_mean(loss / per_label, name=name)
+    return loss
 
 
 def zeros_like(like, dtype=None, name=None):
@@ -494,6 +523,11 @@ def scatter_nd(indices, updates, shape, name=None):
     except TypeError:
         raise TypeError(f"{op}: shape must be a sequence of ints, got {shape!r}") from None
     return add_op("scatter_nd", [indices, updates], op_name(name), shape=dims)
+
+
+def scatter_nd_update(params, indices, updates, name=None):
+    """OneFlow 0.1's name of tensor_scatter_nd_update."""
+    return tensor_scatter_nd_update(params, indices, updates, name)
 
 
 def tensor_scatter_nd_update(params, indices, updates, name=None):

@@ -3231,6 +3231,19 @@ def test_unsorted_batch_segment_sum_sums_each_entrys_rows_into_its_own_segments(
         bad[1, 2] = 4
         job(data, bad)
 
+    # Several batch axes: ids (2, 3, 4) over data (2, 3, 4, 2), segments along ids' last axis.
+    deep_ids = rng.integers(0, 3, (2, 3, 4)).astype(np.int64)
+    deep_data = rng.standard_normal((2, 3, 4, 2)).astype(np.float32)
+
+    @flow.global_function()
+    def deep(d: tp.Numpy.Placeholder((2, 3, 4, 2)), i: tp.Numpy.Placeholder((2, 3, 4), dtype=flow.int64)) -> tp.Numpy:
+        return flow.math.unsorted_batch_segment_sum(d, i, 3)
+
+    expected = np.zeros((2, 3, 3, 2), np.float32)
+    for index in np.ndindex(2, 3, 4):
+        expected[index[:2] + (deep_ids[index],)] += deep_data[index]
+    np.testing.assert_allclose(deep(deep_data, deep_ids), expected, rtol=1e-6, atol=1e-6)
+
 
 def test_eye_size_and_compiler_trace_as_oneflow_0_4_spells_them():
     @flow.compiler.trace(type="predict", execution_config=flow.ExecutionConfig())
@@ -3249,3 +3262,128 @@ def test_eye_size_and_compiler_trace_as_oneflow_0_4_spells_them():
     assert size.index(2, start=1) == 2 and size.count(2) == 2
     with pytest.raises(ValueError):
         size.index(2, start=0, end=0)
+
+
+def _np_ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0):
+    """-log p(target | x) per example by the forward recursion over the extended target, in float64."""
+    losses = []
+    for b in range(log_probs.shape[1]):
+        labels = [blank]
+        for label in targets[b, :target_lengths[b]]:
+            labels += [int(label), blank]
+        alpha = np.full(len(labels), -np.inf)
+        alpha[0] = log_probs[0, b, blank]
+        if len(labels) > 1:
+            alpha[1] = log_probs[0, b, labels[1]]
+        for t in range(1, input_lengths[b]):
+            previous = alpha.copy()
+            for s in range(len(labels)):
+                terms = [previous[s]] + ([previous[s - 1]] if s > 0 else []) + \
+                    ([previous[s - 2]] if s > 1 and labels[s] != labels[s - 2] else [])
+                alpha[s] = np.logaddexp.reduce(terms) + log_probs[t, b, labels[s]]
+        losses.append(-np.logaddexp.reduce(alpha[-2:] if len(labels) > 1 else alpha[-1:]))
+    return np.array(losses)
+
+
+@pytest.mark.parametrize("index", [flow.int32, flow.int64])
+def test_ctc_loss_matches_the_forward_recursion_and_oneflows_example(index):
+    # OneFlow's documented example: losses 3.918017 and 2.907672.
+    log_probs = np.array([[[-1.1031, -0.7998, -1.5200], [-0.9808, -1.1363, -1.1908]],
+                          [[-1.2258, -1.0665, -1.0153], [-1.1135, -1.2331, -0.9671]],
+                          [[-1.3348, -0.6611, -1.5118], [-0.9823, -1.2355, -1.0941]],
+                          [[-1.3850, -1.3273, -0.7247], [-0.8235, -1.4783, -1.0994]],
+                          [[-0.9049, -0.8867, -1.6962], [-1.4938, -1.3630, -0.6547]]], np.float32)
+    np_index = np.int32 if index == flow.int32 else np.int64
+
+    @flow.global_function()
+    def job(lp: tp.Numpy.Placeholder((5, 2, 3)), t: tp.Numpy.Placeholder((2, 3), dtype=index),
+            il: tp.Numpy.Placeholder((2,), dtype=index), tl: tp.Numpy.Placeholder((2,), dtype=index)) -> List[tp.Numpy]:
+        return [flow.ctc_loss(lp, t, il, tl, reduction=r) for r in ("none", "sum", "mean")]
+
+    targets = np.array([[1, 2, 2], [1, 2, 2]], np_index)
+    none, total, mean = job(log_probs, targets, np.array([5, 5], np_index), np.array([3, 3], np_index))
+    np.testing.assert_allclose(none, [3.918017, 2.907672], rtol=1e-5)
+    np.testing.assert_allclose(total, none.sum(), rtol=1e-6)
+    np.testing.assert_allclose(mean, (none / 3).mean(), rtol=1e-6)
+
+    # Random lengths, a blank other than 0, an impossible example (2 steps for 2 equal labels).
+    rng = np.random.default_rng(6)
+    logits = rng.standard_normal((8, 4, 5))
+    lp = (logits - np.log(np.exp(logits).sum(-1, keepdims=True))).astype(np.float32)
+
+    @flow.global_function()
+    def other(lp_: tp.Numpy.Placeholder((8, 4, 5)), t: tp.Numpy.Placeholder((4, 3), dtype=index),
+              il: tp.Numpy.Placeholder((4,), dtype=index), tl: tp.Numpy.Placeholder((4,), dtype=index)) -> List[tp.Numpy]:
+        return [flow.ctc_loss(lp_, t, il, tl, blank=4, reduction="none"),
+                flow.ctc_loss(lp_, t, il, tl, blank=4, reduction="none", zero_infinity=True)]
+
+    targets = np.array([[0, 1, 2], [3, 3, 0], [2, 0, 0], [1, 1, 3]], np_index)
+    inputs, lengths = np.array([8, 5, 1, 2], np_index), np.array([3, 2, 0, 2], np_index)
+    plain, zeroed = other(lp, targets, inputs, lengths)
+    expected = _np_ctc_loss(lp.astype(np.float64), targets, inputs, lengths, blank=4)
+    assert np.isinf(expected[3]) and np.isinf(plain[3]) and zeroed[3] == 0
+    np.testing.assert_allclose(plain[:3], expected[:3], rtol=1e-5)
+    np.testing.assert_allclose(zeroed[:3], expected[:3], rtol=1e-5)
+
+
+def test_ctc_loss_trains_through_log_softmax_and_refuses_bad_lengths_and_targets():
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((6, 2, 4))
+    targets = np.array([[1, 2], [3, 0]], np.int64)
+    inputs, lengths = np.array([6, 4], np.int64), np.array([2, 1], np.int64)
+    grads = []
+
+    @flow.global_function(type="train")
+    def train(p: tp.Numpy.Placeholder((6, 2, 4), dtype=flow.float64), t: tp.Numpy.Placeholder((2, 2), dtype=flow.int64),
+              il: tp.Numpy.Placeholder((2,), dtype=flow.int64), tl: tp.Numpy.Placeholder((2,), dtype=flow.int64)
+              ) -> tp.Numpy:
+        v = flow.get_variable("v", shape=(6, 2, 4), dtype=flow.float64, initializer=flow.zeros_initializer())
+        logits = p + v
+        flow.watch_diff(logits, grads.append)
+        loss = flow.ctc_loss(flow.nn.logsoftmax(logits, axis=2), t, il, tl, blank=0, reduction="mean")
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.0]), momentum=0).minimize(loss)
+        return loss
+
+    def loss_of(logits):
+        lp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+        return (_np_ctc_loss(lp, targets, inputs, lengths) / np.maximum(lengths, 1)).mean()
+
+    np.testing.assert_allclose(train(x, targets, inputs, lengths), loss_of(x), rtol=1e-10)
+    np.testing.assert_allclose(grads[0], numeric_grad_of(loss_of, x), rtol=1e-5, atol=1e-8)
+    with pytest.raises(Exception, match=r"\[ctc_loss\] example 1: target 7 at position 0 is outside \[0, 4\)"):
+        train(x, np.array([[1, 2], [7, 0]], np.int64), inputs, lengths)
+    with pytest.raises(Exception, match=r"\[ctc_loss\] example 0: input length 9 is outside \[0, 6\]"):
+        train(x, targets, np.array([9, 4], np.int64), lengths)
+    with pytest.raises(Exception, match=r"\[ctc_loss\] example 1: target length 3 is outside \[0, 2\]"):
+        train(x, targets, inputs, np.array([2, 3], np.int64))
+
+
+def numeric_grad_of(f, x, eps=1e-6):
+    grad = np.zeros_like(x)
+    for i in np.ndindex(*x.shape):
+        step = np.zeros_like(x)
+        step[i] = eps
+        grad[i] = (f(x + step) - f(x - step)) / (2 * eps)
+    return grad
+
+
+def test_oneflow_0_1_and_0_2_names_of_minimum_maximum_scatter_nd_update_and_conv2d_transpose():
+    rng = np.random.default_rng(12)
+    a, b = rng.standard_normal((3, 1)).astype(np.float32), rng.standard_normal((1, 4)).astype(np.float32)
+    x, w = rng.standard_normal((1, 2, 3, 3)).astype(np.float32), rng.standard_normal((2, 3, 2, 2)).astype(np.float32)
+
+    @flow.global_function()
+    def job(p: tp.Numpy.Placeholder((3, 1)), q: tp.Numpy.Placeholder((1, 4)), v: tp.Numpy.Placeholder((1, 2, 3, 3)),
+            f: tp.Numpy.Placeholder((2, 3, 2, 2))) -> List[tp.Numpy]:
+        updated = flow.scatter_nd_update(q, flow.constant(np.array([[0, 2]]), flow.int32), flow.constant([7.0]))
+        old = flow.nn.conv2d_transpose_V2(v, f, output_shape=(1, 3, 4, 4), strides=1)
+        new = flow.nn.conv2d_transpose(v, f, output_shape=(1, 3, 4, 4), strides=1)
+        return [flow.experimental.broadcast_minimum(p, q), flow.experimental.broadcast_maximum(p, q), updated, old - new]
+
+    low, high, updated, difference = job(a, b, x, w)
+    np.testing.assert_array_equal(low, np.minimum(a, b))
+    np.testing.assert_array_equal(high, np.maximum(a, b))
+    expected = b.copy()
+    expected[0, 2] = 7.0
+    np.testing.assert_array_equal(updated, expected)
+    np.testing.assert_array_equal(difference, np.zeros((1, 3, 4, 4), np.float32))
