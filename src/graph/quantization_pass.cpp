@@ -132,10 +132,17 @@ class QuantizationAwareTraining {
     for (const auto& [value, uses] : marked_) {
       // Only f32 values, as OneFlow's pass (whose jobs are f32): integers and f64 stay as they are.
       if (graph_->values[static_cast<std::size_t>(value)].meta.dtype != DType::kF32) continue;
-      if (ConvolutionOfBias(uses) >= 0) biases.push_back(value);
-      else Quantize(value, Observe(value));
+      if (ConvolutionOfBias(uses) >= 0) {
+        biases.push_back(value);
+        continue;
+      }
+      const PlacementOverride placed(*graph_, Node(Producer(value)).placement);  // where the value is made
+      Quantize(value, Observe(value));
     }
-    for (int value : biases) Quantize(value, ObserveBias(value));
+    for (int value : biases) {
+      const PlacementOverride placed(*graph_, Node(Producer(value)).placement);
+      Quantize(value, ObserveBias(value));
+    }
     if (quantized_ > 0) RestoreTopologicalOrder(*graph_);
     return quantized_;
   }
@@ -298,7 +305,6 @@ class QuantizationAwareTraining {
   }
 
   void Quantize(int value, const std::pair<Blob, Blob>& observed) {
-    const PlacementOverride placed(*graph_, Node(Producer(value)).placement);  // where the value is made
     const FakeQuantizationAttrs attrs{.quantization_bit = 8,
                                       .scheme = grid_.affine ? QuantizationScheme::kAffine : QuantizationScheme::kSymmetric,
                                       .formula = cambricon_ ? QuantizationFormula::kCambricon : QuantizationFormula::kGoogle};
