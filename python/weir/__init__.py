@@ -20,6 +20,7 @@ from weir import _C  # noqa: F401 - loads the runtime first, so import errors su
 from weir import (
     _context,
     _session,
+    advanced,
     checkpoint,
     compiler,
     config,

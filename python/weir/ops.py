@@ -27,7 +27,7 @@ __all__ = [
     "assign", "gather_nd", "scatter_nd", "tensor_scatter_nd_update", "tensor_scatter_nd_add", "batch_gather",
     "argsort", "sort", "slice_update", "combined_margin_loss", "zero_pad2d", "expand", "diag", "smooth_l1_loss",
     "masked_fill", "dim_scatter_add", "dim_scatter_update", "dim_scatter_add_like", "dim_scatter_update_like",
-    "eye", "Size", "ctc_loss", "scatter_nd_update",
+    "eye", "Size", "ctc_loss", "scatter_nd_update", "hierarchical_parallel_cast",
 ]
 
 # Past either end of any axis: what an open end of a slice becomes (the op clamps it to the axis).
@@ -669,6 +669,32 @@ def parallel_cast(input, name=None, distribute=None, gradient_distribute=None): 
     return add_op("parallel_cast", [x], op_name(name),
                   distribute=_distribute.to_attr(distribute, "flow.parallel_cast: distribute"),
                   gradient_distribute=_distribute.to_attr(gradient_distribute, "flow.parallel_cast: gradient_distribute"))
+
+
+def hierarchical_parallel_cast(input, parallel_distribution, grad_mode=None, grad_parallel_distribution=None,  # noqa: A002
+                               name=None):
+    """OneFlow's parallel_cast over a placement's hierarchy, for a one-level one: `input` laid out as
+    the one entry of `parallel_distribution` says ("B" broadcast, "S(axis)" split), its gradient as
+    grad_parallel_distribution says with grad_mode "manual", else as the compiler chooses. Two-level
+    hierarchies (2-D placements) do not exist in Weir: they are refused."""
+    op = "flow.hierarchical_parallel_cast"
+
+    def layout(value, what):
+        if not isinstance(value, (list, tuple)) or len(value) != 1:
+            raise ValueError(f"{op}: {what} must list one layout (Weir's placements are one-level), got {value!r}")
+        match = re.fullmatch(r"S\((\d+)\)", str(value[0]))
+        if value[0] == "B":
+            return _distribute.broadcast()
+        if match:
+            return _distribute.split(int(match.group(1)))
+        raise ValueError(f"{op}: {what} entries must be \"B\" or \"S(axis)\", got {value[0]!r}")
+
+    gradient = None
+    if grad_mode == "manual":
+        gradient = layout(grad_parallel_distribution, "grad_parallel_distribution")
+    elif grad_mode not in (None, "restore", "identity", "auto"):
+        raise ValueError(f"{op}: grad_mode must be None, 'restore', 'identity', 'auto' or 'manual', got {grad_mode!r}")
+    return parallel_cast(input, name, layout(parallel_distribution, "parallel_distribution"), gradient)
 
 
 def pad(x, paddings, constant_value=0, name=None):

@@ -3387,3 +3387,39 @@ def test_oneflow_0_1_and_0_2_names_of_minimum_maximum_scatter_nd_update_and_conv
     expected[0, 2] = 7.0
     np.testing.assert_array_equal(updated, expected)
     np.testing.assert_array_equal(difference, np.zeros((1, 3, 4, 4), np.float32))
+
+
+def test_hierarchical_parallel_cast_on_a_one_level_placement_and_the_advanced_distribute_ops():
+    flow.config.cpu_device_num(2)
+    rng = np.random.default_rng(13)
+    a, b, c = (rng.random(s).astype(np.float32) for s in ((4, 6), (6, 3), (3,)))
+
+    @flow.global_function(type="train")
+    def train(p: tp.Numpy.Placeholder((4, 6)), q: tp.Numpy.Placeholder((6, 3)), r: tp.Numpy.Placeholder((3,))
+              ) -> tp.Numpy:
+        v = flow.get_variable("v", shape=(4, 6), initializer=flow.ones_initializer(), distribute=flow.distribute.split(1))
+        x = v * flow.hierarchical_parallel_cast(p, parallel_distribution=["S(1)"])
+        out = flow.hierarchical_parallel_cast(flow.matmul(x, q), parallel_distribution=["B"], grad_mode="manual",
+                                              grad_parallel_distribution=["B"])
+        out = flow.nn.bias_add(out, flow.hierarchical_parallel_cast(r, ["B"]))
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.0]), momentum=0).minimize(out)
+        return out
+
+    np.testing.assert_allclose(train(a, b, c), a @ b + c, rtol=1e-5)
+
+    @flow.global_function()
+    def pieces(p: tp.Numpy.Placeholder((5, 2))) -> List[tp.Numpy]:
+        with flow.scope.placement("cpu", "0:0-1"):
+            parts = flow.advanced.distribute_split(p)
+            copies = flow.advanced.distribute_clone(p)
+            return parts + [flow.advanced.distribute_concat(parts), flow.advanced.distribute_add(copies)]
+
+    x = rng.random((5, 2)).astype(np.float32)
+    first, second, whole, total = pieces(x)
+    np.testing.assert_array_equal(first, x[:3])  # OneFlow's balance: the first piece a row longer
+    np.testing.assert_array_equal(second, x[3:])
+    np.testing.assert_array_equal(whole, x)
+    np.testing.assert_allclose(total, 2 * x)
+    with pytest.raises(ValueError, match=r"parallel_distribution must list one layout \(Weir's placements are "
+                                         r"one-level\), got \['S\(0\)', 'B'\]"):
+        flow.compiler.trace(lambda: flow.hierarchical_parallel_cast(flow.ones((2, 2)), ["S(0)", "B"]))()

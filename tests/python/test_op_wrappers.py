@@ -210,13 +210,14 @@ def test_docs_python_md_lists_every_function_of_each_module():
     import pathlib
     import re
 
-    from weir import data, experimental, image, layers, losses, math, nn, ops, quantization, random
+    from weir import advanced, data, experimental, image, layers, losses, math, nn, ops, quantization, random
     from weir.data import ofrecord
     from weir.keras import activations
 
     section = pathlib.Path(__file__).resolve().parents[2].joinpath("docs", "python.md").read_text()
     section = section.split("## The API", 1)[1].split("\n## ", 1)[0]
     listed = set(re.findall(r"`([A-Za-z_0-9]+)`", section))
-    for module in (ops, math, nn, layers, losses, data, image, random, ofrecord, activations, experimental, quantization):
+    for module in (ops, math, nn, layers, losses, data, image, random, ofrecord, activations, experimental, quantization,
+                   advanced):
         missing = sorted(set(module.__all__) - listed)
         assert not missing, f"docs/python.md's API section does not list {module.__name__}: {missing}"
