@@ -120,6 +120,8 @@ class QuantizationAwareTraining {
   int Run() {
     const std::vector<OpNode>& nodes = graph_->nodes;
     uses_.resize(graph_->values.size());
+    returned_.assign(graph_->values.size(), false);
+    for (const auto& output : graph_->outputs) returned_[static_cast<std::size_t>(output.second)] = true;
     for (std::size_t n = 0; n < nodes.size(); ++n) {
       for (std::size_t i = 0; i < nodes[n].inputs.size(); ++i) {
         uses_[static_cast<std::size_t>(nodes[n].inputs[i])].push_back({static_cast<int>(n), static_cast<int>(i)});
@@ -128,20 +130,20 @@ class QuantizationAwareTraining {
     MarkWhite();
     MarkEdges();
     // Convolution biases last: their scales are those of the convolutions' inputs and weights.
-    std::vector<int> biases;
+    std::vector<std::pair<int, int>> biases;  // (value, its convolution)
     for (const auto& [value, uses] : marked_) {
       // Only f32 values, as OneFlow's pass (whose jobs are f32): integers and f64 stay as they are.
       if (graph_->values[static_cast<std::size_t>(value)].meta.dtype != DType::kF32) continue;
-      if (ConvolutionOfBias(uses) >= 0) {
-        biases.push_back(value);
+      if (const int conv = ConvolutionOfBias(uses); conv >= 0) {
+        biases.emplace_back(value, conv);
         continue;
       }
       const PlacementOverride placed(*graph_, Node(Producer(value)).placement);  // where the value is made
       Quantize(value, Observe(value));
     }
-    for (int value : biases) {
+    for (const auto& [value, conv] : biases) {
       const PlacementOverride placed(*graph_, Node(Producer(value)).placement);
-      Quantize(value, ObserveBias(value));
+      Quantize(value, ObserveBias(value, conv));
     }
     if (quantized_ > 0) RestoreTopologicalOrder(*graph_);
     return quantized_;
@@ -167,11 +169,8 @@ class QuantizationAwareTraining {
 
   // The one op that reads node n's output, if exactly one thing does (a job output counts).
   int SoleReader(int n) const {
-    const int value = Node(n).outputs[0];
-    const bool returned = std::any_of(graph_->outputs.begin(), graph_->outputs.end(),
-                                      [value](const auto& output) { return output.second == value; });
-    const std::vector<Use>& uses = uses_[static_cast<std::size_t>(value)];
-    return uses.size() == 1 && !returned ? uses[0].node : -1;
+    const auto value = static_cast<std::size_t>(Node(n).outputs[0]);
+    return uses_[value].size() == 1 && !returned_[value] ? uses_[value][0].node : -1;
   }
 
   // The ops an int8 backend runs, reshapes between them, and a convolution's bias_add -> batch_norm
@@ -235,12 +234,7 @@ class QuantizationAwareTraining {
       if (!end.quantize) continue;
       const int value = end.outputs[0];
       for (const Use& use : uses_[static_cast<std::size_t>(value)]) Mark(value, use);
-      const bool returned = std::any_of(graph_->outputs.begin(), graph_->outputs.end(),
-                                        [value](const auto& output) { return output.second == value; });
-      if (returned && std::find(returned_.begin(), returned_.end(), value) == returned_.end()) {
-        marked_[value];  // quantized for the output alone if nothing reads it
-        returned_.push_back(value);
-      }
+      if (returned_[static_cast<std::size_t>(value)]) marked_[value];  // quantized for the output alone if nothing reads it
     }
   }
 
@@ -293,8 +287,8 @@ class QuantizationAwareTraining {
 
   // A convolution's bias: scale = input scale × weight scale, zero point a zeros variable, as a
   // deployed model adds it to the int32 accumulator. Without both scales, an ordinary observer.
-  std::pair<Blob, Blob> ObserveBias(int value) {
-    const OpNode& conv = Node(ConvolutionOfBias(marked_.at(value)));
+  std::pair<Blob, Blob> ObserveBias(int value, int convolution) {
+    const OpNode& conv = Node(convolution);
     const Blob input_scale = ScaleOf(conv.inputs[0]);
     const Blob weight_scale = ScaleOf(conv.inputs[1]);
     if (!input_scale.Defined() || !weight_scale.Defined()) return Observe(value);
@@ -315,7 +309,7 @@ class QuantizationAwareTraining {
     for (const Use& use : marked_.at(value)) {
       graph_->nodes[static_cast<std::size_t>(use.node)].inputs[static_cast<std::size_t>(use.input)] = quantized.ValueId();
     }
-    if (std::find(returned_.begin(), returned_.end(), value) != returned_.end()) {
+    if (returned_[static_cast<std::size_t>(value)]) {
       for (auto& output : graph_->outputs) {
         if (output.second == value) output.second = quantized.ValueId();
       }
@@ -331,7 +325,7 @@ class QuantizationAwareTraining {
   std::vector<bool> white_;             // by node
   std::vector<int> chain_end_;          // by node: an int8 op's last op of its chain
   std::map<int, std::vector<Use>> marked_;
-  std::vector<int> returned_;           // marked values the job returns
+  std::vector<bool> returned_;          // by value: whether the job returns it
   std::map<int, Blob> scales_;
   int quantized_ = 0;
 };

@@ -289,11 +289,10 @@ class CombinedOptimizer(Optimizer):
                 raise ValueError(f"CombinedOptimizer: optimizers[{i}] ({type(part).__name__}) has a loss scale of its "
                                  "own: give loss_scale_factor or loss_scale_policy to CombinedOptimizer")
         self._parts = list(optimizers)
-        self._loss_scale = (loss_scale_factor, loss_scale_policy)
         super().__init__(_C.combined([]), loss_scale_factor, None, loss_scale_policy)
 
     def _resolved(self):
-        combined = _C.combined([part._resolved() for part in self._parts])
-        _set_loss_scale(combined, "CombinedOptimizer", *self._loss_scale)
-        return combined
+        # The parts' variables= are resolved in the job, like a single optimizer's.
+        self._c.parts = [part._resolved() for part in self._parts]
+        return self._c
 

@@ -137,7 +137,7 @@ void BindTraining(py::module_& m) {
       .def_readwrite("lazy", &Optimizer::lazy)
       .def_readwrite("weight_decay_excludes", &Optimizer::weight_decay_excludes)
       .def_readwrite("variables", &Optimizer::variables)
-      .def_readonly("parts", &Optimizer::parts)
+      .def_readwrite("parts", &Optimizer::parts)
       .def_property_readonly("learning_rate", [](const Optimizer& o) { return o.learning_rate; });
   m.def("sgd", &Sgd, py::arg("learning_rate"), py::arg("momentum"));
   m.def("adam", &Adam, py::arg("learning_rate"), py::arg("beta1"), py::arg("beta2"), py::arg("epsilon"),

@@ -12,43 +12,35 @@ namespace weir::internal {
 namespace {
 
 // Checks every example's lengths and targets, lowest position first, as the GPU's kernels report.
-template <typename Index>
-void CheckCtcItems(const CtcSizes& sizes, const Index* targets, const Index* input_lengths, const Index* target_lengths) {
-  for (std::int64_t b = 0; b < sizes.batch; ++b) {
-    const std::int64_t lengths[2] = {input_lengths[b], target_lengths[b]};
+template <typename T, typename Index> void CheckExamples(const CtcInputs<T, Index>& in) {
+  for (std::int64_t b = 0; b < in.sizes.batch; ++b) {
+    const std::int64_t lengths[2] = {in.input_lengths[b], in.target_lengths[b]};
     for (std::int64_t k = 0; k < 2; ++k) {
-      if (lengths[k] < 0 || lengths[k] >= CtcItemBound(sizes, k)) {
-        throw KernelError(CtcItemError(sizes, b * sizes.Items() + k, lengths[k]));
+      if (lengths[k] < 0 || lengths[k] >= CtcItemBound(in.sizes, k)) {
+        throw KernelError(CtcItemError(in.sizes, b * in.sizes.Items() + k, lengths[k]));
       }
     }
     for (std::int64_t s = 0; s < lengths[1]; ++s) {
-      const std::int64_t target = targets[b * sizes.target_length + s];
-      if (target < 0 || target >= sizes.classes) throw KernelError(CtcItemError(sizes, b * sizes.Items() + 2 + s, target));
+      const std::int64_t target = in.targets[b * in.sizes.target_length + s];
+      if (target < 0 || target >= in.sizes.classes) {
+        throw KernelError(CtcItemError(in.sizes, b * in.sizes.Items() + 2 + s, target));
+      }
     }
   }
-}
-
-template <typename T, typename Index> CtcExample<T, Index> ExampleOf(std::span<const ConstTensorView> in, int first,
-                                                                     const CtcSizes& sizes, std::int64_t blank,
-                                                                     std::int64_t b) {
-  const Index* targets = in[first + 1].As<Index>();
-  return {in[first].As<T>(), targets + b * sizes.target_length, b, in[first + 2].As<Index>()[b],
-          in[first + 3].As<Index>()[b], blank, sizes};
-}
-
-CtcSizes SizesOf(const TensorMeta& log_probs, const TensorMeta& targets) {
-  return {log_probs.shape[0], log_probs.shape[1], log_probs.shape[2], targets.shape[1]};
 }
 
 template <typename T, typename Index, bool kGrad> class CtcLossCpu final : public Kernel {
  public:
   explicit CtcLossCpu(const KernelSetup& setup)
-      : sizes_(SizesOf(setup.inputs[kGrad ? 1 : 0], setup.inputs[kGrad ? 2 : 1])),
+      : sizes_{setup.inputs[kGrad ? 1 : 0].shape[0], setup.inputs[kGrad ? 1 : 0].shape[1],
+               setup.inputs[kGrad ? 1 : 0].shape[2], setup.inputs[kGrad ? 2 : 1].shape[1]},
         attrs_(setup.Get<CtcLossAttrs>()) {}
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     constexpr int kFirst = kGrad ? 1 : 0;  // where log_probs is
-    CheckCtcItems(sizes_, inputs[kFirst + 1].As<Index>(), inputs[kFirst + 2].As<Index>(), inputs[kFirst + 3].As<Index>());
+    const CtcInputs<T, Index> in{inputs[kFirst].As<T>(), inputs[kFirst + 1].As<Index>(), inputs[kFirst + 2].As<Index>(),
+                                 inputs[kFirst + 3].As<Index>(), sizes_, attrs_.blank};
+    CheckExamples(in);
     const std::int64_t per_example = sizes_.steps * sizes_.States();
     if constexpr (kGrad) {
       const T* dloss = inputs[0].As<T>();
@@ -56,7 +48,7 @@ template <typename T, typename Index, bool kGrad> class CtcLossCpu final : publi
       const T* beta = inputs[6].As<T>();
       T* dlog_probs = outputs[0].As<T>();
       ParallelFor(static_cast<int>(sizes_.batch), [&](int b) {
-        const CtcExample<T, Index> e = ExampleOf<T, Index>(inputs, kFirst, sizes_, attrs_.blank, b);
+        const CtcExample<T, Index> e = in.Example(b);
         for (std::int64_t t = 0; t < sizes_.steps; ++t) {
           for (std::int64_t c = 0; c < sizes_.classes; ++c) {
             dlog_probs[(t * sizes_.batch + b) * sizes_.classes + c] =
@@ -69,7 +61,7 @@ template <typename T, typename Index, bool kGrad> class CtcLossCpu final : publi
       T* alpha = outputs[1].As<T>();
       T* beta = outputs[2].As<T>();
       ParallelFor(static_cast<int>(sizes_.batch), [&](int b) {
-        const CtcExample<T, Index> e = ExampleOf<T, Index>(inputs, kFirst, sizes_, attrs_.blank, b);
+        const CtcExample<T, Index> e = in.Example(b);
         const T log_likelihood = CtcForwardBackward(e, alpha + b * per_example, beta + b * per_example);
         loss[b] = CtcLossOf(log_likelihood, attrs_.zero_infinity);
       });

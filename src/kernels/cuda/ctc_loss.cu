@@ -12,36 +12,25 @@
 namespace weir::internal {
 namespace {
 
-template <typename T, typename Index> struct CtcInputs {
-  const T* log_probs;
-  const Index* targets;
-  const Index* input_lengths;
-  const Index* target_lengths;
-  CtcSizes sizes;
-  std::int64_t blank;
-
-  // Example b's checks (CtcItemBound); false, with a report, where one fails.
-  __device__ bool Check(std::int64_t b, const cuda::ReportRing& reports) const {
-    const std::int64_t base = b * sizes.Items();
-    const std::int64_t length = target_lengths[b];
-    bool ok = cuda::CheckIndex(base, input_lengths[b], CtcItemBound(sizes, 0), reports);
-    ok = cuda::CheckIndex(base + 1, length, CtcItemBound(sizes, 1), reports) && ok;
-    for (std::int64_t s = 0; ok && s < length; ++s) {
-      ok = cuda::CheckIndex(base + 2 + s, targets[b * sizes.target_length + s], sizes.classes, reports);
-    }
-    return ok;
+// Example b's checks (CtcItemBound); false, with a report, where one fails.
+template <typename T, typename Index>
+__device__ bool CheckExample(const CtcInputs<T, Index>& in, std::int64_t b, const cuda::ReportRing& reports) {
+  const std::int64_t base = b * in.sizes.Items();
+  const std::int64_t length = in.target_lengths[b];
+  bool ok = cuda::CheckIndex(base, in.input_lengths[b], CtcItemBound(in.sizes, 0), reports);
+  ok = cuda::CheckIndex(base + 1, length, CtcItemBound(in.sizes, 1), reports) && ok;
+  for (std::int64_t s = 0; ok && s < length; ++s) {
+    ok = cuda::CheckIndex(base + 2 + s, in.targets[b * in.sizes.target_length + s], in.sizes.classes, reports);
   }
-  __device__ CtcExample<T, Index> Example(std::int64_t b) const {
-    return {log_probs, targets + b * sizes.target_length, b, input_lengths[b], target_lengths[b], blank, sizes};
-  }
-};
+  return ok;
+}
 
 template <typename T, typename Index>
 __global__ void CtcLossKernel(CtcInputs<T, Index> in, bool zero_infinity, T* loss, T* alpha, T* beta,
                               cuda::ReportRing reports) {
   const std::int64_t per_example = in.sizes.steps * in.sizes.States();
   WEIR_FOR_EACH_ELEMENT(b, in.sizes.batch) {
-    if (!in.Check(b, reports)) continue;
+    if (!CheckExample(in, b, reports)) continue;
     loss[b] = CtcLossOf(CtcForwardBackward(in.Example(b), alpha + b * per_example, beta + b * per_example), zero_infinity);
   }
 }
@@ -55,7 +44,7 @@ __global__ void CtcLossGradKernel(CtcInputs<T, Index> in, bool zero_infinity, co
     const std::int64_t c = i % in.sizes.classes;
     const std::int64_t b = (i / in.sizes.classes) % in.sizes.batch;
     const std::int64_t t = i / (in.sizes.classes * in.sizes.batch);
-    if (!in.Check(b, reports)) continue;
+    if (!CheckExample(in, b, reports)) continue;
     dlog_probs[i] = CtcGradient(in.Example(b), alpha + b * per_example, beta + b * per_example, dloss[b], t, c,
                                 zero_infinity);
   }

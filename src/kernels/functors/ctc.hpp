@@ -88,6 +88,20 @@ template <typename T, typename Index> WEIR_HOST_DEVICE T CtcLogLikelihood(const 
   return used > 1 ? LogAdd(last[used - 1], last[used - 2]) : last[0];
 }
 
+/// The kernels' inputs (log_probs, targets, input_lengths, target_lengths), their sizes and the blank.
+template <typename T, typename Index> struct CtcInputs {
+  const T* log_probs;
+  const Index* targets;
+  const Index* input_lengths;
+  const Index* target_lengths;
+  CtcSizes sizes;
+  std::int64_t blank;
+
+  WEIR_HOST_DEVICE CtcExample<T, Index> Example(std::int64_t b) const {
+    return {log_probs, targets + b * sizes.target_length, b, input_lengths[b], target_lengths[b], blank, sizes};
+  }
+};
+
 /// Fills the example's alpha and beta ((T, 2·S + 1) each, this example's slices) and returns
 /// log p(target | x); -inf when no alignment fits (the input shorter than the target needs, or no
 /// steps for a non-empty target).
