@@ -17,16 +17,21 @@
 namespace weir::testing {
 
 /// Runs the CPU kernel of `type` (the registry's key: the first input's dtype, or the first output's)
-/// named `name` on `inputs` of `input_metas`; returns fresh outputs of `output_metas`.
+/// named `name` on `inputs` of `input_metas`; returns fresh outputs of `output_metas`. The kernel is
+/// copy `shard` of `shards` (KernelSetup::shard: a piece of a split op).
 inline std::vector<Tensor> RunCpuKernel(std::string_view type, std::string_view name, const std::any& attrs,
                                         const std::vector<Tensor>& inputs,
                                         const std::vector<internal::TensorMeta>& input_metas,
-                                        const std::vector<internal::TensorMeta>& output_metas) {
+                                        const std::vector<internal::TensorMeta>& output_metas, int shard = 0,
+                                        int shards = 1) {
   using namespace weir::internal;
   const DType key_dtype = input_metas.empty() ? output_metas.at(0).dtype : input_metas[0].dtype;
   KernelFactory factory = FindKernel({std::string(type), Device::Kind::kCpu, key_dtype});
   if (factory == nullptr) throw std::invalid_argument(fmt::format("no CPU kernel for {} {}", type, key_dtype));
-  auto kernel = factory(KernelSetup{type, name, &attrs, input_metas, output_metas, Device::Cpu()});
+  KernelSetup setup{type, name, &attrs, input_metas, output_metas, Device::Cpu()};
+  setup.shard = shard;
+  setup.shards = shards;
+  auto kernel = factory(setup);
   std::vector<Tensor> outputs;
   std::vector<ConstTensorView> in_views;
   std::vector<TensorView> out_views;

@@ -163,7 +163,8 @@ std::set<std::string> CheckSbpSignatures(const Job& job, const DrawInputs& draw)
           for (std::size_t j = 0; j < out_metas.size(); ++j) {
             piece_out.push_back({PieceShape(out_metas[j].shape, signature.outputs[j], devices, r), out_metas[j].dtype});
           }
-          outputs_by_rank.push_back(RunCpuKernel(node.type, node.name, node.attrs, piece_inputs, piece_in, piece_out));
+          outputs_by_rank.push_back(
+              RunCpuKernel(node.type, node.name, node.attrs, piece_inputs, piece_in, piece_out, r, devices));
           for (int m : def.mutates_inputs) {  // the written pieces come back as extra "outputs"
             if (m < static_cast<int>(piece_inputs.size())) outputs_by_rank.back().push_back(piece_inputs[static_cast<std::size_t>(m)]);
           }

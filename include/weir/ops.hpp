@@ -178,6 +178,12 @@ Blob ArgSort(const Blob& x, bool descending = false, std::string_view name = {})
 /// count each value's occurrences, num_unique (1) how many; indices of dtype out_idx (i32 or i64).
 std::vector<Blob> UniqueWithCounts(const Blob& x, DType out_idx = DType::kI32, std::string_view name = {});
 
+/// The coordinates of x's nonzero elements (x of 1 to 12 axes, any number dtype), as OneFlow's argwhere
+/// op: {indices, size}, indices (x's element count, x's rank) holding one element's coordinates a row,
+/// in row-major order, in its first `size` rows and zeros after; size (1) how many; both of dtype
+/// `dtype` (i32 or i64). No gradient.
+std::vector<Blob> Argwhere(const Blob& x, DType dtype = DType::kI32, std::string_view name = {});
+
 /// Each key of `in` (i32/i64, any shape) as its ordinal, 1, 2, ... in the order keys are first seen
 /// (OneFlow's categorical_ordinal_encoder). `table` (2 x capacity entries) and `size` (1), variables of
 /// the keys' dtype starting at zero, hold the ordinals across calls; the op writes them in place. A new

@@ -9,8 +9,9 @@ import numpy as np
 
 from weir import _C, _context, dtypes
 from weir import distribute as _distribute
+from weir._signature import cut_to_size
 
-__all__ = ["BlobDef", "Blob", "is_blob", "to_c_dtype", "from_c_dtype", "INVALID_SPLIT_AXIS", "INVALID_BATCH_AXIS"]
+__all__ = ["BlobDef", "Blob", "DynamicBlob", "TensorListBlob", "is_blob", "to_c_dtype", "from_c_dtype", "INVALID_SPLIT_AXIS", "INVALID_BATCH_AXIS"]
 
 # OneFlow's markers of a blob that is not split / has no batch axis (flow.INVALID_SPLIT_AXIS).
 INVALID_SPLIT_AXIS = -22
@@ -82,8 +83,8 @@ class Blob(BlobDef):
         return self._c.name.split("/")[-1]
 
     # A job is compiled for its dynamic inputs' actual shapes, so a blob's shape is static while it is
-    # traced; tensor lists hold one tensor. How a blob is split is the compiler's choice, made after
-    # tracing: OneFlow's "not split" value.
+    # traced (DynamicBlob: a data-dependent size); a blob is one tensor (TensorListBlob: several). How a
+    # blob is split is the compiler's choice, made after tracing: OneFlow's "not split" value.
     is_dynamic = False
     is_tensor_list = False
     parallel_size = 1
@@ -204,6 +205,56 @@ class Blob(BlobDef):
         return _OPERATORS["less_equal"](self, other)
 
     __hash__ = object.__hash__
+
+
+class DynamicBlob(Blob):
+    """A blob of which only a leading block is meant, its extents known only when the job runs:
+    OneFlow's dynamic blob, made by flow.argwhere, flow.sync_dynamic_resize and
+    flow.tensor_buffer_to_list_of_tensors(dynamic_out=True). `size`, a blob of shape (k,), holds the
+    k leading axes' extents (k = 1: the rows). A job returns it cut to its size (in eager mode,
+    .numpy() does). No op or watch reads it, as what lies past its size would count;
+    flow.cast_to_static_shape gives its whole value, `static`, of its largest shape."""
+
+    __slots__ = ("size", "static")
+    is_dynamic = True
+
+    def __init__(self, c_blob, job, size: Blob, static: Blob):
+        super().__init__(c_blob, job)
+        self.size = size
+        self.static = static
+
+    def numpy(self, index: int = 0):
+        return cut_to_size(super().numpy(index), self.size.numpy(index), self.logical_blob_name)
+
+
+class TensorListBlob(BlobDef):
+    """A tensor list of several tensors (OneFlow's TensorList): a tp.ListListNumpy placeholder given
+    more than one array a list, or flow.tensor_buffer_to_tensor_list's result; each tensor is a blob
+    of its own shape, `items`. flow.tensor_list_split and flow.tensor_list_to_tensor_buffer take it,
+    and a job returns it (a list of arrays per device); other ops take one blob, not a list. A tensor
+    list of one tensor is that tensor's blob."""
+
+    is_tensor_list = True
+    is_dynamic = False
+
+    def __init__(self, items, static_shape):
+        self.items = list(items)
+        self.static_shape = tuple(static_shape)
+
+    @property
+    def shape(self) -> tuple:
+        return self.static_shape
+
+    @property
+    def dtype(self) -> dtypes.DType:
+        return self.items[0].dtype
+
+    @property
+    def logical_blob_name(self) -> str:
+        return self.items[0].logical_blob_name
+
+    def __repr__(self) -> str:
+        return f"TensorListBlob({len(self.items)} tensors: {', '.join(str(b.shape) for b in self.items)})"
 
 
 # The functions Blob's operators call, by operator name; math.py and ops.py install them.

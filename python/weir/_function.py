@@ -18,8 +18,8 @@ import traceback
 import warnings
 
 from weir import _C, _context, _session, dtypes, optimizer, scope
-from weir._blob import Blob, is_blob, to_c_dtype
-from weir._signature import LegacyFuture, parse_signature
+from weir._blob import Blob, TensorListBlob, is_blob, to_c_dtype
+from weir._signature import LegacyFuture, TensorListShapes, parse_signature
 
 __all__ = ["FunctionConfig", "function_config", "global_function", "JobFunction"]
 
@@ -382,17 +382,21 @@ class JobFunction:
         with _context.tracing(context):
             # In the mirrored view a consistent (tp.Numpy) placeholder is split over the devices, as
             # OneFlow does: each device's blob holds its rows; the call passes the one array.
-            args = self.signature.build_arguments(
-                lambda leaf: Blob(
-                    builder.placeholder(leaf.name, shapes.get(leaf.name) or
-                                        (leaf.per_device_shape(devices, name) if mirrored else leaf.shape),
-                                        to_c_dtype(leaf.dtype, f"{name}: {leaf.where}")),
-                    builder,
-                    leaf.batch_axis,
-                )
-            )
+            def placeholder(leaf, tensor_name=None, shape=None):
+                shape = shape or shapes.get(leaf.name) or (leaf.per_device_shape(devices, name) if mirrored else leaf.shape)
+                dtype = to_c_dtype(leaf.dtype, f"{name}: {leaf.where}")
+                return Blob(builder.placeholder(tensor_name or leaf.name, shape, dtype), builder, leaf.batch_axis)
+
+            def argument(leaf):
+                tensors = shapes.get(leaf.name)
+                if isinstance(tensors, TensorListShapes):  # a tensor list of several tensors: a placeholder each
+                    return TensorListBlob([placeholder(leaf, f"{leaf.name}_tensor{k}", shape)
+                                           for k, shape in enumerate(tensors)], leaf.shape)
+                return placeholder(leaf)
+
+            args = self.signature.build_arguments(argument)
             template = self._finish_body(context, self._fn(*args))
-            for index, blob in enumerate(template.leaves):
+            for index, blob in enumerate(template.outputs):
                 builder.output(f"return_{index}", blob._c)
             if not template.leaves and not context.watches and not context.minimized and not context.writes:
                 # Nothing to compute (an empty body returning None): calls only check their inputs.
@@ -460,17 +464,23 @@ class JobFunction:
         index = 0
         for leaf in self.signature.leaves:
             count = devices if leaf.kind != "numpy" or mirrored else 1
-            if leaf.kind != "numpy":
+            if leaf.kind == "numpy":
+                index += count
+                continue
+            tensors = []  # a tensor list's tensors come one after another, each once per device
+            for _ in range(arrays.tensor_list_items.get(leaf.name, 1)):
                 got = {arrays[i].shape for i in range(index, index + count)}
                 if len(got) > 1:
                     raise NotImplementedError(
                         f"{self.__name__}(): the devices' arrays of {leaf.where} have different shapes "
                         f"({', '.join(str(arrays[i].shape) for i in range(index, index + count))}); Weir compiles a job "
                         "for one shape of each placeholder, so each device's array must have the same shape")
-                (shape,) = got
-                if shape != leaf.shape:
-                    shapes[leaf.name] = shape
-            index += count
+                tensors.append(got.pop())
+                index += count
+            if len(tensors) > 1:
+                shapes[leaf.name] = TensorListShapes(tensors)
+            elif tensors[0] != leaf.shape:
+                shapes[leaf.name] = tensors[0]
         return shapes
 
     def _variant(self, session, shapes) -> _Compiled:
@@ -530,21 +540,27 @@ class JobFunction:
         context.eager = eager
         values = iter(arrays)
 
-        def placeholder(leaf):
+        def placeholder(leaf, tensor_name=None):
             value = next(values)
             shape = leaf.shape if leaf.kind == "numpy" else value.shape
-            blob = Blob(builder.placeholder(leaf.name, shape, to_c_dtype(leaf.dtype, f"{name}: {leaf.where}")),
-                        builder, leaf.batch_axis)
+            dtype = to_c_dtype(leaf.dtype, f"{name}: {leaf.where}")
+            blob = Blob(builder.placeholder(tensor_name or leaf.name, shape, dtype), builder, leaf.batch_axis)
             eager.set_value(blob._c, value)
             return blob
 
+        def argument(leaf):
+            tensors = arrays.tensor_list_items.get(leaf.name, 1)
+            if tensors == 1:
+                return placeholder(leaf)
+            return TensorListBlob([placeholder(leaf, f"{leaf.name}_tensor{k}") for k in range(tensors)], leaf.shape)
+
         with _context.tracing(context):
-            template = self._finish_body(context, self._fn(*self.signature.build_arguments(placeholder)))
+            template = self._finish_body(context, self._fn(*self.signature.build_arguments(argument)))
             if self.job_type != "train":
                 eager.run_writers()  # the ops no value asked for: those that write variables (assign)
-                outputs = [eager.value(blob._c) for blob in template.leaves]
+                outputs = [eager.value(blob._c) for blob in template.outputs]
             else:
-                for index, blob in enumerate(template.leaves):
+                for index, blob in enumerate(template.outputs):
                     builder.output(f"return_{index}", blob._c)
         if self.job_type == "train":
             job = builder.build()

@@ -29,6 +29,9 @@ def at_least_one_axis(blob: Blob) -> Blob:
 
 
 def check_blob(value, op: str, argument: str) -> Blob:
+    if getattr(value, "is_tensor_list", False):
+        raise TypeError(f"{op}: argument '{argument}' is a tensor list of {len(value.items)} tensors; ops take one "
+                        "blob (flow.tensor_list_split gives its tensors, flow.tensor_list_to_tensor_buffer a tensor_buffer)")
     if not is_blob(value):
         raise TypeError(f"{op}: argument '{argument}' must be a blob of the job being built, got {type(value).__name__}")
     return value

@@ -49,12 +49,12 @@ JobSignature attributes: ``fn_name``, ``param_names``, ``leaves``, ``return_anno
 defaults).
 
 Mirrored (``ListNumpy``/``ListListNumpy``) inputs hold one array per device of the session
-(``[[array]]`` per device for tensor lists, one tensor each), list index i for device i; list
+(``[[array, ...]]`` per device for tensor lists), list index i for device i; list
 results hold one array per device (OneFlow 0.2/0.3; ``tp.Numpy`` results of a mirrored job are
 the devices' arrays concatenated along axis 0, OneFlow 0.4's rule). A ``Numpy`` input of a mirrored
 job is one array, split along axis 0 over the devices (each device's blob has its rows, as OneFlow
-splits a consistent input in the mirrored view). Input shapes must match the placeholder exactly (no
-dynamic shapes).
+splits a consistent input in the mirrored view). A ``Numpy`` input's shape must match its placeholder
+exactly; a list input's arrays may be smaller (dynamic shapes).
 """
 
 from __future__ import annotations
@@ -77,6 +77,9 @@ __all__ = [
     "PlaceholderLeaf",
     "JobSignature",
     "ResultTemplate",
+    "CallArrays",
+    "TensorListShapes",
+    "cut_to_size",
     "LocalBlob",
     "LegacyFuture",
     "parse_signature",
@@ -277,6 +280,20 @@ class _TLeaf:
         return _convert(self.kind, next(it))
 
 
+class _TTensorList:
+    """A returned tensor list: one array (or one per device) per tensor, gathered into each device's list."""
+
+    __slots__ = ("kind", "count")
+
+    def __init__(self, kind: str, count: int):
+        self.kind, self.count = kind, count
+
+    def build(self, it):
+        tensors = [value if isinstance(value, list) else [value] for value in (next(it) for _ in range(self.count))]
+        lists = [[tensor[device] for tensor in tensors] for device in range(len(tensors[0]))]
+        return lists if self.kind == "listlist" else LocalBlob([tensors[0][d] for d in range(len(lists))], lists)
+
+
 class _TSeq:
     __slots__ = ("ctor", "items")
 
@@ -312,25 +329,58 @@ def _convert(kind: str, value):
     raise AssertionError(f"unknown result kind {kind!r}")
 
 
+class CallArrays(list):
+    """One call's arrays (JobSignature.flatten_call_args), with ``tensor_list_items``: {leaf name: the
+    number of tensors in its lists} for each tensor-list argument given more than one tensor a list
+    (their arrays come tensor by tensor, each tensor's once per device)."""
+
+    def __init__(self):
+        super().__init__()
+        self.tensor_list_items = {}
+
+
+class TensorListShapes(tuple):
+    """A tensor-list placeholder's actual shapes in a call: one per tensor of its lists."""
+
+
+def cut_to_size(array, size, what: str):
+    """The leading block of `array` that a dynamic blob's `size` (its k leading axes' extents) means,
+    or a ValueError when an extent is outside [0, the axis' length]."""
+    extents = [int(e) for e in np.asarray(size).reshape(-1)]
+    for axis, extent in enumerate(extents):
+        if not 0 <= extent <= array.shape[axis]:
+            raise ValueError(f"{what}: its size is {extents}, outside its blob's shape {array.shape} on axis {axis}")
+    return array[tuple(slice(0, extent) for extent in extents)]
+
+
 class ResultTemplate:
     """The shape of a job's result, fixed at trace time.
 
     ``leaves``: the returned blobs in flatten order (repeats kept); ``leaf_kinds``: the
     conversion of each (``"numpy"`` -> ndarray, ``"list"`` -> ``[ndarray]``,
-    ``"listlist"`` -> ``[[ndarray]]``, ``"local"`` -> :class:`LocalBlob`).
+    ``"listlist"`` -> ``[[ndarray]]``, ``"local"`` -> :class:`LocalBlob`). ``outputs``: what the
+    job returns, the leaves then the size of each dynamic leaf (a blob with ``size``: flow.argwhere's),
+    by which its rows are cut.
     """
 
     def __init__(self, root, leaves: list, leaf_kinds: list):
         self._root = root
         self.leaves = leaves
         self.leaf_kinds = leaf_kinds
+        self._dynamic = [i for i, blob in enumerate(leaves) if getattr(blob, "is_dynamic", False)]
+        self.outputs = list(leaves) + [leaves[i].size for i in self._dynamic]
 
     def build(self, arrays):
-        """The caller's value from one array per leaf, in ``leaves`` order."""
+        """The caller's value from one array per output, in ``outputs`` order (an array, or a list
+        of them, one per device, for a mirrored output)."""
         arrays = list(arrays)
-        if len(arrays) != len(self.leaves):
-            raise ValueError(f"ResultTemplate.build: expected {len(self.leaves)} arrays, got {len(arrays)}")
-        return self._root.build(iter(arrays))
+        if len(arrays) != len(self.outputs):
+            raise ValueError(f"ResultTemplate.build: expected {len(self.outputs)} arrays, got {len(arrays)}")
+        for k, i in enumerate(self._dynamic):
+            what, size = self.leaves[i].logical_blob_name, arrays[len(self.leaves) + k]
+            arrays[i] = ([cut_to_size(a, s, what) for a, s in zip(arrays[i], size)] if isinstance(arrays[i], list)
+                         else cut_to_size(arrays[i], size, what))
+        return self._root.build(iter(arrays[:len(self.leaves)]))
 
     def __repr__(self) -> str:
         return f"ResultTemplate(leaf_kinds={self.leaf_kinds!r})"
@@ -358,6 +408,13 @@ class _Flattener:
         raise TypeError(f"{self.fn_name}(): {where} must be {expected} {per}, but the job returned {_describe(value)}")
 
     def leaf(self, value, kind: str):
+        if _is_tensor_list(value):
+            if kind not in ("listlist", "local"):
+                raise TypeError(f"{self.fn_name}(): a tensor list is returned as tp.ListListNumpy (or without "
+                                f"an annotation), not {tp._FAMILY_BY_KIND[kind].__name__}")
+            self.leaves.extend(value.items)
+            self.kinds.extend([kind] * len(value.items))
+            return _TTensorList(kind, len(value.items))
         self.leaves.append(value)
         self.kinds.append(kind)
         return _TLeaf(kind)
@@ -370,12 +427,16 @@ class _RNone:
         return _TNone()
 
 
+def _is_tensor_list(value) -> bool:
+    return getattr(value, "is_tensor_list", False) and hasattr(value, "items")
+
+
 class _RLeaf:
     def __init__(self, kind: str):
         self.kind = kind
 
     def flatten(self, f: _Flattener, value, where):
-        if not f.is_blob(value):
+        if not f.is_blob(value) and not _is_tensor_list(value):
             f.fail(where, f"a blob (tp.{tp._FAMILY_BY_KIND[self.kind].__name__})", value)
         return f.leaf(value, self.kind)
 
@@ -428,7 +489,7 @@ class _RNested:
         self.kind = kind
 
     def flatten(self, f: _Flattener, value, where):
-        if f.is_blob(value):
+        if f.is_blob(value) or _is_tensor_list(value):
             return f.leaf(value, self.kind)
         if value is None and self.kind == "local" and where == _TOP:
             # Legacy jobs that return nothing (e.g. an init job): the future yields None.
@@ -580,7 +641,7 @@ class JobSignature:
                 f"{self.fn_name}() takes {n} positional argument{'s' if n != 1 else ''} "
                 f"but {m} {'was' if m == 1 else 'were'} given"
             )
-        out: list = []
+        out = CallArrays()
         for spec, value in zip(self._param_specs, args):
             self._flatten_arg(spec, value, out, devices, split_whole)
         return out
@@ -616,18 +677,28 @@ class JobSignature:
                 f"{fn}(): {leaf.where} must be a list of {devices} entr{'y' if devices == 1 else 'ies'} (one per "
                 f"device the job is placed on), got {len(value)}: {_describe(value)}"
             )
-        for device, array in enumerate(value):
+        if leaf.kind == "list":
+            for device, array in enumerate(value):
+                self._append_array(leaf, array, f"{leaf.where}[{device}]", out)
+            return
+        # A tensor list: each device's list holds the same number of tensors, at most the placeholder's
+        # rows; they come tensor by tensor, each once per device (a placeholder each).
+        for device, tensors in enumerate(value):
             where = f"{leaf.where}[{device}]"
-            if leaf.kind == "listlist":
-                if not isinstance(array, (list, tuple)):
-                    raise TypeError(f"{fn}(): {where} must be a list of numpy arrays (a tensor list), got {_describe(array)}")
-                if len(array) != 1:
-                    raise ValueError(
-                        f"{fn}(): {where} must be a tensor list of exactly 1 array (Weir supports one "
-                        f"tensor per list), got {_describe(array)}"
-                    )
-                array, where = array[0], f"{where}[0]"
-            self._append_array(leaf, array, where, out)
+            if not isinstance(tensors, (list, tuple)) or not tensors:
+                raise TypeError(f"{fn}(): {where} must be a non-empty list of numpy arrays (a tensor list), got "
+                                f"{_describe(tensors)}")
+            if len(tensors) != len(value[0]):
+                raise NotImplementedError(f"{fn}(): the devices' tensor lists of {leaf.where} hold {len(value[0])} and "
+                                          f"{len(tensors)} tensors; Weir compiles a job for one count, the same on each device")
+            if len(tensors) > leaf.shape[0]:
+                raise ValueError(f"{fn}(): {where} holds {len(tensors)} tensors, more than its placeholder's "
+                                 f"{leaf.shape[0]} (the first axis of its shape {leaf.shape})")
+        if len(value[0]) > 1:
+            out.tensor_list_items[leaf.name] = len(value[0])
+        for k in range(len(value[0])):
+            for device, tensors in enumerate(value):
+                self._append_array(leaf, tensors[k], f"{leaf.where}[{device}][{k}]", out)
 
     def _append_array(self, leaf, array, where: str, out: list) -> None:
         fn = self.fn_name
@@ -749,13 +820,15 @@ def parse_signature(fn, localns: Optional[dict] = None, *, require_annotations: 
 class LocalBlob:
     """A pulled result in the legacy (un-annotated) API: ``.numpy()``, ``.numpy_list()``...
 
-    Holds one array per device: one for consistent results, one per device for mirrored ones.
+    Holds one array per device: one for consistent results, one per device for mirrored ones. A
+    returned tensor list's are its tensors, per device (numpy_lists); numpy() gives a device's first.
     """
 
-    __slots__ = ("_arrays",)
+    __slots__ = ("_arrays", "_lists")
 
-    def __init__(self, arrays):
+    def __init__(self, arrays, lists=None):
         self._arrays = arrays if isinstance(arrays, list) else [arrays]
+        self._lists = lists  # a tensor list's tensors, per device
 
     @property
     def _array(self) -> np.ndarray:
@@ -779,8 +852,8 @@ class LocalBlob:
         return list(self._arrays)
 
     def numpy_lists(self) -> list:
-        """Per-device tensor lists: ``[[array], ...]``."""
-        return [[a] for a in self._arrays]
+        """Per-device tensor lists: ``[[array, ...], ...]`` (one array each but for a tensor list's)."""
+        return [list(tensors) for tensors in self._lists] if self._lists is not None else [[a] for a in self._arrays]
 
     # OneFlow's older names of the same.
     ndarray_list = numpy_list

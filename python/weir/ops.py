@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import builtins
+import random as _random
 import re
 
 import numpy as np
@@ -11,11 +12,12 @@ import numpy as np
 from weir import _C, _context, dtypes
 from weir import distribute as _distribute
 from weir import initializers as _init
-from weir._blob import Blob, install_operators, is_blob, to_c_dtype
+from weir._blob import Blob, DynamicBlob, TensorListBlob, install_operators, is_blob, to_c_dtype
 from weir._ops_util import add_op, check_blob, op_name, wrap
 from weir._ops_util import constant_like as _constant_of
 from weir._signature import watch_value_converter
 from weir import math as _math
+from weir import scope as _scope
 from weir.math import clip_by_value, not_equal, reduce_mean, reduce_sum
 
 __all__ = [
@@ -27,7 +29,9 @@ __all__ = [
     "assign", "gather_nd", "scatter_nd", "tensor_scatter_nd_update", "tensor_scatter_nd_add", "batch_gather",
     "argsort", "sort", "slice_update", "combined_margin_loss", "zero_pad2d", "expand", "diag", "smooth_l1_loss",
     "masked_fill", "dim_scatter_add", "dim_scatter_update", "dim_scatter_add_like", "dim_scatter_update_like",
-    "eye", "Size", "ctc_loss", "scatter_nd_update", "hierarchical_parallel_cast",
+    "eye", "Size", "ctc_loss", "scatter_nd_update", "hierarchical_parallel_cast", "argwhere", "sync_dynamic_resize",
+    "tensor_to_tensor_buffer", "tensor_buffer_to_tensor", "gen_tensor_buffer", "tensor_buffer_to_list_of_tensors",
+    "distributed_partial_fc_sample", "tensor_list_split", "tensor_list_to_tensor_buffer", "tensor_buffer_to_tensor_list",
 ]
 
 # Past either end of any axis: what an open end of a slice becomes (the op clamps it to the axis).
@@ -331,8 +335,38 @@ def identity_n(inputs, name=None):
 
 
 def cast_to_static_shape(x, name=None):
-    """`x` itself: Weir compiles a job for its dynamic inputs' actual shapes, so every blob's shape is static."""
-    return check_blob(x, "flow.cast_to_static_shape", "x")
+    """A dynamic blob's whole value, of its largest shape (flow.argwhere's: its rows past the size are
+    zeros). Other blobs are `x` itself: Weir compiles a job for its dynamic inputs' actual shapes, so
+    their shapes are static."""
+    x = check_blob(x, "flow.cast_to_static_shape", "x")
+    return x.static if isinstance(x, DynamicBlob) else x
+
+
+def sync_dynamic_resize(inputs, size, name=None):
+    """`inputs` of which only the first `size` rows are meant (OneFlow's dynamic blob): `size` an int32
+    or int64 blob of shape (1,) whose value is known only when the job runs. A job returns the blob
+    cut to x[:size] (a size outside [0, rows] fails the call); no op or watch reads it, and
+    flow.cast_to_static_shape gives back `inputs`."""
+    op = "flow.sync_dynamic_resize"
+    x = check_blob(inputs, op, "inputs")
+    size = check_blob(size, op, "size")
+    if isinstance(x, DynamicBlob):
+        x = x.static
+    resized = _C.add_op("sync_dynamic_resize", [x._c, size._c], {}, op_name(name))[0]
+    return DynamicBlob(resized, x._job, size, x)
+
+
+def argwhere(condition, dtype=None, name=None):
+    """The coordinates of `condition`'s nonzero elements (numpy.argwhere): a dynamic blob of shape
+    (count, rank), one element's coordinates a row in row-major order, of dtype `dtype` (flow.int32,
+    the default, or flow.int64). `condition` holds numbers of any dtype and has 1 to 12 axes. The count
+    is known when the job runs: a job returns the blob cut to it, and flow.cast_to_static_shape gives
+    all of the (condition.size, rank) rows, zeros past the count."""
+    op = "flow.argwhere"
+    condition = check_blob(condition, op, "condition")
+    index_dtype = to_c_dtype(dtypes.int32 if dtype is None else dtype, f"{op}: dtype")
+    indices, size = _C.add_op("argwhere", [condition._c], {"dtype": index_dtype}, op_name(name))
+    return sync_dynamic_resize(wrap(indices, condition), wrap(size, condition))
 
 
 def squeeze(input, axis=None, name=None):  # noqa: A002 - OneFlow's name
@@ -724,11 +758,11 @@ def where(condition, x=None, y=None, name=None):
     """condition ? x : y elementwise, the three numpy-broadcast to one shape. `condition` is an int8,
     uint8, bool, int32 or int64 blob (nonzero takes x); x and y are blobs of one dtype (or one of them a
     number, made a constant of the other's dtype). The gradient flows to x where the condition holds
-    and to y elsewhere."""
+    and to y elsewhere. Without x and y: flow.argwhere(condition), the coordinates of its nonzero
+    elements (int32)."""
     condition = check_blob(condition, "flow.where", "condition")
     if x is None and y is None:
-        raise NotImplementedError("flow.where: without x and y it is argwhere, whose output shape depends on the "
-                                  "condition's values; Weir's shapes are static")
+        return argwhere(condition, name=name)
     if x is None or y is None:
         raise ValueError("flow.where: give both x and y, or neither")
     if not is_blob(x) and not is_blob(y):
@@ -828,8 +862,8 @@ def watch(blob_watched, handler_or_prompt=None):
     blob = check_blob(blob_watched, "flow.watch", "blob_watched")
     context = _context.current("flow.watch")
     handler = _handler(blob, handler_or_prompt, "flow.watch")
-    if context.eager is not None:  # eager mode: the value is there now
-        handler(context.eager.value(blob._c))
+    if context.eager is not None:  # eager mode: the value is there now (a dynamic blob's cut to its size)
+        handler(blob.numpy())
         return
     context.watches += 1
     _C.watch(blob._c, handler)
@@ -986,3 +1020,117 @@ def assign(ref, value, dtype=None, name=None):
         value = _constant_of(np.broadcast_to(np.asarray(value), tuple(ref.shape)), ref)
     _C.add_op("assign", [ref._c, value._c], {}, op_name(name))
     _context.current(op).writes += 1
+
+
+def distributed_partial_fc_sample(weight, label, num_sample, name=None):
+    """Partial-FC sampling for a classifier over many classes (OneFlow's, InsightFace's): a tuple
+    (mapped_label, sampled_label, sampled_weight). weight (classes, features) float; label (batch,)
+    int32 or int64. The classes fall into as many equal parts as the current placement has devices,
+    and each part draws num_sample / parts of its classes: its positive classes (those some label
+    names) first, ascending, then others at random, new ones each call. sampled_label lists the drawn
+    classes part after part; mapped_label is each label's place in it; sampled_weight the weight's rows
+    they pick, through which the gradient flows back into weight. With weight split along its rows
+    (flow.distribute.split(0)), each device draws its own parts. The classes and num_sample must divide
+    into the parts, and no part may have more positive classes than samples (a call fails naming it)."""
+    op = "flow.distributed_partial_fc_sample"
+    weight = check_blob(weight, op, "weight")
+    label = check_blob(label, op, "label")
+    parts = _scope.current_scope().device_parallel_desc_symbol.parallel_num
+    if len(weight.shape) != 2 or weight.shape[0] % parts or not isinstance(num_sample, int) or num_sample % parts:
+        raise ValueError(f"{op}: the weight's classes ({weight.shape}) and num_sample ({num_sample!r}) must divide into "
+                         f"the {parts} devices of the placement")
+    attrs = {"num_sample": num_sample, "num_classes": weight.shape[0], "parts": parts, "seed": _random.getrandbits(63)}
+    return tuple(wrap(c, weight) for c in _C.add_op("distributed_partial_fc_sample", [weight._c, label._c], attrs,
+                                                     op_name(name)))
+
+
+# --- tensor_buffers: blobs whose elements are tensors of their own shapes (the data pipeline's
+# records and images). They live on the host; a job cannot return them.
+
+def tensor_to_tensor_buffer(x, instance_dims, name=None):
+    """A tensor_buffer of x's leading axes, each item the block of its trailing `instance_dims` axes
+    (1 to 3), of x's dtype."""
+    x = check_blob(x, "flow.tensor_to_tensor_buffer", "x")
+    return add_op("tensor_to_tensor_buffer", [x], op_name(name), instance_dims=instance_dims)
+
+
+def tensor_buffer_to_tensor(x, dtype, instance_shape, name=None):
+    """The tensor of shape x.shape + instance_shape whose blocks are x's items, each of which must be
+    of `dtype` and hold instance_shape's element count (a failed call names the first that does not)."""
+    op = "flow.tensor_buffer_to_tensor"
+    x = check_blob(x, op, "x")
+    return add_op("tensor_buffer_to_tensor", [x], op_name(name), dtype=to_c_dtype(dtype, f"{op}: dtype"),
+                  instance_shape=[int(d) for d in instance_shape])
+
+
+def gen_tensor_buffer(shape, shape_list, value_list, data_type=dtypes.float32, dynamic_out=False, name=None):
+    """A tensor_buffer of `shape` whose item i (row-major) has shape shape_list[i] (1 to 3 axes) and
+    every element value_list[i], of `data_type`. `dynamic_out` changes nothing: a tensor_buffer's own
+    shape is static, and its items keep their shapes."""
+    op = "flow.gen_tensor_buffer"
+    context = _context.current(op)
+    shapes = [tuple(int(d) for d in item) for item in shape_list]
+    attrs = {"shape": [int(d) for d in shape], "item_dims": [d for item in shapes for d in item],
+             "item_ranks": [len(item) for item in shapes], "values": [float(v) for v in value_list],
+             "dtype": to_c_dtype(data_type, f"{op}: data_type")}
+    return Blob(_C.add_source_op(context.builder, "gen_tensor_buffer", attrs, op_name(name))[0], context.builder)
+
+
+def tensor_buffer_to_list_of_tensors(x, out_shape, out_dtype, dynamic_out=False, name=None):
+    """One blob per item of the tensor_buffer x (row-major), of `out_shape` and `out_dtype`. Each item
+    must be of out_dtype and out_shape's rank; without `dynamic_out` of out_shape itself. With it, an
+    item may be smaller on any axis, and its blob is dynamic: a job returns it in the item's shape
+    (flow.cast_to_static_shape gives it in out_shape, the item in its leading corner, zeros elsewhere)."""
+    op = "flow.tensor_buffer_to_list_of_tensors"
+    x = check_blob(x, op, "x")
+    attrs = {"out_shape": [int(d) for d in out_shape], "out_dtype": to_c_dtype(out_dtype, f"{op}: out_dtype"),
+             "dynamic_out": bool(dynamic_out)}
+    outputs = [wrap(c, x) for c in _C.add_op("tensor_buffer_to_list_of_tensors", [x._c], attrs, op_name(name))]
+    if not dynamic_out:
+        return outputs
+    items = len(outputs) // 2
+    return [sync_dynamic_resize(item, shape) for item, shape in zip(outputs[:items], outputs[items:])]
+
+
+# --- tensor lists (OneFlow's TensorList): a tp.ListListNumpy placeholder's list of tensors, each a blob
+# of its own shape (a list of one tensor is that tensor's blob).
+
+def _tensors_of(tensor_list, op: str) -> list:
+    if isinstance(tensor_list, TensorListBlob):
+        return tensor_list.items
+    return [check_blob(tensor_list, op, "input")]
+
+
+def tensor_list_split(input_tensor_list, name=None):
+    """The tensors of a tensor list, each of shape (1, ...), as blobs without that first axis (a tuple)."""
+    op = "flow.tensor_list_split"
+    tensors = _tensors_of(input_tensor_list, op)
+    for k, tensor in enumerate(tensors):
+        if not tensor.shape or tensor.shape[0] != 1:
+            raise ValueError(f"{op}: tensor {k} of the list has shape {tuple(tensor.shape)}; each must have one row, "
+                             "which the split drops")
+    return tuple(reshape(tensor, tensor.shape[1:], None if name is None else f"{name}_{k}")
+                 for k, tensor in enumerate(tensors))
+
+
+def tensor_list_to_tensor_buffer(input, name=None):  # noqa: A002 - OneFlow's name
+    """A tensor_buffer of every row of every tensor of a tensor list, in order: each item a row's block
+    (a (1, height, width, channels) image tensor gives one (height, width, channels) item)."""
+    tensors = _tensors_of(input, "flow.tensor_list_to_tensor_buffer")
+    return wrap(_C.add_op("tensor_list_to_tensor_buffer", [t._c for t in tensors], {}, op_name(name))[0], tensors[0])
+
+
+def tensor_buffer_to_tensor_list(input, shape, dtype, name=None):  # noqa: A002 - OneFlow's name
+    """A tensor list of one tensor per item of the tensor_buffer `input`, each (1, *the item's shape):
+    items of `dtype`, no larger than `shape` on any axis. Its tensors are dynamic blobs (a job
+    returns each in its item's shape)."""
+    op = "flow.tensor_buffer_to_tensor_list"
+    x = check_blob(input, op, "input")
+    shape = tuple(int(d) for d in shape)
+    attrs = {"out_shape": list(shape), "out_dtype": to_c_dtype(dtype, f"{op}: dtype"), "dynamic_out": True}
+    outputs = [wrap(c, x) for c in _C.add_op("tensor_buffer_to_list_of_tensors", [x._c], attrs, op_name(name))]
+    items = len(outputs) // 2
+    one = constant(np.ones(1, np.int64), dtype=dtypes.int64)
+    tensors = [sync_dynamic_resize(reshape(item, (1,) + shape), concat([one, item_shape], axis=0))
+               for item, item_shape in zip(outputs[:items], outputs[items:])]
+    return TensorListBlob(tensors, (items,) + shape)

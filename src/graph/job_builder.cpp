@@ -68,6 +68,19 @@ std::string UniqueName(internal::JobGraph& graph, std::string_view type, std::st
   return name;
 }
 
+// A value whose meant rows depend on the data (sync_dynamic_resize's, graph/ops/sync_dynamic_resize.cpp)
+// keeps its largest shape; a job returns it cut to its size, but an op or a watch would read the rows
+// past that size as if they were meant.
+void CheckRowsFixed(const internal::JobGraph& graph, int value, std::string_view what, std::string_view argument) {
+  const internal::ValueInfo& info = graph.values[static_cast<std::size_t>(value)];
+  if (info.producer >= 0 && graph.nodes[static_cast<std::size_t>(info.producer)].type == "sync_dynamic_resize") {
+    throw std::invalid_argument(fmt::format(
+        "[{}] {} '{}' has a data-dependent number of rows (from argwhere or sync_dynamic_resize): a job can return "
+        "it, cut to its size, but no op or watch can read it",
+        what, argument, info.name));
+  }
+}
+
 int AddValue(internal::JobGraph& graph, internal::TensorMeta meta, int producer, int index, std::string name) {
   graph.values.push_back({std::move(meta), producer, index, std::move(name)});
   return static_cast<int>(graph.values.size()) - 1;
@@ -97,6 +110,7 @@ void Watch(const Blob& blob, std::function<void(const Tensor&)> handler) {
   if (!blob.Defined()) throw std::invalid_argument("[watch] argument 'blob' is an undefined blob");
   if (!handler) throw std::invalid_argument("[watch] argument 'handler' is empty");
   CheckBuilding(*blob.Graph(), "watch");
+  CheckRowsFixed(*blob.Graph(), blob.ValueId(), "watch", "blob");
   blob.Graph()->watches.push_back({blob.ValueId(), false, std::move(handler)});
 }
 
@@ -324,6 +338,7 @@ std::vector<Blob> AddOpTo(const std::shared_ptr<JobGraph>& graph, std::string_vi
     const std::string_view input_name = i < def.input_names.size() ? def.input_names[i] : "input";
     if (!inputs[i].Defined()) throw OpError(type, "input '{}' is an undefined blob", input_name);
     if (inputs[i].Graph() != graph) throw OpError(type, "input '{}' belongs to another job", input_name);
+    CheckRowsFixed(*graph, inputs[i].ValueId(), type, fmt::format("input '{}'", input_name));
     metas.push_back(graph->values[static_cast<std::size_t>(inputs[i].ValueId())].meta);
     input_values.push_back(inputs[i].ValueId());
   }

@@ -656,11 +656,12 @@ def test_where_is_numpys_with_broadcasting_and_its_gradient():
         return flow.where(c, a, 0.5)
 
     np.testing.assert_array_equal(scalars(np.array([0, 2, 0], np.int32), np.ones(3, np.float32)), [0.5, 1, 0.5])
-    with pytest.raises(NotImplementedError, match="argwhere"):
-        @flow.global_function()
-        def argwhere(c: tp.Numpy.Placeholder((3,), dtype=flow.int32)) -> tp.Numpy:
-            return flow.where(c)
-        argwhere(np.zeros(3, np.int32))
+
+    @flow.global_function()
+    def argwhere(c: tp.Numpy.Placeholder((3,), dtype=flow.int32)) -> tp.Numpy:
+        return flow.where(c)  # without x and y: argwhere
+
+    np.testing.assert_array_equal(argwhere(np.array([0, 2, 5], np.int32)), [[1], [2]])
 
 
 @pytest.mark.parametrize("lazy", [True, False])

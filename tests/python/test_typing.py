@@ -585,10 +585,15 @@ class TestCallArgs:
         sig = parse_signature(job)
         a = np.zeros(2, np.float32)
         assert sig.flatten_call_args(([[a]],))[0] is a
-        with pytest.raises(TypeError, match=r"'x'\[0\] must be a list of numpy arrays"):
+        with pytest.raises(TypeError, match=r"'x'\[0\] must be a non-empty list of numpy arrays"):
             sig.flatten_call_args(([a],))
-        with pytest.raises(ValueError, match=r"'x'\[0\] must be a tensor list of exactly 1 array"):
-            sig.flatten_call_args(([[a, a]],))
+        b = np.ones(1, np.float32)
+        both = sig.flatten_call_args(([[a, b]],))  # a tensor list of two tensors: one after the other
+        assert both[0] is a and both[1] is b and both.tensor_list_items == {"x": 2}
+        with pytest.raises(ValueError, match=r"'x'\[0\] holds 3 tensors, more than its placeholder's 2"):
+            sig.flatten_call_args(([[a, a, a]],))
+        with pytest.raises(TypeError, match=r"'x'\[0\] must be a non-empty list of numpy arrays"):
+            sig.flatten_call_args(([[]],))
         with pytest.raises(ValueError, match=r"'x' must be a list of 1 entry"):
             sig.flatten_call_args(([[a], [a]],))
         with pytest.raises(ValueError, match=r"'x'\[0\]\[0\] has shape"):

@@ -1,5 +1,6 @@
-// identity, reshape, parallel_cast, device_copy, constant, increment and learning_rate on CUDA: copies, the train step's
-// increment and its learning rate on the device stream (kernels/cuda/copy.cu).
+// identity, reshape, parallel_cast, sync_dynamic_resize, device_copy, constant, increment and
+// learning_rate on CUDA: copies, the train step's increment and its learning rate on the device stream
+// (kernels/cuda/copy.cu).
 #include <cstdint>
 #include <vector>
 
@@ -10,9 +11,10 @@
 namespace weir::internal {
 namespace {
 
-// identity, reshape and parallel_cast (a layout hint): the input's bytes unchanged. device_copy (the
-// planner's copy between memories, graph/planner/device_copies.hpp): the same, from or to pinned host memory
-// or another device, on its device's host-to-device or device-to-host stream.
+// identity, reshape, parallel_cast (a layout hint) and sync_dynamic_resize (rows cut as the value
+// leaves the job): the input's bytes unchanged. device_copy (the planner's copy between memories,
+// graph/planner/device_copies.hpp): the same, from or to pinned host memory or another device, on its
+// device's host-to-device or device-to-host stream.
 template <bool kBetweenMemories> class ByteCopyCuda final : public Kernel {
  public:
   explicit ByteCopyCuda(const KernelSetup& setup) : stream_(CudaStreamOf(setup)), bytes_(setup.inputs[0].NumBytes()) {}
@@ -96,6 +98,7 @@ WEIR_REGISTER_KERNELS {
     RegisterKernel({"device_copy", Device::Kind::kCuda, dtype}, &MakeKernel<ByteCopyCuda<true>>);
     RegisterKernel({"reshape", Device::Kind::kCuda, dtype}, &MakeKernel<ByteCopyCuda<false>>);
     RegisterKernel({"parallel_cast", Device::Kind::kCuda, dtype}, &MakeKernel<ByteCopyCuda<false>>);
+    RegisterKernel({"sync_dynamic_resize", Device::Kind::kCuda, dtype}, &MakeKernel<ByteCopyCuda<false>>);
     RegisterKernel({"constant", Device::Kind::kCuda, dtype}, &MakeKernel<ConstantCuda>);
   }
   RegisterKernel({"increment", Device::Kind::kCuda, DType::kI64}, &MakeKernel<IncrementCuda>);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "weir/dtype.hpp"
+#include "weir/shape.hpp"
 
 namespace weir::internal {
 
@@ -43,13 +44,20 @@ class TensorBufferSlots {
   std::unordered_map<const void*, std::vector<std::vector<std::uint8_t>>> slots_;
 };
 
-/// Makes `item` describe `bytes` (owned by the caller's TensorBufferSlots), shaped `dims`.
-inline void SetItem(TensorBufferItem& item, const std::vector<std::uint8_t>& bytes, std::span<const std::int32_t> dims) {
+/// Makes `item` describe `bytes` (owned by the caller: its TensorBufferSlots, or a kernel's constant
+/// items), elements of `dtype` shaped `dims`.
+inline void SetItem(TensorBufferItem& item, const std::vector<std::uint8_t>& bytes, std::span<const std::int32_t> dims,
+                    DType dtype = DType::kU8) {
   item.data = bytes.data();
   item.bytes = static_cast<std::int64_t>(bytes.size());
   item.ndim = static_cast<std::int8_t>(dims.size());
   for (std::size_t d = 0; d < 3; ++d) item.dims[d] = d < dims.size() ? dims[d] : 0;
-  item.dtype = DType::kU8;
+  item.dtype = dtype;
+}
+
+/// The item's shape.
+inline Shape ItemShape(const TensorBufferItem& item) {
+  return Shape(std::vector<std::int64_t>(item.dims, item.dims + item.ndim));
 }
 
 }  // namespace weir::internal
