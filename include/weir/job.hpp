@@ -55,6 +55,8 @@ struct Placement {
   const std::vector<DeviceId>& Devices() const { return devices_; }
   /// As written: cpu "0:0-1".
   std::string ToString() const;
+  /// The ids as written: {"0:0-1"}.
+  const std::vector<std::string>& Ids() const { return ids_; }
 
  private:
   std::string device_tag_;
@@ -117,6 +119,9 @@ class Blob {
   DType GetDType() const;
   /// "<op name>/out" or the placeholder's name.
   std::string Name() const;
+  /// The placement of the op that made it (JobBuilder::PushPlacement), or nullopt where that op has
+  /// the job's default placement.
+  std::optional<Placement> GetPlacement() const;
   bool Defined() const { return graph_ != nullptr; }
 
   // Implementation access; not part of the stable API.

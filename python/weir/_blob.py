@@ -4,11 +4,13 @@ They carry a shape and a dtype but no data; operators build ops."""
 from __future__ import annotations
 
 import numbers
+import types
 
 import numpy as np
 
 from weir import _C, _context, dtypes
 from weir import distribute as _distribute
+from weir import scope as _scope
 from weir._signature import cut_to_size
 
 __all__ = ["BlobDef", "Blob", "DynamicBlob", "TensorListBlob", "is_blob", "to_c_dtype", "from_c_dtype", "INVALID_SPLIT_AXIS", "INVALID_BATCH_AXIS"]
@@ -93,6 +95,17 @@ class Blob(BlobDef):
     @property
     def distribute(self):
         return _distribute.auto()
+
+    @property
+    def parallel_conf(self):
+        """OneFlow's placement of the op that made the blob: ``device_tag`` ("cpu" or "gpu", as its
+        flow.scope.placement asked) and ``device_name`` (its "machine:devices" ids)."""
+        placement = self._c.placement
+        if placement is None:  # the job's default placement
+            context = _context.maybe_current()
+            default = _scope._job_placement(context) if context is not None else _scope.current_scope()
+            placement = (default.requested_device_tag, default.machine_device_ids)
+        return types.SimpleNamespace(device_tag=placement[0], device_name=list(placement[1]))
 
     # Layout hints for the consistent view on several devices (flow.distribute): the same values,
     # laid out as asked; the compiler boxes around them.

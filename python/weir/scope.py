@@ -39,8 +39,8 @@ class PlacementScope:
 
     @property
     def default_device_tag(self) -> str:
-        # No CUDA kernels yet: every op runs on the CPU.
-        return "cpu"
+        """The device tag the placement asks for ("gpu" runs on CPU devices in a session without GPUs)."""
+        return self.requested_device_tag
 
     def devices_on(self, machine: int) -> int:
         """How many of its devices are on `machine` (ids "machine:first[-last]")."""
@@ -112,8 +112,25 @@ def placement(device_tag, machine_device_ids, hierarchy=None):
 
 
 def current_scope():
+    """The innermost flow.scope.placement; outside any, the job's (_job_placement). Outside a job
+    function, cpu "0:0"."""
     stack = getattr(_local, "placements", None)
-    return stack[-1][0] if stack else PlacementScope("cpu", "0:0")
+    if stack:
+        return stack[-1][0]
+    context = _context.maybe_current()
+    return PlacementScope("cpu", "0:0") if context is None else _job_placement(context)
+
+
+def _job_placement(context):
+    """Where the ops of the job being traced run outside any flow.scope.placement: its
+    function_config's default_placement_scope, else every device of its session (each process's, in a
+    session of several)."""
+    if context.config.default_placement_scope_value is not None:
+        return context.config.default_placement_scope_value
+    resource = context.session.c_session().resource()
+    devices = context.session.devices()
+    return PlacementScope("gpu" if resource["gpu_device_num"] else "cpu",
+                          [f"{machine}:0-{devices - 1}" for machine in range(resource["process_num"])])
 
 
 class LogicalView:

@@ -91,6 +91,11 @@ int AddValue(internal::JobGraph& graph, internal::TensorMeta meta, int producer,
 Shape Blob::GetShape() const { return Value(graph_, value_).meta.shape; }
 DType Blob::GetDType() const { return Value(graph_, value_).meta.dtype; }
 std::string Blob::Name() const { return Value(graph_, value_).name; }
+std::optional<Placement> Blob::GetPlacement() const {
+  const internal::OpNode& node = graph_->nodes[static_cast<std::size_t>(Value(graph_, value_).producer)];
+  if (node.placement < 0) return std::nullopt;
+  return graph_->placements[static_cast<std::size_t>(node.placement)];
+}
 
 const std::string& Job::Name() const { return graph_->name; }
 JobType Job::Type() const { return graph_->type; }

@@ -3424,3 +3424,22 @@ def test_hierarchical_parallel_cast_on_a_one_level_placement_and_the_advanced_di
     with pytest.raises(ValueError, match=r"parallel_distribution must list one layout \(Weir's placements are "
                                          r"one-level\), got \['S\(0\)', 'B'\]"):
         flow.compiler.trace(lambda: flow.hierarchical_parallel_cast(flow.ones((2, 2)), ["S(0)", "B"]))()
+
+
+def test_a_blobs_parallel_conf_is_the_placement_of_its_op():
+    flow.config.cpu_device_num(2)
+    seen = {}
+
+    @flow.global_function()
+    def job(x: tp.Numpy.Placeholder((2, 3))) -> tp.Numpy:
+        seen["default"] = x.parallel_conf
+        seen["scope"] = flow.current_scope().device_parallel_desc_symbol.parallel_num
+        with flow.scope.placement("gpu", "0:1"):  # on CPU devices in a session without GPUs
+            y = flow.math.relu(x)
+            seen["gpu"] = y.parallel_conf
+        return y
+
+    np.testing.assert_array_equal(job(np.ones((2, 3), np.float32)), np.ones((2, 3)))
+    assert (seen["default"].device_tag, seen["default"].device_name) == ("cpu", ["0:0-1"])
+    assert (seen["gpu"].device_tag, seen["gpu"].device_name) == ("gpu", ["0:1"])
+    assert seen["scope"] == 2  # outside any placement scope: the job's devices

@@ -89,3 +89,21 @@ def test_bad_labels_and_too_many_positives_fail_the_call():
 
     with pytest.raises(ValueError, match=r"must divide into the 4 devices of the placement"):
         uneven(np.zeros(2, np.int32))
+
+
+def test_outside_a_placement_scope_the_parts_are_the_sessions_devices():
+    flow.config.cpu_device_num(2)
+    config = flow.FunctionConfig()
+    seen = {}
+
+    @flow.global_function(function_config=config)
+    def job(labels: tp.Numpy.Placeholder((4,), dtype=flow.int32)):
+        seen["parallel_num"] = flow.current_scope().device_parallel_desc_symbol.parallel_num
+        weight = flow.get_variable("w", shape=(8, 2), initializer=flow.random_uniform_initializer())
+        return flow.distributed_partial_fc_sample(weight.with_distribute(flow.distribute.split(0)), labels, 4)
+
+    labels = np.array([0, 1, 6, 7], np.int32)
+    mapped, sampled_label, _ = (b.numpy() for b in job(labels).get())
+    assert seen["parallel_num"] == 2
+    np.testing.assert_array_equal(sampled_label, [0, 1, 6, 7])  # two parts of 4 classes, 2 samples each
+    np.testing.assert_array_equal(mapped, [0, 1, 2, 3])

@@ -45,6 +45,12 @@ void BindJob(py::module_& m) {
       .def_property_readonly("shape", [](const Blob& b) { return ShapeTuple(b.GetShape()); })
       .def_property_readonly("dtype", &Blob::GetDType)
       .def_property_readonly("name", &Blob::Name)
+      .def_property_readonly("placement",
+                             [](const Blob& b) -> py::object {
+                               const std::optional<Placement> placement = b.GetPlacement();
+                               if (!placement) return py::none();
+                               return py::make_tuple(placement->DeviceTag(), placement->Ids());
+                             })
       .def_property_readonly("defined", &Blob::Defined)
       .def("same_job", [](const Blob& a, const Blob& b) { return a.Graph() == b.Graph(); });
 
