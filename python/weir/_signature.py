@@ -878,6 +878,13 @@ class LocalBlob:
         # Lets np.mean(blob) & co. work on legacy results.
         return np.asarray(self._array, dtype=dtype)
 
+    # Indexing and len() as the array's (OneFlow's programs slice results: labels[start:stop]).
+    def __getitem__(self, key):
+        return self._array[key]
+
+    def __len__(self) -> int:
+        return len(self._array)
+
     def __repr__(self) -> str:
         return f"LocalBlob({self._array!r})"
 

@@ -900,6 +900,7 @@ class TestLocalBlobAndFuture:
         assert np.asarray(lb, dtype=np.float64).dtype == np.float64 and float(np.mean(lb)) == 1.5
         with pytest.raises(IndexError, match=r"1 device\(s\)"):
             lb.numpy(1)
+        assert lb[1, 0] == 2 and (lb[:, 1] == [1, 3]).all() and len(lb) == 2  # indexed as its array
         # A mirrored result: one array per device; numpy() is device 0's, np.asarray the concatenation.
         two = LocalBlob([a, a + 4])
         assert two.numpy(1)[0, 0] == 4 and len(two.numpy_list()) == 2
