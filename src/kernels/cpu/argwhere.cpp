@@ -27,7 +27,7 @@ template <typename T, typename Index> class ArgwhereCpu final : public Kernel {
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     Index* indices = outputs[0].As<Index>();
     const std::int64_t rows = WriteNonzeroCoordinates(inputs[0].As<T>(), 0, n_, shape_, indices, 0);
-    std::memset(indices + rows * shape_.rank, 0, static_cast<std::size_t>((n_ - rows) * shape_.rank) * sizeof(Index));
+    if (rows < n_) std::memset(indices + rows * shape_.rank, 0, static_cast<std::size_t>((n_ - rows) * shape_.rank) * sizeof(Index));
     outputs[1].As<Index>()[0] = static_cast<Index>(rows);
   }
 

@@ -42,7 +42,7 @@ template <typename Label> class PartialFcSampleCpu final : public Kernel {
     for (std::int64_t b = 0; b < batch; ++b) mapped[b] = PlaceLabel(labels[b], local_.part, local_.count, position_.data());
     const auto* weight = static_cast<const std::uint8_t*>(inputs[0].data);
     auto* out = static_cast<std::uint8_t*>(outputs[2].data);
-    for (std::int64_t r = 0; r < outputs[1].NumElements(); ++r) {
+    for (std::int64_t r = 0; r < outputs[1].NumElements() && row_bytes_ > 0; ++r) {
       const std::int64_t row = static_cast<std::int64_t>(sampled[r]) - local_.part.first_class;
       std::memcpy(out + static_cast<std::size_t>(r) * row_bytes_, weight + static_cast<std::size_t>(row) * row_bytes_, row_bytes_);
     }

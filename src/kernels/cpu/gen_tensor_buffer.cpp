@@ -55,7 +55,7 @@ class GenTensorBufferCpu final : public Kernel {
   }
 
   void Run(std::span<const ConstTensorView>, std::span<const TensorView> outputs) override {
-    std::memcpy(outputs[0].data, items_.data(), items_.size() * sizeof(TensorBufferItem));
+    if (!items_.empty()) std::memcpy(outputs[0].data, items_.data(), items_.size() * sizeof(TensorBufferItem));
   }
 
  private:

@@ -48,6 +48,7 @@ class TensorBufferToListOfTensorsCpu final : public Kernel {
   void Copy(const TensorBufferItem& item, std::uint8_t* out) const {
     const Shape& shape = attrs_.out_shape;
     const std::size_t element = SizeOf(attrs_.out_dtype);
+    if (shape.NumElements() == 0) return;
     std::memset(out, 0, static_cast<std::size_t>(shape.NumElements()) * element);
     const int rank = shape.Rank();
     const std::int64_t row_bytes = item.dims[rank - 1] * static_cast<std::int64_t>(element);
