@@ -172,21 +172,32 @@ def clip_by_value(values, min_value=None, max_value=None, name=None):
                   max=None if max_value is None else float(max_value))
 
 
-def top_k(input, k=1, sorted=True, name=None):  # noqa: A002 - OneFlow's names
-    """The indices (int32) of the k largest entries of the last axis, largest first (always sorted; a
-    NaN counts as the largest, equal values in index order): input.shape[:-1] + (min(k, n),)."""
+def top_k(input, k=1, sorted=True, name=None, axis=-1):  # noqa: A002 - OneFlow's names
+    """The indices (int32) of the k largest entries along `axis` (the last by default), largest first
+    (always sorted; a NaN counts as the largest, equal values in index order): input's shape with
+    min(k, n) along the axis. OneFlow 0.4's order, top_k(input, axis, k, sorted), is read too: a call
+    whose third argument is an int, not a bool, gives the axis second."""
+    if isinstance(sorted, (int, np.integer)) and not isinstance(sorted, (bool, np.bool_)):
+        axis, k, name = k, sorted, None if isinstance(name, (bool, np.bool_)) else name
     x = check_blob(input, "flow.math.top_k", "input")
     if not x.shape:
         raise ValueError("flow.math.top_k: input must have at least one axis, got a scalar")
-    n = x.shape[-1]
+    rank = len(x.shape)
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not -rank <= axis < rank:
+        raise ValueError(f"flow.math.top_k: axis must be an int in [{-rank}, {rank}) for input of shape "
+                         f"{tuple(x.shape)}, got {axis!r}")
+    axis = int(axis) % rank
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"flow.math.top_k: k must be an int >= 1, got {k!r}")
-    k = min(int(k), n)  # as OneFlow's kernel: a k beyond the axis gives the whole axis, largest first
+    if axis != rank - 1:  # along the last axis, between two swaps of it with `axis`
+        perm = list(range(rank))
+        perm[axis], perm[-1] = rank - 1, axis
+        last = top_k(add_op("transpose", [x], "", perm=perm), k)
+        return add_op("transpose", [last], op_name(name), perm=perm)
+    k = min(int(k), x.shape[-1])  # as OneFlow's kernel: a k beyond the axis gives the whole axis, largest first
     if k == 1:
-        indices = argmax(x, -1)
-        return add_op("reshape", [indices], op_name(name), shape=list(indices.shape) + [1])
+        return add_op("reshape", [argmax(x, -1)], op_name(name), shape=list(x.shape[:-1]) + [1])
     order = add_op("argsort", [x], "", descending=True)
-    rank = len(x.shape)
     return add_op("slice", [order], op_name(name), start=[0] * rank, stop=list(x.shape[:-1]) + [int(k)], step=[1] * rank)
 
 

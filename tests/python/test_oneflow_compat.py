@@ -2000,6 +2000,24 @@ def test_top_k_gives_the_indices_of_the_k_largest_largest_first():
         return flow.math.top_k(p, k=6)  # as OneFlow's kernel: the whole axis, largest first
 
     np.testing.assert_array_equal(too_many(x), five)
+
+    y = np.random.default_rng(9).permutation(60).reshape(3, 4, 5).astype(np.float32)
+
+    @flow.global_function()
+    def along(p: tp.Numpy.Placeholder((3, 4, 5))) -> List[tp.Numpy]:
+        # keyword axis, and OneFlow 0.4's positional order top_k(input, axis, k, sorted)
+        return [flow.math.top_k(p, k=2, axis=0), flow.math.top_k(p, -2, 3, True), flow.math.top_k(p, 2, 1)]
+
+    first, middle, last = along(y)
+    np.testing.assert_array_equal(first, np.argsort(-y, axis=0, kind="stable")[:2])
+    np.testing.assert_array_equal(middle, np.argsort(-y, axis=1, kind="stable")[:, :3])
+    np.testing.assert_array_equal(last, np.argsort(-y, axis=2, kind="stable")[:, :, :1])
+
+    @flow.global_function()
+    def vector(p: tp.Numpy.Placeholder((5,))) -> tp.Numpy:
+        return flow.math.top_k(p)
+
+    np.testing.assert_array_equal(vector(x[1]), [2])  # (1,), not (1, 1)
     with pytest.raises(ValueError, match=r"flow.math.top_k: k must be an int >= 1, got 0"):
         @flow.global_function()
         def none(p: tp.Numpy.Placeholder((2, 5))) -> tp.Numpy:
