@@ -59,10 +59,7 @@ def logical_slice_assign(x, value, slice_tup_list, name=None):
     """Writes `value` into the slice x[start:stop:step, ...] of the variable `x` (the logical blob,
     however its parts are placed) when the job runs, as ``flow.assign`` writes a whole one: the job's
     other readers of `x` see its value from before, the next call the new one. Returns None."""
-    op = "flow.experimental.logical_slice_assign"
-    check_blob(x, op, "x")
-    check_blob(value, op, "value")
-    ops.assign(x, ops.slice_update(x, value, slice_tup_list), name=name)
+    ops.slice_assign(x, value, slice_tup_list, name)
 
 
 def enable_typing_check(val=True):

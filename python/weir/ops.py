@@ -31,7 +31,7 @@ __all__ = [
     "masked_fill", "dim_scatter_add", "dim_scatter_update", "dim_scatter_add_like", "dim_scatter_update_like",
     "eye", "Size", "ctc_loss", "scatter_nd_update", "hierarchical_parallel_cast", "argwhere", "sync_dynamic_resize",
     "tensor_to_tensor_buffer", "tensor_buffer_to_tensor", "gen_tensor_buffer", "tensor_buffer_to_list_of_tensors",
-    "distributed_partial_fc_sample", "tensor_list_split", "tensor_list_to_tensor_buffer", "tensor_buffer_to_tensor_list",
+    "distributed_partial_fc_sample", "slice_assign", "tensor_list_split", "tensor_list_to_tensor_buffer", "tensor_buffer_to_tensor_list",
 ]
 
 # Past either end of any axis: what an open end of a slice becomes (the op clamps it to the axis).
@@ -1020,6 +1020,14 @@ def assign(ref, value, dtype=None, name=None):
         value = _constant_of(np.broadcast_to(np.asarray(value), tuple(ref.shape)), ref)
     _C.add_op("assign", [ref._c, value._c], {}, op_name(name))
     _context.current(op).writes += 1
+
+
+def slice_assign(ref, value, slice_tup_list, name=None):
+    """Writes `value` into the slice ref[start:stop:step, ...] (slice_v2's tuples) of the variable
+    `ref`, however its parts are placed, as flow.assign writes a whole one: the job's other readers of
+    `ref` see its value from before, the next call the new one. Returns None."""
+    op = "flow.slice_assign"
+    assign(check_blob(ref, op, "ref"), slice_update(ref, check_blob(value, op, "value"), slice_tup_list), name=name)
 
 
 def distributed_partial_fc_sample(weight, label, num_sample, name=None):

@@ -2305,8 +2305,10 @@ def test_random_uniform_initializer_fills_an_integer_variable_with_integers_in_i
     assert set(np.unique(values)) == set(range(-6, 18))
 
 
-def test_logical_slice_and_logical_slice_assign_read_and_write_a_split_variables_slice():
+@pytest.mark.parametrize("slice_assign", ["experimental.logical_slice_assign", "slice_assign"])
+def test_logical_slice_and_logical_slice_assign_read_and_write_a_split_variables_slice(slice_assign):
     flow.config.cpu_device_num(2)
+    write_slice = flow.slice_assign if slice_assign == "slice_assign" else flow.experimental.logical_slice_assign
     value = np.arange(2 * 3, dtype=np.float32).reshape(2, 3) + 1
 
     def variable():
@@ -2316,7 +2318,7 @@ def test_logical_slice_and_logical_slice_assign_read_and_write_a_split_variables
     @flow.global_function()
     def write(v: tp.Numpy.Placeholder((2, 3))) -> None:
         with flow.scope.placement("cpu", "0:0-1"):
-            flow.experimental.logical_slice_assign(variable(), v, [(1, 5, 2), (-7, None, 3)])
+            write_slice(variable(), v, [(1, 5, 2), (-7, None, 3)])
 
     @flow.global_function()
     def read() -> List[tp.Numpy]:
