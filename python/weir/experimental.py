@@ -7,13 +7,14 @@ from __future__ import annotations
 import types
 from contextlib import contextmanager
 
-from weir import _C, _context, _function, dtypes, ops, scope
+from weir import _C, _context, _function, checkpoint, dtypes, ops, scope
 from weir import math as _math
 from weir._blob import to_c_dtype
 from weir._ops_util import check_blob, op_name, wrap
 
 __all__ = ["name_scope", "square_sum", "unique_with_counts", "logical_slice", "logical_slice_assign",
-           "enable_typing_check", "scope", "broadcast_minimum", "broadcast_maximum"]
+           "enable_typing_check", "scope", "broadcast_minimum", "broadcast_maximum", "get_interface_blob_value",
+           "set_interface_blob_value"]
 
 name_scope = scope.namespace
 
@@ -60,6 +61,22 @@ def logical_slice_assign(x, value, slice_tup_list, name=None):
     however its parts are placed) when the job runs, as ``flow.assign`` writes a whole one: the job's
     other readers of `x` see its value from before, the next call the new one. Returns None."""
     ops.slice_assign(x, value, slice_tup_list, name)
+
+
+def get_interface_blob_value(op_name):
+    """The current value of the session's variable `op_name` (OneFlow's interface blobs), a numpy
+    array; a KeyError names the variables there are when none has that name."""
+    variables = checkpoint.get_all_variables()
+    if op_name not in variables:
+        raise KeyError(f"flow.experimental.get_interface_blob_value: the session has no variable named {op_name!r}; "
+                       f"it has {sorted(variables)}")
+    return variables[op_name].numpy()
+
+
+def set_interface_blob_value(op_name, ndarray):
+    """Writes `ndarray` (of its shape and dtype) into the session's variable `op_name`, as
+    flow.load_variables does; a name no variable has is a RuntimeError."""
+    checkpoint.load_variables({op_name: ndarray}, ignore_mismatch=False)
 
 
 def enable_typing_check(val=True):

@@ -3463,3 +3463,25 @@ def test_a_blobs_parallel_conf_is_the_placement_of_its_op():
     assert (seen["default"].device_tag, seen["default"].device_name) == ("cpu", ["0:0-1"])
     assert (seen["gpu"].device_tag, seen["gpu"].device_name) == ("gpu", ["0:1"])
     assert seen["scope"] == 2  # outside any placement scope: the job's devices
+
+
+def test_interface_blob_values_are_the_sessions_variables():
+    flow.config.cpu_device_num(2)
+
+    @flow.global_function()
+    def add() -> tp.Numpy:
+        with flow.scope.placement("cpu", "0:0-1"):
+            x = flow.get_variable("x", shape=(2, 3), initializer=flow.random_uniform_initializer())
+            y = flow.get_variable("y", shape=(2, 3), initializer=flow.random_uniform_initializer())
+            return flow.math.add_n([x, y])
+
+    flow.train.CheckPoint().init()
+    x, y = np.random.random((2, 3)).astype(np.float32), np.random.random((2, 3)).astype(np.float32)
+    flow.experimental.set_interface_blob_value("x", x)
+    flow.experimental.set_interface_blob_value("y", y)
+    np.testing.assert_array_equal(flow.experimental.get_interface_blob_value("x"), x)
+    np.testing.assert_array_equal(add(), x + y)
+    with pytest.raises(KeyError, match=r"no variable named 'z'; it has \['x', 'y'\]"):
+        flow.experimental.get_interface_blob_value("z")
+    with pytest.raises(RuntimeError, match="z"):
+        flow.experimental.set_interface_blob_value("z", x)
