@@ -184,6 +184,10 @@ std::vector<Blob> UniqueWithCounts(const Blob& x, DType out_idx = DType::kI32, s
 /// `dtype` (i32 or i64). No gradient.
 std::vector<Blob> Argwhere(const Blob& x, DType dtype = DType::kI32, std::string_view name = {});
 
+/// The running sums of x (f32, f64, i32, i64) along `axis`: from the end with `reverse`; leaving each
+/// element out of its own sum with `exclusive`. The gradient is dy's running sum the other way.
+Blob Cumsum(const Blob& x, int axis = 0, bool exclusive = false, bool reverse = false, std::string_view name = {});
+
 /// Each key of `in` (i32/i64, any shape) as its ordinal, 1, 2, ... in the order keys are first seen
 /// (OneFlow's categorical_ordinal_encoder). `table` (2 x capacity entries) and `size` (1), variables of
 /// the keys' dtype starting at zero, hold the ordinals across calls; the op writes them in place. A new

@@ -15,7 +15,7 @@ __all__ = [
     "relu", "sigmoid", "tanh", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "argmax",
     "exp", "log", "sqrt", "rsqrt", "square", "abs", "reciprocal", "log1p", "expm1", "softplus",
     "sign", "floor", "ceil", "round", "rint", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
-    "acosh", "atanh", "erf", "erfc", "log_sigmoid", "gelu", "reciprocal_no_nan", "clip_by_value", "top_k",
+    "acosh", "atanh", "erf", "erfc", "log_sigmoid", "gelu", "reciprocal_no_nan", "clip_by_value", "top_k", "cumsum",
     "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "squared_difference",
     "unsorted_segment_sum", "unsorted_segment_sum_like", "unsorted_batch_segment_sum", "reduce_variance", "reduce_std", "reduce_euclidean_norm",
     "reduce_logsumexp", "l2_normalize", "xdivy", "xlogy", "reduce_any", "reduce_all", "in_top_k", "tril",
@@ -199,6 +199,13 @@ def top_k(input, k=1, sorted=True, name=None, axis=-1):  # noqa: A002 - OneFlow'
         return add_op("reshape", [argmax(x, -1)], op_name(name), shape=list(x.shape[:-1]) + [1])
     order = add_op("argsort", [x], "", descending=True)
     return add_op("slice", [order], op_name(name), start=[0] * rank, stop=list(x.shape[:-1]) + [int(k)], step=[1] * rank)
+
+
+def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
+    """The running sums of x (float32, float64, int32, int64) along `axis` (TensorFlow's and OneFlow's):
+    from the end with `reverse`; with `exclusive` each sum leaves out its own element (the first is 0)."""
+    x = check_blob(x, "flow.math.cumsum", "x")
+    return add_op("cumsum", [x], op_name(name), axis=int(axis), exclusive=bool(exclusive), reverse=bool(reverse))
 
 
 def add_n(inputs, name=None):

@@ -3485,3 +3485,31 @@ def test_interface_blob_values_are_the_sessions_variables():
         flow.experimental.get_interface_blob_value("z")
     with pytest.raises(RuntimeError, match="z"):
         flow.experimental.set_interface_blob_value("z", x)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_cumsum_is_numpys_running_sum_and_its_gradient_runs_the_other_way(axis, exclusive, reverse):
+    x = np.random.default_rng(4).random((3, 4, 5))
+    grads = []
+
+    @flow.global_function(type="train")
+    def job(p: tp.Numpy.Placeholder((3, 4, 5), dtype=flow.float64)) -> tp.Numpy:
+        p = p + flow.get_variable("v", shape=(1,), dtype=flow.float64, initializer=flow.zeros_initializer())
+        flow.watch_diff(p, grads.append)
+        y = flow.math.cumsum(p, axis=axis, exclusive=exclusive, reverse=reverse)
+        flow.optimizer.SGD(flow.optimizer.PiecewiseConstantScheduler([], [0.0]), momentum=0).minimize(
+            flow.math.reduce_sum(y * flow.constant(weights, dtype=flow.float64)))
+        return y
+
+    def running(a, backwards):
+        a = np.flip(a, axis) if backwards else a
+        sums = np.cumsum(a, axis)
+        if exclusive:
+            sums = sums - a
+        return np.flip(sums, axis) if backwards else sums
+
+    weights = np.random.default_rng(5).random((3, 4, 5))
+    np.testing.assert_allclose(job(x), running(x, reverse), rtol=1e-12)
+    np.testing.assert_allclose(grads[0], running(weights, not reverse), rtol=1e-12)  # d(sum w*y)/dx
