@@ -344,9 +344,9 @@ def cast_to_static_shape(x, name=None):
 
 def sync_dynamic_resize(inputs, size, name=None):
     """`inputs` of which only the first `size` rows are meant (OneFlow's dynamic blob): `size` an int32
-    or int64 blob of shape (1,) whose value is known only when the job runs. A job returns the blob
-    cut to x[:size] (a size outside [0, rows] fails the call); no op or watch reads it, and
-    flow.cast_to_static_shape gives back `inputs`."""
+    or int64 blob of shape (1,) whose value is known only when the job runs (of shape (k,), the leading
+    k axes' extents). A job returns the blob cut to x[:size] (a size outside [0, rows] fails the call);
+    no op or watch reads it, and flow.cast_to_static_shape gives back `inputs`."""
     op = "flow.sync_dynamic_resize"
     x = check_blob(inputs, op, "inputs")
     size = check_blob(size, op, "size")
