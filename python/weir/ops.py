@@ -1090,14 +1090,20 @@ def tensor_buffer_to_list_of_tensors(x, out_shape, out_dtype, dynamic_out=False,
     item may be smaller on any axis, and its blob is dynamic: a job returns it in the item's shape
     (flow.cast_to_static_shape gives it in out_shape, the item in its leading corner, zeros elsewhere)."""
     op = "flow.tensor_buffer_to_list_of_tensors"
-    x = check_blob(x, op, "x")
-    attrs = {"out_shape": [int(d) for d in out_shape], "out_dtype": to_c_dtype(out_dtype, f"{op}: out_dtype"),
-             "dynamic_out": bool(dynamic_out)}
+    items = _buffer_items(check_blob(x, op, "x"), out_shape, to_c_dtype(out_dtype, f"{op}: out_dtype"),
+                          bool(dynamic_out), name)
+    return [item if shape is None else sync_dynamic_resize(item, shape) for item, shape in items]
+
+
+def _buffer_items(x, out_shape, c_dtype, dynamic_out, name):
+    """The tensor_buffer_to_list_of_tensors op on x: (item, its shape blob, or None without dynamic_out)
+    for each item."""
+    attrs = {"out_shape": [int(d) for d in out_shape], "out_dtype": c_dtype, "dynamic_out": dynamic_out}
     outputs = [wrap(c, x) for c in _C.add_op("tensor_buffer_to_list_of_tensors", [x._c], attrs, op_name(name))]
     if not dynamic_out:
-        return outputs
+        return [(item, None) for item in outputs]
     items = len(outputs) // 2
-    return [sync_dynamic_resize(item, shape) for item, shape in zip(outputs[:items], outputs[items:])]
+    return list(zip(outputs[:items], outputs[items:]))
 
 
 # --- tensor lists (OneFlow's TensorList): a tp.ListListNumpy placeholder's list of tensors, each a blob
@@ -1133,12 +1139,9 @@ def tensor_buffer_to_tensor_list(input, shape, dtype, name=None):  # noqa: A002 
     items of `dtype`, no larger than `shape` on any axis. Its tensors are dynamic blobs (a job
     returns each in its item's shape)."""
     op = "flow.tensor_buffer_to_tensor_list"
-    x = check_blob(input, op, "input")
     shape = tuple(int(d) for d in shape)
-    attrs = {"out_shape": list(shape), "out_dtype": to_c_dtype(dtype, f"{op}: dtype"), "dynamic_out": True}
-    outputs = [wrap(c, x) for c in _C.add_op("tensor_buffer_to_list_of_tensors", [x._c], attrs, op_name(name))]
-    items = len(outputs) // 2
+    items = _buffer_items(check_blob(input, op, "input"), shape, to_c_dtype(dtype, f"{op}: dtype"), True, name)
     one = constant(np.ones(1, np.int64), dtype=dtypes.int64)
     tensors = [sync_dynamic_resize(reshape(item, (1,) + shape), concat([one, item_shape], axis=0))
-               for item, item_shape in zip(outputs[:items], outputs[items:])]
-    return TensorListBlob(tensors, (items,) + shape)
+               for item, item_shape in items]
+    return TensorListBlob(tensors, (len(items),) + shape)
