@@ -150,6 +150,29 @@ struct OFRecordReaderAttrs {
   std::uint64_t seed = 0;
 };
 
+/// flow.data.megatron_gpt_mmap_data_loader: each call, `batch_size` samples of `seq_length` +
+/// `label_length` tokens (as `dtype`, i32 or i64) from a Megatron-LM indexed dataset
+/// (`<data_file_prefix>.idx` and `.bin`, memory-mapped). The documents of split `split_index` (the
+/// dataset's documents in parts proportional to `split_sizes`) are laid end to end for as many epochs
+/// as `num_samples` samples need, and cut into samples that overlap by one token (a sample's last
+/// token is the next one's first). With `shuffle`, documents and samples are shuffled per epoch under
+/// `random_seed` as OneFlow shuffles them. Call n reads samples [n * batch, (n + 1) * batch); the
+/// devices that split the batch read their rows of it. `split_batch` false: each device reads the
+/// whole batch (OneFlow's nd_sbp ["B"]).
+struct MegatronGptLoaderAttrs {
+  std::string data_file_prefix;
+  std::int64_t seq_length = 0;
+  std::int64_t label_length = 1;
+  std::int64_t num_samples = 0;
+  std::int64_t batch_size = 1;
+  DType dtype = DType::kI64;
+  std::vector<std::int64_t> split_sizes = {1};
+  std::int64_t split_index = 0;
+  bool shuffle = true;
+  std::int64_t random_seed = 0;
+  bool split_batch = true;
+};
+
 /// flow.data.OFRecordRawDecoder: feature `name` of each record as `shape` values of `dtype` (f32,
 /// f64, i32, i64, u8 or i8), converted from the feature's list type (a bytes_list is read as its
 /// bytes). A record with fewer values fails the call unless `auto_zero_padding` (the rest is 0);

@@ -268,5 +268,11 @@ Blob CropMirrorNormalize(const Blob& images, const Blob& mirror, CropMirrorNorma
 Blob CoinFlip(JobBuilder& job, CoinFlipAttrs attrs, std::string_view name = {});
 /// A batch of random values per call (synthetic data).
 Blob DecodeRandom(JobBuilder& job, DecodeRandomAttrs attrs, std::string_view name = {});
+/// A batch of token samples per call from a Megatron-LM indexed dataset; the n-th call of the job
+/// reads batch n.
+Blob MegatronGptMmapDataLoader(JobBuilder& job, MegatronGptLoaderAttrs attrs, std::string_view name = {});
+/// The same, reading batch `iteration` (an i64 (1) variable, which a checkpoint saves) and adding 1
+/// to it each call: a job restored from a checkpoint goes on where it stopped.
+Blob MegatronGptMmapDataLoader(const Blob& iteration, MegatronGptLoaderAttrs attrs, std::string_view name = {});
 
 }  // namespace weir

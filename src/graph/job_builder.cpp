@@ -375,7 +375,9 @@ std::vector<Blob> AddOp(std::string_view type, const std::vector<Blob>& inputs, 
 
 std::vector<Blob> AddSourceOp(const std::shared_ptr<JobGraph>& graph, std::string_view type, std::any attrs,
                               std::string_view name) {
-  if (FindOp(type).num_inputs != 0) throw OpError(type, "has inputs: add it with its inputs");
+  // A source may take optional inputs (a reader's iteration variable); other ops need theirs.
+  const OpDef& def = FindOp(type);
+  if (def.num_inputs != 0 && !def.per_device_source) throw OpError(type, "has inputs: add it with its inputs");
   return AddOpTo(graph, type, {}, std::move(attrs), name);
 }
 

@@ -87,9 +87,9 @@ struct OpDef {
   /// OneFlow's CPU-only ops do: in a GPU session it runs on the CPU and its results are copied to the
   /// GPU that reads them. It has CPU kernels only.
   bool host_only = false;
-  /// An op without inputs that makes new data each call (a reader, random draws): in the mirrored view
-  /// every device runs its own, as each device is fed its own placeholder piece; the kernel learns
-  /// which share of the whole it is (KernelSetup::shard).
+  /// An op that makes new data each call (a reader, random draws; inputs, if any, the same on every
+  /// device): in the mirrored view every device runs its own, as each device is fed its own
+  /// placeholder piece; the kernel learns which share of the whole it is (KernelSetup::shard).
   bool per_device_source = false;
   /// The op's examples (OpExample), so that a new op needs no C++ test file of its own; empty for
   /// ops whose checks live in test files.

@@ -2,15 +2,19 @@
 // records in the other encodings protobuf allows (unpacked lists, unknown fields), fuzzed with
 // corrupt input (it must throw FormatError or parse, never read out of bounds: ASan checks); JPEG
 // round trips and errors; the random crop window's bounds; bilinear resizing against a direct
-// double-precision evaluation; and a C++ job reading a dataset through the data ops.
+// double-precision evaluation; a C++ job reading a dataset through the data ops; Megatron-LM token
+// datasets, their index fuzzed the same way, read by a C++ job.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 
 #include "kernels/data/image.hpp"
+#include "kernels/data/megatron_dataset.hpp"
 #include "kernels/data/ofrecord.hpp"
 #include "scratch_dir.hpp"
 #include "weir/weir.hpp"
@@ -429,4 +433,131 @@ TEST_CASE("a C++ job reads, decodes and normalizes its own batches from an OFRec
       CHECK(out[2].Data<std::int8_t>()[i] == 1);
     }
   }
+}
+
+namespace {
+
+// A Megatron dataset of `lengths` documents, document j holding 1000 * j + [0, length) as int32.
+void WriteMegatron(const std::string& prefix, const std::vector<std::int32_t>& lengths) {
+  std::FILE* bin = std::fopen((prefix + ".bin").c_str(), "wb");
+  REQUIRE(bin != nullptr);
+  std::vector<std::int64_t> addresses;
+  std::int64_t at = 0;
+  for (std::size_t j = 0; j < lengths.size(); ++j) {
+    addresses.push_back(at);
+    for (std::int32_t t = 0; t < lengths[j]; ++t) {
+      const std::int32_t token = static_cast<std::int32_t>(1000 * j) + t;
+      std::fwrite(&token, 4, 1, bin);
+    }
+    at += 4 * lengths[j];
+  }
+  std::fclose(bin);
+  std::FILE* idx = std::fopen((prefix + ".idx").c_str(), "wb");
+  REQUIRE(idx != nullptr);
+  const std::uint64_t version = 1, count = lengths.size(), boundaries = lengths.size() + 1;
+  const std::uint8_t code = 4;
+  std::fwrite("MMIDIDX\0\0", 1, 9, idx);
+  std::fwrite(&version, 8, 1, idx);
+  std::fwrite(&code, 1, 1, idx);
+  std::fwrite(&count, 8, 1, idx);
+  std::fwrite(&boundaries, 8, 1, idx);
+  std::fwrite(lengths.data(), 4, lengths.size(), idx);
+  std::fwrite(addresses.data(), 8, addresses.size(), idx);
+  for (std::uint64_t b = 0; b < boundaries; ++b) {
+    const auto boundary = static_cast<std::int64_t>(b);
+    std::fwrite(&boundary, 8, 1, idx);
+  }
+  std::fclose(idx);
+}
+
+std::vector<std::uint8_t> ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void WriteBytes(const std::string& path, const std::vector<std::uint8_t>& bytes) {
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+}  // namespace
+
+TEST_CASE("corrupt Megatron indexes throw FormatError, and every sample of a good one stays in its files") {
+  ScratchDir dir("weir-megatron");
+  const std::string prefix = dir / "data";
+  WriteMegatron(prefix, {5, 0, 9, 3, 7});
+  const std::vector<std::uint8_t> valid = ReadBytes(prefix + ".idx");
+  const megatron::SampleSpec spec{.seq_length = 4, .num_samples = 12, .shuffle = true, .seed = 3};
+  {
+    const megatron::Dataset dataset(prefix, spec);
+    REQUIRE(dataset.Size() >= 12);
+    std::vector<std::int64_t> sample(5);
+    for (std::size_t i = 0; i < dataset.Size(); ++i) {
+      dataset.Sample(i, sample.data());
+      for (std::int64_t token : sample) CHECK((token % 1000 < 9 && token / 1000 < 5));
+    }
+    CHECK_THROWS_AS(dataset.Sample(dataset.Size(), sample.data()), std::out_of_range);
+  }
+  // Random byte flips, insertions and deletions of the index: each either reads, and then every
+  // sample stays inside the .bin (ASan checks the mapping's bounds), or throws.
+  std::mt19937 gen(11);
+  int read = 0, thrown = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::vector<std::uint8_t> bytes = valid;
+    const int edits = 1 + static_cast<int>(gen() % 3);
+    for (int e = 0; e < edits && !bytes.empty(); ++e) {
+      const std::size_t at = gen() % bytes.size();
+      switch (gen() % 3) {
+        case 0: bytes[at] = static_cast<std::uint8_t>(gen()); break;
+        case 1: bytes.insert(bytes.begin() + static_cast<std::ptrdiff_t>(at), static_cast<std::uint8_t>(gen())); break;
+        default: bytes.erase(bytes.begin() + static_cast<std::ptrdiff_t>(at)); break;
+      }
+    }
+    WriteBytes(prefix + ".idx", bytes);
+    try {
+      const megatron::Dataset dataset(prefix, spec);
+      std::vector<std::int32_t> sample(5);
+      for (std::size_t i = 0; i < dataset.Size(); ++i) dataset.Sample(i, sample.data());
+      ++read;
+    } catch (const megatron::FormatError&) {
+      ++thrown;
+    } catch (const std::invalid_argument&) {  // a corrupt size that leaves the split without tokens
+      ++thrown;
+    }
+  }
+  CHECK(read > 0);
+  CHECK(thrown > 0);
+  WriteBytes(prefix + ".idx", std::vector<std::uint8_t>(valid.begin(), valid.begin() + 30));
+  CHECK_THROWS_WITH_AS(megatron::ReadIndex(prefix), doctest::Contains("shorter than the 34-byte header"), megatron::FormatError);
+}
+
+TEST_CASE("a C++ job reads Megatron samples in order, and from an iteration variable where it says") {
+  ScratchDir dir("weir-megatron");
+  const std::string prefix = dir / "data";
+  WriteMegatron(prefix, {5, 0, 9, 3, 7});  // 24 tokens
+  const MegatronGptLoaderAttrs attrs{.data_file_prefix = prefix, .seq_length = 4, .num_samples = 10, .batch_size = 2,
+                                     .dtype = DType::kI32, .shuffle = false};
+  // The documents end to end, two epochs (10 samples of 4 need 41 tokens).
+  std::vector<std::int32_t> stream;
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    for (std::int32_t j : {0, 2, 3, 4}) {
+      for (std::int32_t t = 0; t < std::vector<std::int32_t>{5, 0, 9, 3, 7}[static_cast<std::size_t>(j)]; ++t) stream.push_back(1000 * j + t);
+    }
+  }
+  JobBuilder builder("tokens", JobType::kPredict);
+  builder.Output("tokens", MegatronGptMmapDataLoader(builder, attrs));
+  const Blob iteration = builder.Variable("iteration", {.shape = Shape{1}, .dtype = DType::kI64, .trainable = false});
+  builder.Output("resumed", MegatronGptMmapDataLoader(iteration, attrs, "resumable"));
+  Session session;
+  const Job job = builder.Build();
+  session.Compile(job);
+  session.SetVariables({{"iteration", Tensor::FromVector<std::int64_t>(Shape{1}, {2})}}, false);
+  for (int call = 0; call < 3; ++call) {
+    const Outputs out = session.Call(job, std::vector<Tensor>{});
+    REQUIRE(out[0].GetShape() == Shape{2, 5});
+    for (int i = 0; i < 10; ++i) {
+      CHECK(out[0].Data<std::int32_t>()[i] == stream[static_cast<std::size_t>(call * 8 + (i / 5) * 4 + i % 5)]);
+      CHECK(out[1].Data<std::int32_t>()[i] == stream[static_cast<std::size_t>((call + 2) * 8 + (i / 5) * 4 + i % 5)]);
+    }
+  }
+  CHECK(session.GetVariable("iteration").Data<std::int64_t>()[0] == 5);
 }

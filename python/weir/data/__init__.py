@@ -1,8 +1,10 @@
 """``flow.data``: datasets as numpy batches (``load_mnist``), and the data pipeline that a job runs
 itself (OneFlow's readers and decoders): ``ofrecord_reader`` reads batches of OFRecords from part
-files, the decoders turn them into tensors, ``decode_random`` draws synthetic batches. Each is an
-op of the job, run on the host; a job built from them needs no placeholders. ``weir.data.ofrecord``
-writes OFRecord datasets (``python -m weir.data.ofrecord --help``)."""
+files, the decoders turn them into tensors, ``decode_random`` draws synthetic batches,
+``megatron_gpt_mmap_data_loader`` reads token samples from a Megatron-LM dataset. Each is an op of
+the job, run on the host; a job built from them needs no placeholders. ``weir.data.ofrecord`` writes
+OFRecord datasets (``python -m weir.data.ofrecord --help``), ``weir.data.megatron`` Megatron-LM ones
+(``python -m weir.data.megatron --help``)."""
 
 from __future__ import annotations
 
@@ -12,8 +14,10 @@ import random as _random
 import numpy as np
 
 from weir import _C, _context, dtypes
+from weir import initializers as _init
 from weir._blob import Blob, to_c_dtype
 from weir._ops_util import add_op, check_blob, op_name
+from weir.ops import get_variable
 
 __all__ = [
     "load_mnist",
@@ -31,6 +35,8 @@ __all__ = [
     "decode_random",
     "CropMirrorNormalize",
     "crop_mirror_normalize",
+    "megatron_gpt_mmap_data_loader",
+    "MegatronGPTMMapDataLoader",
 ]
 
 
@@ -209,3 +215,65 @@ def CropMirrorNormalize(input_blob, mirror_blob=None, color_space="BGR", output_
 
 
 crop_mirror_normalize = CropMirrorNormalize
+
+
+def megatron_gpt_mmap_data_loader(data_file_prefix, seq_length, num_samples, batch_size, dtype=dtypes.int64,
+                                  shuffle=True, random_seed=None, split_sizes=None, split_index=None,
+                                  parallel_distribution=None, start_from_saved_progress=False, name=None, nd_sbp=None):
+    """Each call, a (batch_size, seq_length + 1) blob of token ids (`dtype` int64 or int32) from the
+    Megatron-LM dataset ``<data_file_prefix>.idx`` / ``.bin`` (memory-mapped; ``weir.data.megatron``
+    writes one). The documents of split `split_index` (the dataset cut in parts proportional to
+    `split_sizes`, default one part) are laid end to end for as many epochs as `num_samples` samples
+    need and cut every `seq_length` tokens; a sample's last token (the label of its last position) is
+    the next sample's first. With `shuffle`, documents and samples are shuffled per epoch under
+    `random_seed` (None: drawn when traced) as OneFlow shuffles them. Call n reads samples
+    [n * batch, (n + 1) * batch): the devices splitting the batch read their rows, so the tokens do
+    not depend on the number of devices. `parallel_distribution` (or `nd_sbp`): ["S(0)"] (the
+    default) or ["B"] (every device reads the whole batch). `start_from_saved_progress`: the batch
+    count is a variable (int64, saved in checkpoints, named after the loader and its attributes),
+    so a job restored from a checkpoint reads on from where it stopped."""
+    api = "flow.data.megatron_gpt_mmap_data_loader"
+    if not isinstance(data_file_prefix, (str, os.PathLike)):
+        raise TypeError(f"{api}: data_file_prefix must be a path, got {data_file_prefix!r}")
+    split_sizes = (1,) if split_sizes is None else tuple(int(size) for size in split_sizes)
+    split_index = 0 if split_index is None else int(split_index)
+    if not 0 <= split_index < len(split_sizes):
+        raise ValueError(f"{api}: split index {split_index} is out of range, split_sizes {list(split_sizes)}")
+    layout = nd_sbp if parallel_distribution is None else parallel_distribution
+    layout = [] if layout is None else [_layout_entry(entry, api) for entry in layout]
+    if len(layout) > 1:
+        raise NotImplementedError(f"{api}: parallel_distribution {layout!r} is a 2-D layout; Weir places a job over a "
+                                  "flat list of devices")
+    if layout not in ([], ["S(0)"], ["B"]):
+        raise ValueError(f"{api}: parallel_distribution must be ['S(0)'] or ['B'], got {layout!r}")
+    seed = _seed(random_seed)
+    attrs = dict(data_file_prefix=os.fspath(data_file_prefix), seq_length=int(seq_length), label_length=1,
+                 num_samples=int(num_samples), batch_size=int(batch_size), dtype=to_c_dtype(dtype, f"{api}: dtype"),
+                 shuffle=bool(shuffle), random_seed=seed, split_sizes=list(split_sizes), split_index=split_index,
+                 split_batch=layout != ["B"])
+    if not start_from_saved_progress:
+        return _source("megatron_gpt_mmap_data_loader", api, name, **attrs)
+    # OneFlow's name for the batch count, so that its checkpoints and ours name the same variable.
+    name = "gpt_data_loader" if name is None else name
+    iteration = get_variable(
+        f"{name}-iteration-sq{seq_length}-sa{num_samples}-bs{batch_size}-sd{seed}-sp{'_'.join(map(str, split_sizes))}"
+        f"-spi{split_index}-{'_'.join('S' + entry[2:-1] if entry.startswith('S') else entry for entry in layout)}",
+        shape=(1,), dtype=dtypes.int64, initializer=_init.constant_initializer(0, dtypes.int64), trainable=False,
+        model_name="iteration", reuse=False)
+    _context.current(api).writes += 1  # the loader's increment of its count
+    return add_op("megatron_gpt_mmap_data_loader", [iteration], op_name(name), **attrs)
+
+
+MegatronGPTMMapDataLoader = megatron_gpt_mmap_data_loader
+
+
+def _layout_entry(entry, api):
+    """"B" / "S(axis)" of a layout entry given as a string or a flow.distribute object."""
+    kind = getattr(entry, "kind", None)
+    if kind == "broadcast":
+        return "B"
+    if kind == "split":
+        return f"S({entry.axis})"
+    if isinstance(entry, str):
+        return entry
+    raise TypeError(f"{api}: parallel_distribution entries must be 'B', 'S(0)' or flow.distribute objects, got {entry!r}")

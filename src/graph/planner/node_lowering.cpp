@@ -268,7 +268,8 @@ void LowerMirroredKernel(Lowering& lowering, GradientAveraging& averaging, std::
           graph.name, node.name, fmt::join(devices, ","), lowering.Value(value).name, fmt::join(input.devices, ",")));
     }
   }
-  if (const OpDef* def = TryFindOp(kernel.op_type); kernel.inputs.empty() && def != nullptr && def->per_device_source) {
+  // A source runs on every device, its inputs (a reader's iteration variable) whole on each.
+  if (const OpDef* def = TryFindOp(kernel.op_type); def != nullptr && def->per_device_source) {
     per_device = true;
   }
   const std::vector<int> replicas = per_device ? devices : std::vector<int>{devices.front()};
