@@ -23,10 +23,11 @@ to the host; each inference call returns its result to the host. Per row, over -
 and the FLOP rate training makes (3x the forward pass's multiply-adds, 2 FLOP each).
 
 Rows (--kinds): weir, torch-eager, torch-compile (torch.compile(model, mode=--compile-mode); its
-compilation happens in the warm-up, outside the timed blocks); on a GPU also weir-tf32,
-torch-eager-tf32, torch-compile-tf32 (f32 products on TF32 tensor cores on both sides) and weir-amp,
-torch-eager-amp, torch-compile-amp (f16 mixed precision: Weir's mixed precision, PyTorch's
-torch.autocast; neither scales the loss). Without a suffix, both sides compute in strict FP32. On a GPU
+compilation happens in the warm-up, outside the timed blocks); weir-amp, torch-eager-amp,
+torch-compile-amp (mixed precision, f16 on a GPU and bf16 on a CPU with native bf16: Weir's mixed
+precision, PyTorch's torch.autocast; neither scales the loss); on a GPU also weir-tf32,
+torch-eager-tf32, torch-compile-tf32 (f32 products on TF32 tensor cores on both sides). Without a
+suffix, both sides compute in strict FP32. On a GPU
 machine that has only the C++ bundle, Weir's BERT rows come from train_step.
 
 On the CPU each side runs on the same cores (--cpus pins both; default all), PyTorch with the
@@ -106,8 +107,8 @@ def parse_args():
     unknown = set(kinds) - set(KINDS)
     if unknown:
         parser.error(f"--kinds: expected some of {','.join(KINDS)}, got {','.join(sorted(unknown))}")
-    if args.device == "cpu" and any(kind.endswith(("-tf32", "-amp")) for kind in kinds):
-        parser.error(f"--kinds: the -tf32 and -amp rows need --device gpu, got {args.kinds}")
+    if args.device == "cpu" and any(kind.endswith("-tf32") for kind in kinds):
+        parser.error(f"--kinds: the -tf32 rows need --device gpu, got {args.kinds}")
     args.cpu_set = parse_cpus(parser, args.cpus)
     return args
 
@@ -306,7 +307,9 @@ def torch_worker(args):
     loss_fn = nn.CrossEntropyLoss(reduction="mean")
 
     def autocast():
-        return torch.autocast(device.type, dtype=torch.float16) if amp else contextlib.nullcontext()
+        # f16 on a GPU, bf16 on the CPU: each side's mixed precision on that device (Weir's picks the same).
+        low = torch.float16 if device.type == "cuda" else torch.bfloat16
+        return torch.autocast(device.type, dtype=low) if amp else contextlib.nullcontext()
 
     def on_device(i):
         return [t.to(device, non_blocking=True) for t in batches[i % POOL_BATCHES]]
@@ -376,7 +379,8 @@ def run_row(kind, model, args):
         argv += (["--image-size", str(args.image_size)] if model == "resnet50" else
                  ["--seq", str(args.seq), "--bert-layers", str(args.bert_layers)])
         if args.device == "gpu":
-            argv += ["--gpu"] + {"weir-tf32": ["--tf32"], "weir-amp": ["--amp"]}.get(kind, [])
+            argv += ["--gpu"] + (["--tf32"] if kind == "weir-tf32" else [])
+        argv += ["--amp"] if kind == "weir-amp" else []
     elif kind.startswith("weir"):
         argv = worker_argv(args.weir_python, kind, model, args)
     else:

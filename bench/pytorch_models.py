@@ -163,7 +163,9 @@ def bert_pretraining(torch, nn, vocab_size=30522, hidden=768, layers=12, heads=1
         def forward(self, ids, mask, segments, positions, label_ids, label_weights, next_sentence_labels):
             sequence, pooled = self.sequence(ids, mask, segments)
             picked = torch.gather(sequence, 1, positions.long()[:, :, None].expand(-1, -1, hidden))
-            transformed = self.transform_norm(functional.gelu(self.transform(picked))).reshape(-1, hidden)
+            # .float(): under CPU autocast the gelu is bfloat16, and PyTorch 1.13's CPU layer norm takes
+            # one dtype for input and weights (a no-op in float32).
+            transformed = self.transform_norm(functional.gelu(self.transform(picked)).float()).reshape(-1, hidden)
             logits = transformed @ self.words.weight.t() + self.output_bias
             per_prediction = functional.cross_entropy(logits, label_ids.long().reshape(-1), reduction="none")
             weights = label_weights.reshape(-1)
