@@ -527,3 +527,18 @@ def test_dcgan_makes_digits(tmp_path_factory, tmp_path):
     assert float(confidence) > 0.6 and int(classes) >= 8, out
     with open(samples, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_gpt_trains_from_a_megatron_dataset_through_the_reader_op(tmp_path):
+    # OneFlow's GPT reads its batches with flow.data.megatron_gpt_mmap_data_loader; the zoo's GPT, given
+    # --megatron-data, writes its training text as such a dataset and its train job has no placeholder.
+    # Measured (seed 0, 300 steps): held-out loss 3.4 -> 0.3.
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "python", "zoo", "train_gpt.py"),
+                             "--steps", "300", "--megatron-data", str(tmp_path / "corpus")],
+                            capture_output=True, text=True, timeout=600)
+    out = f"{result.stdout}\n{result.stderr}"
+    assert result.returncode == 0, out
+    assert (tmp_path / "corpus.idx").exists() and (tmp_path / "corpus.bin").exists()
+    first = float(re.search(r"^step 0: loss (\S+)$", result.stdout, re.MULTILINE).group(1))
+    held_out = float(re.search(r"^held-out: loss (\S+),", result.stdout, re.MULTILINE).group(1))
+    assert first > 3.0 and held_out < 0.6, out
