@@ -151,7 +151,7 @@ struct OFRecordReaderAttrs {
 };
 
 /// flow.data.megatron_gpt_mmap_data_loader: each call, `batch_size` samples of `seq_length` +
-/// `label_length` tokens (as `dtype`, i32 or i64) from a Megatron-LM indexed dataset
+/// `label_length` (1, as OneFlow's reader) tokens (as `dtype`, i32 or i64) from a Megatron-LM indexed dataset
 /// (`<data_file_prefix>.idx` and `.bin`, memory-mapped). The documents of split `split_index` (the
 /// dataset's documents in parts proportional to `split_sizes`) are laid end to end for as many epochs
 /// as `num_samples` samples need, and cut into samples that overlap by one token (a sample's last
