@@ -48,6 +48,21 @@ void Append(std::vector<std::uint8_t>& out, std::initializer_list<int> bytes) {
   for (int b : bytes) out.push_back(static_cast<std::uint8_t>(b));
 }
 
+// `valid` after 1 to `max_edits` random byte flips, insertions and deletions: the fuzzers' input.
+std::vector<std::uint8_t> RandomlyEdited(const std::vector<std::uint8_t>& valid, std::mt19937& gen, int max_edits) {
+  std::vector<std::uint8_t> bytes = valid;
+  const int edits = 1 + static_cast<int>(gen() % static_cast<unsigned>(max_edits));
+  for (int e = 0; e < edits && !bytes.empty(); ++e) {
+    const std::size_t at = gen() % bytes.size();
+    switch (gen() % 3) {
+      case 0: bytes[at] = static_cast<std::uint8_t>(gen()); break;
+      case 1: bytes.insert(bytes.begin() + static_cast<std::ptrdiff_t>(at), static_cast<std::uint8_t>(gen())); break;
+      default: bytes.erase(bytes.begin() + static_cast<std::ptrdiff_t>(at)); break;
+    }
+  }
+  return bytes;
+}
+
 }  // namespace
 
 TEST_CASE("OFRecords decode to the values they were made of") {
@@ -123,16 +138,7 @@ TEST_CASE("corrupt OFRecords throw FormatError and never read past their end") {
   std::mt19937 gen(7);
   int parsed = 0, thrown = 0;
   for (int trial = 0; trial < 20000; ++trial) {
-    std::vector<std::uint8_t> bytes = valid;
-    const int edits = 1 + static_cast<int>(gen() % 4);
-    for (int e = 0; e < edits && !bytes.empty(); ++e) {
-      const std::size_t at = gen() % bytes.size();
-      switch (gen() % 3) {
-        case 0: bytes[at] = static_cast<std::uint8_t>(gen()); break;
-        case 1: bytes.insert(bytes.begin() + static_cast<std::ptrdiff_t>(at), static_cast<std::uint8_t>(gen())); break;
-        default: bytes.erase(bytes.begin() + static_cast<std::ptrdiff_t>(at)); break;
-      }
-    }
+    const std::vector<std::uint8_t> bytes = RandomlyEdited(valid, gen, 4);
     try {
       ofrecord::Validate(bytes);
       for (const std::string& name : ofrecord::FeatureNames(bytes)) {
@@ -502,17 +508,7 @@ TEST_CASE("corrupt Megatron indexes throw FormatError, and every sample of a goo
   std::mt19937 gen(11);
   int read = 0, thrown = 0;
   for (int trial = 0; trial < 3000; ++trial) {
-    std::vector<std::uint8_t> bytes = valid;
-    const int edits = 1 + static_cast<int>(gen() % 3);
-    for (int e = 0; e < edits && !bytes.empty(); ++e) {
-      const std::size_t at = gen() % bytes.size();
-      switch (gen() % 3) {
-        case 0: bytes[at] = static_cast<std::uint8_t>(gen()); break;
-        case 1: bytes.insert(bytes.begin() + static_cast<std::ptrdiff_t>(at), static_cast<std::uint8_t>(gen())); break;
-        default: bytes.erase(bytes.begin() + static_cast<std::ptrdiff_t>(at)); break;
-      }
-    }
-    WriteBytes(prefix + ".idx", bytes);
+    WriteBytes(prefix + ".idx", RandomlyEdited(valid, gen, 3));
     try {
       const megatron::Dataset dataset(prefix, spec);
       std::vector<std::int32_t> sample(5);
