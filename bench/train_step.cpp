@@ -32,7 +32,8 @@
 // --amp: mixed precision (JobConfig::mixed_precision: bf16 on a CPU that has it, f16 on a GPU).
 // --tf32: on a GPU, f32 matmuls and convolutions may use TF32 tensor cores (SessionOptions::tensor_float_32).
 // --profile: after the timed runs, one more sync train run and one inference run under the
-// session's profiler, whose tables (per-actor busy time, call latency) go to stderr.
+// session's profiler, whose tables (per-actor busy time, call latency; then per op type: actors,
+// busy ms a call and share, the view that shows which kind of op a step waits on) go to stderr.
 // --trace FILE: after the timed runs, 20 more sync train steps under the session's timeline trace,
 // written to FILE (Chrome trace format: each actor's firings, a device act's submission, device
 // work and completion, the calls).
@@ -44,6 +45,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iterator>
+#include <map>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -88,6 +90,32 @@ struct Args {
   bool infer = true;
   std::string trace;  // empty: no trace
 };
+
+// Per job, the kernels' busy time summed by op type, busiest first: how many actors of the type, busy
+// ms a call, and the share of the job's busy time.
+std::string ByOpType(const weir::Profile& profile) {
+  std::string out;
+  for (const weir::JobProfile& job : profile.jobs) {
+    if (job.calls == 0) continue;
+    std::map<std::string, std::pair<int, double>> types;  // op type -> (actors, busy seconds)
+    for (const weir::ActorProfile& actor : job.actors) {
+      if (actor.kind != "kernel" || actor.firings == 0) continue;
+      auto& [actors, seconds] = types[actor.op_type];
+      ++actors;
+      seconds += actor.busy_seconds;
+    }
+    std::vector<std::pair<std::string, std::pair<int, double>>> rows(types.begin(), types.end());
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
+    const double busy = job.BusySeconds();
+    out += fmt::format("job '{}', kernels by op type:\n  {:<34} {:>7} {:>10} {:>7}\n", job.job, "op type", "actors",
+                       "ms a call", "share");
+    for (const auto& [type, figures] : rows) {
+      out += fmt::format("  {:<34} {:>7} {:>10.3f} {:>6.1f}%\n", type, figures.first,
+                         figures.second * 1e3 / static_cast<double>(job.calls), busy > 0 ? 100 * figures.second / busy : 0.0);
+    }
+  }
+  return out;
+}
 
 Args Parse(int argc, char** argv) {
   Args args;
@@ -280,7 +308,9 @@ int main(int argc, char** argv) try {
     session.StartProfiling();
     runner.TrainSync(args.steps);
     if (args.infer) runner.Infer(args.steps);
-    std::fputs(session.StopProfiling().Format().c_str(), stderr);
+    const weir::Profile profile = session.StopProfiling();
+    std::fputs(profile.Format().c_str(), stderr);
+    std::fputs(ByOpType(profile).c_str(), stderr);
   }
   if (!args.trace.empty()) {
     session.StartTrace();
