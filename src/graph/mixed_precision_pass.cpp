@@ -10,6 +10,7 @@
 #include "common/cuda_backend.hpp"
 #include "kernels/cpu/dnnl_engine.hpp"
 #include "kernels/kernel.hpp"
+#include "weir/op_attrs.hpp"
 #include "weir/ops.hpp"
 
 namespace weir::internal {
@@ -36,6 +37,15 @@ bool OnlyMovesElements(std::string_view type) {
   return type == "reshape" || type == "flatten" || type == "transpose" || type == "identity";
 }
 
+// The activations of OneFlow's gray and clear lists: computed in f32 on widened values and rounded
+// once, so 16 bits lose nothing past the rounding of their result.
+bool IsLowPrecisionActivation(const OpNode& node) {
+  if (node.type != "unary") return false;
+  const UnaryOpKind kind = std::any_cast<const UnaryAttrs&>(node.attrs).kind;
+  return kind == UnaryOpKind::kRelu || kind == UnaryOpKind::kGelu || kind == UnaryOpKind::kSigmoid ||
+         kind == UnaryOpKind::kTanh;
+}
+
 class MixedPrecision {
  public:
   explicit MixedPrecision(const std::shared_ptr<JobGraph>& graph)
@@ -49,12 +59,13 @@ class MixedPrecision {
     MarkLive();
     const std::size_t original = graph_->nodes.size();
     for (std::size_t n = 0; n < original; ++n) {
+      for (int& input : graph_->nodes[n].inputs) input = Same(input);
       if (!Convert(n)) RewireInputs(n);
     }
     if (converted_.empty()) return 0;
-    for (auto& [name, value] : graph_->outputs) value = Exported(value);
-    for (WatchSpec& watch : graph_->watches) watch.value = Exported(watch.value);  // forward watches only
-    if (graph_->loss_value >= 0) graph_->loss_value = Exported(graph_->loss_value);
+    for (auto& [name, value] : graph_->outputs) value = Exported(Same(value));
+    for (WatchSpec& watch : graph_->watches) watch.value = Exported(Same(watch.value));  // forward watches only
+    if (graph_->loss_value >= 0) graph_->loss_value = Exported(Same(graph_->loss_value));
     RestoreTopologicalOrder(*graph_);
     return low_ops_;
   }
@@ -97,29 +108,57 @@ class MixedPrecision {
     }
   }
 
+  // Whether the kernels of `type` and, in a train job, of its gradient `grad` run 16 bits natively.
+  bool HasLowKernels(std::string_view type, std::string_view grad) const {
+    return HasLowKernel(type) && (graph_->type != JobType::kTrain || HasLowKernel(grad));
+  }
+
+  // Whether node (f32, live) continues a 16-bit chain: the ops that follow their inputs' dtype, when
+  // what they read already is 16-bit. They never start a chain, which would cost a cast.
+  bool ContinuesChain(const OpNode& node) const {
+    const std::vector<int>& in = node.inputs;
+    if (!IsConverted(in[0])) return false;
+    if (OnlyMovesElements(node.type)) return in.size() == 1 && HasLowKernel(node.type);
+    if (IsLowPrecisionActivation(node)) return HasLowKernels("unary", "unary_grad");
+    // A residual connection; a broadcast sum's gradient would need a 16-bit reduction.
+    if (node.type == "add") return in.size() == 2 && IsConverted(in[1]) && Value(in[0]).meta.shape == Value(in[1]).meta.shape && HasLowKernel("add");
+    // OneFlow's normalization in mixed precision: 16-bit x and y, f32 parameters and statistics.
+    if (node.type == "batch_norm") return HasLowKernels("batch_norm", "batch_norm_grad");
+    return false;
+  }
+
   // Replaces node n by its 16-bit form when it has one; returns whether it did.
   bool Convert(std::size_t n) {
     const OpNode node = graph_->nodes[n];  // a copy: adding ops reallocates the node table
-    if (node.outputs.size() != 1 || node.inputs.empty()) return false;
+    if (node.outputs.empty() || node.inputs.empty()) return false;
     const int output = node.outputs[0];
     if (Value(output).meta.dtype != DType::kF32 || keep_f32_.count(output) > 0 || !live_[n]) return false;
     std::vector<Blob> inputs;
-    if (IsLowPrecisionProduct(node.type)) {
+    if (node.outputs.size() == 1 && IsLowPrecisionProduct(node.type)) {
       for (int input : node.inputs) {
         if (Value(input).meta.dtype != DType::kF32 && !IsConverted(input)) return false;
       }
       for (int input : node.inputs) inputs.push_back(B(Low(input, node.placement)));
-    } else if (OnlyMovesElements(node.type) && node.inputs.size() == 1 && IsConverted(node.inputs[0]) &&
-               HasLowKernel(node.type)) {
-      inputs.push_back(B(converted_.at(node.inputs[0])));  // continues a 16-bit chain; never starts one
+    } else if (ContinuesChain(node)) {
+      // The 16-bit inputs from the chain; the others (batch_norm's parameters) as they are.
+      for (int input : node.inputs) inputs.push_back(B(IsConverted(input) ? converted_.at(input) : input));
     } else {
       return false;
     }
     graph_->nodes[n].name += "/f32_op";
     const PlacementOverride placement(*graph_, node.placement);
-    converted_.emplace(output, AddOp1(node.type, inputs, node.attrs, node.name).ValueId());
+    const std::vector<Blob> outputs = AddOp(node.type, inputs, node.attrs, node.name);
+    converted_.emplace(output, outputs[0].ValueId());
+    // The other outputs (batch_norm's statistics) keep their dtype: readers take the new node's.
+    for (std::size_t j = 1; j < node.outputs.size(); ++j) same_.emplace(node.outputs[j], outputs[j].ValueId());
     ++low_ops_;
     return true;
+  }
+
+  // What replaces `value`, an output of a converted node that kept its dtype, or value itself.
+  int Same(int value) const {
+    const auto it = same_.find(value);
+    return it == same_.end() ? value : it->second;
   }
 
   // Node n stays f32: inputs that are now 16-bit come back through a cast.
@@ -167,6 +206,7 @@ class MixedPrecision {
   std::unordered_map<int, int> converted_;  // f32 value -> the 16-bit value that replaces it
   std::unordered_map<int, int> imported_;   // f32 value -> its 16-bit cast
   std::unordered_map<int, int> exported_;   // converted value -> its f32 cast
+  std::unordered_map<int, int> same_;       // an output that kept its dtype -> the converted node's
   std::unordered_set<int> keep_f32_;        // values whose gradient is watched
   std::vector<bool> live_;                  // per node: an output, a watch or the loss depends on it
 };

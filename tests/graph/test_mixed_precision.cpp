@@ -13,6 +13,7 @@
 
 #include "graph/job_graph.hpp"
 #include "graph/planner.hpp"
+#include "op_test_util.hpp"
 #include "weir/weir.hpp"
 
 using namespace weir;
@@ -36,12 +37,13 @@ JobConfig Mixed(bool on) {
 // Whether this CPU runs bf16 products (oneDNN needs AVX512 for them at all).
 bool CpuRunsBFloat16() { return MixedPrecisionDType(Device::Kind::kCpu).has_value(); }
 
-// Live nodes (the pass leaves the replaced ones unread) of `type` whose output has `dtype`.
+// Live nodes (the passes leave the replaced ones unread: mixed precision's f32 ops, the layout pass's
+// NCHW ones) of `type` whose output has `dtype`.
 int CountOps(const Job& job, const std::string& type, DType dtype) {
   const internal::JobGraph& graph = *job.Graph();
   int count = 0;
   for (const internal::OpNode& node : graph.nodes) {
-    if (node.type != type || node.name.ends_with("/f32_op")) continue;
+    if (node.type != type || node.name.ends_with("/f32_op") || node.name.ends_with("/nchw")) continue;
     if (graph.values[static_cast<std::size_t>(node.outputs[0])].meta.dtype == dtype) ++count;
   }
   return count;
@@ -278,6 +280,120 @@ TEST_CASE("a batch_matmul trains under mixed precision as in f32") {
   }
   // The steps (the gradients times the learning rate) agree to bf16's precision.
   CHECK(WorstRelative(updated[1], updated[0]) < 0.02);
+}
+
+namespace {
+
+// ResNet's pattern on 16 channels (enough for oneDNN's channel blocks): a stem conv - batch norm -
+// relu, then a residual block (conv - batch norm - relu - conv - batch norm, added to the stem's
+// output, relu), global average pooling and a dense head.
+Blob ResidualNet(const Blob& images) {
+  const Initializer init = TruncatedNormalInitializer(0.0, 0.2);
+  const auto conv = [&](const Blob& x, const std::string& name) {
+    return Conv2DLayer(x, 16, {.kernel_size = {3, 3}, .padding = SamePadding(), .use_bias = false, .kernel_initializer = init, .name = name});
+  };
+  const auto norm = [](const Blob& x, const std::string& name) { return BatchNormalization(x, {.axis = 1, .momentum = 0.9, .name = name}); };
+  const Blob stem = Relu(norm(conv(images, "stem"), "stem_bn"));
+  const Blob inner = Relu(norm(conv(stem, "conv1"), "bn1"));
+  const Blob block = Relu(Add(norm(conv(inner, "conv2"), "bn2"), stem));
+  const Blob pooled = ReduceMean(block, {.axes = {2, 3}});
+  return Dense(pooled, 5, {.kernel_initializer = init, .name = "head"});
+}
+
+}  // namespace
+
+TEST_CASE("batch norm, relu and a residual add continue a bf16 chain; statistics and parameters stay f32") {
+  if (!CpuRunsBFloat16()) {
+    MESSAGE("skipped: this CPU has no native bf16 (AVX512_BF16 or AMX)");
+    return;
+  }
+  const Tensor images = Random(Shape{4, 3, 6, 6}, 21);
+  const Tensor labels = Tensor::FromVector<std::int32_t>({4}, {0, 3, 1, 4});
+  std::vector<double> losses[2];
+  std::map<std::string, Tensor> variables[2];
+  for (int on = 0; on < 2; ++on) {
+    JobBuilder builder("residual", JobType::kTrain, Mixed(on == 1));
+    const Blob logits = ResidualNet(builder.Placeholder("images", images.GetShape()));
+    const Blob loss = ReduceMean(SparseSoftmaxCrossEntropy(builder.Placeholder("labels", Shape{4}, DType::kI32), logits));
+    builder.Minimize(Sgd(PiecewiseConstantScheduler({}, {0.05}), 0.9), loss);
+    builder.Output("loss", loss);
+    const Job job = builder.Build();
+    if (on == 1) {
+      // Three convolutions and the head's matmul; three batch norms, three relus and the add follow.
+      CHECK(CountOps(job, "conv2d", DType::kBF16) == 3);
+      CHECK(CountOps(job, "batch_norm", DType::kBF16) == 3);
+      CHECK(CountOps(job, "batch_norm", DType::kF32) == 0);
+      CHECK(CountOps(job, "unary", DType::kBF16) == 3);
+      CHECK(CountOps(job, "add", DType::kBF16) >= 1);
+      const auto plan = internal::CompilePlan(job.Graph(), {});
+      int bf16_norms = 0, bf16_norm_grads = 0, casts = 0;
+      for (const internal::TaskDesc& task : plan->tasks) {
+        if (task.kind != internal::TaskKind::kKernel || task.input_metas.empty()) continue;
+        if (task.op_type == "cast") ++casts;
+        if (task.op_type != "batch_norm" && task.op_type != "batch_norm_grad") continue;
+        const std::size_t x = task.op_type == "batch_norm" ? 0 : 1;
+        // bf16 data, f32 gamma and statistics.
+        CHECK(task.input_metas[x].dtype == DType::kBF16);
+        CHECK(task.input_metas[x + 1].dtype == DType::kF32);
+        for (std::size_t i = 1; i < task.output_metas.size(); ++i) CHECK(task.output_metas[i].dtype == DType::kF32);
+        ++(task.op_type == "batch_norm" ? bf16_norms : bf16_norm_grads);
+      }
+      CHECK(bf16_norms == 3);
+      CHECK(bf16_norm_grads == 3);
+      // In: the images and the three conv weights (the head's matmul reads the pooled f32 value, cast
+      // once, and its weight); out: the block's pooled output and the weight gradients.
+      CHECK(casts <= 12);
+    }
+    SessionOptions options;
+    options.seed = 5;
+    Session session(options);
+    for (int step = 0; step < 12; ++step) losses[on].push_back(session.Call(job, {images, labels})[0].Data<float>()[0]);
+    variables[on] = session.GetVariables();
+  }
+  CHECK(losses[1].back() < 0.5 * losses[1].front());
+  for (std::size_t step = 0; step < losses[0].size(); ++step) {
+    CAPTURE(step);
+    CHECK(std::fabs(losses[1][step] - losses[0][step]) <= 0.05 * std::fabs(losses[0][step]) + 0.02);
+  }
+  // The moving statistics, updated from f32 batch statistics of bf16 activations, and the f32 master
+  // weights follow f32 training. (The momenta, sums of 16-bit gradients, drift further.)
+  for (const auto& [name, value] : variables[0]) {
+    if (value.GetDType() != DType::kF32 || name.ends_with("-momentum")) continue;  // and the train step
+    CAPTURE(name);
+    REQUIRE(variables[1].at(name).GetDType() == DType::kF32);
+    CHECK(WorstRelative(variables[1].at(name), value) < 0.05);  // 0.03 for the betas, small sums of gradients
+  }
+}
+
+TEST_CASE("bf16 activations are the f32 kernels' results rounded once, forward and backward") {
+  const std::int64_t count = 70001;  // split over the intra-op pool, with a tail shorter than a block
+  const Tensor x = Random(Shape{count}, 31, 4.f), dy = Random(Shape{count}, 32);
+  const auto to_bf16 = [](const Tensor& t) {
+    Tensor out(t.GetShape(), DType::kBF16);
+    for (std::int64_t i = 0; i < t.NumElements(); ++i) out.Data<bfloat16>()[i] = bfloat16(t.Data<float>()[i]);
+    return out;
+  };
+  const auto to_f32 = [](const Tensor& t) {
+    Tensor out(t.GetShape(), DType::kF32);
+    for (std::int64_t i = 0; i < t.NumElements(); ++i) out.Data<float>()[i] = static_cast<float>(t.Data<bfloat16>()[i]);
+    return out;
+  };
+  const Tensor x16 = to_bf16(x), dy16 = to_bf16(dy);
+  for (const UnaryOpKind kind : {UnaryOpKind::kRelu, UnaryOpKind::kGelu, UnaryOpKind::kSigmoid, UnaryOpKind::kTanh, UnaryOpKind::kExp}) {
+    CAPTURE(kUnaryOpKindNames[static_cast<int>(kind)]);
+    const UnaryAttrs attrs{.kind = kind};
+    const Tensor y32 = testing::RunOp("unary", attrs, {to_f32(x16)})[0];
+    const Tensor y16 = testing::RunOp("unary", attrs, {x16})[0];
+    const Tensor dx32 = testing::RunOp("unary_grad", attrs, {to_f32(dy16), to_f32(x16)})[0];
+    const Tensor dx16 = testing::RunOp("unary_grad", attrs, {dy16, x16})[0];
+    REQUIRE(y16.GetDType() == DType::kBF16);
+    int wrong = 0;
+    for (std::int64_t i = 0; i < count; ++i) {
+      wrong += y16.Data<bfloat16>()[i].bits != bfloat16(y32.Data<float>()[i]).bits;
+      wrong += dx16.Data<bfloat16>()[i].bits != bfloat16(dx32.Data<float>()[i]).bits;
+    }
+    CHECK(wrong == 0);
+  }
 }
 
 TEST_CASE("the CPU's f32 to bf16 cast rounds every value as the scalar conversion does, on any length") {

@@ -562,3 +562,67 @@ TEST_CASE("16-bit moving statistics move in double and are rounded once (a float
     CHECK(moving_variance.Data<weir::float16>()[c].bits == weir::float16(static_cast<float>(variance[c])).bits);
   }
 }
+
+TEST_CASE("bf16 x with f32 parameters (mixed precision) gives the f32 results on the rounded x, rounded once") {
+  const auto bf16 = [](const Tensor& t) {
+    Tensor out(t.GetShape(), DType::kBF16);
+    for (std::int64_t i = 0; i < t.NumElements(); ++i) out.Data<weir::bfloat16>()[i] = weir::bfloat16(t.Data<float>()[i]);
+    return out;
+  };
+  const auto f32 = [](const Tensor& t) {
+    if (t.GetDType() == DType::kF32) return t;
+    Tensor out(t.GetShape(), DType::kF32);
+    for (std::int64_t i = 0; i < t.NumElements(); ++i) out.Data<float>()[i] = static_cast<float>(t.Data<weir::bfloat16>()[i]);
+    return out;
+  };
+  // Each element within half a bf16 ulp (2^-8 relative) of the f32 kernel's result and its own f32 rounding
+  // noise (relative to the largest element: dx cancels); f32 outputs within f32 noise.
+  const auto check_rounded_once = [](const Tensor& got, const Tensor& want, double relative) {
+    REQUIRE(got.GetShape() == want.GetShape());
+    double largest = 0;
+    for (std::int64_t i = 0; i < want.NumElements(); ++i) largest = std::max(largest, std::abs(double{want.Data<float>()[i]}));
+    int failures = 0;
+    for (std::int64_t i = 0; i < want.NumElements() && failures < 5; ++i) {
+      const double a = got.Data<float>()[i], b = want.Data<float>()[i];
+      if (std::abs(a - b) > relative * std::abs(b) + 1e-5 * largest) {
+        ++failures;
+        FAIL_CHECK("element ", i, ": ", a, " vs f32 ", b);
+      }
+    }
+  };
+  struct Case {
+    Shape shape;
+    int axis;
+  };
+  // Channel blocks (NCHW, 16 channels), channels last, too few channels for blocks, and a 2-D x.
+  for (const Case& c : std::vector<Case>{{{4, 16, 5, 6}, 1}, {{4, 5, 6, 16}, 3}, {{6, 3, 4, 5}, 1}, {{16, 7}, 1}}) {
+    for (bool training : {true, false}) {
+      INFO("x ", c.shape, " axis ", c.axis, " training ", training);
+      const std::int64_t channels = c.shape[c.axis];
+      const Tensor x = bf16(RandomF32(c.shape, -1.f, 3.f)), dy = bf16(RandomF32(c.shape));
+      const std::vector<Tensor> params{RandomF32({channels}, 0.5f, 2.f), RandomF32({channels}), RandomF32({channels}),
+                                       RandomF32({channels}, 0.5f, 2.f)};
+      const BatchNormAttrs attrs{.axis = c.axis, .epsilon = 1e-3, .training = training};
+      const auto y = RunOp("batch_norm", attrs, {x, params[0], params[1], params[2], params[3]});
+      const auto y32 = RunOp("batch_norm", attrs, {f32(x), params[0], params[1], params[2], params[3]});
+      REQUIRE(y[0].GetDType() == DType::kBF16);
+      check_rounded_once(f32(y[0]), y32[0], 1.0 / 256);
+      for (std::size_t i = 1; i < y.size(); ++i) {
+        REQUIRE(y[i].GetDType() == DType::kF32);  // the batch statistics
+        check_rounded_once(y[i], y32[i], 1e-5);
+      }
+      const Tensor& mean = training ? y32[1] : params[2];
+      const Tensor& variance = training ? y32[2] : params[3];
+      const auto dx = RunOp("batch_norm_grad", attrs, {dy, x, params[0], mean, variance});
+      const auto dx32 = RunOp("batch_norm_grad", attrs, {f32(dy), f32(x), params[0], mean, variance});
+      REQUIRE(dx[0].GetDType() == DType::kBF16);
+      check_rounded_once(f32(dx[0]), dx32[0], 1.0 / 256);
+      check_rounded_once(dx[1], dx32[1], 1e-5);
+      check_rounded_once(dx[2], dx32[2], 1e-5);
+    }
+  }
+  // gamma must have x's dtype or, for a 16-bit x, f32; the rest must match gamma.
+  const Tensor x = bf16(RandomF32({2, 3})), params = RandomF32({3});
+  CHECK_THROWS_WITH_AS(RunOp("batch_norm", BatchNormAttrs{.axis = 1}, {x, params, bf16(params), params, params}),
+                       "[batch_norm] beta must be f32(3) (channels of x (2,3) on axis 1), got bf16(3)", std::invalid_argument);
+}

@@ -1,7 +1,8 @@
 // batch_norm: y = gamma · (x − mean) / sqrt(var + epsilon) + beta per channel (OneFlow's
 // "normalization"). Training uses the batch statistics, returned as extra outputs (mean and biased
 // variance, per channel) for the gradient and the moving-statistic update; inference uses the
-// moving statistics and has y only.
+// moving statistics and has y only. A 16-bit x may come with f32 parameters (mixed precision, as
+// OneFlow's normalization takes them): y has x's dtype, the statistics the parameters'.
 #include <cmath>
 
 #include "graph/job_graph.hpp"
@@ -26,7 +27,7 @@ std::vector<TensorMeta> InferBatchNorm(const InferContext& ctx) {
   if (!(attrs.momentum >= 0.0 && attrs.momentum <= 1.0)) {
     throw OpError(ctx.op_type, "momentum must be in [0, 1], got {}", attrs.momentum);
   }
-  const TensorMeta params{Shape{x.shape[axis]}, x.dtype};
+  const TensorMeta params{Shape{x.shape[axis]}, BatchNormParamsDType(x.dtype, ctx.inputs[1].dtype)};
   static constexpr std::string_view kNames[] = {"x", "gamma", "beta", "moving_mean", "moving_variance"};
   for (std::size_t i = 1; i < 5; ++i) {
     if (ctx.inputs[i] != params) {

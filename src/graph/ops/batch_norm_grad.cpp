@@ -1,8 +1,9 @@
 // batch_norm_grad: (dy, x, gamma, mean, variance) -> (dx, dgamma, dbeta). With x̂ = (x − mean)·s,
 // s = 1/sqrt(variance + epsilon) and M elements per channel: dbeta = Σdy, dgamma = Σdy·x̂, and
 // dx = gamma·s·(dy − (dbeta + x̂·dgamma)/M) in training (the statistics depend on x), gamma·s·dy in
-// inference (they are constants).
+// inference (they are constants). A 16-bit x (and dy) may come with f32 parameters and statistics.
 #include "graph/op_registry.hpp"
+#include "kernels/attrs/batch_norm_attrs.hpp"
 #include "weir/ops.hpp"
 
 namespace weir::internal {
@@ -15,7 +16,7 @@ std::vector<TensorMeta> InferBatchNormGrad(const InferContext& ctx) {
   if (!IsFloating(x.dtype)) throw OpError(ctx.op_type, "expects a floating x, got {}", x.dtype);
   if (dy != x) throw OpError(ctx.op_type, "dy {} does not match x {}", dy.ToString(), x.ToString());
   const int axis = ResolveAxis(ctx.op_type, "axis", attrs.axis, x.shape.Rank());
-  const TensorMeta params{Shape{x.shape[axis]}, x.dtype};
+  const TensorMeta params{Shape{x.shape[axis]}, BatchNormParamsDType(x.dtype, ctx.inputs[2].dtype)};
   static constexpr std::string_view kNames[] = {"dy", "x", "gamma", "mean", "variance"};
   for (std::size_t i = 2; i < 5; ++i) {
     if (ctx.inputs[i] != params) {

@@ -2,7 +2,10 @@
 // kernels/functors/update.hpp). The variable
 // and its m, v slots are written in place: the planner made every other reader of this call act first.
 #include <cmath>
+#include <type_traits>
 
+#include "kernels/cpu/elementwise.hpp"
+#include "kernels/cpu/vector/adam_f32.hpp"
 #include "kernels/kernel.hpp"
 #include "kernels/attrs/update_params.hpp"
 #include "kernels/attrs/update_attrs.hpp"
@@ -29,7 +32,14 @@ template <typename T> class AdamUpdateCpu final : public Kernel {
     const T lr = static_cast<T>(learning_rate);
     const RegularizedGradient<T> regularized = MakeRegularizedGradient<T>(attrs_);
     const AdamConstants<T> constants = MakeAdamConstants<T>(optimizer);
-    for (std::int64_t i = 0; i < count_; ++i) AdamStep(p[i], m[i], v[i], g[i], lr, constants, regularized);
+    // Memory-bound (seven floats an element): large variables split over the intra-op pool.
+    ForEachRange(count_, [&](std::int64_t begin, std::int64_t end) {
+      if constexpr (std::is_same_v<T, float>) {
+        AdamStepsF32(p + begin, m + begin, v + begin, g + begin, end - begin, lr, constants, regularized);
+      } else {
+        for (std::int64_t i = begin; i < end; ++i) AdamStep(p[i], m[i], v[i], g[i], lr, constants, regularized);
+      }
+    });
   }
 
  private:

@@ -1,8 +1,8 @@
 // batch_norm, batch_norm_grad and batch_norm_moving_update on the CPU. x is viewed as
-// (outer, C, inner) around the channel axis, which covers every axis. f32 goes through oneDNN's
-// batch normalization (primitives, reorders and buffers made once per task); f64 through reference
-// loops that accumulate in double (their formulas: kernels/functors/batch_norm.hpp, which the CUDA
-// kernels run).
+// (outer, C, inner) around the channel axis, which covers every axis. f32, and bf16 data with f32
+// parameters and statistics (mixed precision), go through oneDNN's batch normalization (primitives,
+// reorders and buffers made once per task); f64 through reference loops that accumulate in double
+// (their formulas: kernels/functors/batch_norm.hpp, which the CUDA kernels run).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -15,6 +15,7 @@
 #include "kernels/attrs/batch_norm_attrs.hpp"
 #include "kernels/axis_split.hpp"
 #include "kernels/cpu/dnnl_engine.hpp"
+#include "kernels/cpu/widened.hpp"
 #include "kernels/functors/batch_norm.hpp"
 #include "kernels/kernel.hpp"
 #include "weir/op_attrs.hpp"
@@ -42,14 +43,18 @@ ChannelView ViewAroundAxis(const Shape& x, int axis) {
   return {split.outer, split.n, split.inner};
 }
 
-/// The user's f32 layout of the view for oneDNN, 4-D: (outer, C, 1, 1) channels last when nothing
+/// The user's layout of the view for oneDNN, 4-D: (outer, C, 1, 1) channels last when nothing
 /// follows the channel axis, else (outer, C, inner, 1) channels first. oneDNN reduces over every dim
 /// but dim 1. (oneDNN's 2-D and 3-D plain layouts run on slow reference code.)
-dnnl::memory::desc UserLayout(const ChannelView& view) {
+dnnl::memory::desc UserLayout(const ChannelView& view, dnnl::memory::data_type data) {
   using tag = dnnl::memory::format_tag;
-  const auto f32 = dnnl::memory::data_type::f32;
-  if (view.inner == 1) return dnnl::memory::desc({view.outer, view.channels, 1, 1}, f32, tag::nhwc);
-  return dnnl::memory::desc({view.outer, view.channels, view.inner, 1}, f32, tag::nchw);
+  if (view.inner == 1) return dnnl::memory::desc({view.outer, view.channels, 1, 1}, data, tag::nhwc);
+  return dnnl::memory::desc({view.outer, view.channels, view.inner, 1}, data, tag::nchw);
+}
+
+/// x's data type for oneDNN: f32, or bf16 (whose parameters and statistics oneDNN keeps in f32).
+dnnl::memory::data_type DataType(DType x) {
+  return x == DType::kBF16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
 }
 
 dnnl::normalization_flags DnnlFlags(bool training) {
@@ -67,11 +72,11 @@ dnnl::batch_normalization_forward::primitive_desc ForwardDesc(const dnnl::memory
 /// The layout oneDNN computes in. Channels last runs on its JIT code as it is; channels first runs
 /// there only in a channel-blocked layout (about twice as fast as plain NCHW even with the
 /// reorders), unless there are too few channels for the blocks to pay.
-dnnl::memory::desc ComputeLayout(const ChannelView& view, bool training, double epsilon) {
-  const dnnl::memory::desc user = UserLayout(view);
+dnnl::memory::desc ComputeLayout(const ChannelView& view, dnnl::memory::data_type data, bool training, double epsilon) {
+  const dnnl::memory::desc user = UserLayout(view, data);
   if (view.inner == 1 || view.channels < 8) return user;
   for (const auto blocked : {dnnl::memory::format_tag::nChw16c, dnnl::memory::format_tag::nChw8c}) {
-    const dnnl::memory::desc candidate({view.outer, view.channels, view.inner, 1}, dnnl::memory::data_type::f32, blocked);
+    const dnnl::memory::desc candidate({view.outer, view.channels, view.inner, 1}, data, blocked);
     const std::string implementation = ForwardDesc(candidate, training, epsilon, true).impl_info_str();
     if (implementation.find("jit") != std::string::npos) return candidate;
   }
@@ -90,7 +95,7 @@ class LayoutBridge {
       compute_ = user_;
       return;
     }
-    buffer_.resize(compute.get_size() / sizeof(float));
+    buffer_.resize((compute.get_size() + sizeof(float) - 1) / sizeof(float));
     compute_ = dnnl::memory(compute, CpuEngine(), buffer_.data());
     reorder_ = input ? dnnl::reorder(user_, compute_) : dnnl::reorder(compute_, user_);
     args_ = {{DNNL_ARG_FROM, input ? user_ : compute_}, {DNNL_ARG_TO, input ? compute_ : user_}};
@@ -125,8 +130,9 @@ class BatchNormCpu final : public Kernel {
         view_(ViewAroundAxis(setup.inputs[0].shape, setup.Get<BatchNormAttrs>().axis)) {
     if (view_.Empty()) return;
     const double epsilon = setup.Get<BatchNormAttrs>().epsilon;
-    const dnnl::memory::desc user = UserLayout(view_);
-    const dnnl::memory::desc compute = ComputeLayout(view_, training_, epsilon);
+    const dnnl::memory::data_type data = DataType(setup.inputs[0].dtype);
+    const dnnl::memory::desc user = UserLayout(view_, data);
+    const dnnl::memory::desc compute = ComputeLayout(view_, data, training_, epsilon);
     primitive_ = dnnl::batch_normalization_forward(ForwardDesc(compute, training_, epsilon, training_));
     x_ = LayoutBridge(user, compute, true);
     y_ = LayoutBridge(user, compute, false);
@@ -167,8 +173,9 @@ class BatchNormGradCpu final : public Kernel {
       : view_(ViewAroundAxis(setup.inputs[1].shape, setup.Get<BatchNormAttrs>().axis)) {
     const auto& attrs = setup.Get<BatchNormAttrs>();
     if (view_.Empty()) return;
-    const dnnl::memory::desc user = UserLayout(view_);
-    const dnnl::memory::desc compute = ComputeLayout(view_, attrs.training, attrs.epsilon);
+    const dnnl::memory::data_type data = DataType(setup.inputs[1].dtype);
+    const dnnl::memory::desc user = UserLayout(view_, data);
+    const dnnl::memory::desc compute = ComputeLayout(view_, data, attrs.training, attrs.epsilon);
     // The backward primitive needs a forward one as a hint; it is never run.
     const auto hint = ForwardDesc(compute, attrs.training, attrs.epsilon, true);
     primitive_ = dnnl::batch_normalization_backward(dnnl::batch_normalization_backward::primitive_desc(
@@ -314,8 +321,18 @@ template <typename T> class BatchNormMovingUpdateCpu final : public Kernel {
   std::int64_t channels_;
 };
 
+// bf16 x with f32 parameters (mixed precision) on oneDNN where it runs bf16; all-bf16 tensors, and
+// CPUs without bf16 primitives, through the f32 kernel (kernels/cpu/widened.hpp).
+template <typename DnnlKernel> std::unique_ptr<Kernel> MakeBFloat16Kernel(const KernelSetup& setup) {
+  const std::size_t gamma = setup.op_type == "batch_norm" ? 1 : 2;
+  if (setup.inputs[gamma].dtype == DType::kF32 && DnnlRunsBFloat16()) return std::make_unique<DnnlKernel>(setup);
+  return MakeWidenedKernel(setup);
+}
+
 WEIR_REGISTER_KERNELS {
   RegisterKernel({"batch_norm", Device::Kind::kCpu, DType::kF32}, &MakeKernel<BatchNormCpu>);
+  RegisterKernel({"batch_norm", Device::Kind::kCpu, DType::kBF16}, &MakeBFloat16Kernel<BatchNormCpu>);
+  RegisterKernel({"batch_norm_grad", Device::Kind::kCpu, DType::kBF16}, &MakeBFloat16Kernel<BatchNormGradCpu>);
   RegisterKernel({"batch_norm", Device::Kind::kCpu, DType::kF64}, &MakeKernel<BatchNormReferenceCpu<double>>);
   RegisterKernel({"batch_norm_grad", Device::Kind::kCpu, DType::kF32}, &MakeKernel<BatchNormGradCpu>);
   RegisterKernel({"batch_norm_grad", Device::Kind::kCpu, DType::kF64}, &MakeKernel<BatchNormGradReferenceCpu<double>>);

@@ -3,13 +3,14 @@
 // one plain loop over contiguous data with no per-element branch on the kind, which the compiler can
 // vectorise, split over the intra-op pool when large (kernels/cpu/elementwise.hpp). The f32 gelu and its
 // gradient, whose erfc and exp libm computes one element at a time, have loops of their own
-// (kernels/cpu/vector/gelu_f32.hpp).
+// (kernels/cpu/vector/gelu_f32.hpp). bf16 runs the f32 loops on widened blocks.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
 
 #include "kernels/cpu/elementwise.hpp"
+#include "kernels/cpu/vector/bfloat16_f32.hpp"
 #include "kernels/cpu/vector/gelu_f32.hpp"
 #include "kernels/functors/unary.hpp"
 #include "kernels/kernel.hpp"
@@ -30,21 +31,30 @@ void Backward(const T* __restrict dy, const T* __restrict v, T* __restrict dx, s
   for (std::int64_t i = 0; i < count; ++i) dx[i] = Fn::template Grad<T>(v[i], dy[i]);
 }
 
+template <typename T> ForwardLoop<T> ForwardLoopOf(UnaryOpKind kind) {
+  return VisitUnaryKind(kind, []<typename Fn>() -> ForwardLoop<T> {
+    // Shape inference admits integers only for the kinds that take them.
+    if constexpr (std::is_integral_v<T> && !Fn::kTakesIntegers) {
+      throw KernelError("[unary] this kind has no integer kernel");
+    } else if constexpr (std::is_same_v<T, float> && std::is_same_v<Fn, UnaryFn<UnaryOpKind::kGelu>>) {
+      return &GeluForwardF32;
+    } else {
+      return &Forward<T, Fn>;
+    }
+  });
+}
+
+template <typename T> GradLoop<T> GradLoopOf(UnaryOpKind kind) {
+  return VisitUnaryKind(kind, []<typename Fn>() -> GradLoop<T> {
+    if constexpr (std::is_same_v<T, float> && std::is_same_v<Fn, UnaryFn<UnaryOpKind::kGelu>>) return &GeluGradF32;
+    else return &Backward<T, Fn>;
+  });
+}
+
 template <typename T> class UnaryCpu final : public Kernel {
  public:
-  explicit UnaryCpu(const KernelSetup& setup) : count_(setup.inputs[0].shape.NumElements()) {
-    const UnaryOpKind kind = setup.Get<UnaryAttrs>().kind;
-    loop_ = VisitUnaryKind(kind, []<typename Fn>() -> ForwardLoop<T> {
-      // Shape inference admits integers only for the kinds that take them.
-      if constexpr (std::is_integral_v<T> && !Fn::kTakesIntegers) {
-        throw KernelError("[unary] this kind has no integer kernel");
-      } else if constexpr (std::is_same_v<T, float> && std::is_same_v<Fn, UnaryFn<UnaryOpKind::kGelu>>) {
-        return &GeluForwardF32;
-      } else {
-        return &Forward<T, Fn>;
-      }
-    });
-  }
+  explicit UnaryCpu(const KernelSetup& setup)
+      : count_(setup.inputs[0].shape.NumElements()), loop_(ForwardLoopOf<T>(setup.Get<UnaryAttrs>().kind)) {}
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     const T* x = inputs[0].As<T>();
@@ -54,17 +64,13 @@ template <typename T> class UnaryCpu final : public Kernel {
 
  private:
   std::int64_t count_;
-  ForwardLoop<T> loop_ = nullptr;
+  ForwardLoop<T> loop_;
 };
 
 template <typename T> class UnaryGradCpu final : public Kernel {
  public:
   explicit UnaryGradCpu(const KernelSetup& setup)
-      : count_(setup.inputs[0].shape.NumElements()),
-        loop_(VisitUnaryKind(setup.Get<UnaryAttrs>().kind, []<typename Fn>() -> GradLoop<T> {
-          if constexpr (std::is_same_v<T, float> && std::is_same_v<Fn, UnaryFn<UnaryOpKind::kGelu>>) return &GeluGradF32;
-          else return &Backward<T, Fn>;
-        })) {}
+      : count_(setup.inputs[0].shape.NumElements()), loop_(GradLoopOf<T>(setup.Get<UnaryAttrs>().kind)) {}
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     const T* dy = inputs[0].As<T>();
@@ -78,7 +84,64 @@ template <typename T> class UnaryGradCpu final : public Kernel {
   GradLoop<T> loop_;
 };
 
+// bf16 (mixed precision's activations between bf16 products) runs the f32 loop of its kind over
+// blocks widened on the stack and rounds each result once: the f32 loops' speed, gelu's vector code
+// included, with half the memory traffic.
+constexpr std::int64_t kBlock = 1024;
+
+class UnaryBFloat16Cpu final : public Kernel {
+ public:
+  explicit UnaryBFloat16Cpu(const KernelSetup& setup)
+      : count_(setup.inputs[0].shape.NumElements()), loop_(ForwardLoopOf<float>(setup.Get<UnaryAttrs>().kind)) {}
+
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    const bfloat16* x = inputs[0].As<bfloat16>();
+    bfloat16* y = outputs[0].As<bfloat16>();
+    ForEachRange(count_, [&](std::int64_t begin, std::int64_t end) {
+      float wide_x[kBlock], wide_y[kBlock];
+      for (std::int64_t at = begin; at < end; at += kBlock) {
+        const std::int64_t count = std::min(kBlock, end - at);
+        WidenBFloat16(x + at, wide_x, count);
+        loop_(wide_x, wide_y, count);
+        NarrowToBFloat16(wide_y, y + at, count);
+      }
+    });
+  }
+
+ private:
+  std::int64_t count_;
+  ForwardLoop<float> loop_;
+};
+
+class UnaryGradBFloat16Cpu final : public Kernel {
+ public:
+  explicit UnaryGradBFloat16Cpu(const KernelSetup& setup)
+      : count_(setup.inputs[0].shape.NumElements()), loop_(GradLoopOf<float>(setup.Get<UnaryAttrs>().kind)) {}
+
+  void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
+    const bfloat16* dy = inputs[0].As<bfloat16>();
+    const bfloat16* v = inputs[1].As<bfloat16>();
+    bfloat16* dx = outputs[0].As<bfloat16>();
+    ForEachRange(count_, [&](std::int64_t begin, std::int64_t end) {
+      float wide_dy[kBlock], wide_v[kBlock], wide_dx[kBlock];
+      for (std::int64_t at = begin; at < end; at += kBlock) {
+        const std::int64_t count = std::min(kBlock, end - at);
+        WidenBFloat16(dy + at, wide_dy, count);
+        WidenBFloat16(v + at, wide_v, count);
+        loop_(wide_dy, wide_v, wide_dx, count);
+        NarrowToBFloat16(wide_dx, dx + at, count);
+      }
+    });
+  }
+
+ private:
+  std::int64_t count_;
+  GradLoop<float> loop_;
+};
+
 WEIR_REGISTER_KERNELS {
+  RegisterKernel({"unary", Device::Kind::kCpu, DType::kBF16}, &MakeKernel<UnaryBFloat16Cpu>);
+  RegisterKernel({"unary_grad", Device::Kind::kCpu, DType::kBF16}, &MakeKernel<UnaryGradBFloat16Cpu>);
   RegisterKernel({"unary", Device::Kind::kCpu, DType::kF32}, &MakeKernel<UnaryCpu<float>>);
   RegisterKernel({"unary", Device::Kind::kCpu, DType::kF64}, &MakeKernel<UnaryCpu<double>>);
   RegisterKernel({"unary", Device::Kind::kCpu, DType::kI32}, &MakeKernel<UnaryCpu<std::int32_t>>);
