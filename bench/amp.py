@@ -187,8 +187,11 @@ def timings(args):
                 rows[("torch", amp)] = best_torch(results, model, amp, field)
             for (impl, amp), (rate, name) in rows.items():
                 peak = bf16_peak if amp else f32_peak
-                peer = "pytorch eager, every core" if model in ZOO else torch_label(name) if name else ""
-                label = ("weir, defaults" if impl == "weir" else peer) + (", AMP bf16" if amp else ", fp32")
+                if impl == "weir":
+                    label = "weir, defaults"
+                else:
+                    label = "pytorch eager, every core" if model in ZOO else torch_label(name)
+                label += ", AMP bf16" if amp else ", fp32"
                 gflops = rate * flop / 1e9
                 print(f"{model:<6} {phase:<6} {label:<44} {rate:>8.{1 if rate >= 10 else 2}f} {1e3 / rate:>8.2f} {gflops:>8.1f} "
                       f"{100 * gflops / peak:>7.1f}%")

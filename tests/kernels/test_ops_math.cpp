@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +13,9 @@
 
 #include "gradient_check.hpp"
 #include "kernels/attrs/concat_attrs.hpp"
+#include "kernels/attrs/dropout_attrs.hpp"
+#include "kernels/attrs/update_params.hpp"
+#include "kernels/functors/philox.hpp"
 #include "kernels/functors/unary.hpp"
 #include "op_test_util.hpp"
 #include "weir/weir.hpp"
@@ -766,4 +770,60 @@ TEST_CASE("one_hot feeds a dense cross entropy that matches the sparse one in a 
   CHECK_THROWS_WITH(session.Call(job, {Tensor::FromVector<std::int32_t>({3}, {0, 4, 1}), logit_values}),
                     doctest::Contains("[one_hot] index 4 at position 1 is outside [0, 4)"));
   CHECK(session.Call(job, {Tensor::FromVector<std::int32_t>({3}, {1, 1, 1}), logit_values})[0].GetShape() == Shape{3});
+}
+
+TEST_CASE("adam_update and dropout on large tensors (vector loops over the intra-op pool) equal their element formulas") {
+  using namespace weir::internal;
+  // Long enough to split over the pool, with tails no vector covers; some gradients exactly 0 so that
+  // LazyAdam leaves those elements alone.
+  const std::int64_t count = 100003;
+  std::mt19937 random(17);
+  const auto uniform = [&](float low, float high) {
+    Tensor t(Shape{count}, DType::kF32);
+    std::uniform_real_distribution<float> draw(low, high);
+    for (std::int64_t i = 0; i < count; ++i) t.Data<float>()[i] = draw(random);
+    return t;
+  };
+  const Tensor x = uniform(-2.f, 2.f);
+  const auto copy = [](const Tensor& t) { return t.Clone(); };
+  for (const bool lazy : {false, true}) {
+    for (const double weight_decay : {0.0, 0.01}) {
+      CAPTURE(lazy);
+      CAPTURE(weight_decay);
+      weir::Optimizer optimizer = weir::Adam(weir::PiecewiseConstantScheduler({}, {0.01}), 0.9, 0.99, 1e-8, true);
+      optimizer.lazy = lazy;
+      optimizer.weight_decay = weight_decay;
+      const UpdateAttrs attrs{optimizer, weir::Regularizer{.l2 = lazy ? 0.0 : 0.001}, 0.5};
+      Tensor p = uniform(-1.f, 1.f), g = uniform(-1.f, 1.f), m = uniform(-1.f, 1.f), v = uniform(0.f, 1.f);
+      for (std::int64_t i = 0; i < count; i += 7) g.Data<float>()[i] = 0.f;
+      const Tensor lr = Tensor::FromVector<float>({1}, {0.01f});
+      const Tensor step = Tensor::FromVector<std::int64_t>({1}, {3});
+      Tensor want_p = copy(p), want_m = copy(m), want_v = copy(v);
+      RunOp("adam_update", attrs, {p, g, lr, m, v, step});  // in place
+      const auto rate = static_cast<float>(AdamBiasCorrectedRate(0.01f, 0.9, 0.99, 3));
+      const AdamConstants<float> constants = MakeAdamConstants<float>(optimizer);
+      const RegularizedGradient<float> regularized = MakeRegularizedGradient<float>(attrs);
+      int wrong = 0;
+      for (std::int64_t i = 0; i < count; ++i) {
+        AdamStep(want_p.Data<float>()[i], want_m.Data<float>()[i], want_v.Data<float>()[i], g.Data<float>()[i], rate,
+                 constants, regularized);
+        wrong += p.Data<float>()[i] != want_p.Data<float>()[i] || m.Data<float>()[i] != want_m.Data<float>()[i] ||
+                 v.Data<float>()[i] != want_v.Data<float>()[i];
+      }
+      CHECK(wrong == 0);
+    }
+  }
+  const DropoutAttrs attrs{.rate = 0.3, .seed = 99};
+  const std::vector<Tensor> dropped = RunOp("dropout", attrs, {x});
+  const auto threshold = static_cast<std::uint64_t>(0.3 * 18446744073709551615.0);
+  const auto scale = static_cast<float>(1.0 / (1.0 - 0.3));
+  int wrong = 0, kept = 0;
+  for (std::int64_t i = 0; i < count; ++i) {
+    const bool keep = DropoutKeeps(99, 0, static_cast<std::uint64_t>(i), threshold);  // the task's first call
+    kept += keep;
+    wrong += dropped[1].Data<std::uint8_t>()[i] != (keep ? 1 : 0);
+    wrong += dropped[0].Data<float>()[i] != (keep ? x.Data<float>()[i] * scale : 0.f);
+  }
+  CHECK(wrong == 0);
+  CHECK(std::abs(kept / static_cast<double>(count) - 0.7) < 0.01);
 }
