@@ -166,9 +166,7 @@ class BertBuilder {
 
   // Over the last axis, epsilon 1e-12: (x - mean) / sqrt(variance + epsilon) * gamma + beta.
   weir::Blob LayerNorm(const weir::Blob& x, const std::string& name) {
-    const weir::Blob centered = weir::Sub(x, weir::ReduceMean(x, {.axes = {-1}, .keep_dims = true}));
-    const weir::Blob variance = weir::ReduceMean(weir::Square(centered), {.axes = {-1}, .keep_dims = true});
-    const weir::Blob normalized = weir::Mul(centered, weir::Rsqrt(weir::ScalarAdd(variance, 1e-12)));
+    const weir::Blob normalized = weir::LayerNorm(x, -1, 1e-12);
     const weir::Shape width{sizes_.hidden};
     const weir::Blob gamma = job_.Variable(name + "-gamma", {.shape = width, .initializer = weir::OnesInitializer()});
     const weir::Blob beta = job_.Variable(name + "-beta", {.shape = width});

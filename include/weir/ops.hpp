@@ -187,6 +187,10 @@ std::vector<Blob> Argwhere(const Blob& x, DType dtype = DType::kI32, std::string
 /// The running sums of x (f32, f64, i32, i64) along `axis`: from the end with `reverse`; leaving each
 /// element out of its own sum with `exclusive`. The gradient is dy's running sum the other way.
 Blob Cumsum(const Blob& x, int axis = 0, bool exclusive = false, bool reverse = false, std::string_view name = {});
+/// Each row of x (f32, f64) — the axes from `begin_norm_axis` on — normalized: (x − mean) /
+/// √(variance + epsilon), the biased variance over the row. OneFlow's layer_norm without its scale and
+/// shift (multiply by gamma and add beta after it, broadcasting over the rows).
+Blob LayerNorm(const Blob& x, int begin_norm_axis = 1, double epsilon = 1e-5, std::string_view name = {});
 
 /// Each key of `in` (i32/i64, any shape) as its ordinal, 1, 2, ... in the order keys are first seen
 /// (OneFlow's categorical_ordinal_encoder). `table` (2 x capacity entries) and `size` (1), variables of

@@ -515,10 +515,10 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, axis
 def layer_norm(inputs, gamma=None, beta=None, begin_norm_axis=1, begin_params_axis=-1, epsilon=1e-5, name=None):
     """Layer normalization with the caller's scale and shift (OneFlow's flow.nn.layer_norm): each example
     normalized over the axes from `begin_norm_axis` on, y = (x - mean) / sqrt(variance + epsilon), then
-    times `gamma` and plus `beta` (blobs of inputs.shape[begin_params_axis:], either may be None). Built
-    from reductions and elementwise ops, as OneFlow builds it on the CPU; its gradient is theirs. A
-    float16/bfloat16 input is normalized in float32 and the result rounded once, as OneFlow's GPU
-    kernel computes it."""
+    times `gamma` and plus `beta` (blobs of inputs.shape[begin_params_axis:], either may be None). The
+    normalization is one layer_norm op (sums in double, its gradient one layer_norm_grad op); gamma and
+    beta follow as a broadcast multiply and add. A float16/bfloat16 input is normalized in float32 and
+    the result rounded once, as OneFlow's GPU kernel computes it."""
     op = "flow.nn.layer_norm"
     x = check_blob(inputs, op, "inputs")
     low = x.dtype if x.dtype in (dtypes.float16, dtypes.bfloat16) else None
@@ -529,9 +529,7 @@ def layer_norm(inputs, gamma=None, beta=None, begin_norm_axis=1, begin_params_ax
         if isinstance(axis, bool) or not isinstance(axis, int) or not -rank <= axis < rank:
             raise ValueError(f"{op}: {what} must be an int in [{-rank}, {rank}) for inputs of shape {tuple(x.shape)}, "
                              f"got {axis!r}")
-    norm_axis = begin_norm_axis % rank
-    mean, variance = moments(x, list(range(norm_axis, rank)), keepdims=True)
-    y = (x - mean) * _math.rsqrt(variance + float(epsilon))
+    y = add_op("layer_norm", [x], "", begin_norm_axis=begin_norm_axis % rank, epsilon=float(epsilon))
     params_shape = tuple(x.shape[begin_params_axis % rank:])
     broadcast_shape = [1] * (rank - len(params_shape)) + list(params_shape)
     for what, param in (("gamma", gamma), ("beta", beta)):

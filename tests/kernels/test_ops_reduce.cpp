@@ -1,5 +1,5 @@
 // Starter ops that work along axes: softmax, reduce_sum, reduce_mean, argmax, and
-// sparse_softmax_cross_entropy.
+// sparse_softmax_cross_entropy; layer_norm's rows.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include "kernels/attrs/layer_norm_attrs.hpp"
 #include "op_test_util.hpp"
 #include "weir/ops.hpp"
 
@@ -250,4 +251,47 @@ TEST_CASE("large sums over rows split over the intra-op pool match the serial su
     const Tensor got = RunOp("reduce_sum", attrs, {xi})[0];
     for (std::int64_t c = 0; c < columns; ++c) CHECK(got.Data<std::int32_t>()[c] == int_sums[static_cast<std::size_t>(c)]);
   }
+}
+
+TEST_CASE("layer_norm normalizes each row from begin_norm_axis on, with the rows' mean and inverse deviation") {
+  // Rows of large, shifted values (the variance is taken about the mean, in double) over the last
+  // axis, and over the last two axes.
+  std::mt19937 random(5);
+  std::uniform_real_distribution<float> uniform(-2.f, 2.f);
+  for (const auto& [shape, axis] : {std::pair{Shape{5, 7}, 1}, std::pair{Shape{2, 3, 4}, 1}, std::pair{Shape{3, 2, 9}, -1}}) {
+    CAPTURE(shape);
+    Tensor x(shape, DType::kF32);
+    for (std::int64_t i = 0; i < x.NumElements(); ++i) x.Data<float>()[i] = 1000.f + 10.f * uniform(random);
+    const auto outputs = RunOp("layer_norm", weir::internal::LayerNormAttrs{axis, 1e-5}, {x});
+    const int begin = axis < 0 ? axis + shape.Rank() : axis;
+    std::int64_t rows = 1;
+    for (int i = 0; i < begin; ++i) rows *= shape[i];
+    const std::int64_t n = x.NumElements() / rows;
+    std::vector<double> y, means, invs;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      double mean = 0, variance = 0;
+      for (std::int64_t c = 0; c < n; ++c) mean += x.Data<float>()[r * n + c];
+      mean /= static_cast<double>(n);
+      for (std::int64_t c = 0; c < n; ++c) variance += std::pow(x.Data<float>()[r * n + c] - mean, 2);
+      const double inv = 1 / std::sqrt(variance / static_cast<double>(n) + 1e-5);
+      for (std::int64_t c = 0; c < n; ++c) y.push_back((x.Data<float>()[r * n + c] - mean) * inv);
+      means.push_back(mean);
+      invs.push_back(inv);
+    }
+    const Shape statistics(std::vector<std::int64_t>(shape.Dims().begin(), shape.Dims().begin() + begin));
+    CheckClose<float>(outputs[0], shape, y, 1e-5);
+    CheckClose<float>(outputs[1], statistics, means, 1e-7);
+    CheckClose<float>(outputs[2], statistics, invs, 1e-6);
+  }
+  // A row of one element normalizes to 0; bad inputs name the argument.
+  const auto single = RunOp("layer_norm", weir::internal::LayerNormAttrs{1, 1e-5}, {Tensor::FromVector<float>({2, 1}, {3.f, -4.f})});
+  CheckClose<float>(single[0], Shape{2, 1}, {0, 0});
+  CHECK_THROWS_WITH_AS(RunOp("layer_norm", weir::internal::LayerNormAttrs{2, 1e-5}, {Tensor(Shape{2, 3}, DType::kF32)}),
+                       doctest::Contains("begin_norm_axis"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("layer_norm", weir::internal::LayerNormAttrs{1, 0.0}, {Tensor(Shape{2, 3}, DType::kF32)}),
+                       "[layer_norm] epsilon must be positive, got 0", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("layer_norm", weir::internal::LayerNormAttrs{1, 1e-5}, {Tensor(Shape{2, 3}, DType::kI32)}),
+                       "[layer_norm] expects an f32 or f64 x, got i32", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RunOp("layer_norm", weir::internal::LayerNormAttrs{1, 1e-5}, {Tensor(Shape{2, 0}, DType::kF32)}),
+                       doctest::Contains("cannot normalize rows of no elements"), std::invalid_argument);
 }
