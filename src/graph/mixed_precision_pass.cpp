@@ -121,7 +121,10 @@ class MixedPrecision {
     if (OnlyMovesElements(node.type)) return in.size() == 1 && HasLowKernel(node.type);
     if (IsLowPrecisionActivation(node)) return HasLowKernels("unary", "unary_grad");
     // A residual connection; a broadcast sum's gradient would need a 16-bit reduction.
-    if (node.type == "add") return in.size() == 2 && IsConverted(in[1]) && Value(in[0]).meta.shape == Value(in[1]).meta.shape && HasLowKernel("add");
+    if (node.type == "add") {
+      return in.size() == 2 && IsConverted(in[1]) && Value(in[0]).meta.shape == Value(in[1]).meta.shape &&
+             HasLowKernel("add");
+    }
     // OneFlow's normalization in mixed precision: 16-bit x and y, f32 parameters and statistics.
     if (node.type == "batch_norm") return HasLowKernels("batch_norm", "batch_norm_grad");
     return false;

@@ -1,12 +1,15 @@
 #pragma once
 // Automatic mixed precision (OneFlow's enable_auto_mixed_precision). Products (matmul,
 // batch_matmul, conv2d) run in a 16-bit dtype where the device has kernels for them and for their
-// gradients; everything else (softmax, losses, reductions, normalization statistics, elementwise
+// gradients; everything else (softmax, losses, reductions, normalization statistics, most elementwise
 // ops, optimizer updates) stays f32. Casts are inserted once per value: a weight is cast to 16 bits
-// once per step however many products read it, and a product's result is cast back to f32 once,
-// whatever reads it. Ops that only move their input's elements (reshape, flatten, transpose,
-// identity) keep a 16-bit value 16-bit. Variables stay f32 (the master weights); the backward pass
-// follows the rewritten ops, so a weight's gradient arrives in f32 through the gradient of its cast.
+// once per step however many products read it, and a 16-bit value is cast back to f32 once, whatever
+// reads it. Some ops continue a 16-bit chain where the device has 16-bit kernels for them (and their
+// gradients), but never start one: those that only move their input's elements (reshape, flatten,
+// transpose, identity), the activations relu, gelu, sigmoid and tanh, the sum of two 16-bit values
+// of one shape, and batch_norm (16-bit data, f32 parameters and statistics). Variables stay f32 (the
+// master weights); the backward pass follows the rewritten ops, so a weight's gradient arrives in f32
+// through the gradient of its cast.
 #include <memory>
 
 #include "graph/job_graph.hpp"

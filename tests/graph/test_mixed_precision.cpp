@@ -365,7 +365,7 @@ TEST_CASE("batch norm, relu and a residual add continue a bf16 chain; statistics
   }
 }
 
-TEST_CASE("bf16 activations are the f32 kernels' results rounded once, forward and backward") {
+TEST_CASE("bf16 activations and sums are the f32 kernels' results rounded once, forward and backward") {
   const std::int64_t count = 70001;  // split over the intra-op pool, with a tail shorter than a block
   const Tensor x = Random(Shape{count}, 31, 4.f), dy = Random(Shape{count}, 32);
   const auto to_bf16 = [](const Tensor& t) {
@@ -394,6 +394,14 @@ TEST_CASE("bf16 activations are the f32 kernels' results rounded once, forward a
     }
     CHECK(wrong == 0);
   }
+  // The sum of two bf16 tensors of one shape (widened blocks over the pool).
+  const Tensor sum = testing::RunOp("add", std::any(), {x16, dy16})[0];
+  int wrong = 0;
+  for (std::int64_t i = 0; i < count; ++i) {
+    const float a = static_cast<float>(x16.Data<bfloat16>()[i]), b = static_cast<float>(dy16.Data<bfloat16>()[i]);
+    wrong += sum.Data<bfloat16>()[i].bits != bfloat16(a + b).bits;
+  }
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("the CPU's f32 to bf16 cast rounds every value as the scalar conversion does, on any length") {

@@ -4,6 +4,7 @@
 
 #include "common/intra_op_pool.hpp"
 #include "kernels/attrs/layer_norm_attrs.hpp"
+#include "kernels/axis_split.hpp"
 #include "kernels/cpu/elementwise.hpp"
 #include "kernels/functors/layer_norm.hpp"
 #include "kernels/kernel.hpp"
@@ -15,10 +16,9 @@ namespace {
 struct Rows {
   std::int64_t rows = 0, n = 0;
   Rows(const Shape& x, int begin_norm_axis) {
-    const int axis = begin_norm_axis < 0 ? begin_norm_axis + x.Rank() : begin_norm_axis;
-    rows = 1;
-    for (int i = 0; i < axis; ++i) rows *= x[i];
-    n = rows == 0 ? 0 : x.NumElements() / rows;
+    const AxisSplit split(x, begin_norm_axis);
+    rows = split.outer;
+    n = split.n * split.inner;
   }
   /// Calls fn(row) for every row, rows split over the pool when they hold enough elements.
   template <typename Fn> void ForEach(Fn&& fn) const {

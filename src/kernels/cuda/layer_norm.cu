@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "kernels/attrs/layer_norm_attrs.hpp"
+#include "kernels/axis_split.hpp"
 #include "kernels/cuda/cuda_kernel.hpp"
 #include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/row_team.cuh"
@@ -27,21 +28,15 @@ __global__ void LayerNormGradRowsKernel(const T* dy, const T* x, const T* mean, 
   }
 }
 
-// x as rows of n: the axes before begin_norm_axis, and those from it on.
-std::int64_t RowsOf(const Shape& x, int begin_norm_axis) {
-  const int axis = begin_norm_axis < 0 ? begin_norm_axis + x.Rank() : begin_norm_axis;
-  std::int64_t rows = 1;
-  for (int i = 0; i < axis; ++i) rows *= x[i];
-  return rows;
-}
-
 template <typename T, bool kGrad> class LayerNormCuda final : public Kernel {
  public:
+  // x as rows of n: the axes before begin_norm_axis, and those from it on.
   explicit LayerNormCuda(const KernelSetup& setup)
       : stream_(CudaStreamOf(setup)),
         attrs_(setup.Get<LayerNormAttrs>()),
-        rows_(RowsOf(setup.inputs[kGrad ? 1 : 0].shape, attrs_.begin_norm_axis)),
-        n_(rows_ == 0 ? 0 : setup.inputs[kGrad ? 1 : 0].shape.NumElements() / rows_) {}
+        split_(setup.inputs[kGrad ? 1 : 0].shape, attrs_.begin_norm_axis),
+        rows_(split_.outer),
+        n_(split_.n * split_.inner) {}
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     if (rows_ == 0) return;
@@ -59,6 +54,7 @@ template <typename T, bool kGrad> class LayerNormCuda final : public Kernel {
  private:
   void* stream_;
   LayerNormAttrs attrs_;
+  AxisSplit split_;
   std::int64_t rows_, n_;
 };
 

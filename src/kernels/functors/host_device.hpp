@@ -8,3 +8,12 @@
 #else
 #define WEIR_HOST_DEVICE
 #endif
+
+// Templates written for a team of threads a row (functors/softmax.hpp's SerialTeam) call a device
+// team's Reduce (device-only) from host-device code, which nvcc would warn about for the host
+// instantiations that are never made.
+#if defined(__CUDACC__)
+#define WEIR_TEAM_EXEC_CHECK_DISABLE _Pragma("nv_exec_check_disable")
+#else
+#define WEIR_TEAM_EXEC_CHECK_DISABLE
+#endif

@@ -11,12 +11,6 @@
 
 namespace weir::internal {
 
-#if defined(__CUDACC__)
-#define WEIR_TEAM_EXEC_CHECK_DISABLE _Pragma("nv_exec_check_disable")
-#else
-#define WEIR_TEAM_EXEC_CHECK_DISABLE
-#endif
-
 /// One row of n >= 1 elements: y = (x − mean)·inv with inv = 1/√(variance + epsilon), the biased
 /// variance; the row's mean and inv written by its first lane.
 WEIR_TEAM_EXEC_CHECK_DISABLE
@@ -57,7 +51,5 @@ WEIR_HOST_DEVICE void LayerNormGradRow(const T* dy, const T* x, T mean, T inv, T
     dx[c] = static_cast<T>(s * (static_cast<double>(dy[c]) - dy_mean - normalized * dy_normalized_mean));
   }
 }
-
-#undef WEIR_TEAM_EXEC_CHECK_DISABLE
 
 }  // namespace weir::internal

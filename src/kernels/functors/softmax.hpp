@@ -28,14 +28,6 @@ struct Larger {
   template <typename T> WEIR_HOST_DEVICE T operator()(T a, T b) const { return b > a ? b : a; }
 };
 
-// The team templates call a device team's Reduce (device-only) from host-device code, which nvcc
-// would warn about for the host instantiations that are never made.
-#if defined(__CUDACC__)
-#define WEIR_TEAM_EXEC_CHECK_DISABLE _Pragma("nv_exec_check_disable")
-#else
-#define WEIR_TEAM_EXEC_CHECK_DISABLE
-#endif
-
 /// The largest of n >= 1 elements `stride` apart.
 WEIR_TEAM_EXEC_CHECK_DISABLE
 template <typename Team = SerialTeam, typename T> WEIR_HOST_DEVICE T RowMax(const T* row, std::int64_t n, std::int64_t stride = 1) {
@@ -133,7 +125,5 @@ WEIR_HOST_DEVICE void SoftmaxGradAlong(const T* dy, const T* y, T* dx, std::int6
   const T dot = static_cast<T>(Team::Reduce(sum, Plus{}));
   for (std::int64_t j = Team::Lane(); j < n; j += Team::kSize) dx[j * stride] = y[j * stride] * (dy[j * stride] - dot);
 }
-
-#undef WEIR_TEAM_EXEC_CHECK_DISABLE
 
 }  // namespace weir::internal

@@ -6,8 +6,9 @@ namespace {
 // With kLazy a compile-time constant the plain Adam loop has no branch left, so it vectorizes; inlined
 // into each clone, so that each is built for its instruction set.
 template <bool kLazy>
-[[gnu::always_inline]] inline void Steps(float* __restrict p, float* __restrict m, float* __restrict v, const float* __restrict g, std::int64_t count,
-           float lr, AdamConstants<float> constants, const RegularizedGradient<float>& regularized) {
+[[gnu::always_inline]] inline void Steps(float* __restrict p, float* __restrict m, float* __restrict v,
+                                         const float* __restrict g, std::int64_t count, float lr,
+                                         AdamConstants<float> constants, const RegularizedGradient<float>& regularized) {
   constants.lazy = kLazy;
   for (std::int64_t i = 0; i < count; ++i) AdamStep(p[i], m[i], v[i], g[i], lr, constants, regularized);
 }
