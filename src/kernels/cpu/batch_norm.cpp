@@ -323,16 +323,16 @@ template <typename T> class BatchNormMovingUpdateCpu final : public Kernel {
 
 // bf16 x with f32 parameters (mixed precision) on oneDNN where it runs bf16; all-bf16 tensors, and
 // CPUs without bf16 primitives, through the f32 kernel (kernels/cpu/widened.hpp).
-template <typename DnnlKernel> std::unique_ptr<Kernel> MakeBFloat16Kernel(const KernelSetup& setup) {
-  const std::size_t gamma = setup.op_type == "batch_norm" ? 1 : 2;
-  if (setup.inputs[gamma].dtype == DType::kF32 && DnnlRunsBFloat16()) return std::make_unique<DnnlKernel>(setup);
+// kGamma: gamma's input index (batch_norm 1, batch_norm_grad 2).
+template <typename DnnlKernel, std::size_t kGamma> std::unique_ptr<Kernel> MakeBFloat16Kernel(const KernelSetup& setup) {
+  if (setup.inputs[kGamma].dtype == DType::kF32 && DnnlRunsBFloat16()) return std::make_unique<DnnlKernel>(setup);
   return MakeWidenedKernel(setup);
 }
 
 WEIR_REGISTER_KERNELS {
   RegisterKernel({"batch_norm", Device::Kind::kCpu, DType::kF32}, &MakeKernel<BatchNormCpu>);
-  RegisterKernel({"batch_norm", Device::Kind::kCpu, DType::kBF16}, &MakeBFloat16Kernel<BatchNormCpu>);
-  RegisterKernel({"batch_norm_grad", Device::Kind::kCpu, DType::kBF16}, &MakeBFloat16Kernel<BatchNormGradCpu>);
+  RegisterKernel({"batch_norm", Device::Kind::kCpu, DType::kBF16}, &MakeBFloat16Kernel<BatchNormCpu, 1>);
+  RegisterKernel({"batch_norm_grad", Device::Kind::kCpu, DType::kBF16}, &MakeBFloat16Kernel<BatchNormGradCpu, 2>);
   RegisterKernel({"batch_norm", Device::Kind::kCpu, DType::kF64}, &MakeKernel<BatchNormReferenceCpu<double>>);
   RegisterKernel({"batch_norm_grad", Device::Kind::kCpu, DType::kF32}, &MakeKernel<BatchNormGradCpu>);
   RegisterKernel({"batch_norm_grad", Device::Kind::kCpu, DType::kF64}, &MakeKernel<BatchNormGradReferenceCpu<double>>);

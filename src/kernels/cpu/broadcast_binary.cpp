@@ -1,6 +1,5 @@
 // add, sub, mul, div, mod, pow, maximum, minimum on the CPU with numpy broadcasting: the math of
 // kernels/functors/binary.hpp (the CUDA kernels' too) in the broadcasting loop of broadcast_binary.hpp.
-#include <algorithm>
 #include <cstdint>
 #include <memory>
 
@@ -38,15 +37,9 @@ class AddBFloat16Cpu final : public Kernel {
     const bfloat16* b = inputs[1].As<bfloat16>();
     bfloat16* y = outputs[0].As<bfloat16>();
     ForEachRange(count_, [&](std::int64_t begin, std::int64_t end) {
-      constexpr std::int64_t kBlock = 1024;
-      float wide_a[kBlock], wide_b[kBlock];
-      for (std::int64_t at = begin; at < end; at += kBlock) {
-        const std::int64_t count = std::min(kBlock, end - at);
-        WidenBFloat16(a + at, wide_a, count);
-        WidenBFloat16(b + at, wide_b, count);
-        for (std::int64_t i = 0; i < count; ++i) wide_a[i] += wide_b[i];
-        NarrowToBFloat16(wide_a, y + at, count);
-      }
+      OverWidenedBlocks<2>({a, b}, y, begin, end, [](const auto& in, float* out, std::int64_t n) {
+        for (std::int64_t i = 0; i < n; ++i) out[i] = in[0][i] + in[1][i];
+      });
     });
   }
 

@@ -87,8 +87,6 @@ template <typename T> class UnaryGradCpu final : public Kernel {
 // bf16 (mixed precision's activations between bf16 products) runs the f32 loop of its kind over
 // blocks widened on the stack and rounds each result once: the f32 loops' speed, gelu's vector code
 // included, with half the memory traffic.
-constexpr std::int64_t kBlock = 1024;
-
 class UnaryBFloat16Cpu final : public Kernel {
  public:
   explicit UnaryBFloat16Cpu(const KernelSetup& setup)
@@ -98,13 +96,7 @@ class UnaryBFloat16Cpu final : public Kernel {
     const bfloat16* x = inputs[0].As<bfloat16>();
     bfloat16* y = outputs[0].As<bfloat16>();
     ForEachRange(count_, [&](std::int64_t begin, std::int64_t end) {
-      float wide_x[kBlock], wide_y[kBlock];
-      for (std::int64_t at = begin; at < end; at += kBlock) {
-        const std::int64_t count = std::min(kBlock, end - at);
-        WidenBFloat16(x + at, wide_x, count);
-        loop_(wide_x, wide_y, count);
-        NarrowToBFloat16(wide_y, y + at, count);
-      }
+      OverWidenedBlocks<1>({x}, y, begin, end, [&](const auto& in, float* out, std::int64_t n) { loop_(in[0], out, n); });
     });
   }
 
@@ -123,14 +115,8 @@ class UnaryGradBFloat16Cpu final : public Kernel {
     const bfloat16* v = inputs[1].As<bfloat16>();
     bfloat16* dx = outputs[0].As<bfloat16>();
     ForEachRange(count_, [&](std::int64_t begin, std::int64_t end) {
-      float wide_dy[kBlock], wide_v[kBlock], wide_dx[kBlock];
-      for (std::int64_t at = begin; at < end; at += kBlock) {
-        const std::int64_t count = std::min(kBlock, end - at);
-        WidenBFloat16(dy + at, wide_dy, count);
-        WidenBFloat16(v + at, wide_v, count);
-        loop_(wide_dy, wide_v, wide_dx, count);
-        NarrowToBFloat16(wide_dx, dx + at, count);
-      }
+      OverWidenedBlocks<2>({dy, v}, dx, begin, end,
+                           [&](const auto& in, float* out, std::int64_t n) { loop_(in[0], in[1], out, n); });
     });
   }
 
