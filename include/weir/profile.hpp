@@ -17,6 +17,9 @@ struct ActorProfile {
   std::string device;   ///< where it runs: "cpu:0", or "cpu:0-1" for a collective actor
   std::int64_t firings = 0;
   double busy_seconds = 0;
+  /// Firings that kept the results of an earlier call instead of running the kernel: a weight's cast
+  /// or transpose in a job that never changes the weight, while no other job or load has changed it.
+  std::int64_t kept = 0;
 };
 
 /// One job: its calls and its actors, busiest first.

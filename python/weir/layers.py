@@ -204,8 +204,8 @@ def layer_norm(inputs, center=True, scale=True, trainable=True, begin_norm_axis=
     """Layer normalization (OneFlow's): each example normalized over the axes from `begin_norm_axis`
     on, y = (x - mean) / sqrt(variance + epsilon), then scaled by "<name>-gamma" and shifted by
     "<name>-beta" (variables of shape inputs.shape[begin_params_axis:], ones and zeros at first).
-    Unnamed layers are "LayerNorm", "LayerNorm_1", ... Built from reductions and elementwise ops,
-    as OneFlow builds it on the CPU; its gradient is theirs."""
+    Unnamed layers are "LayerNorm", "LayerNorm_1", ... The normalization is flow.nn.layer_norm's one
+    layer_norm op."""
     op = "flow.layers.layer_norm"
     x = check_blob(inputs, op, "inputs")
     rank = len(x.shape)

@@ -42,7 +42,8 @@ class Profile:
     @property
     def jobs(self):
         """Per job function that ran: ``job``, ``calls``, ``call_seconds`` and ``actors`` (each with
-        ``name``, ``kind``, ``op_type``, ``firings``, ``busy_seconds``)."""
+        ``name``, ``kind``, ``op_type``, ``firings``, ``busy_seconds``, and ``kept``: the firings that
+        kept an earlier call's results, as a weight's cast does in a job that never changes the weight)."""
         return self._ready().jobs
 
     def table(self, max_actors: int = 25) -> str:

@@ -45,7 +45,8 @@ RegisterStore::RegisterStore(const Plan& plan, const VariableResolver& variables
   for (const RegisterDesc& reg : plan.registers) {
     first_slot_.push_back(static_cast<int>(slots_.size()));
     if (!reg.variable.empty()) {
-      Tensor variable = variables(reg.variable, reg.device);
+      BoundVariable bound = variables(reg.variable, reg.device);
+      Tensor& variable = bound.storage;
       if (reg.variable_offset + reg.slot_bytes > variable.NumBytes() || reg.register_num != 1 ||
           !(variable.GetDevice() == reg.device)) {
         throw std::logic_error(fmt::format("[runtime] variable '{}' has {} bytes on {}, its register {} from byte {} "
@@ -54,7 +55,9 @@ RegisterStore::RegisterStore(const Plan& plan, const VariableResolver& variables
                                            reg.slot_bytes, reg.variable_offset, reg.device.ToString()));
       }
       slots_.push_back({static_cast<std::byte*>(variable.RawData()) + reg.variable_offset, nullptr, false});
-      variables_.push_back(std::move(variable));
+      if (bound.version == nullptr) throw std::logic_error(fmt::format("[runtime] variable '{}' has no version", reg.variable));
+      versions_.emplace(reg.variable, bound.version.get());
+      variables_.push_back(std::move(bound));
       continue;
     }
     for (int i = 0; i < reg.register_num; ++i) {
@@ -67,6 +70,12 @@ RegisterStore::RegisterStore(const Plan& plan, const VariableResolver& variables
       memory.bytes += AlignUp(reg.slot_bytes);
     }
   }
+}
+
+const std::atomic<std::uint64_t>& RegisterStore::VersionOf(const std::string& variable) const {
+  const auto it = versions_.find(variable);
+  if (it == versions_.end()) throw std::logic_error(fmt::format("[runtime] the plan binds no variable '{}'", variable));
+  return *it->second;
 }
 
 }  // namespace weir::internal

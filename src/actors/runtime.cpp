@@ -750,6 +750,7 @@ void JobRuntime::SetProfiling(bool on) {
     for (const auto& task : impl_->tasks) {
       task->Counters().firings.store(0, std::memory_order_relaxed);
       task->Counters().busy_nanos.store(0, std::memory_order_relaxed);
+      task->Counters().kept.store(0, std::memory_order_relaxed);
     }
     impl_->profiled_calls.store(0, std::memory_order_relaxed);
     impl_->profiled_call_nanos.store(0, std::memory_order_relaxed);
@@ -809,6 +810,7 @@ JobCounters JobRuntime::Profile() const {
     actor.device = impl_->plan->DeviceName(desc);
     actor.firings = task->Counters().firings.load(std::memory_order_relaxed);
     actor.busy_ns = task->Counters().busy_nanos.load(std::memory_order_relaxed);
+    actor.kept = task->Counters().kept.load(std::memory_order_relaxed);
     profile.tasks.push_back(std::move(actor));
   }
   return profile;

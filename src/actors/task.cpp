@@ -42,6 +42,30 @@ Task::Task(const Plan& plan, const TaskDesc& desc, RegisterStore& store, std::fu
   output_views_.resize(desc.output_metas.size());
   for (std::size_t i = 0; i < desc.input_metas.size(); ++i) input_views_[i].meta = &desc.input_metas[i];
   for (std::size_t i = 0; i < desc.output_metas.size(); ++i) output_views_[i].meta = &desc.output_metas[i];
+  // On a device stream the slots are written after the act, so an act could not tell what they hold.
+  if (device_stream == nullptr && !desc.constant_over.empty()) {
+    for (const std::string& variable : desc.constant_over) variable_versions_.push_back(&store.VersionOf(variable));
+    for (int reg : desc.produced) {
+      kept_.emplace_back(static_cast<std::size_t>(plan.registers[static_cast<std::size_t>(reg)].register_num), kNothingKept);
+    }
+  }
+}
+
+std::uint64_t Task::VariablesVersion() const {
+  std::uint64_t sum = 0;
+  for (const std::atomic<std::uint64_t>* version : variable_versions_) sum += version->load(std::memory_order_acquire);
+  return sum;
+}
+
+bool Task::KeepsResults(std::uint64_t version) const {
+  for (std::size_t j = 0; j < kept_.size(); ++j) {
+    if (kept_[j][static_cast<std::size_t>(protocol_.ProducedSlot(j))] != version) return false;
+  }
+  return true;
+}
+
+void Task::SetKept(std::uint64_t version) {
+  for (std::size_t j = 0; j < kept_.size(); ++j) kept_[j][static_cast<std::size_t>(protocol_.ProducedSlot(j))] = version;
 }
 
 void Task::Launch(CallRecord* record) {
@@ -272,12 +296,21 @@ bool Task::Work(CallRecord*& call) {
       // across processes) decides as the commit barrier does.
       failed = failed || (kernel_->JoinsPeersInFailedCalls() && CallFailedOnAStream(call));
       if (!failed) {
+        // A call of a job that writes the variables advances their versions before it runs, and never
+        // overlaps this job's calls (the session's gate): the sum read here holds for this act.
+        const std::uint64_t version = kept_.empty() ? kNothingKept : VariablesVersion();
+        if (version != kNothingKept && KeepsResults(version)) {
+          counters_.kept.fetch_add(1, std::memory_order_relaxed);
+          break;
+        }
         BindViews(input_views_, output_views_);
         try {
           SingleThreadedMath();  // kernels split their own work over the intra-op pool
           SetIntraOpThreadLimit(desc_.intra_op_threads);  // within their device's share of the cores
           kernel_->Run(input_views_, output_views_);
+          if (!kept_.empty()) SetKept(version);
         } catch (...) {
+          if (!kept_.empty()) SetKept(kNothingKept);  // the slots may hold part of new results
           call->Fail(std::current_exception());
           failed = true;
         }

@@ -23,6 +23,7 @@ namespace weir::internal {
 struct TaskCounters {
   std::atomic<std::int64_t> firings{0};
   std::atomic<std::int64_t> busy_nanos{0};
+  std::atomic<std::int64_t> kept{0};  // firings that kept their slots' results (TaskDesc::constant_over)
 };
 
 /// One act of a kernel on a device stream (common/device_stream.hpp), from its submission until the
@@ -98,6 +99,13 @@ class Task {
   void ActAsync(MessageSink& sink);
   /// The firing's work (copy or kernel); returns whether the piece failed.
   bool Work(CallRecord*& call);
+  /// A task with constant results (TaskDesc::constant_over): the sum of its variables' versions, which
+  /// grows whenever one of them may have changed. Only then.
+  std::uint64_t VariablesVersion() const;
+  /// Whether every slot this act writes still holds the results for `version`.
+  bool KeepsResults(std::uint64_t version) const;
+  /// Records what the slots of this act now hold: the results for `version`, or nothing (kNothingKept).
+  void SetKept(std::uint64_t version);
   /// Points the views at this act's slots: the consumed registers' for inputs, the produced ones' for outputs.
   void BindViews(std::vector<ConstTensorView>& inputs, std::vector<TensorView>& outputs);
   using Clock = std::chrono::steady_clock;
@@ -122,6 +130,11 @@ class Task {
   AsyncCompletion completed_;
   int async_pending_ = 0;
   bool stream_ordered_ = false;
+  // Constant results (TaskDesc::constant_over, on the host's actor threads only): the variables'
+  // versions, and by produced register and slot, the version whose results the slot holds.
+  static constexpr std::uint64_t kNothingKept = ~std::uint64_t{0};
+  std::vector<const std::atomic<std::uint64_t>*> variable_versions_;
+  std::vector<std::vector<std::uint64_t>> kept_;
   std::vector<int> returned_at_submission_;  // consumed register ids (ReturnsAtSubmission)
 };
 

@@ -62,6 +62,7 @@ struct ProfiledTask {
   std::string device;
   std::int64_t firings = 0;
   std::int64_t busy_ns = 0;
+  std::int64_t kept = 0;  // firings that kept earlier results (TaskDesc::constant_over)
 };
 
 struct JobCounters {

@@ -59,10 +59,11 @@ std::string Profile::Format(std::size_t max_actors) const {
     const std::size_t shown = max_actors == 0 ? order.size() : std::min(order.size(), max_actors);
     for (std::size_t i = 0; i < shown; ++i) {
       const ActorProfile& actor = *order[i];
-      out += fmt::format("  {:<40} {:<8} {:<11} {:<34} {:>8} {:>10.3f} {:>11.1f} {:>6.1f}%\n", actor.name, actor.device,
+      out += fmt::format("  {:<40} {:<8} {:<11} {:<34} {:>8} {:>10.3f} {:>11.1f} {:>6.1f}%", actor.name, actor.device,
                          actor.kind, actor.op_type, actor.firings, actor.busy_seconds * 1e3,
                          actor.busy_seconds * 1e6 / static_cast<double>(actor.firings),
                          busy > 0 ? 100 * actor.busy_seconds / busy : 0.0);
+      out += actor.kept > 0 ? fmt::format("  ({} kept earlier results)\n", actor.kept) : std::string("\n");
     }
     if (shown < order.size()) {
       double rest = 0;

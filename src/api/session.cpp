@@ -333,6 +333,9 @@ class SessionImpl {
     ValidateInputs(job, inputs, entry.runtime->GetPlan().input_pieces);
     JobRuntime& runtime = *entry.runtime;
     GateGuard gate(*this, entry);
+    // No call of a job that reads these variables runs now (the gate), and the next one starts after
+    // this call: it finds them changed, and derives again what it keeps from them.
+    for (const auto& version : entry.written_versions) version->fetch_add(1, std::memory_order_release);
     auto record = std::make_shared<CallRecord>();
     record->job_call = entry.calls->fetch_add(1, std::memory_order_relaxed) + 1;
     record->inputs = std::move(inputs);
@@ -542,7 +545,7 @@ class SessionImpl {
       JobProfile job{counters.job, counters.calls, static_cast<double>(counters.call_ns) * 1e-9, {}};
       for (const ProfiledTask& task : counters.tasks) {
         job.actors.push_back({task.name, task.kind, task.op_type, task.device, task.firings,
-                              static_cast<double>(task.busy_ns) * 1e-9});
+                              static_cast<double>(task.busy_ns) * 1e-9, task.kept});
       }
       const bool ran = job.calls > 0 || std::any_of(job.actors.begin(), job.actors.end(),
                                                     [](const ActorProfile& actor) { return actor.firings > 0; });
@@ -572,6 +575,8 @@ class SessionImpl {
     // The typical sync call, for the caller's spin (Wait); on the heap, as the entry moves into the map.
     std::unique_ptr<std::atomic<std::int64_t>> sync_latency_ns = std::make_unique<std::atomic<std::int64_t>>(0);
     std::unique_ptr<std::atomic<std::int64_t>> calls = std::make_unique<std::atomic<std::int64_t>>(0);  // launched
+    // The versions of the variables it writes, advanced at each call (VariableStore::Version).
+    std::vector<std::shared_ptr<std::atomic<std::uint64_t>>> written_versions;
   };
 
   /// What this process did, for the ranks that may still wait for it when it closes: "after 3 calls of
@@ -701,9 +706,11 @@ class SessionImpl {
                 {plan->variables_written.begin(), plan->variables_written.end()}, {}, 0, std::move(output_shape),
                 jobs_.size()};
     entry.across_processes = plan->process_collectives;
+    for (const std::string& name : entry.writes) entry.written_versions.push_back(variables_.Version(name));
     entry.runtime = runtime_->Instantiate(std::move(plan), *dispatcher_,
                                           [this](const std::string& name, Device device) {
-                                            return variables_.Resident(name, device);
+                                            return BoundVariable{variables_.Resident(name, device),
+                                                                 variables_.Version(name)};
                                           },
                                           std::move(processes));
     entry.runtime->SetCallDoneHook([this] {

@@ -92,6 +92,7 @@ void VariableStore::Assign(const std::string& name, const Tensor& value) {
                                                             : std::string("undefined")));
   }
   CopyBytes(target.RawData(), target.GetDevice(), value.RawData(), value.GetDevice(), target.NumBytes());
+  it->second.version->fetch_add(1, std::memory_order_release);
 }
 
 void VariableStore::Reinitialize(const std::string& name) {
@@ -101,6 +102,13 @@ void VariableStore::Reinitialize(const std::string& name) {
   Entry& entry = it->second;
   const Tensor fresh = Initialize(entry.spec.initializer, entry.spec.shape, *entry.spec.dtype, SeedFor(name));
   CopyBytes(entry.value.RawData(), entry.value.GetDevice(), fresh.RawData(), fresh.GetDevice(), fresh.NumBytes());
+  entry.version->fetch_add(1, std::memory_order_release);
+}
+
+std::shared_ptr<std::atomic<std::uint64_t>> VariableStore::Version(const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  const auto it = variables_.find(name);
+  return it == variables_.end() ? nullptr : it->second.version;
 }
 
 }  // namespace weir::internal

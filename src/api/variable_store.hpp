@@ -3,10 +3,13 @@
 // them is compiled, shared by every job of the session, kept across calls. A variable's storage is
 // on the host until a job's kernels need it on a CUDA device; it then lives there, and reads copy it
 // back.
+#include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "graph/job_graph.hpp"
 #include "weir/tensor.hpp"
@@ -35,6 +38,11 @@ class VariableStore {
   void Assign(const std::string& name, const Tensor& value);
   /// Re-draws `name` from its initializer.
   void Reinitialize(const std::string& name);
+  /// The variable's version (nullptr if there is no such variable). It grows whenever the variable
+  /// may change: Assign and Reinitialize advance it, and the session does at each call of a job that
+  /// writes the variable, before the call runs. Jobs that only read the variable keep what they derive
+  /// from it (its bf16 copy) while the version stays.
+  std::shared_ptr<std::atomic<std::uint64_t>> Version(const std::string& name) const;
 
  private:
   struct Entry {
@@ -42,6 +50,7 @@ class VariableStore {
     VariableSpec spec;
     std::string defined_by;  // the job that first named it, for error messages
     bool bound = false;      // a job's registers point into `value`: it stays where it is
+    std::shared_ptr<std::atomic<std::uint64_t>> version = std::make_shared<std::atomic<std::uint64_t>>(0);
   };
   std::uint64_t SeedFor(const std::string& name) const;
 

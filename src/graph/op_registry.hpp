@@ -91,6 +91,12 @@ struct OpDef {
   /// device): in the mirrored view every device runs its own, as each device is fed its own
   /// placeholder piece; the kernel learns which share of the whole it is (KernelSetup::shard).
   bool per_device_source = false;
+  /// The kernel's outputs are a function of its inputs alone: no state, no random draws, nothing
+  /// from the call. Where every input is (through other such ops) a variable the job never writes,
+  /// the runtime keeps the outputs across calls and runs the kernel again only once such a variable
+  /// has changed (graph/planner/constant_results.hpp): an inference job's weight casts and layout
+  /// transposes run once, not at every call.
+  bool pure = false;
   /// The op's examples (OpExample), so that a new op needs no C++ test file of its own; empty for
   /// ops whose checks live in test files.
   std::function<std::vector<OpExample>()> examples;

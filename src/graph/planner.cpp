@@ -6,6 +6,7 @@
 
 #include "graph/planner/boxing.hpp"
 #include "graph/planner/commit_barrier.hpp"
+#include "graph/planner/constant_results.hpp"
 #include "graph/planner/device_copies.hpp"
 #include "graph/planner/fused_kernels.hpp"
 #include "graph/planner/gradient_averaging.hpp"
@@ -120,10 +121,12 @@ std::shared_ptr<const Plan> CompilePlan(const std::shared_ptr<const JobGraph>& g
     std::shared_ptr<Plan> part = SplitOverProcesses(std::move(*plan), process_split);
     if (options.device_kind == Device::Kind::kCuda) AddDeviceCopies(*part, options.copy_stream_bytes);
     DropUnreadInputsAndVariables(*part);
+    MarkConstantResults(*part, options.async_cpu_streams);
     CheckPlan(*part);
     return part;
   }
   DropUnreadInputsAndVariables(*plan);
+  MarkConstantResults(*plan, options.async_cpu_streams);
   CheckPlan(*plan);
   return plan;
 }

@@ -107,8 +107,11 @@ std::string Plan::ToDot() const {
       if (task.stream != static_cast<int>(s)) continue;
       const std::string detail = task.kind == TaskKind::kKernel ? task.op_type : std::string(Name(task.kind));
       const std::string device = DeviceName(task);
-      dot += fmt::format("    t{} [label=\"{}\\n{}\\n{}{}\"{}];\n", task.id, Escape(task.name), Escape(detail), device,
-                         KernelDTypes(task), task.kind == TaskKind::kKernel ? "" : ", style=rounded");
+      // A kernel whose results stay from call to call while its variables do (TaskDesc::constant_over);
+      // the dtypes stay the last line.
+      const std::string_view kept = task.constant_over.empty() ? "" : "\\nkept across calls";
+      dot += fmt::format("    t{} [label=\"{}\\n{}\\n{}{}{}\"{}];\n", task.id, Escape(task.name), Escape(detail), device,
+                         kept, KernelDTypes(task), task.kind == TaskKind::kKernel ? "" : ", style=rounded");
     }
     dot += "  }\n";
   }

@@ -71,6 +71,10 @@ struct TaskDesc {
   /// Kernel tasks: which of the op's parallel copies this is, over every process (KernelSetup::shard).
   int shard = 0;
   int shards = 1;
+  /// Kernel tasks whose outputs are a function of these session variables alone, which the job never
+  /// writes (graph/planner/constant_results.hpp): each slot keeps its results across calls, and the
+  /// kernel runs again only once one of the variables has changed (VariableVersion). Empty: every call.
+  std::vector<std::string> constant_over;
 };
 
 struct Plan {

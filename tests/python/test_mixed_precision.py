@@ -130,6 +130,33 @@ def test_mnist_mlp_under_mixed_precision_learns_as_in_float32():
     assert abs(accuracy[True] - accuracy[False]) < 0.006, accuracy
 
 
+@needs_bf16
+def test_a_predict_job_keeps_the_weights_bfloat16_copies_until_a_train_call_changes_them():
+    train, predict = _mlp(amp=True)
+    labels = re.findall(r'^\s*t\d+ \[label="([^"]*)"', flow.plan_dot(predict), re.MULTILINE)
+    kept = sorted(label.split("\\n")[0] for label in labels if "kept across calls" in label)
+    assert kept == ["hidden-weight/to_bf16", "output-weight/to_bf16"], kept
+    flow.train.CheckPoint().init()
+    rng = np.random.default_rng(0)
+    images = rng.random((100, 1, 28, 28), dtype=np.float32)
+    digits = rng.integers(0, 10, 100).astype(np.int32)
+
+    def expected():  # the predict job's math in numpy, from the weights as they are now ((out, in) each)
+        v = {name: variable.numpy() for name, variable in flow.get_all_variables().items()}
+        hidden = np.maximum(_bfloat16(images.reshape(100, -1)) @ _bfloat16(v["hidden-weight"]).T + v["hidden-bias"], 0)
+        return _bfloat16(hidden) @ _bfloat16(v["output-weight"]).T + v["output-bias"]
+
+    with flow.profiler.profile() as prof:
+        for step in range(3):
+            for _ in range(3):
+                np.testing.assert_allclose(predict(images), expected(), rtol=1e-2, atol=1e-3)
+            train(images, digits)  # changes every weight: the next call casts them again
+    actors = {a.name: a for job in prof.jobs if job.job == "predict" for a in job.actors}
+    for name in kept:
+        # Three calls after each change: the first on each of the cast's slots converts, the rest keep.
+        assert actors[name].firings == 9 and 3 <= actors[name].kept <= 6, actors[name]
+
+
 def test_without_native_bfloat16_the_job_says_it_keeps_float32():
     # A child process with oneDNN capped at AVX2: the CPU then has no bfloat16 products.
     program = (

@@ -136,9 +136,12 @@ void BindSession(py::module_& m) {
       .def_readonly("device", &ActorProfile::device)
       .def_readonly("firings", &ActorProfile::firings)
       .def_readonly("busy_seconds", &ActorProfile::busy_seconds)
+      .def_readonly("kept", &ActorProfile::kept,
+                    "Firings that kept an earlier call's results (a weight's cast in a job that never changes it).")
       .def("__repr__", [](const ActorProfile& a) {
-        return fmt::format("ActorProfile(name='{}', device='{}', kind='{}', op_type='{}', firings={}, busy_seconds={:.6f})",
-                           a.name, a.device, a.kind, a.op_type, a.firings, a.busy_seconds);
+        return fmt::format("ActorProfile(name='{}', device='{}', kind='{}', op_type='{}', firings={}, busy_seconds={:.6f}, "
+                           "kept={})",
+                           a.name, a.device, a.kind, a.op_type, a.firings, a.busy_seconds, a.kept);
       });
   py::class_<JobProfile>(m, "JobProfile", "One job's calls (count, summed latency) and its actors.")
       .def_readonly("job", &JobProfile::job)

@@ -43,7 +43,8 @@ WEIR_REGISTER_OP({.type = "cast",
                   .infer = InferCast,
                   .gradient = CastGradient,
                   .sbp = ElementwiseRule(),
-                  .read_attrs = ReadAttrs<CastAttrs>(Attr("dtype", &CastAttrs::dtype))});
+                  .read_attrs = ReadAttrs<CastAttrs>(Attr("dtype", &CastAttrs::dtype)),
+                  .pure = true});
 
 }  // namespace
 }  // namespace internal

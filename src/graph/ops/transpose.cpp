@@ -50,7 +50,8 @@ WEIR_REGISTER_OP({.type = "transpose",
                   .infer = InferTranspose,
                   .gradient = TransposeGradient,
                   .sbp = TransposeSbp,
-                  .read_attrs = ReadAttrs<TransposeAttrs>(Attr("perm", &TransposeAttrs::perm))});
+                  .read_attrs = ReadAttrs<TransposeAttrs>(Attr("perm", &TransposeAttrs::perm)),
+                  .pure = true});
 
 }  // namespace
 }  // namespace internal
