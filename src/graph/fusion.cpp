@@ -80,12 +80,15 @@ bool IsPlainSgd(const OpNode& node) {
   return attrs.regularizer.l1 == 0 && attrs.regularizer.l2 == 0;
 }
 
-// The bias_add (of f32 values) that is the only reader of `value` and adds along its `axis`, or -1.
+// The bias_add that is the only reader of `value` and adds along its `axis`, or -1: of f32 values, or
+// an f32 bias added to a bf16 value (a predict job's mixed precision).
 int BiasAddAlong(const JobGraph& graph, const Readers& readers, int value, int axis) {
   const int node = readers.Sole(graph, value, 0);
   if (node < 0) return -1;
   const OpNode& add = graph.nodes[static_cast<std::size_t>(node)];
-  if (add.type != "bias_add" || !AllOf(graph, add, DType::kF32)) return -1;
+  if (add.type != "bias_add" || graph.values[static_cast<std::size_t>(add.inputs[1])].meta.dtype != DType::kF32) return -1;
+  const DType x = graph.values[static_cast<std::size_t>(value)].meta.dtype;
+  if (x != DType::kF32 && x != DType::kBF16) return -1;
   const int rank = graph.values[static_cast<std::size_t>(value)].meta.shape.Rank();
   const int add_axis = std::any_cast<const BiasAddAttrs&>(add.attrs).axis;
   return (add_axis < 0 ? add_axis + rank : add_axis) == axis ? node : -1;
@@ -101,12 +104,14 @@ std::vector<FusedChain> FindFusedChains(const JobGraph& graph, const std::vector
     const OpNode& head = graph.nodes[n];
     if (!live[n]) continue;
     // A bf16 product whose result is cast to f32 (mixed precision) writes f32 itself: the chain
-    // starts with both, and what follows reads the cast's output.
+    // starts with both, and what follows reads the cast's output. A bf16 conv2d or matmul without its
+    // cast may still take the bias_add after it (the chain then writes bf16).
     int cast = -1;
-    if (fuse_casts && head.outputs.size() == 1 && AllOf(graph, head, DType::kBF16) && IsLowPrecisionHead(head.type)) {
+    const bool low = fuse_casts && head.outputs.size() == 1 && AllOf(graph, head, DType::kBF16) && IsLowPrecisionHead(head.type);
+    if (low) {
       cast = readers.Sole(graph, head.outputs[0], 0);
       if (cast >= 0 && !IsCastTo(graph.nodes[static_cast<std::size_t>(cast)], DType::kF32)) cast = -1;
-      if (cast < 0) continue;
+      if (cast < 0 && head.type != "conv2d" && head.type != "matmul") continue;
     } else if ((head.type != "conv2d" && head.type != "matmul") || !AllOf(graph, head, DType::kF32)) {
       continue;
     }
@@ -114,7 +119,7 @@ std::vector<FusedChain> FindFusedChains(const JobGraph& graph, const std::vector
     if (cast >= 0) nodes.push_back(cast);
     const int result = graph.nodes[static_cast<std::size_t>(nodes.back())].outputs[0];
     const int axis = BiasAxis(graph, head);
-    if (axis >= 0 && head.type == "matmul") {
+    if (axis >= 0 && head.type == "matmul" && !(low && cast < 0)) {
       const int update = readers.Sole(graph, result, 1);  // sgd_update(variable, gradient, lr)
       // A matmul fused with the update of one variable must not read another variable that some update
       // writes: that update waits for every reader of its variable, the fused kernel among them, and when

@@ -7,6 +7,7 @@
 
 #include "graph/job_graph.hpp"
 #include "graph/op_registry.hpp"
+#include "graph/batch_norm_folding.hpp"
 #include "graph/layout_pass.hpp"
 #include "graph/mixed_precision_pass.hpp"
 #include "graph/quantization_pass.hpp"
@@ -220,6 +221,9 @@ Job JobBuilder::Build() {
   // First, on the job as written (NCHW convolutions, f32): the fake quantization is then trained
   // through like any op.
   graph_->quantized_values = internal::UseQuantizationAwareTraining(graph_);
+  // A predict job's normalizations after convolutions become the convolutions' weights and biases,
+  // before the layout and mixed-precision passes, which then treat them as any convolution's.
+  if (graph_->type == JobType::kPredict) internal::FoldBatchNormIntoConvolutions(graph_);
   // Before autodiff, so that the backward pass follows the layout chosen here.
   if (graph_->config.channels_last_convolutions) internal::UseChannelsLastConvolutions(graph_);
   // After the layout pass, whose f32 NHWC convolutions it then runs in 16 bits.

@@ -120,6 +120,8 @@ class MixedPrecision {
     if (!IsConverted(in[0])) return false;
     if (OnlyMovesElements(node.type)) return in.size() == 1 && HasLowKernel(node.type);
     if (IsLowPrecisionActivation(node)) return HasLowKernels("unary", "unary_grad");
+    // A maximum is one of its window's values, exact in any dtype (OneFlow's clear list).
+    if (node.type == "max_pool2d") return HasLowKernels("max_pool2d", "max_pool2d_grad");
     // A residual connection; a broadcast sum's gradient would need a 16-bit reduction.
     if (node.type == "add") {
       return in.size() == 2 && IsConverted(in[1]) && Value(in[0]).meta.shape == Value(in[1]).meta.shape &&
@@ -127,6 +129,13 @@ class MixedPrecision {
     }
     // OneFlow's normalization in mixed precision: 16-bit x and y, f32 parameters and statistics.
     if (node.type == "batch_norm") return HasLowKernels("batch_norm", "batch_norm_grad");
+    // A predict job's bias (an f32 bias of a 16-bit x): with the product before it and a relu after it,
+    // one kernel that writes 16 bits (graph/fusion.hpp). A train job keeps the f32 sum, whose bias
+    // gradient would otherwise need its 16-bit dy cast back first.
+    if (node.type == "bias_add") {
+      return graph_->type == JobType::kPredict && !IsConverted(in[1]) && Value(in[1]).meta.dtype == DType::kF32 &&
+             HasLowKernel("bias_add");
+    }
     return false;
   }
 

@@ -6,8 +6,9 @@
 // once per step however many products read it, and a 16-bit value is cast back to f32 once, whatever
 // reads it. Some ops continue a 16-bit chain where the device has 16-bit kernels for them (and their
 // gradients), but never start one: those that only move their input's elements (reshape, flatten,
-// transpose, identity), the activations relu, gelu, sigmoid and tanh, the sum of two 16-bit values
-// of one shape, and batch_norm (16-bit data, f32 parameters and statistics). Variables stay f32 (the
+// transpose, identity), max pooling, the activations relu, gelu, sigmoid and tanh, the sum of two 16-bit values
+// of one shape, batch_norm (16-bit data, f32 parameters and statistics) and, in predict jobs,
+// bias_add (an f32 bias added to 16-bit data). Variables stay f32 (the
 // master weights); the backward pass follows the rewritten ops, so a weight's gradient arrives in f32
 // through the gradient of its cast.
 #include <memory>

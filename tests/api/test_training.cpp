@@ -390,7 +390,8 @@ TEST_CASE("a predict job keeps a weight's cast and transpose across calls until 
   }
   REQUIRE(slots >= 1);
   CHECK(plan->ToDot().find("kept across calls") != std::string::npos);
-  for (const internal::TaskDesc& task : internal::CompilePlan(train.Graph(), {})->tasks) CHECK(task.constant_over.empty());
+  const auto train_plan = internal::CompilePlan(train.Graph(), {});
+  for (const internal::TaskDesc& task : train_plan->tasks) CHECK(task.constant_over.empty());
 
   Session session;
   const Tensor ones = Full({5, 2}, 1.f);

@@ -139,6 +139,45 @@ TEST_CASE("on the CPU the planner fuses each bf16 product with its cast back to 
   CHECK(casts_to_f32 <= 2);
 }
 
+TEST_CASE("in a predict job a bf16 convolution or matmul takes its bias and relu in and writes bf16") {
+  if (!CpuRunsBFloat16()) {
+    MESSAGE("skipped: this CPU has no native bf16 (AVX512_BF16 or AMX)");
+    return;
+  }
+  Session session;
+  Tensor logits[2];
+  for (int on = 0; on < 2; ++on) {
+    JobBuilder builder(on == 1 ? "bf16_predict" : "f32_predict", JobType::kPredict, Mixed(on == 1));
+    const Net net = Build(builder);
+    builder.Output("logits", net.logits);
+    const Job job = builder.Build();
+    if (on == 1) {
+      // The biases follow the bf16 chain (an f32 bias added to bf16 values)...
+      CHECK(CountOps(job, "bias_add", DType::kBF16) == 2);
+      const auto plan = internal::CompilePlan(job.Graph(), {});
+      std::map<std::string, int> fused;
+      int casts = 0;
+      for (const internal::TaskDesc& task : plan->tasks) {
+        if (task.kind != internal::TaskKind::kKernel) continue;
+        if (task.op_type == "cast") ++casts;
+        if (task.op_type != "conv2d_bias_act" && task.op_type != "matmul_bias_act") continue;
+        // ... into the product's kernel: bf16 operands, the f32 bias, a bf16 result.
+        CHECK(task.input_metas[0].dtype == DType::kBF16);
+        CHECK(task.input_metas[2].dtype == DType::kF32);
+        CHECK(task.output_metas[0].dtype == DType::kBF16);
+        ++fused[task.op_type];
+      }
+      CHECK(fused["conv2d_bias_act"] == 1);
+      CHECK(fused["matmul_bias_act"] == 1);
+      // In: the images and three weights; out: the logits. The pooled and hidden values stay bf16
+      // (max pooling follows the chain).
+      CHECK(casts == 5);
+    }
+    logits[on] = session.Call(job, {Random(Shape{8, 3, 8, 8}, 41)})[0];
+  }
+  CHECK(WorstRelative(logits[1], logits[0]) < 0.03);
+}
+
 TEST_CASE("mixed precision leaves ops without 16-bit kernels and values whose gradient is watched in f32") {
   // The CPU has no f16 product kernels: an f16 job on it keeps f32 and says it converted nothing.
   JobConfig f16 = Mixed(true);
@@ -365,7 +404,7 @@ TEST_CASE("batch norm, relu and a residual add continue a bf16 chain; statistics
   }
 }
 
-TEST_CASE("bf16 activations and sums are the f32 kernels' results rounded once, forward and backward") {
+TEST_CASE("bf16 activations, sums, bias adds and max pooling are the f32 kernels' results rounded once") {
   const std::int64_t count = 70001;  // split over the intra-op pool, with a tail shorter than a block
   const Tensor x = Random(Shape{count}, 31, 4.f), dy = Random(Shape{count}, 32);
   const auto to_bf16 = [](const Tensor& t) {
@@ -393,6 +432,35 @@ TEST_CASE("bf16 activations and sums are the f32 kernels' results rounded once, 
       wrong += dx16.Data<bfloat16>()[i].bits != bfloat16(dx32.Data<float>()[i]).bits;
     }
     CHECK(wrong == 0);
+  }
+  // An f32 or bf16 bias added to bf16 rows (features last) and to bf16 planes (channels first).
+  for (const Shape& shape : {Shape{70, 1001}, Shape{3, 13, 769}}) {
+    CAPTURE(shape);
+    const Tensor planes = to_bf16(Random(shape, 33, 4.f)), bias = Random(Shape{shape[1]}, 34);
+    for (const Tensor& b : {bias, to_bf16(bias)}) {
+      const Tensor y = testing::RunOp("bias_add", BiasAddAttrs{.axis = 1}, {planes, b})[0];
+      REQUIRE(y.GetDType() == DType::kBF16);
+      const std::int64_t inner = shape.Rank() == 3 ? shape[2] : 1;
+      int wrong = 0;
+      for (std::int64_t i = 0; i < planes.NumElements(); ++i) {
+        const float widened_bias = b.GetDType() == DType::kF32 ? b.Data<float>()[i / inner % shape[1]]
+                                                                : static_cast<float>(b.Data<bfloat16>()[i / inner % shape[1]]);
+        wrong += y.Data<bfloat16>()[i].bits != bfloat16(static_cast<float>(planes.Data<bfloat16>()[i]) + widened_bias).bits;
+      }
+      CHECK(wrong == 0);
+    }
+  }
+  // Max pooling selects values: the f32 kernel's results exactly. Its gradient sums the dy of the
+  // windows that overlap at a maximum, rounded once.
+  {
+    const Pool2DAttrs pool{.ksize = {3, 3}, .strides = {2, 2}, .padding = SamePadding(), .data_format = DataFormat::kNHWC};
+    const Tensor images = to_bf16(Random(Shape{9, 11, 13, 16}, 35, 4.f)), grads = to_bf16(Random(Shape{9, 6, 7, 16}, 36));
+    const Tensor y16 = testing::RunOp("max_pool2d", pool, {images})[0];
+    const Tensor dx16 = testing::RunOp("max_pool2d_grad", pool, {grads, images})[0];
+    REQUIRE(y16.GetShape() == grads.GetShape());
+    CHECK(to_f32(y16).ToVector<float>() == testing::RunOp("max_pool2d", pool, {to_f32(images)})[0].ToVector<float>());
+    CHECK(to_f32(dx16).ToVector<float>() ==
+          to_f32(to_bf16(testing::RunOp("max_pool2d_grad", pool, {to_f32(grads), to_f32(images)})[0])).ToVector<float>());
   }
   // The sum of two bf16 tensors of one shape (widened blocks over the pool).
   const Tensor sum = testing::RunOp("add", std::any(), {x16, dy16})[0];

@@ -42,7 +42,7 @@ TEST_CASE("bias_add rejects mismatched bias, dtypes and axes") {
   CHECK_THROWS_WITH_AS(RunOp("bias_add", weir::BiasAddAttrs{}, {x, Tensor(Shape{1, 4}, DType::kF32)}),
                        "[bias_add] expects a 1-D bias, got (1,4)", std::invalid_argument);
   CHECK_THROWS_WITH_AS(RunOp("bias_add", weir::BiasAddAttrs{}, {x, Tensor(Shape{4}, DType::kF64)}),
-                       "[bias_add] dtypes differ: x f32 vs bias f64", std::invalid_argument);
+                       "[bias_add] dtypes differ: x f32 vs bias f64 (a 16-bit x may take an f32 bias)", std::invalid_argument);
   CHECK_THROWS_WITH_AS(RunOp("bias_add", weir::BiasAddAttrs{.axis = 2}, {x, Tensor(Shape{4}, DType::kF32)}),
                        "[bias_add] axis 2 out of range for rank 2", std::invalid_argument);
   CHECK_THROWS_WITH_AS(RunOp("bias_add", weir::BiasAddAttrs{}, {Tensor(Shape{2, 4}, DType::kI32), Tensor(Shape{4}, DType::kI32)}),

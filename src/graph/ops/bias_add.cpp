@@ -12,7 +12,11 @@ std::vector<TensorMeta> InferBiasAdd(const InferContext& ctx) {
   const auto& attrs = ctx.Get<BiasAddAttrs>();
   const TensorMeta& x = ctx.inputs[0];
   const TensorMeta& bias = ctx.inputs[1];
-  if (x.dtype != bias.dtype) throw OpError(ctx.op_type, "dtypes differ: x {} vs bias {}", x.dtype, bias.dtype);
+  // Mixed precision adds an f32 bias to a 16-bit x (graph/mixed_precision_pass.hpp).
+  const bool low_x = (x.dtype == DType::kF16 || x.dtype == DType::kBF16) && bias.dtype == DType::kF32;
+  if (x.dtype != bias.dtype && !low_x) {
+    throw OpError(ctx.op_type, "dtypes differ: x {} vs bias {} (a 16-bit x may take an f32 bias)", x.dtype, bias.dtype);
+  }
   if (!IsFloating(x.dtype)) throw OpError(ctx.op_type, "expects floating inputs, got {}", x.dtype);
   if (bias.shape.Rank() != 1) throw OpError(ctx.op_type, "expects a 1-D bias, got {}", bias.shape);
   const int axis = ResolveAxis(ctx.op_type, "axis", attrs.axis, x.shape.Rank());
@@ -22,9 +26,12 @@ std::vector<TensorMeta> InferBiasAdd(const InferContext& ctx) {
   return {x};
 }
 
-// dx = dy; dbias = dy summed over every axis but the bias axis.
+// dx = dy; dbias = dy summed over every axis but the bias axis (in the bias's dtype: an f32 bias of a
+// 16-bit x sums f32 values).
 std::vector<Blob> BiasAddGradient(const GradContext& ctx) {
   const Blob& dy = ctx.output_grads[0];
+  const DType bias_dtype = ctx.inputs[1].GetDType();
+  const Blob wide_dy = dy.GetDType() == bias_dtype ? dy : Cast(dy, {.dtype = bias_dtype});
   Blob dbias;
   if (ctx.needs_grad[1]) {
     const int rank = dy.GetShape().Rank();
@@ -34,7 +41,7 @@ std::vector<Blob> BiasAddGradient(const GradContext& ctx) {
       if (i != axis) reduce.axes.push_back(i);
     }
     // No other axis (a 1-D x): the gradient is dy itself; empty axes would mean "all" to reduce_sum.
-    dbias = reduce.axes.empty() ? dy : ReduceSum(dy, std::move(reduce));
+    dbias = reduce.axes.empty() ? wide_dy : ReduceSum(wide_dy, std::move(reduce));
   }
   return {ctx.needs_grad[0] ? dy : Blob(), dbias};
 }

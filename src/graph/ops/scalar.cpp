@@ -73,7 +73,8 @@ WEIR_REGISTER_OP({.type = "scalar",
                   .infer = InferScalar,
                   .gradient = ScalarGradient,
                   .sbp = ScalarSbp,
-                  .read_attrs = ReadAttrs<ScalarAttrs>(Attr("kind", &ScalarAttrs::kind), Attr("value", &ScalarAttrs::value))});
+                  .read_attrs = ReadAttrs<ScalarAttrs>(Attr("kind", &ScalarAttrs::kind), Attr("value", &ScalarAttrs::value)),
+                  .pure = true});
 
 }  // namespace
 }  // namespace internal

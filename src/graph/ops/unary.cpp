@@ -33,7 +33,8 @@ WEIR_REGISTER_OP({.type = "unary", .num_inputs = 1, .input_names = {"x"}, .infer
                   .read_attrs = ReadAttrs<UnaryAttrs>(Attr("kind", &UnaryAttrs::kind)),
                   .name_stem = [](const std::any& attrs) {
                     return std::string(UnaryKindName(std::any_cast<const UnaryAttrs&>(attrs).kind));
-                  }});
+                  },
+                  .pure = true});
 
 }  // namespace
 }  // namespace internal

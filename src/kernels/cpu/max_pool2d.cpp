@@ -1,10 +1,12 @@
-// max_pool2d and max_pool2d_grad on the CPU: f32 through oneDNN (primitives, memories and the
-// backward's workspace made once per task; large batches split over the intra-op pool,
-// pool2d_dnnl.hpp), f64 through the reference loops of pool2d.hpp.
+// max_pool2d and max_pool2d_grad on the CPU: f32 (and bf16 max_pool2d, for mixed precision: a maximum
+// is exact in any dtype) through oneDNN (primitives, memories and the backward's workspace made once per
+// task; large batches split over the intra-op pool, pool2d_dnnl.hpp), f64 through the reference loops
+// of pool2d.hpp.
 #include <dnnl.hpp>
 
 #include "kernels/cpu/pool2d.hpp"
 #include "kernels/cpu/pool2d_dnnl.hpp"
+#include "kernels/cpu/widened.hpp"
 #include "kernels/kernel.hpp"
 
 namespace weir::internal {
@@ -13,8 +15,10 @@ namespace {
 class MaxPool2DCpu final : public DnnlPool2DKernel {
  public:
   explicit MaxPool2DCpu(const KernelSetup& setup) {
+    const dnnl::memory::data_type type = DnnlDataType(setup.inputs[0].dtype);
     Init(MakePool2DGeometry(setup.Get<Pool2DAttrs>(), setup.inputs[0].shape, setup.outputs[0].shape),
-         [](const Pool2DGeometry& g) { return ForwardPoolWork(g, dnnl::algorithm::pooling_max); });
+         [type](const Pool2DGeometry& g) { return ForwardPoolWork(g, dnnl::algorithm::pooling_max, type); },
+         SizeOf(setup.inputs[0].dtype));
   }
 };
 
@@ -77,6 +81,11 @@ WEIR_REGISTER_KERNELS {
   RegisterKernel({"max_pool2d", Device::Kind::kCpu, DType::kF32}, &MakeKernel<MaxPool2DCpu>);
   RegisterKernel({"max_pool2d", Device::Kind::kCpu, DType::kF64}, &MakeKernel<MaxPool2DReferenceCpu<double>>);
   RegisterKernel({"max_pool2d_grad", Device::Kind::kCpu, DType::kF32}, &MakeKernel<MaxPool2DGradCpu>);
+  // bf16 where oneDNN has native bf16 kernels, else the f32 kernel on widened values (the same maxima).
+  // The gradient always through the f32 kernel: oneDNN's bf16 backward sums the dy of overlapping
+  // windows in bf16, rounding each partial sum; widened, the sum is rounded once.
+  RegisterKernel({"max_pool2d", Device::Kind::kCpu, DType::kBF16}, &NativeOrWidened<&MakeKernel<MaxPool2DCpu>>);
+  RegisterKernel({"max_pool2d_grad", Device::Kind::kCpu, DType::kBF16}, &MakeWidenedKernel);
   RegisterKernel({"max_pool2d_grad", Device::Kind::kCpu, DType::kF64}, &MakeKernel<MaxPool2DGradReferenceCpu<double>>);
 }
 

@@ -67,19 +67,19 @@ template <typename T> void AvgPoolGradReference(const Pool2DGeometry& g, const T
   });
 }
 
-/// oneDNN's f32 description of the pooling, in the caller's layout (oneDNN's pooling reads plain
-/// NCHW and NHWC directly, so no reorder is needed).
+/// oneDNN's description of the pooling of `type` (f32, or bf16 for mixed precision's max pooling), in
+/// the caller's layout (oneDNN's pooling reads plain NCHW and NHWC directly, so no reorder is needed).
 struct DnnlPool2D {
   dnnl::memory::desc x, y;
   dnnl::memory::dims strides, kernel, pad_l, pad_r;
 };
 
-inline DnnlPool2D MakeDnnlPool2D(const Pool2DGeometry& g) {
+inline DnnlPool2D MakeDnnlPool2D(const Pool2DGeometry& g,
+                                 dnnl::memory::data_type type = dnnl::memory::data_type::f32) {
   using tag = dnnl::memory::format_tag;
   const tag layout = g.nchw ? tag::nchw : tag::nhwc;
-  const auto f32 = dnnl::memory::data_type::f32;
-  return {dnnl::memory::desc({g.n, g.c, g.in_h, g.in_w}, f32, layout),
-          dnnl::memory::desc({g.n, g.c, g.out_h, g.out_w}, f32, layout),
+  return {dnnl::memory::desc({g.n, g.c, g.in_h, g.in_w}, type, layout),
+          dnnl::memory::desc({g.n, g.c, g.out_h, g.out_w}, type, layout),
           {g.s_h, g.s_w},
           {g.k_h, g.k_w},
           {g.pad_top, g.pad_left},

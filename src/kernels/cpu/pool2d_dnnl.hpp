@@ -1,7 +1,7 @@
 #pragma once
-// The f32 pooling kernels' oneDNN plumbing: a pooling pass whose batch is split into one chunk per
-// intra-op thread when it is large (pooling is memory-bound; a second core adds its bandwidth), each
-// chunk its own primitives over a slice of the images, made once per task.
+// The pooling kernels' oneDNN plumbing (f32, and bf16 max pooling): a pooling pass whose batch is
+// split into one chunk per intra-op thread when it is large (pooling is memory-bound; a second core
+// adds its bandwidth), each chunk its own primitives over a slice of the images, made once per task.
 #include <cstdint>
 #include <span>
 #include <unordered_map>
@@ -33,9 +33,10 @@ struct PoolChunkWork {
   std::vector<View> views;
 };
 
-/// The work of a forward (inference) pooling of g with `algorithm`: max or avg.
-inline PoolChunkWork ForwardPoolWork(const Pool2DGeometry& g, dnnl::algorithm algorithm) {
-  const DnnlPool2D d = MakeDnnlPool2D(g);
+/// The work of a forward (inference) pooling of g with `algorithm`: max or avg, of `type`.
+inline PoolChunkWork ForwardPoolWork(const Pool2DGeometry& g, dnnl::algorithm algorithm,
+                                     dnnl::memory::data_type type = dnnl::memory::data_type::f32) {
+  const DnnlPool2D d = MakeDnnlPool2D(g, type);
   const dnnl::pooling_forward::primitive_desc pd(
       {dnnl::prop_kind::forward_inference, algorithm, d.x, d.y, d.strides, d.kernel, d.pad_l, d.pad_r}, CpuEngine());
   const dnnl::memory x(d.x, CpuEngine(), DNNL_MEMORY_NONE), y(d.y, CpuEngine(), DNNL_MEMORY_NONE);
@@ -52,10 +53,11 @@ class DnnlPool2DKernel : public Kernel {
     ParallelFor(static_cast<int>(chunks_.size()), [&](int i) {
       Chunk& chunk = chunks_[static_cast<std::size_t>(i)];
       for (PoolChunkWork::View& view : chunk.work.views) {
-        auto* base = static_cast<float*>(view.operand == PoolChunkWork::kOutput
-                                             ? outputs[0].data
-                                             : const_cast<void*>(inputs[static_cast<std::size_t>(view.operand)].data));
-        view.memory.set_data_handle(base + chunk.begin * (view.x_images ? x_image_ : y_image_));
+        auto* base = static_cast<std::byte*>(view.operand == PoolChunkWork::kOutput
+                                                 ? outputs[0].data
+                                                 : const_cast<void*>(inputs[static_cast<std::size_t>(view.operand)].data));
+        const std::int64_t image = view.x_images ? x_image_ : y_image_;
+        view.memory.set_data_handle(base + chunk.begin * image * element_size_);
       }
       for (auto& [primitive, args] : chunk.work.steps) primitive.execute(chunk.stream, args);
       chunk.stream.wait();
@@ -63,8 +65,10 @@ class DnnlPool2DKernel : public Kernel {
   }
 
  protected:
-  /// Splits g's batch and builds each chunk's work with build(slice geometry).
-  template <typename Build> void Init(const Pool2DGeometry& g, Build&& build) {
+  /// Splits g's batch and builds each chunk's work with build(slice geometry); the registers hold
+  /// elements of `element_size` bytes.
+  template <typename Build> void Init(const Pool2DGeometry& g, Build&& build, std::size_t element_size = sizeof(float)) {
+    element_size_ = static_cast<std::int64_t>(element_size);
     if (g.Empty()) return;
     x_image_ = g.c * g.in_h * g.in_w;
     y_image_ = g.c * g.out_h * g.out_w;
@@ -87,7 +91,8 @@ class DnnlPool2DKernel : public Kernel {
     dnnl::stream stream{CpuEngine()};
     PoolChunkWork work;
   };
-  std::int64_t x_image_ = 0, y_image_ = 0;
+  std::int64_t x_image_ = 0, y_image_ = 0;  // elements
+  std::int64_t element_size_ = sizeof(float);
   std::vector<Chunk> chunks_;
 };
 
