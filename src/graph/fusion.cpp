@@ -94,12 +94,29 @@ int BiasAddAlong(const JobGraph& graph, const Readers& readers, int value, int a
   return (add_axis < 0 ? add_axis + rank : add_axis) == axis ? node : -1;
 }
 
+// The add that is the only reader of `value` and sums it with another value of its shape and dtype (a
+// residual connection, no broadcast), or -1.
+int ResidualSumOf(const JobGraph& graph, const Readers& readers, int value) {
+  for (std::size_t slot = 0; slot < 2; ++slot) {
+    const int node = readers.Sole(graph, value, slot);
+    if (node < 0) continue;
+    const OpNode& sum = graph.nodes[static_cast<std::size_t>(node)];
+    if (sum.type != "add" || sum.inputs.size() != 2 || sum.inputs[0] == sum.inputs[1]) return -1;
+    const TensorMeta& other = graph.values[static_cast<std::size_t>(sum.inputs[1 - slot])].meta;
+    return other == graph.values[static_cast<std::size_t>(value)].meta ? node : -1;
+  }
+  return -1;
+}
+
 }  // namespace
 
 std::vector<FusedChain> FindFusedChains(const JobGraph& graph, const std::vector<bool>& live, bool fuse_casts) {
   const Readers readers(graph, live);
   const std::vector<bool> written = WrittenValues(graph, live);
   std::vector<FusedChain> chains;
+  // Nodes in a chain already: a residual sum of two convolutions' biases (a ResNet block with a
+  // projection shortcut) goes to the first chain that reaches it; the other chain ends at its bias.
+  std::vector<bool> claimed(graph.nodes.size(), false);
   for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
     const OpNode& head = graph.nodes[n];
     if (!live[n]) continue;
@@ -154,17 +171,29 @@ std::vector<FusedChain> FindFusedChains(const JobGraph& graph, const std::vector
     nodes.push_back(bias_add);
     chain.nodes = nodes;
     chain.inputs = {head.inputs[0], head.inputs[1], add.inputs[1]};
-    const int relu = readers.Sole(graph, add.outputs[0], 0);
+    int last = add.outputs[0];
+    // A residual sum after a CPU channels-last convolution's bias: oneDNN's binary post-op.
+    int residual_sum = -1;
+    if (fuse_casts && head.type == "conv2d" && axis == 3) residual_sum = ResidualSumOf(graph, readers, last);
+    if (residual_sum >= 0 && claimed[static_cast<std::size_t>(residual_sum)]) residual_sum = -1;
+    if (residual_sum >= 0) {
+      const OpNode& sum = graph.nodes[static_cast<std::size_t>(residual_sum)];
+      chain.nodes.push_back(residual_sum);
+      chain.inputs.push_back(sum.inputs[0] == last ? sum.inputs[1] : sum.inputs[0]);
+      last = sum.outputs[0];
+    }
+    const int relu = readers.Sole(graph, last, 0);
     const bool with_relu = relu >= 0 && IsRelu(graph.nodes[static_cast<std::size_t>(relu)]);
     if (with_relu) chain.nodes.push_back(relu);
     const FusedActivation activation = with_relu ? FusedActivation::kRelu : FusedActivation::kNone;
     if (head.type == "conv2d") {
       chain.op_type = "conv2d_bias_act";
-      chain.attrs = FusedConv2DAttrs{std::any_cast<const Conv2DAttrs&>(head.attrs), activation};
+      chain.attrs = FusedConv2DAttrs{std::any_cast<const Conv2DAttrs&>(head.attrs), activation, residual_sum >= 0};
     } else {
       chain.op_type = "matmul_bias_act";
       chain.attrs = FusedMatMulAttrs{std::any_cast<const MatMulAttrs&>(head.attrs), activation};
     }
+    for (int node : chain.nodes) claimed[static_cast<std::size_t>(node)] = true;
     chains.push_back(std::move(chain));
   }
   return chains;

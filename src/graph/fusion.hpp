@@ -40,7 +40,10 @@ std::vector<FusedChain> FindMultiTensorUpdates(const JobGraph& graph, const std:
 /// whose oneDNN kernels mix data types), the same with a bf16 product whose only reader is a cast to
 /// f32 (mixed precision) between the product and the rest; a bf16 matmul, batch_matmul, conv2d or
 /// convolution gradient followed by nothing else but that cast becomes that op writing f32 (chain op
-/// type = the product's).
+/// type = the product's); and a bf16 conv2d or matmul whose bias_add kept the value bf16 (an f32 bias:
+/// a predict job's mixed precision) with that bias_add and its relu, writing bf16. On the CPU a
+/// channels-last conv2d's chain also takes an add of the bias_add's result and another value of its
+/// shape and dtype (a residual connection), before the relu.
 std::vector<FusedChain> FindFusedChains(const JobGraph& graph, const std::vector<bool>& live, bool fuse_casts);
 
 }  // namespace weir::internal

@@ -26,8 +26,9 @@ Tensor Random(Shape shape, unsigned seed, float low, float high) {
 
 // conv → batch norm → relu, conv → batch norm + the first block's output → relu, as a ResNet's
 // blocks, in `format`. `keep_convolutions`: the job also returns each convolution's result, which
-// then cannot be folded away (the reference).
-Job ResidualPredictJob(const std::string& name, DataFormat format, bool keep_convolutions) {
+// then cannot be folded away (the reference). `projection`: the shortcut is a convolution and batch
+// norm of its own (both sides of the sum then end in a folded convolution).
+Job ResidualPredictJob(const std::string& name, DataFormat format, bool keep_convolutions, bool projection = false) {
   JobBuilder builder(name);
   const bool nchw = format == DataFormat::kNCHW;
   const Blob images = builder.Placeholder("images", nchw ? Shape{2, 3, 6, 6} : Shape{2, 6, 6, 3});
@@ -42,7 +43,8 @@ Job ResidualPredictJob(const std::string& name, DataFormat format, bool keep_con
     return BatchNormalization(x, {.axis = nchw ? 1 : -1, .epsilon = 1e-3, .name = layer});
   };
   const Blob first = Relu(norm(conv(images, "conv1"), "bn1"));
-  builder.Output("y", Relu(Add(norm(conv(first, "conv2"), "bn2"), first)));
+  const Blob shortcut = projection ? norm(conv(first, "proj"), "bn_proj") : first;
+  builder.Output("y", Relu(Add(norm(conv(first, "conv2"), "bn2"), shortcut)));
   return builder.Build();
 }
 
@@ -57,12 +59,21 @@ int LiveOps(const Job& job, std::string_view type) {
 
 // Moving statistics and parameters far from their initial values, so that folding them matters.
 void SetStatistics(Session& session, unsigned seed) {
-  for (const char* layer : {"bn1", "bn2"}) {
+  for (const char* layer : {"bn1", "bn2", "bn_proj"}) {
     const std::string prefix = layer;
     session.SetVariables({{prefix + "-gamma", Random(Shape{4}, seed++, 0.5f, 2.f)},
                           {prefix + "-beta", Random(Shape{4}, seed++, -1.f, 1.f)},
                           {prefix + "-moving_mean", Random(Shape{4}, seed++, -1.f, 1.f)},
                           {prefix + "-moving_variance", Random(Shape{4}, seed++, 0.2f, 3.f)}});
+  }
+}
+
+// The folded job's output against the unfolded one's: float rounding apart, the same.
+void CheckSame(const std::vector<float>& got, const std::vector<float>& want) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    CAPTURE(i);
+    CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5).scale(1.0));
   }
 }
 
@@ -74,10 +85,11 @@ TEST_CASE("a predict job folds each batch norm after a convolution into it: same
     const std::string suffix = format == DataFormat::kNCHW ? "_nchw" : "_nhwc";
     const Job folded = ResidualPredictJob("folded" + suffix, format, false);
     const Job reference = ResidualPredictJob("reference" + suffix, format, true);
-    // The convolutions now add the folded bias and apply the relu in one kernel; the second block's
-    // sum with the shortcut stays.
+    // The convolutions now add the folded bias and apply the relu in one kernel, the second one also
+    // the sum with the shortcut (channels last on the CPU, whatever the job's layout).
     CHECK(LiveOps(folded, "batch_norm") == 0);
     CHECK(LiveOps(folded, "conv2d_bias_act") == 2);
+    CHECK(LiveOps(folded, "add") == 0);
     CHECK(LiveOps(reference, "batch_norm") == 2);
 
     Session session;
@@ -85,15 +97,22 @@ TEST_CASE("a predict job folds each batch norm after a convolution into it: same
     SetStatistics(session, 7);
     const Tensor images = Random(format == DataFormat::kNCHW ? Shape{2, 3, 6, 6} : Shape{2, 6, 6, 3}, 3, -1.f, 1.f);
     const std::vector<float> want = session.Call(reference, {images})[2].ToVector<float>();
-    for (int call = 0; call < 3; ++call) {
-      const std::vector<float> got = session.Call(folded, {images})[0].ToVector<float>();
-      REQUIRE(got.size() == want.size());
-      for (std::size_t i = 0; i < want.size(); ++i) {
-        CAPTURE(i);
-        CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5).scale(1.0));
-      }
-    }
+    for (int call = 0; call < 3; ++call) CheckSame(session.Call(folded, {images})[0].ToVector<float>(), want);
   }
+}
+
+TEST_CASE("a sum of two folded convolutions goes into one of them") {
+  const Job folded = ResidualPredictJob("projection_folded", DataFormat::kNCHW, false, true);
+  const Job reference = ResidualPredictJob("projection_reference", DataFormat::kNCHW, true, true);
+  CHECK(LiveOps(folded, "batch_norm") == 0);
+  CHECK(LiveOps(folded, "conv2d_bias_act") == 3);
+  CHECK(LiveOps(folded, "add") == 0);
+  Session session;
+  session.Compile(reference);
+  SetStatistics(session, 5);
+  const Tensor images = Random(Shape{2, 3, 6, 6}, 3, -1.f, 1.f);
+  const std::vector<float> want = session.Call(reference, {images})[3].ToVector<float>();
+  CheckSame(session.Call(folded, {images})[0].ToVector<float>(), want);
 }
 
 TEST_CASE("folded weights are kept across calls and computed again once the statistics change") {
@@ -106,10 +125,7 @@ TEST_CASE("folded weights are kept across calls and computed again once the stat
     SetStatistics(session, seed);
     const std::vector<float> want = session.Call(reference, {images})[2].ToVector<float>();
     session.StartProfiling();
-    for (int call = 0; call < 4; ++call) {
-      const std::vector<float> got = session.Call(folded, {images})[0].ToVector<float>();
-      for (std::size_t i = 0; i < want.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5).scale(1.0));
-    }
+    for (int call = 0; call < 4; ++call) CheckSame(session.Call(folded, {images})[0].ToVector<float>(), want);
     const Profile profile = session.StopProfiling();
     for (const JobProfile& job : profile.jobs) {
       for (const ActorProfile& actor : job.actors) {

@@ -404,6 +404,51 @@ TEST_CASE("batch norm, relu and a residual add continue a bf16 chain; statistics
   }
 }
 
+TEST_CASE("a predict job under mixed precision runs a residual network as bf16 convolutions with bias, sum and relu") {
+  if (!CpuRunsBFloat16()) {
+    MESSAGE("skipped: this CPU has no native bf16 (AVX512_BF16 or AMX)");
+    return;
+  }
+  const Tensor images = Random(Shape{4, 3, 6, 6}, 21);
+  Session session;
+  Tensor logits[2];
+  for (int on = 0; on < 2; ++on) {
+    JobBuilder builder(on == 1 ? "residual_bf16" : "residual_f32", JobType::kPredict, Mixed(on == 1));
+    builder.Output("logits", ResidualNet(builder.Placeholder("images", images.GetShape())));
+    const Job job = builder.Build();
+    const auto plan = internal::CompilePlan(job.Graph(), {});
+    std::map<std::string, int> kernels;
+    for (const internal::TaskDesc& task : plan->tasks) {
+      // What runs at every call: not the weights' folding, casts and transposes (kept across calls).
+      if (task.kind != internal::TaskKind::kKernel || !task.constant_over.empty()) continue;
+      ++kernels[task.op_type];
+      if (task.op_type == "conv2d_bias_act") {
+        // The normalizations folded into the convolutions (bias, relu), the block's sum its last
+        // convolution's residual: bf16 in, bf16 out.
+        CHECK(task.output_metas[0].dtype == (on == 1 ? DType::kBF16 : DType::kF32));
+        if (task.input_metas.size() == 4) CHECK(task.input_metas[3] == task.output_metas[0]);
+      }
+    }
+    CHECK(kernels["conv2d_bias_act"] == 3);
+    CHECK(kernels.count("batch_norm") == 0);
+    CHECK(kernels.count("add") == 0);
+    CHECK(kernels.count("unary") == 0);
+    if (on == 0) {
+      session.Compile(job);
+      // Statistics away from their initial values, so that the folding shows.
+      for (const char* layer : {"stem_bn", "bn1", "bn2"}) {
+        const std::string prefix = layer;
+        Tensor variance = Random(Shape{16}, 50, 1.f);
+        for (std::int64_t i = 0; i < 16; ++i) variance.Data<float>()[i] = 0.5f + std::fabs(variance.Data<float>()[i]);
+        session.SetVariables({{prefix + "-moving_mean", Random(Shape{16}, 51, 0.5f)}, {prefix + "-moving_variance", variance},
+                              {prefix + "-gamma", Random(Shape{16}, 52, 2.f)}, {prefix + "-beta", Random(Shape{16}, 53, 0.5f)}});
+      }
+    }
+    logits[on] = session.Call(job, {images})[0];
+  }
+  CHECK(WorstRelative(logits[1], logits[0]) < 0.03);
+}
+
 TEST_CASE("bf16 activations, sums, bias adds and max pooling are the f32 kernels' results rounded once") {
   const std::int64_t count = 70001;  // split over the intra-op pool, with a tail shorter than a block
   const Tensor x = Random(Shape{count}, 31, 4.f), dy = Random(Shape{count}, 32);

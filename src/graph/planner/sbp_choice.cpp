@@ -19,7 +19,10 @@ std::vector<SbpSignature> SignaturesOf(std::string_view op_type, const SbpContex
     const int a_rows = ctx.Get<FusedMatMulAttrs>().matmul.transpose_a ? 1 : 0;
     return {{{Sbp::S(a_rows), Sbp::B(), Sbp::B()}, {Sbp::S(0)}}};
   }
-  if (op_type == "conv2d_bias_act") return {{{Sbp::S(0), Sbp::B(), Sbp::B()}, {Sbp::S(0)}}};
+  if (op_type == "conv2d_bias_act") {  // images split; a residual splits with them
+    if (ctx.Get<FusedConv2DAttrs>().add_residual) return {{{Sbp::S(0), Sbp::B(), Sbp::B(), Sbp::S(0)}, {Sbp::S(0)}}};
+    return {{{Sbp::S(0), Sbp::B(), Sbp::B()}, {Sbp::S(0)}}};
+  }
   const OpDef* def = TryFindOp(op_type);  // constants have no OpDef
   return def != nullptr && def->sbp ? def->sbp(ctx) : std::vector<SbpSignature>{};
 }

@@ -10,10 +10,13 @@ namespace weir::internal {
 
 enum class FusedActivation : std::uint8_t { kNone, kRelu };
 
-/// conv2d_bias_act: (x, weight, bias) -> act(conv2d(x, weight) + bias), bias along the channels.
+/// conv2d_bias_act: (x, weight, bias) -> act(conv2d(x, weight) + bias), bias along the channels; with
+/// `add_residual`, (x, weight, bias, residual) -> act(conv2d(x, weight) + bias + residual), the residual
+/// of y's shape and dtype (a ResNet block's sum with its shortcut; CPU, channels-last only).
 struct FusedConv2DAttrs {
   Conv2DAttrs conv;
   FusedActivation activation = FusedActivation::kNone;
+  bool add_residual = false;
 };
 
 /// matmul_bias_act: (a, b, bias) -> act(matmul(a, b) + bias), bias along the columns.

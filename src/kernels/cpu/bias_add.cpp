@@ -12,54 +12,54 @@
 namespace weir::internal {
 namespace {
 
-template <typename T> class BiasAddCpu final : public Kernel {
- public:
-  explicit BiasAddCpu(const KernelSetup& setup) {
+// x as (outer, channels, inner), the channels along the bias axis.
+struct BiasAddGeometry {
+  explicit BiasAddGeometry(const KernelSetup& setup) {
     const Shape& x = setup.inputs[0].shape;
     const int attr_axis = setup.Get<BiasAddAttrs>().axis;
     const int axis = attr_axis < 0 ? attr_axis + x.Rank() : attr_axis;
-    channels_ = x[axis];
-    for (int i = 0; i < axis; ++i) outer_ *= x[i];
-    for (int i = axis + 1; i < x.Rank(); ++i) inner_ *= x[i];
+    channels = x[axis];
+    for (int i = 0; i < axis; ++i) outer *= x[i];
+    for (int i = axis + 1; i < x.Rank(); ++i) inner *= x[i];
   }
+  std::int64_t outer = 1;
+  std::int64_t channels = 1;
+  std::int64_t inner = 1;
+};
+
+template <typename T> class BiasAddCpu final : public Kernel {
+ public:
+  explicit BiasAddCpu(const KernelSetup& setup) : g_(setup) {}
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
     const T* x = inputs[0].As<T>();
     const T* bias = inputs[1].As<T>();
     T* y = outputs[0].As<T>();
-    if (inner_ == 1) {
+    if (g_.inner == 1) {
       // The usual (batch, features) case: a vectorisable row add.
-      for (std::int64_t o = 0; o < outer_; ++o) {
-        const std::int64_t row = o * channels_;
-        for (std::int64_t c = 0; c < channels_; ++c) y[row + c] = x[row + c] + bias[c];
+      for (std::int64_t o = 0; o < g_.outer; ++o) {
+        const std::int64_t row = o * g_.channels;
+        for (std::int64_t c = 0; c < g_.channels; ++c) y[row + c] = x[row + c] + bias[c];
       }
       return;
     }
-    for (std::int64_t o = 0; o < outer_; ++o) {
-      for (std::int64_t c = 0; c < channels_; ++c) {
+    for (std::int64_t o = 0; o < g_.outer; ++o) {
+      for (std::int64_t c = 0; c < g_.channels; ++c) {
         const T b = bias[c];
-        const std::int64_t base = (o * channels_ + c) * inner_;
-        for (std::int64_t i = 0; i < inner_; ++i) y[base + i] = x[base + i] + b;
+        const std::int64_t base = (o * g_.channels + c) * g_.inner;
+        for (std::int64_t i = 0; i < g_.inner; ++i) y[base + i] = x[base + i] + b;
       }
     }
   }
 
  private:
-  std::int64_t outer_ = 1;
-  std::int64_t channels_ = 1;
-  std::int64_t inner_ = 1;
+  BiasAddGeometry g_;
 };
 
 class BiasAddBFloat16Cpu final : public Kernel {
  public:
-  explicit BiasAddBFloat16Cpu(const KernelSetup& setup) : wide_bias_bf16_(setup.inputs[1].dtype == DType::kBF16) {
-    const Shape& x = setup.inputs[0].shape;
-    const int attr_axis = setup.Get<BiasAddAttrs>().axis;
-    const int axis = attr_axis < 0 ? attr_axis + x.Rank() : attr_axis;
-    channels_ = x[axis];
-    for (int i = 0; i < axis; ++i) outer_ *= x[i];
-    for (int i = axis + 1; i < x.Rank(); ++i) inner_ *= x[i];
-    if (wide_bias_bf16_) bias_.resize(static_cast<std::size_t>(channels_));
+  explicit BiasAddBFloat16Cpu(const KernelSetup& setup) : g_(setup), wide_bias_bf16_(setup.inputs[1].dtype == DType::kBF16) {
+    if (wide_bias_bf16_) bias_.resize(static_cast<std::size_t>(g_.channels));
   }
 
   void Run(std::span<const ConstTensorView> inputs, std::span<const TensorView> outputs) override {
@@ -67,13 +67,13 @@ class BiasAddBFloat16Cpu final : public Kernel {
     bfloat16* y = outputs[0].As<bfloat16>();
     const float* bias = inputs[1].As<float>();
     if (wide_bias_bf16_) {
-      WidenBFloat16(inputs[1].As<bfloat16>(), bias_.data(), channels_);
+      WidenBFloat16(inputs[1].As<bfloat16>(), bias_.data(), g_.channels);
       bias = bias_.data();
     }
     // Rows of x: (outer, channels) with a bias per element when inner is 1, else (outer · channels,
     // inner) with one bias per row.
-    const std::int64_t rows = inner_ == 1 ? outer_ : outer_ * channels_;
-    const std::int64_t length = inner_ == 1 ? channels_ : inner_;
+    const std::int64_t rows = g_.inner == 1 ? g_.outer : g_.outer * g_.channels;
+    const std::int64_t length = g_.inner == 1 ? g_.channels : g_.inner;
     const int chunks = static_cast<int>(std::clamp<std::int64_t>(rows * length / (1 << 15), 1, IntraOpThreads()));
     ParallelFor(chunks, [&](int chunk) {
       float wide[kBlock];
@@ -82,10 +82,10 @@ class BiasAddBFloat16Cpu final : public Kernel {
           const std::int64_t count = std::min(kBlock, length - at);
           const std::int64_t offset = row * length + at;
           WidenBFloat16(x + offset, wide, count);
-          if (inner_ == 1) {
+          if (g_.inner == 1) {
             for (std::int64_t i = 0; i < count; ++i) wide[i] += bias[at + i];
           } else {
-            const float b = bias[row % channels_];
+            const float b = bias[row % g_.channels];
             for (std::int64_t i = 0; i < count; ++i) wide[i] += b;
           }
           NarrowToBFloat16(wide, y + offset, count);
@@ -96,11 +96,9 @@ class BiasAddBFloat16Cpu final : public Kernel {
 
  private:
   static constexpr std::int64_t kBlock = 1024;
+  BiasAddGeometry g_;
   bool wide_bias_bf16_;
   std::vector<float> bias_;  // a bf16 bias, widened at each call
-  std::int64_t outer_ = 1;
-  std::int64_t channels_ = 1;
-  std::int64_t inner_ = 1;
 };
 
 WEIR_REGISTER_KERNELS {

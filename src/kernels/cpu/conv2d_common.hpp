@@ -162,6 +162,8 @@ struct Conv2DPrimitive {
   std::array<std::pair<int, DnnlOperand>, 3> operands;
   /// A fused bias (third input, the same for every chunk): DNNL_ARG_BIAS and its operand.
   std::optional<DnnlOperand> bias = std::nullopt;
+  /// A fused residual (fourth input, this chunk's images in y's layout): the first post-op's operand.
+  std::optional<dnnl::memory> residual = std::nullopt;
 };
 
 // Convolutions of at least this many FLOPs split their batch over the intra-op pool (the runtime
@@ -180,7 +182,8 @@ class Conv2DDnnlKernel : public Kernel {
     }
     const auto bytes = [](const void* data) { return static_cast<std::byte*>(const_cast<void*>(data)); };
     const Registers registers{bytes(inputs[0].data), bytes(inputs[1].data),
-                              inputs.size() > 2 ? bytes(inputs[2].data) : nullptr, bytes(outputs[0].data)};
+                              inputs.size() > 2 ? bytes(inputs[2].data) : nullptr,
+                              inputs.size() > 3 ? bytes(inputs[3].data) : nullptr, bytes(outputs[0].data)};
     ParallelFor(static_cast<int>(chunks_.size()), [this, &registers](int i) { RunChunk(i, registers); });
     // Chunks past the first left partial filter gradients in their own buffers.
     for (std::size_t i = 1; i < chunks_.size(); ++i) {
@@ -226,6 +229,10 @@ class Conv2DDnnlKernel : public Kernel {
         chunk.bias = std::move(*made.bias);
         chunk.args.push_back({DNNL_ARG_BIAS, chunk.bias->Memory().get()});
       }
+      if (made.residual) {
+        chunk.residual = std::move(*made.residual);
+        chunk.args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, chunk.residual->get()});
+      }
       switch (pass) {
         case Conv2DPass::kForward:  // (x, weight) -> y
           chunk.offsets = {begin * x_image, 0, begin * y_image};
@@ -245,7 +252,8 @@ class Conv2DDnnlKernel : public Kernel {
   struct Registers {
     std::byte* a;
     std::byte* b;
-    std::byte* bias;  // fused kernels only
+    std::byte* bias;      // fused kernels only
+    std::byte* residual;  // fused kernels with a residual sum only
     std::byte* out;
   };
   struct Chunk {
@@ -254,6 +262,7 @@ class Conv2DDnnlKernel : public Kernel {
     dnnl::memory scratchpad;
     std::array<DnnlOperand, 3> operands;
     std::optional<DnnlOperand> bias;
+    std::optional<dnnl::memory> residual;
     std::vector<dnnl_exec_arg_t> args;
     std::array<std::int64_t, 3> offsets{};  // in elements, into a, b and out
     std::vector<std::byte> partial;         // the filter gradient of chunks past the first
@@ -272,6 +281,8 @@ class Conv2DDnnlKernel : public Kernel {
       chunk.bias->Bind(registers.bias);
       chunk.bias->Import(chunk.stream);
     }
+    // The residual has y's shape and dtype: this chunk's images start where its y does.
+    if (chunk.residual) chunk.residual->set_data_handle(registers.residual + chunk.offsets[2] * static_cast<std::int64_t>(out_element_size_));
     ExecuteDnnl(chunk.primitive, chunk.stream, chunk.args);
     chunk.operands[2].Export(chunk.stream);
     chunk.stream.wait();

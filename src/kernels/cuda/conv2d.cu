@@ -428,6 +428,10 @@ template <Conv2DPass kPass, typename T, bool kFused = false> class Conv2DCuda fi
     // An empty operand: y and dx are empty (or an empty sum, zero), dweight an empty sum.
     if (geometry_.XCount() == 0 || geometry_.YCount() == 0 || geometry_.WeightCount() == 0) return;
     relu_ = kFused && setup.Get<FusedConv2DAttrs>().activation == FusedActivation::kRelu;
+    // The planner fuses residual sums on the CPU only (graph/fusion.hpp).
+    if (kFused && setup.Get<FusedConv2DAttrs>().add_residual) {
+      throw std::logic_error("[conv2d_bias_act] a residual sum has no CUDA kernel");
+    }
     if (kFused) {
       const Shape& y = setup.outputs[0].shape;
       std::vector<std::int64_t> bias(4, 1);
