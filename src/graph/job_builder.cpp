@@ -222,8 +222,11 @@ Job JobBuilder::Build() {
   // through like any op.
   graph_->quantized_values = internal::UseQuantizationAwareTraining(graph_);
   // A predict job's normalizations after convolutions become the convolutions' weights and biases,
-  // before the layout and mixed-precision passes, which then treat them as any convolution's.
-  if (graph_->type == JobType::kPredict) internal::FoldBatchNormIntoConvolutions(graph_);
+  // before the layout and mixed-precision passes, which then treat them as any convolution's. Not
+  // under CUDA mixed precision: there batch norm and relu follow float16 chains, and a folded bias
+  // has no float16 kernel to keep the chain float16.
+  const bool cuda_mixed = graph_->config.mixed_precision && graph_->config.mixed_precision->device == Device::Kind::kCuda;
+  if (graph_->type == JobType::kPredict && !cuda_mixed) internal::FoldBatchNormIntoConvolutions(graph_);
   // Before autodiff, so that the backward pass follows the layout chosen here.
   if (graph_->config.channels_last_convolutions) internal::UseChannelsLastConvolutions(graph_);
   // After the layout pass, whose f32 NHWC convolutions it then runs in 16 bits.

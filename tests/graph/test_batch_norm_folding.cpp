@@ -137,7 +137,7 @@ TEST_CASE("folded weights are kept across calls and computed again once the stat
   }
 }
 
-TEST_CASE("folding leaves train jobs, training-mode normalizations and convolutions read elsewhere alone") {
+TEST_CASE("folding leaves training-mode normalizations, convolutions read elsewhere and CUDA mixed precision alone") {
   JobBuilder training_mode("training_mode");
   const Blob x = training_mode.Placeholder("x", Shape{2, 3, 4, 4});
   const Blob y = Conv2DLayer(x, 4, {.kernel_size = {1, 1}, .use_bias = false, .name = "c"});
@@ -149,4 +149,13 @@ TEST_CASE("folding leaves train jobs, training-mode normalizations and convoluti
   const Blob y2 = Conv2DLayer(x2, 4, {.kernel_size = {1, 1}, .use_bias = false, .name = "c"});
   shared.Output("y", Add(BatchNormalization(y2, {.axis = 1, .name = "n"}), y2));
   CHECK(LiveOps(shared.Build(), "batch_norm") == 1);
+
+  // CUDA mixed precision keeps batch norm and relu in float16 instead.
+  JobConfig cuda_mixed;
+  cuda_mixed.mixed_precision = JobConfig::MixedPrecision{.dtype = DType::kF16, .device = Device::Kind::kCuda};
+  JobBuilder gpu("cuda_mixed", JobType::kPredict, cuda_mixed);
+  const Blob x3 = gpu.Placeholder("x", Shape{2, 3, 4, 4});
+  gpu.Output("y", BatchNormalization(Conv2DLayer(x3, 4, {.kernel_size = {1, 1}, .use_bias = false, .name = "c"}),
+                                     {.axis = 1, .name = "n"}));
+  CHECK(LiveOps(gpu.Build(), "batch_norm") == 1);
 }
