@@ -55,7 +55,9 @@ RegisterStore::RegisterStore(const Plan& plan, const VariableResolver& variables
                                            reg.slot_bytes, reg.variable_offset, reg.device.ToString()));
       }
       slots_.push_back({static_cast<std::byte*>(variable.RawData()) + reg.variable_offset, nullptr, false});
-      if (bound.version == nullptr) throw std::logic_error(fmt::format("[runtime] variable '{}' has no version", reg.variable));
+      if (bound.version == nullptr) {
+        throw std::logic_error(fmt::format("[runtime] variable '{}' has no version", reg.variable));
+      }
       versions_.emplace(reg.variable, bound.version.get());
       variables_.push_back(std::move(bound));
       continue;

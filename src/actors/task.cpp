@@ -46,7 +46,8 @@ Task::Task(const Plan& plan, const TaskDesc& desc, RegisterStore& store, std::fu
   if (device_stream == nullptr && !desc.constant_over.empty()) {
     for (const std::string& variable : desc.constant_over) variable_versions_.push_back(&store.VersionOf(variable));
     for (int reg : desc.produced) {
-      kept_.emplace_back(static_cast<std::size_t>(plan.registers[static_cast<std::size_t>(reg)].register_num), kNothingKept);
+      const int slots = plan.registers[static_cast<std::size_t>(reg)].register_num;
+      kept_.emplace_back(static_cast<std::size_t>(slots), kNothingKept);
     }
   }
 }

@@ -60,7 +60,8 @@ class Folding {
     graph_->nodes[conv_index].name += "/unfolded";
     graph_->nodes[n].name += "/unfolded";
     const PlacementOverride placement(*graph_, conv.placement);
-    const Blob gamma = B(norm.inputs[1]), beta = B(norm.inputs[2]), mean = B(norm.inputs[3]), variance = B(norm.inputs[4]);
+    const Blob gamma = B(norm.inputs[1]), beta = B(norm.inputs[2]);
+    const Blob mean = B(norm.inputs[3]), variance = B(norm.inputs[4]);
     // s = gamma / sqrt(variance + epsilon), per output channel: the weight's first axis in both layouts.
     const Blob scale = Mul(gamma, Rsqrt(ScalarAdd(variance, norm_attrs.epsilon, norm.name + "/variance_eps"),
                                         norm.name + "/inv_std"),
@@ -69,7 +70,8 @@ class Folding {
     const Blob weight = Mul(B(conv.inputs[1]), Reshape(scale, {{filters, 1, 1, 1}}, norm.name + "/scale_oihw"),
                             conv.name + "/folded_weight");
     const Blob bias = Sub(beta, Mul(mean, scale, norm.name + "/mean_scaled"), norm.name + "/folded_bias");
-    const Blob folded = BiasAdd(Conv2D(B(conv.inputs[0]), weight, conv_attrs, conv.name), bias, {.axis = channels}, norm.name);
+    const Blob convolved = Conv2D(B(conv.inputs[0]), weight, conv_attrs, conv.name);
+    const Blob folded = BiasAdd(convolved, bias, {.axis = channels}, norm.name);
     Replace(norm.outputs[0], folded.ValueId());
     return true;
   }

@@ -86,7 +86,8 @@ int BiasAddAlong(const JobGraph& graph, const Readers& readers, int value, int a
   const int node = readers.Sole(graph, value, 0);
   if (node < 0) return -1;
   const OpNode& add = graph.nodes[static_cast<std::size_t>(node)];
-  if (add.type != "bias_add" || graph.values[static_cast<std::size_t>(add.inputs[1])].meta.dtype != DType::kF32) return -1;
+  if (add.type != "bias_add") return -1;
+  if (graph.values[static_cast<std::size_t>(add.inputs[1])].meta.dtype != DType::kF32) return -1;
   const DType x = graph.values[static_cast<std::size_t>(value)].meta.dtype;
   if (x != DType::kF32 && x != DType::kBF16) return -1;
   const int rank = graph.values[static_cast<std::size_t>(value)].meta.shape.Rank();
@@ -124,7 +125,8 @@ std::vector<FusedChain> FindFusedChains(const JobGraph& graph, const std::vector
     // starts with both, and what follows reads the cast's output. A bf16 conv2d or matmul without its
     // cast may still take the bias_add after it (the chain then writes bf16).
     int cast = -1;
-    const bool low = fuse_casts && head.outputs.size() == 1 && AllOf(graph, head, DType::kBF16) && IsLowPrecisionHead(head.type);
+    const bool low =
+        fuse_casts && head.outputs.size() == 1 && AllOf(graph, head, DType::kBF16) && IsLowPrecisionHead(head.type);
     if (low) {
       cast = readers.Sole(graph, head.outputs[0], 0);
       if (cast >= 0 && !IsCastTo(graph.nodes[static_cast<std::size_t>(cast)], DType::kF32)) cast = -1;

@@ -225,14 +225,15 @@ Job JobBuilder::Build() {
   // before the layout and mixed-precision passes, which then treat them as any convolution's. Not
   // under CUDA mixed precision: there batch norm and relu follow float16 chains, and a folded bias
   // has no float16 kernel to keep the chain float16.
-  const bool cuda_mixed = graph_->config.mixed_precision && graph_->config.mixed_precision->device == Device::Kind::kCuda;
+  const auto& mixed_precision = graph_->config.mixed_precision;
+  const bool cuda_mixed = mixed_precision && mixed_precision->device == Device::Kind::kCuda;
   if (graph_->type == JobType::kPredict && !cuda_mixed) internal::FoldBatchNormIntoConvolutions(graph_);
   // Before autodiff, so that the backward pass follows the layout chosen here.
   if (graph_->config.channels_last_convolutions) internal::UseChannelsLastConvolutions(graph_);
   // After the layout pass, whose f32 NHWC convolutions it then runs in 16 bits.
-  if (const auto& mixed = graph_->config.mixed_precision; mixed && mixed->dtype != DType::kBF16 && mixed->dtype != DType::kF16) {
+  if (mixed_precision && mixed_precision->dtype != DType::kBF16 && mixed_precision->dtype != DType::kF16) {
     throw std::invalid_argument(fmt::format("[build] job '{}': JobConfig::mixed_precision.dtype: expected bf16 or f16, got {}",
-                                            graph_->name, mixed->dtype));
+                                            graph_->name, mixed_precision->dtype));
   }
   graph_->mixed_precision_ops = internal::UseMixedPrecision(graph_);
   if (graph_->type == JobType::kTrain) {
